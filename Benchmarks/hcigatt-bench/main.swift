@@ -1,0 +1,2 @@
+import CAllocCounter
+print(alloc_counter_total())

@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+// hcigatt: a Bluetooth LE host over raw HCI for Linux.
+//
+// Layers, one target each, dependencies pointing one way:
+//   BluetoothWire (pure codecs) → BluetoothTransport (sockets, H4 streams)
+//   → host core → ATT/GATT → profiles → hcigatt (CLI)
+import PackageDescription
+
+let optimize: [SwiftSetting] = [
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
+]
+
+let package = Package(
+    name: "hcigatt",
+    products: [
+        .executable(name: "hcigatt", targets: ["hcigatt"]),
+        .library(name: "BluetoothWire", targets: ["BluetoothWire"]),
+    ],
+    targets: [
+        // Linux Bluetooth socket structs from libbluetooth-dev headers.
+        // Build time only: the module map has no `link` line, so nothing links libbluetooth.so.
+        .systemLibrary(
+            name: "CBluetooth",
+            path: "Sources/CBluetooth",
+            providers: [.apt(["libbluetooth-dev"])]
+        ),
+        // Counts heap allocations for the benchmark suite (malloc interposition).
+        .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
+
+        // Pure wire codecs: no I/O, no Foundation.
+        .target(name: "BluetoothWire", swiftSettings: optimize),
+        .target(
+            name: "BluetoothTransport",
+            dependencies: ["BluetoothWire", "CBluetooth"]
+        ),
+        .executableTarget(
+            name: "hcigatt",
+            dependencies: ["BluetoothWire", "BluetoothTransport"]
+        ),
+        .executableTarget(
+            name: "hcigatt-bench",
+            dependencies: ["BluetoothWire", "CAllocCounter"],
+            path: "Benchmarks/hcigatt-bench",
+            swiftSettings: optimize
+        ),
+        .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),
+        .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
+    ]
+)

@@ -1,0 +1,102 @@
+/// A decoded packet as named fields, for display (`hcigatt decode`) and JSON output.
+///
+/// Not used on the hot path: building fields allocates. Every parsed packet type
+/// conforms to ``FieldDescribable`` so the CLI can print any of them the same way.
+public indirect enum FieldValue: Sendable, Equatable {
+    case uint(UInt64)
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
+    case text(String)
+    /// Raw bytes, printed as hex.
+    case bytes([UInt8])
+    /// A number shown with its symbolic name, e.g. an opcode or an error code.
+    case named(UInt64, String)
+    case object([Field])
+    case list([FieldValue])
+}
+
+public struct Field: Sendable, Equatable {
+    public var name: String
+    public var value: FieldValue
+    @inlinable public init(_ name: String, _ value: FieldValue) {
+        self.name = name
+        self.value = value
+    }
+}
+
+public protocol FieldDescribable {
+    /// A short title, e.g. "HCI_LE_Advertising_Report".
+    var fieldTitle: String { get }
+    var fields: [Field] { get }
+}
+
+extension FieldValue {
+    @inlinable public static func bytes(_ b: UnsafeRawBufferPointer) -> FieldValue { .bytes(Array(b)) }
+    @inlinable public static func hex16(_ v: UInt16) -> FieldValue { .uint(UInt64(v)) }
+}
+
+/// Hex helpers shared by descriptions (not the hot path).
+public enum Hex {
+    static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    public static func string(_ bytes: some Sequence<UInt8>, separator: String = "") -> String {
+        var s = ""
+        var first = true
+        for b in bytes {
+            if !first { s += separator }
+            first = false
+            s.unicodeScalars.append(Unicode.Scalar(digits[Int(b >> 4)]))
+            s.unicodeScalars.append(Unicode.Scalar(digits[Int(b & 0xF)]))
+        }
+        return s
+    }
+
+    /// Fixed-width uppercase hex of an integer, e.g. `pad(0x2a, 4)` → "002A".
+    public static func pad(_ v: some BinaryInteger, _ width: Int) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+
+    /// Parses hex text, ignoring spaces, colons, dashes and a leading "0x".
+    /// Returns nil (with the offending character index) on anything else or an odd digit count.
+    public static func parse(_ text: some StringProtocol) -> Result<[UInt8], HexError> {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count / 2)
+        var high: UInt8? = nil
+        var index = 0
+        var prev: UInt8 = 0
+        for c in text.utf8 {
+            defer { index += 1; prev = c }
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+            case UInt8(ascii: " "), UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: "\t"), UInt8(ascii: ","), UInt8(ascii: "|"):
+                if high != nil { return .failure(HexError(index: index, reason: "odd number of hex digits in a group")) }
+                continue
+            case UInt8(ascii: "x"), UInt8(ascii: "X"):
+                // Accept a "0x" prefix: the '0' was taken as a high nibble.
+                if high == 0 && prev == UInt8(ascii: "0") { high = nil; continue }
+                return .failure(HexError(index: index, reason: "unexpected 'x'"))
+            default:
+                return .failure(HexError(index: index, reason: "not a hex digit"))
+            }
+            if let h = high {
+                out.append(h << 4 | v)
+                high = nil
+            } else {
+                high = v
+            }
+        }
+        if high != nil { return .failure(HexError(index: index, reason: "odd number of hex digits")) }
+        return .success(out)
+    }
+}
+
+public struct HexError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var index: Int
+    public var reason: String
+    public var description: String { "\(reason) at character \(index + 1)" }
+}
