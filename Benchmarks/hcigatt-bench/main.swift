@@ -1,2 +1,63 @@
-import CAllocCounter
-print(alloc_counter_total())
+import BluetoothWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// hcigatt-bench: micro-benchmarks of the parsing hot path.
+//   swift run -c release hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check]
+// --check exits 1 when any case allocates on the heap (allocation counts are exact and
+// deterministic, so the test suite runs it; timing targets are reported, not enforced).
+
+var jsonPath: String?
+var filter: String?
+var check = false
+var quick = false
+var argIndex = 1
+let argv = CommandLine.arguments
+while argIndex < argv.count {
+    switch argv[argIndex] {
+    case "--json" where argIndex + 1 < argv.count: argIndex += 1; jsonPath = argv[argIndex]
+    case "--filter" where argIndex + 1 < argv.count: argIndex += 1; filter = argv[argIndex]
+    case "--check": check = true
+    case "--quick": quick = true
+    default:
+        print("usage: hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check] [--quick]")
+        exit(2)
+    }
+    argIndex += 1
+}
+
+var harness = Harness()
+if quick {
+    harness.repetitions = 3
+    harness.targetRepetitionNanos = 2_000_000
+}
+let selected = allCases().filter { filter == nil || $0.name.contains(filter!) }
+var results: [Measurement] = []
+for c in selected {
+    results.append(harness.measure(c))
+}
+print(tableReport(results), terminator: "")
+if let jsonPath {
+    let text = jsonReport(results)
+    guard let f = fopen(jsonPath, "w") else {
+        print("hcigatt-bench: cannot write \(jsonPath)")
+        exit(1)
+    }
+    fputs(text, f)
+    fclose(f)
+}
+if checksumSink == 0x5EED_5EED_5EED_5EED { print("") }
+if check {
+    // The counter must see the sanity case's allocation, or a broken counter would pass everything.
+    if let sanity = results.first(where: { $0.name.hasPrefix("sanity:") }), sanity.allocationsPerOp < 1 {
+        print("FAIL: the allocation counter saw no allocation in '\(sanity.name)'; counting is broken")
+        exit(1)
+    }
+    let allocating = results.filter { $0.allocationsPerOp > 0 && !$0.name.hasPrefix("sanity:") }
+    if !allocating.isEmpty {
+        print("FAIL: heap allocations on the hot path in: \(allocating.map(\.name).joined(separator: ", "))")
+        exit(1)
+    }
+    print("ok: 0 heap allocations per operation in every case")
+}

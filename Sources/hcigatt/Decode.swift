@@ -1,0 +1,122 @@
+import BluetoothWire
+
+/// `hcigatt decode KIND [HEX...]`: offline decoding of packets given as hex.
+enum DecodeCommand {
+    /// A decoder turns one packet's bytes into a title and fields.
+    typealias Decoder = @Sendable (UnsafeRawBufferPointer) throws(WireError) -> (String, [Field])
+
+    struct Kind: Sendable {
+        var name: String
+        var summary: String
+        var decode: Decoder
+    }
+
+    static let kinds: [Kind] = [
+        Kind(name: "uuid", summary: "a UUID in wire order (2, 4 or 16 bytes, little-endian)") { buf throws(WireError) in
+            let u = try BluetoothUUID(wire: buf)
+            return ("UUID", [Field("uuid", .text(u.uuidString)), Field("short", .text(u.description))])
+        },
+    ]
+
+    static var command: Command {
+        Command(
+            name: "decode",
+            summary: "Decode packets given as hex (H4, HCI, ACL, L2CAP, ATT, SMP, advertising data)",
+            help: help,
+            spec: Arguments.Spec(flags: ["json"], options: []),
+            run: run
+        )
+    }
+
+    static var help: String {
+        var s = """
+        Usage: hcigatt decode KIND [HEX...] [--json]
+
+        Decodes one packet given as hex on the command line, or, with no HEX, one packet
+        per line from standard input (blank lines and lines starting with # are skipped).
+        Hex may contain spaces, colons or dashes and a 0x prefix.
+
+        Kinds:
+
+        """
+        for k in kinds { s += "  \(k.name.padding(9))\(k.summary)\n" }
+        s += """
+
+        Options:
+          --json    one JSON object per packet (JSON Lines) instead of text
+
+        A line that is not valid hex or not a valid packet is reported on stderr with its
+        line number, byte offset and reason; the other lines are still decoded, and the exit
+        code is 1. Examples:
+          hcigatt decode h4 04 0e 04 01 03 0c 00
+          hcigatt decode ad 020106 0c095468 65726d6f2d31323334
+          hcigatt decode att 1b 2a 00 6c 01 00 ff --json
+        """
+        return s
+    }
+
+    static func run(_ args: Arguments) throws -> Int32 {
+        guard let kindName = args.positional.first else {
+            throw UsageError("missing KIND (one of: \(kinds.map(\.name).joined(separator: ", ")))")
+        }
+        guard let kind = kinds.first(where: { $0.name == kindName }) else {
+            throw UsageError("unknown kind '\(kindName)' (one of: \(kinds.map(\.name).joined(separator: ", ")))")
+        }
+        let json = args.flag("json")
+        let hexArgs = args.positional.dropFirst()
+        var failures = 0
+        if !hexArgs.isEmpty {
+            if !decodeLine(hexArgs.joined(separator: " "), kind: kind, json: json, line: nil) { failures += 1 }
+        } else {
+            var lineNumber = 0
+            while let line = readLine() {
+                lineNumber += 1
+                let trimmed = line.trimmingSpaces
+                if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+                if !decodeLine(trimmed, kind: kind, json: json, line: lineNumber) { failures += 1 }
+            }
+        }
+        Console.flush()
+        return failures == 0 ? 0 : 1
+    }
+
+    /// Decodes one packet; prints it or a one-line error. Returns false on error.
+    static func decodeLine(_ text: String, kind: Kind, json: Bool, line: Int?) -> Bool {
+        let whereText = line.map { "line \($0): " } ?? ""
+        let bytes: [UInt8]
+        switch Hex.parse(text) {
+        case .success(let b): bytes = b
+        case .failure(let e):
+            Console.err("hcigatt decode: \(whereText)bad hex: \(e)")
+            return false
+        }
+        if bytes.isEmpty {
+            Console.err("hcigatt decode: \(whereText)no bytes given")
+            return false
+        }
+        let result: Result<(String, [Field]), WireError> = bytes.withUnsafeBytes { buf in
+            do throws(WireError) { return .success(try kind.decode(buf)) } catch { return .failure(error) }
+        }
+        switch result {
+        case .success(let (title, fields)):
+            if json {
+                Console.out(FieldRenderer.json(type: kind.name, title: title, fields: fields))
+            } else {
+                Console.out(FieldRenderer.text(title: title, fields: fields))
+            }
+            return true
+        case .failure(let e):
+            Console.err("hcigatt decode: \(whereText)malformed \(kind.name) packet: \(e)")
+            return false
+        }
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        let scalars = unicodeScalars
+        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+              let end = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
+        return String(scalars[start...end])
+    }
+}
