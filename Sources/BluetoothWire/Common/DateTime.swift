@@ -1,0 +1,110 @@
+/// The Date Time characteristic value (UUID 0x2A08, GATT Specification Supplement §3.70),
+/// also embedded in measurements such as Temperature Measurement's Time Stamp.
+///
+/// Seven bytes: year (u16 LE, 1582...9999, 0 = unknown), month (1...12, 0 = unknown),
+/// day (1...31, 0 = unknown), hours (0...23), minutes (0...59), seconds (0...59).
+public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodable, FieldDescribable {
+    public var year: UInt16
+    public var month: UInt8
+    public var day: UInt8
+    public var hours: UInt8
+    public var minutes: UInt8
+    public var seconds: UInt8
+
+    public static let wireLength = 7
+
+    @inlinable
+    public init(year: UInt16, month: UInt8, day: UInt8, hours: UInt8, minutes: UInt8, seconds: UInt8) {
+        self.year = year
+        self.month = month
+        self.day = day
+        self.hours = hours
+        self.minutes = minutes
+        self.seconds = seconds
+    }
+
+    @inlinable public var isYearKnown: Bool { year != 0 }
+    @inlinable public var isMonthKnown: Bool { month != 0 }
+    @inlinable public var isDayKnown: Bool { day != 0 }
+
+    /// Reads and validates seven bytes; an out-of-range field throws `.invalidValue`
+    /// at that field's offset.
+    @inlinable
+    public static func read(_ r: inout ByteReader) throws(WireError) -> DateTime {
+        let yearOffset = r.offset
+        let year = try r.u16("Date Time year")
+        let monthOffset = r.offset
+        let month = try r.u8("Date Time month")
+        let dayOffset = r.offset
+        let day = try r.u8("Date Time day")
+        let hoursOffset = r.offset
+        let hours = try r.u8("Date Time hours")
+        let minutesOffset = r.offset
+        let minutes = try r.u8("Date Time minutes")
+        let secondsOffset = r.offset
+        let seconds = try r.u8("Date Time seconds")
+        if year != 0 && (year < 1582 || year > 9999) {
+            throw WireError(.invalidValue, at: yearOffset, "Date Time year must be 1582...9999 or 0")
+        }
+        if month > 12 { throw WireError(.invalidValue, at: monthOffset, "Date Time month must be 1...12 or 0") }
+        if day > 31 { throw WireError(.invalidValue, at: dayOffset, "Date Time day must be 1...31 or 0") }
+        if hours > 23 { throw WireError(.invalidValue, at: hoursOffset, "Date Time hours must be 0...23") }
+        if minutes > 59 { throw WireError(.invalidValue, at: minutesOffset, "Date Time minutes must be 0...59") }
+        if seconds > 59 { throw WireError(.invalidValue, at: secondsOffset, "Date Time seconds must be 0...59") }
+        return DateTime(year: year, month: month, day: day, hours: hours, minutes: minutes, seconds: seconds)
+    }
+
+    /// Parses a whole characteristic value: exactly seven bytes.
+    @inlinable
+    public init(wire bytes: UnsafeRawBufferPointer) throws(WireError) {
+        var r = ByteReader(bytes)
+        self = try DateTime.read(&r)
+        try r.expectEnd()
+    }
+
+    /// Writes seven bytes; throws `.valueOutOfRange` for any field outside its range.
+    @inlinable
+    public func write(_ w: inout ByteWriter) throws(WireError) {
+        guard year == 0 || (1582 ... 9999).contains(year), month <= 12, day <= 31,
+              hours <= 23, minutes <= 59, seconds <= 59 else {
+            throw WireError(.valueOutOfRange, at: w.count, "Date Time field out of range")
+        }
+        try w.u16(year)
+        try w.u8(month)
+        try w.u8(day)
+        try w.u8(hours)
+        try w.u8(minutes)
+        try w.u8(seconds)
+    }
+
+    public var encodedLength: Int { DateTime.wireLength }
+    public func encode(into writer: inout ByteWriter) throws(WireError) { try write(&writer) }
+
+    /// "2026-11-29 17:33:05"; unknown year/month/day print as "????", "??", "??".
+    public var description: String {
+        func two(_ v: UInt8) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let y: String
+        if year == 0 {
+            y = "????"
+        } else {
+            let s = String(year)
+            y = String(repeating: "0", count: max(0, 4 - s.count)) + s
+        }
+        let m = month == 0 ? "??" : two(month)
+        let d = day == 0 ? "??" : two(day)
+        return "\(y)-\(m)-\(d) \(two(hours)):\(two(minutes)):\(two(seconds))"
+    }
+
+    public var fieldTitle: String { "Date Time" }
+    public var fields: [Field] {
+        [
+            Field("year", year == 0 ? .named(0, "unknown") : .uint(UInt64(year))),
+            Field("month", month == 0 ? .named(0, "unknown") : .uint(UInt64(month))),
+            Field("day", day == 0 ? .named(0, "unknown") : .uint(UInt64(day))),
+            Field("hours", .uint(UInt64(hours))),
+            Field("minutes", .uint(UInt64(minutes))),
+            Field("seconds", .uint(UInt64(seconds))),
+            Field("text", .text(description)),
+        ]
+    }
+}
