@@ -2,11 +2,48 @@ import BluetoothWire
 
 /// Benchmark inputs, exactly as given in the issue so results compare across stacks.
 enum Inputs {
+    /// 02 01 06 | 0C 09 "Thermo-1234" | 05 03 09 18 0F 18 | 07 FF 4C 00 01 02 03 04
+    static let adPayload: [UInt8] = [0x02, 0x01, 0x06, 0x0C, 0x09] + Array("Thermo-1234".utf8)
+        + [0x05, 0x03, 0x09, 0x18, 0x0F, 0x18, 0x07, 0xFF, 0x4C, 0x00, 0x01, 0x02, 0x03, 0x04]
+    static let sfloat: [UInt8] = [0x6C, 0xF1]               // 36.4
+    static let float32: [UInt8] = [0x72, 0x01, 0x00, 0xFF]  // 37.0 (mantissa 370, exponent -1)
     static let uuid128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x0D, 0x18, 0x00, 0x00]
+}
+
+/// Reads every field the scan path shows from AD bytes; returns a checksum of them.
+@inline(__always)
+func decodeAD(_ buf: UnsafeRawBufferPointer) -> UInt64 {
+    do throws(WireError) {
+        let s = try AdvertisingData(buf).summary()
+        var sum = UInt64(s.flags?.rawValue ?? 0)
+        sum &+= UInt64(s.localName?.bytes.count ?? 0)
+        if let uuids = s.serviceUUIDs16 {
+            for u in uuids { sum &+= UInt64(u.uuid16 ?? 0) }
+        }
+        if let m = s.manufacturerData { sum &+= UInt64(m.companyID) &+ UInt64(m.payload.count) }
+        return sum
+    } catch {
+        return 0
+    }
 }
 
 func allCases() -> [BenchmarkCase] {
     [
+        BenchmarkCase(name: "AD decode (30 B)", targetNanos: 60) { [input = RotatingInput(Inputs.adPayload)] n in
+            input.run(n) { buf in decodeAD(buf) }
+        },
+        BenchmarkCase(name: "SFLOAT 6C F1 -> 36.4", targetNanos: 5) { [input = RotatingInput(Inputs.sfloat)] n in
+            input.run(n) { buf in
+                var r = ByteReader(buf)
+                do throws(WireError) { return UInt64(bitPattern: Int64(try SFloat.read(&r).doubleValue * 10)) } catch { return 0 }
+            }
+        },
+        BenchmarkCase(name: "FLOAT 72 01 00 FF -> 37.0", targetNanos: 5) { [input = RotatingInput(Inputs.float32)] n in
+            input.run(n) { buf in
+                var r = ByteReader(buf)
+                do throws(WireError) { return UInt64(bitPattern: Int64(try MedFloat32.read(&r).doubleValue * 10)) } catch { return 0 }
+            }
+        },
         BenchmarkCase(name: "uuid128 parse", targetNanos: nil) { [input = RotatingInput(Inputs.uuid128)] n in
             input.run(n) { buf in
                 do throws(WireError) { return try BluetoothUUID(wire: buf).high } catch { return 0 }

@@ -112,6 +112,7 @@ func formatFixed(_ v: Double, _ decimals: Int) -> String {
     var scale = 1.0
     for _ in 0 ..< decimals { scale *= 10 }
     let r = (v * scale).rounded() / scale
+    if decimals == 0, let i = Int(exactly: r) { return String(i) }
     var s = String(r)
     if let dot = s.firstIndex(of: ".") {
         let fraction = s[s.index(after: dot)...]
@@ -129,7 +130,7 @@ func pad(_ s: String, _ w: Int, right: Bool = false) -> String {
 
 func tableReport(_ ms: [Measurement]) -> String {
     var out = pad("case", 34) + pad("median ns", 11, right: true) + pad("min ns", 10, right: true)
-        + pad("ops/s", 14, right: true) + pad("allocs/op", 11, right: true) + pad("target", 10, right: true) + "\n"
+        + pad("ops/s", 14, right: true) + pad("allocs/op", 11, right: true) + pad("target", 12, right: true) + "\n"
     out += String(repeating: "-", count: 90) + "\n"
     for m in ms {
         let target = m.targetNanos.map { "≤" + formatFixed($0, 0) + (m.meetsTarget ? " ok" : " MISS") } ?? "-"
@@ -138,7 +139,7 @@ func tableReport(_ ms: [Measurement]) -> String {
             + pad(formatFixed(m.minNanos, 2), 10, right: true)
             + pad(String(Int(min(m.opsPerSecond, 1e15))), 14, right: true)
             + pad(formatFixed(m.allocationsPerOp, 2), 11, right: true)
-            + pad(target, 10, right: true) + "\n"
+            + pad(target, 12, right: true) + "\n"
     }
     return out
 }

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""A virtual Bluetooth LE world for hcigatt's tests, built on Google's Bumble.
+
+Creates Bumble controllers on one simulated LocalLink:
+  * one "host" controller served as an H4 byte stream on TCP for hcigatt to drive;
+  * one controller per --peripheral, each driven in-process by a full Bumble host
+    (Device) that advertises and serves GATT.
+
+When everything is up, prints one JSON line to stdout: {"ready": true, "port": N, ...}.
+Runs until killed. One hcigatt client per run: Bumble keeps controller state across
+client reconnects, so tests start a fresh peer per case.
+"""
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+
+from bumble import hci
+from bumble.controller import Controller
+from bumble.core import AdvertisingData, UUID
+from bumble.device import Device
+from bumble.host import Host
+from bumble.link import LocalLink
+from bumble.transport import open_transport
+from bumble.transport.common import AsyncPipeSink
+from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
+
+# LE Supported Features bit 12: LE Extended Advertising (Core Vol 6 Part B §4.6).
+LE_EXTENDED_ADVERTISING_BIT = 12
+
+
+def parse_peripheral(spec: str, index: int) -> dict:
+    """NAME[,service=UUID]...[,address=AA:..][,mfr=CCCC:HEX][,txpower=N][,random]"""
+    parts = spec.split(',')
+    p = {
+        'name': parts[0],
+        'services': [],
+        'address': f'F0:F1:F2:F3:F4:{index + 1:02X}',
+        'mfr': None,
+        'tx_power': None,
+        'random': False,
+    }
+    for part in parts[1:]:
+        key, _, value = part.partition('=')
+        if key == 'service':
+            p['services'].append(value)
+        elif key == 'address':
+            p['address'] = value
+        elif key == 'mfr':
+            company, _, data = value.partition(':')
+            p['mfr'] = (int(company, 16), bytes.fromhex(data))
+        elif key == 'txpower':
+            p['tx_power'] = int(value)
+        elif key == 'random':
+            p['random'] = True
+        else:
+            raise SystemExit(f'bumble_peer: unknown peripheral option {key!r} in {spec!r}')
+    return p
+
+
+def advertising_data(p: dict) -> bytes:
+    structures = [
+        (AdvertisingData.FLAGS, bytes([0x06])),
+        (AdvertisingData.COMPLETE_LOCAL_NAME, p['name'].encode()),
+    ]
+    uuids16 = [UUID(s) for s in p['services'] if len(s) == 4]
+    if uuids16:
+        structures.append(
+            (AdvertisingData.COMPLETE_LIST_OF_16_BIT_SERVICE_CLASS_UUIDS,
+             b''.join(bytes(u) for u in uuids16)))
+    if p['tx_power'] is not None:
+        structures.append((AdvertisingData.TX_POWER_LEVEL, bytes([p['tx_power'] & 0xFF])))
+    if p['mfr'] is not None:
+        company, data = p['mfr']
+        structures.append(
+            (AdvertisingData.MANUFACTURER_SPECIFIC_DATA, company.to_bytes(2, 'little') + data))
+    return bytes(AdvertisingData(structures))
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--port', type=int, default=0, help='TCP port for hcigatt (0: pick one)')
+    parser.add_argument('--host-address', default='C0:FF:EE:00:00:01',
+                        help='public address of the controller hcigatt drives')
+    parser.add_argument('--peripheral', action='append', default=[],
+                        help='NAME[,service=UUID]...[,address=ADDR][,mfr=CCCC:HEX][,txpower=N]')
+    parser.add_argument('--legacy-reports', action='store_true',
+                        help='clear the LE Extended Advertising feature bit so the controller '
+                             'sends legacy LE Advertising Reports')
+    parser.add_argument('--close-after', type=float, default=None,
+                        help='close the TCP connection to hcigatt this many seconds after it connects')
+    parser.add_argument('--verbose', action='store_true')
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
+
+    link = LocalLink()
+
+    # The controller hcigatt drives, on a TCP server socket we bind first so the port is known.
+    server_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server_socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server_socket.bind(('127.0.0.1', args.port))
+    port = server_socket.getsockname()[1]
+    transport = await open_tcp_server_transport_with_socket(server_socket)
+    host_controller = Controller('hcigatt', host_source=transport.source,
+                                 host_sink=transport.sink, link=link,
+                                 public_address=args.host_address)
+    if args.legacy_reports:
+        features = int.from_bytes(host_controller.le_features, 'little')
+        features &= ~(1 << LE_EXTENDED_ADVERTISING_BIT)
+        host_controller.le_features = features.to_bytes(8, 'little')
+
+    devices = []
+    for index, spec in enumerate(args.peripheral):
+        p = parse_peripheral(spec, index)
+        controller = Controller(f'peripheral{index}', link=link, public_address=p['address'])
+        device = Device(name=p['name'], address=hci.Address(p['address']),
+                        host=Host(controller, AsyncPipeSink(controller)))
+        device.advertising_data = advertising_data(p)
+        await device.power_on()
+        await device.start_advertising(auto_restart=True)
+        devices.append({'name': p['name'], 'address': p['address']})
+
+    print(json.dumps({'ready': True, 'port': port, 'peripherals': devices}), flush=True)
+
+    if args.close_after is not None:
+        async def closer():
+            while transport.sink.transport is None if hasattr(transport.sink, 'transport') else False:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(args.close_after)
+            t = getattr(transport.sink, 'transport', None)
+            if t is not None:
+                t.close()
+        asyncio.get_running_loop().create_task(closer())
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+if __name__ == '__main__':
+    asyncio.run(main())
