@@ -2,8 +2,16 @@ import BluetoothWire
 
 /// `hcigatt decode KIND [HEX...]`: offline decoding of packets given as hex.
 enum DecodeCommand {
-    /// A decoder turns one packet's bytes into a title and fields.
-    typealias Decoder = @Sendable (UnsafeRawBufferPointer) throws(WireError) -> (String, [Field])
+    /// A decoder turns one packet's bytes into a title and fields. `partial` is set when the
+    /// packet is malformed after a valid prefix (e.g. AD data): the prefix is shown and the
+    /// line still counts as an error.
+    typealias Decoder = @Sendable (UnsafeRawBufferPointer) throws(WireError) -> Decoded
+
+    struct Decoded {
+        var title: String
+        var fields: [Field]
+        var partial: WireError? = nil
+    }
 
     struct Kind: Sendable {
         var name: String
@@ -12,11 +20,30 @@ enum DecodeCommand {
     }
 
     static let kinds: [Kind] = [
+        Kind(name: "ad", summary: "advertising or scan response data (AD structures)") { buf throws(WireError) in
+            let ad = AdvertisingData(buf)
+            var d = describe(ad)
+            do throws(WireError) { _ = try ad.validate() } catch { d.partial = error }
+            return d
+        },
+        Kind(name: "sfloat", summary: "IEEE-11073 16-bit SFLOAT (2 bytes, little-endian)") { buf throws(WireError) in
+            let v = try SFloat(wire: buf)
+            return Decoded(title: "SFLOAT", fields: [Field("value", v.fieldValue), Field("mantissa", .int(Int64(v.mantissa))), Field("exponent", .int(Int64(v.exponent)))])
+        },
+        Kind(name: "float", summary: "IEEE-11073 32-bit FLOAT (4 bytes, little-endian)") { buf throws(WireError) in
+            let v = try MedFloat32(wire: buf)
+            return Decoded(title: "FLOAT", fields: [Field("value", v.fieldValue), Field("mantissa", .int(Int64(v.mantissa))), Field("exponent", .int(Int64(v.exponent)))])
+        },
+        Kind(name: "datetime", summary: "Date Time characteristic 0x2A08 (7 bytes)") { buf throws(WireError) in
+            describe(try DateTime(wire: buf))
+        },
         Kind(name: "uuid", summary: "a UUID in wire order (2, 4 or 16 bytes, little-endian)") { buf throws(WireError) in
             let u = try BluetoothUUID(wire: buf)
-            return ("UUID", [Field("uuid", .text(u.uuidString)), Field("short", .text(u.description))])
+            return Decoded(title: "UUID", fields: [Field("uuid", .text(u.uuidString)), Field("short", .text(u.description))])
         },
     ]
+
+    static func describe(_ v: some FieldDescribable) -> Decoded { Decoded(title: v.fieldTitle, fields: v.fields) }
 
     static var command: Command {
         Command(
@@ -94,15 +121,19 @@ enum DecodeCommand {
             Console.err("hcigatt decode: \(whereText)no bytes given")
             return false
         }
-        let result: Result<(String, [Field]), WireError> = bytes.withUnsafeBytes { buf in
+        let result: Result<Decoded, WireError> = bytes.withUnsafeBytes { buf in
             do throws(WireError) { return .success(try kind.decode(buf)) } catch { return .failure(error) }
         }
         switch result {
-        case .success(let (title, fields)):
+        case .success(let d):
             if json {
-                Console.out(FieldRenderer.json(type: kind.name, title: title, fields: fields))
+                Console.out(FieldRenderer.json(type: kind.name, title: d.title, fields: d.fields))
             } else {
-                Console.out(FieldRenderer.text(title: title, fields: fields))
+                Console.out(FieldRenderer.text(title: d.title, fields: d.fields))
+            }
+            if let e = d.partial {
+                Console.err("hcigatt decode: \(whereText)malformed \(kind.name) packet: \(e)")
+                return false
             }
             return true
         case .failure(let e):
