@@ -309,3 +309,14 @@ func parseCommand(_ bytes: [UInt8]) throws -> HCICommand {
         }
     }
 }
+
+@Suite struct HCICommandStructFieldsTests {
+    @Test func structsDescribeThemselvesLikeTheEnum() throws {
+        let c = LESetScanEnableCommand(enable: true, filterDuplicates: false)
+        #expect(c.fieldTitle == "HCI_LE_Set_Scan_Enable")
+        #expect(c.fields == HCICommand.leSetScanEnable(c).fields)
+        #expect(c.fields.contains(Field("le_scan_enable", .bool(true))))
+        #expect(ResetCommand().fields == HCICommand.reset.fields)
+        #expect(HCICommand.reset.fields.last == Field("parameter_total_length", .uint(0)))
+    }
+}

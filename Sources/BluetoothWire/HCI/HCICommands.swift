@@ -4,7 +4,7 @@
 /// Parameter_Total_Length (u8), parameters — WITHOUT the H4 indicator; use
 /// ``encodedH4()`` / ``H4Packet`` for a byte-stream transport.
 /// Encoding is not the hot path: variable data is owned as `[UInt8]`.
-public protocol HCICommandEncodable: WireEncodable, Sendable, Equatable {
+public protocol HCICommandEncodable: WireEncodable, FieldDescribable, Sendable, Equatable {
     static var opcode: HCIOpcode { get }
     /// Parameter_Total_Length: bytes after the 3-byte command header.
     var parameterLength: Int { get }
@@ -32,6 +32,12 @@ extension HCICommandEncodable {
     /// The command packet preceded by the H4 command indicator 0x01.
     public func encodedH4() throws(WireError) -> [UInt8] {
         try H4Packet(.command, self).encoded()
+    }
+
+    public var fieldTitle: String { Self.opcode.name ?? "HCI_Command" }
+
+    public var fields: [Field] {
+        HCICommand.headerFields(Self.opcode, parameterLength: parameterLength) + parameterFields
     }
 
     /// Parses a whole command packet (header + parameters, no H4 indicator) that must
@@ -314,21 +320,21 @@ extension HCICommand: FieldDescribable {
     public var fieldTitle: String { opcode.name ?? "HCI_Command" }
 
     public var fields: [Field] {
-        var out = [
+        if let c = command { return c.fields }
+        var parameters: [UInt8] = []
+        if case .unknown(_, let p) = self { parameters = p }
+        var out = Self.headerFields(opcode, parameterLength: parameters.count)
+        if case .unknown = self { out.append(Field("parameters", .bytes(parameters))) }
+        return out
+    }
+
+    static func headerFields(_ opcode: HCIOpcode, parameterLength: Int) -> [Field] {
+        [
             Field("opcode", .named(UInt64(opcode.rawValue), opcode.name ?? "0x\(Hex.pad(opcode.rawValue, 4))")),
             Field("ogf", .uint(UInt64(opcode.ogf))),
             Field("ocf", .uint(UInt64(opcode.ocf))),
+            Field("parameter_total_length", .uint(UInt64(parameterLength))),
         ]
-        if let c = command {
-            out.append(Field("parameter_total_length", .uint(UInt64(c.parameterLength))))
-            out += c.parameterFields
-        } else if case .unknown(_, let parameters) = self {
-            out.append(Field("parameter_total_length", .uint(UInt64(parameters.count))))
-            out.append(Field("parameters", .bytes(parameters)))
-        } else {
-            out.append(Field("parameter_total_length", .uint(0)))
-        }
-        return out
     }
 }
 
