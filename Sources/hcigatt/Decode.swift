@@ -20,6 +20,12 @@ enum DecodeCommand {
     }
 
     static let kinds: [Kind] = [
+        Kind(name: "command", summary: "HCI command packet without the H4 indicator (opcode, length, parameters)") { buf throws(WireError) in
+            describe(try HCICommand(parsing: buf))
+        },
+        Kind(name: "acl", summary: "HCI ACL data packet without the H4 indicator (header only; see h4 for the payload)") { buf throws(WireError) in
+            describe(try ACLPacket(parsing: buf))
+        },
         Kind(name: "ad", summary: "advertising or scan response data (AD structures)") { buf throws(WireError) in
             let ad = AdvertisingData(buf)
             var d = describe(ad)
