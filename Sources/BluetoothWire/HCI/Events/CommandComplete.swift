@@ -88,9 +88,9 @@ public struct HCICommandComplete: HCIEventParameters {
         }
         public var fieldTitle: String { "HCI_Command_Complete" }
         public var fields: [Field] {
-            [Field("num_hci_command_packets", .u(numHCICommandPackets)),
-             Field("command_opcode", .opcode(commandOpcode)),
-             Field("return_parameters", .bytes(returnParameters))]
+            returnParameters.withUnsafeBytes {
+                HCICommandComplete(numHCICommandPackets: numHCICommandPackets, commandOpcode: commandOpcode, returnParameters: $0).fields
+            }
         }
     }
 }
