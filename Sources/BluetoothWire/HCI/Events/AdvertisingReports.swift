@@ -83,10 +83,20 @@ public struct LEAdvertisingReportEvent: LEMetaEventParameters {
         numReports = n
         reportsOffset = r.offset
         reportBytes = r.rest()
-        var it = Iterator(reportBytes, baseOffset: reportsOffset, count: n)
-        while try it.next() != nil {}
-        guard it.reader.isAtEnd else {
-            throw WireError(.trailingBytes, at: it.reader.offset, "bytes after the last advertising report")
+        // Validate every report once (cheaply: only the lengths), so iteration cannot fail.
+        var v = ByteReader(reportBytes, baseOffset: reportsOffset)
+        var left = n
+        while left > 0 {
+            left &-= 1
+            try v.skip(8, "Event_Type, Address_Type, Address")
+            let length = try v.u8("Data_Length")
+            guard length <= 31 else {
+                throw WireError(.invalidLength, at: v.offset &- 1, "Data_Length over 31 in a legacy advertising report")
+            }
+            try v.skip(Int(length) &+ 1, "Data, RSSI")
+        }
+        guard v.isAtEnd else {
+            throw WireError(.trailingBytes, at: v.offset, "bytes after the last advertising report")
         }
     }
 
@@ -469,7 +479,7 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
     @usableFromInline let reportsOffset: Int
 
     /// Fixed bytes of one report before its Data.
-    public static let reportHeaderLength = 24
+    @inlinable public static var reportHeaderLength: Int { 24 }
 
     @inlinable
     init(parameters r: inout ByteReader) throws(WireError) {
@@ -479,10 +489,17 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
         numReports = n
         reportsOffset = r.offset
         reportBytes = r.rest()
-        var it = Iterator(reportBytes, baseOffset: reportsOffset, count: n)
-        while try it.next() != nil {}
-        guard it.reader.isAtEnd else {
-            throw WireError(.trailingBytes, at: it.reader.offset, "bytes after the last extended advertising report")
+        // Validate every report once (only the lengths), so iteration cannot fail.
+        var v = ByteReader(reportBytes, baseOffset: reportsOffset)
+        var left = n
+        while left > 0 {
+            left &-= 1
+            try v.skip(Self.reportHeaderLength &- 1, "extended advertising report fields")
+            let length = try v.u8("Data_Length")
+            try v.skip(Int(length), "Data")
+        }
+        guard v.isAtEnd else {
+            throw WireError(.trailingBytes, at: v.offset, "bytes after the last extended advertising report")
         }
     }
 
