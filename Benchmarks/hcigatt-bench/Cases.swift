@@ -5,6 +5,22 @@ enum Inputs {
     /// 02 01 06 | 0C 09 "Thermo-1234" | 05 03 09 18 0F 18 | 07 FF 4C 00 01 02 03 04
     static let adPayload: [UInt8] = [0x02, 0x01, 0x06, 0x0C, 0x09] + Array("Thermo-1234".utf8)
         + [0x05, 0x03, 0x09, 0x18, 0x0F, 0x18, 0x07, 0xFF, 0x4C, 0x00, 0x01, 0x02, 0x03, 0x04]
+    /// H4 LE Advertising Report: 04 3E 2A 02 01 00 01 E2FD1772E402 1E <adPayload> C4
+    static let advertisingReportH4: [UInt8] = [0x04, 0x3E, 0x2A, 0x02, 0x01, 0x00, 0x01,
+                                               0xE2, 0xFD, 0x17, 0x72, 0xE4, 0x02, 0x1E] + adPayload + [0xC4]
+    /// The same event without the H4 indicator, as HCIEvent parses it.
+    static let advertisingReportEvent: [UInt8] = Array(advertisingReportH4.dropFirst())
+    /// LE Extended Advertising Report with 2 reports (the AD payload and a short one).
+    static let extendedReportEvent: [UInt8] = {
+        typealias Owned = LEExtendedAdvertisingReportEvent.Owned
+        let a = Owned.Report(eventType: LEExtendedAdvertisingEventType(rawValue: 0x13),
+                             address: LEAddress(BluetoothAddress(rawValue: 0x02E4_7217_FDE2), type: .random),
+                             rssi: -60, data: adPayload)
+        let b = Owned.Report(eventType: LEExtendedAdvertisingEventType(rawValue: 0x1B),
+                             address: LEAddress(BluetoothAddress(rawValue: 0xC0FF_EE00_0002), type: .public),
+                             rssi: -71, data: [0x02, 0x01, 0x06, 0x03, 0x03, 0x0D, 0x18])
+        do { return try Owned([a, b]).encoded() } catch { fatalError("benchmark input: \(error)") }
+    }()
     static let sfloat: [UInt8] = [0x6C, 0xF1]               // 36.4
     static let float32: [UInt8] = [0x72, 0x01, 0x00, 0xFF]  // 37.0 (mantissa 370, exponent -1)
     static let uuid128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x0D, 0x18, 0x00, 0x00]
@@ -27,8 +43,52 @@ func decodeAD(_ buf: UnsafeRawBufferPointer) -> UInt64 {
     }
 }
 
+/// Parses an HCI event and sums every advertising report's address, RSSI and data length.
+@inline(__always)
+func parseReports(_ event: UnsafeRawBufferPointer, decodeData: Bool) -> UInt64 {
+    do throws(WireError) {
+        var sum: UInt64 = 0
+        switch try HCIEvent(parsing: event) {
+        case .leMeta(.advertisingReport(let e)):
+            var it = e.reports
+            while let r = try it.next() {
+                sum &+= r.address.address.rawValue &+ UInt64(bitPattern: Int64(r.rssi))
+                sum &+= decodeData ? decodeAD(r.data) : UInt64(r.data.count)
+            }
+        case .leMeta(.extendedAdvertisingReport(let e)):
+            var it = e.reports
+            while let r = try it.next() {
+                sum &+= r.address.address.rawValue &+ UInt64(bitPattern: Int64(r.rssi))
+                sum &+= decodeData ? decodeAD(r.data) : UInt64(r.data.count)
+            }
+        default:
+            break
+        }
+        return sum
+    } catch {
+        return 0
+    }
+}
+
 func allCases() -> [BenchmarkCase] {
     [
+        BenchmarkCase(name: "HCI LE Advertising Report", targetNanos: nil) { [input = RotatingInput(Inputs.advertisingReportEvent)] n in
+            input.run(n) { buf in parseReports(buf, decodeData: false) }
+        },
+        BenchmarkCase(name: "HCI LE Ext Adv Report (2)", targetNanos: nil) { [input = RotatingInput(Inputs.extendedReportEvent)] n in
+            input.run(n) { buf in parseReports(buf, decodeData: false) }
+        },
+        BenchmarkCase(name: "scan end to end (H4 -> AD)", targetNanos: 100) { [input = RotatingInput(Inputs.advertisingReportH4)] n in
+            input.run(n) { buf in
+                do throws(WireError) {
+                    let frame = try H4Frame.parse(buf)
+                    guard frame.type == .event else { return 0 }
+                    return parseReports(frame.packet, decodeData: true)
+                } catch {
+                    return 0
+                }
+            }
+        },
         BenchmarkCase(name: "AD decode (30 B)", targetNanos: 60) { [input = RotatingInput(Inputs.adPayload)] n in
             input.run(n) { buf in decodeAD(buf) }
         },

@@ -28,7 +28,7 @@ public struct ByteReader {
         WireError(code, at: offset, reason)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func u8(_ field: StaticString = "field") throws(WireError) -> UInt8 {
         guard _position < buffer.count else { throw WireError(.truncated, at: offset, field) }
         let v = buffer.load(fromByteOffset: _position, as: UInt8.self)
@@ -36,12 +36,12 @@ public struct ByteReader {
         return v
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func i8(_ field: StaticString = "field") throws(WireError) -> Int8 {
         Int8(bitPattern: try u8(field))
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func u16(_ field: StaticString = "field") throws(WireError) -> UInt16 {
         guard remaining >= 2 else { throw WireError(.truncated, at: offset, field) }
         let v = buffer.loadUnaligned(fromByteOffset: _position, as: UInt16.self)
@@ -49,7 +49,7 @@ public struct ByteReader {
         return UInt16(littleEndian: v)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func u24(_ field: StaticString = "field") throws(WireError) -> UInt32 {
         guard remaining >= 3 else { throw WireError(.truncated, at: offset, field) }
         let lo = UInt32(UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: _position, as: UInt16.self)))
@@ -58,7 +58,7 @@ public struct ByteReader {
         return lo | hi << 16
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func u32(_ field: StaticString = "field") throws(WireError) -> UInt32 {
         guard remaining >= 4 else { throw WireError(.truncated, at: offset, field) }
         let v = buffer.loadUnaligned(fromByteOffset: _position, as: UInt32.self)
@@ -66,7 +66,7 @@ public struct ByteReader {
         return UInt32(littleEndian: v)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func u48(_ field: StaticString = "field") throws(WireError) -> UInt64 {
         guard remaining >= 6 else { throw WireError(.truncated, at: offset, field) }
         let lo = UInt64(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: _position, as: UInt32.self)))
@@ -75,7 +75,7 @@ public struct ByteReader {
         return lo | hi << 32
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func u64(_ field: StaticString = "field") throws(WireError) -> UInt64 {
         guard remaining >= 8 else { throw WireError(.truncated, at: offset, field) }
         let v = buffer.loadUnaligned(fromByteOffset: _position, as: UInt64.self)
@@ -84,7 +84,7 @@ public struct ByteReader {
     }
 
     /// The next `count` bytes, without copying.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func bytes(_ count: Int, _ field: StaticString = "field") throws(WireError) -> UnsafeRawBufferPointer {
         guard count >= 0, remaining >= count else { throw WireError(.truncated, at: offset, field) }
         let slice = UnsafeRawBufferPointer(rebasing: buffer[_position ..< _position &+ count])
@@ -108,7 +108,7 @@ public struct ByteReader {
         return slice
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func skip(_ count: Int, _ field: StaticString = "field") throws(WireError) {
         guard count >= 0, remaining >= count else { throw WireError(.truncated, at: offset, field) }
         _position &+= count
