@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# CLI behaviour tests: output, JSON validity, error messages and exit codes.
+#   Tests/cli/run.sh PATH/TO/hcigatt
+set -uo pipefail
+bin=${1:?usage: run.sh PATH/TO/hcigatt}
+failures=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# run NAME EXPECTED_RC CMD... : runs CMD, keeps stdout/stderr in $out/$err.
+run() {
+  local name=$1 want=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $name: exit code $rc, want $want"; echo "  stdout: $out" | head -5; echo "  stderr: $err" | head -5
+    failures=$((failures + 1)); return 1
+  fi
+  return 0
+}
+expect_out() { grep -qF -- "$2" <<<"$out" || { echo "FAIL $1: stdout lacks '$2'"; echo "$out" | head -20; failures=$((failures + 1)); }; }
+expect_err() { grep -qF -- "$2" <<<"$err" || { echo "FAIL $1: stderr lacks '$2'"; echo "$err" | head -5; failures=$((failures + 1)); }; }
+expect_json_lines() {
+  python3 -c '
+import json, sys
+n = 0
+for line in sys.stdin:
+    json.loads(line); n += 1
+if n != int(sys.argv[1]): sys.exit(f"{n} JSON lines, want {sys.argv[1]}")
+' "$2" <<<"$out" || { echo "FAIL $1: not $2 valid JSON lines"; failures=$((failures + 1)); }
+}
+
+AD="02 01 06 0C 09 54 68 65 72 6D 6F 2D 31 32 33 34 05 03 09 18 0F 18 07 FF 4C 00 01 02 03 04"
+
+run help 0 "$bin" --help && expect_out help "decode"
+run help-decode 0 "$bin" help decode && { expect_out help-decode "--json"; expect_out help-decode "h4"; expect_out help-decode "att"; }
+run no-args 2 "$bin"
+run unknown-command 2 "$bin" frobnicate && expect_err unknown-command "unknown command 'frobnicate'"
+run unknown-kind 2 "$bin" decode nope 00 && expect_err unknown-kind "unknown kind 'nope'"
+run missing-kind 2 "$bin" decode && expect_err missing-kind "missing KIND"
+run unknown-option 2 "$bin" decode ad --frob 00 && expect_err unknown-option "unknown option --frob"
+
+run ad 0 "$bin" decode ad $AD && { expect_out ad '"Thermo-1234"'; expect_out ad '"1809"'; expect_out ad "Apple"; }
+run ad-json 0 "$bin" decode ad --json $AD && { expect_json_lines ad-json 1; expect_out ad-json '"Thermo-1234"'; }
+run ad-truncated 1 "$bin" decode ad 0201060309 && { expect_out ad-truncated "Flags"; expect_err ad-truncated "offset 3"; }
+run bad-hex 1 "$bin" decode ad 02 01 0g && expect_err bad-hex "bad hex"
+
+# stdin: one packet per line; a bad line is reported with its number and the rest still decoded.
+printf '# comment\n%s\nzz\n\n0201\n02 01 06\n' "$AD" >"$tmp/in"
+run stdin 1 "$bin" decode ad --json <"$tmp/in" && { expect_json_lines stdin 3; expect_err stdin "line 3: bad hex"; expect_err stdin "line 5: malformed ad packet"; }
+
+run sfloat 0 "$bin" decode sfloat 6c f1 && expect_out sfloat "36.4"
+run sfloat-nan 0 "$bin" decode sfloat ff 07 && expect_out sfloat-nan "NaN"
+run float 0 "$bin" decode float 72 01 00 ff && expect_out float "37.0"
+run command 0 "$bin" decode command 0b 20 07 01 10 00 10 00 00 00 && expect_out command "HCI_LE_Set_Scan_Parameters"
+run command-short 1 "$bin" decode command 0b 20 07 01 10 && expect_err command-short "malformed command packet"
+run acl 0 "$bin" decode acl 40 20 07 00 03 00 04 00 0a 03 00 && expect_out acl "data_total_length: 7"
+
+for extra in "$(dirname "$0")"/run-*.sh; do
+  [ -e "$extra" ] || continue
+  # shellcheck source=/dev/null
+  source "$extra"
+done
+
+if [ "$failures" -ne 0 ]; then echo "CLI tests: $failures failed"; exit 1; fi
+echo "CLI tests: all passed"
