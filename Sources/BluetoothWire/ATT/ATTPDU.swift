@@ -28,7 +28,7 @@ public enum ATTPDU {
     case writeRequest(ATTWriteRequest<UnsafeRawBufferPointer>)
     case writeResponse
     case writeCommand(ATTWriteCommand<UnsafeRawBufferPointer>)
-    case signedWriteCommand(ATTSignedWriteCommand<UnsafeRawBufferPointer>)
+    case signedWriteCommand(ATTSignedWriteCommandView)
     case prepareWriteRequest(ATTPrepareWriteRequest<UnsafeRawBufferPointer>)
     case prepareWriteResponse(ATTPrepareWriteResponse<UnsafeRawBufferPointer>)
     case executeWriteRequest(ATTExecuteWriteRequest)
@@ -144,9 +144,7 @@ public enum ATTPDU {
             guard r.remaining >= ATT.signatureLength else {
                 throw r.error(.truncated, "authentication signature (12 bytes) missing")
             }
-            let value = try r.bytes(r.remaining &- ATT.signatureLength, "attribute value")
-            let signature = r.rest()
-            self = .signedWriteCommand(ATTSignedWriteCommand(handle: handle, value: value, signature: signature))
+            self = .signedWriteCommand(ATTSignedWriteCommandView(handle: handle, valueAndSignature: r.rest()))
         default:
             self = .unknown(opcode: ATTOpcode(rawValue: opcode), parameters: r.rest())
         }
@@ -235,7 +233,7 @@ extension ATTPDU: WireEncodable {
         case .writeRequest(let p): p.encodedLength
         case .writeResponse, .executeWriteResponse, .handleValueConfirmation: 1
         case .writeCommand(let p): p.encodedLength
-        case .signedWriteCommand(let p): p.encodedLength
+        case .signedWriteCommand(let p): p.command.encodedLength
         case .prepareWriteRequest(let p): p.encodedLength
         case .prepareWriteResponse(let p): p.encodedLength
         case .executeWriteRequest(let p): p.encodedLength
@@ -270,7 +268,7 @@ extension ATTPDU: WireEncodable {
         case .writeRequest(let p): try p.encode(into: &w)
         case .writeResponse: try ATTWriteResponse().encode(into: &w)
         case .writeCommand(let p): try p.encode(into: &w)
-        case .signedWriteCommand(let p): try p.encode(into: &w)
+        case .signedWriteCommand(let p): try p.command.encode(into: &w)
         case .prepareWriteRequest(let p): try p.encode(into: &w)
         case .prepareWriteResponse(let p): try p.encode(into: &w)
         case .executeWriteRequest(let p): try p.encode(into: &w)

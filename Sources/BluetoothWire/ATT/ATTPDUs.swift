@@ -291,6 +291,31 @@ public struct ATTSignedWriteCommand<Bytes: Collection<UInt8>>: WireEncodable {
     }
 }
 
+/// A parsed ATT_SIGNED_WRITE_CMD: the handle and one view over value + signature
+/// (kept as one slice so ``ATTPDU`` stays small). Valid while the parsed buffer is alive.
+/// Build outgoing commands with ``ATTSignedWriteCommand``.
+public struct ATTSignedWriteCommandView {
+    public var handle: UInt16
+    /// The attribute value followed by the 12-byte authentication signature.
+    public var valueAndSignature: UnsafeRawBufferPointer
+    @inlinable public init(handle: UInt16, valueAndSignature: UnsafeRawBufferPointer) {
+        self.handle = handle
+        self.valueAndSignature = valueAndSignature
+    }
+    @inlinable var valueCount: Int { Swift.max(0, valueAndSignature.count &- ATT.signatureLength) }
+    @inlinable public var value: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: valueAndSignature[0 ..< valueCount])
+    }
+    /// The authentication signature (12 bytes in a parsed PDU).
+    @inlinable public var signature: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: valueAndSignature[valueCount ..< valueAndSignature.count])
+    }
+    /// The owning-encoder form (copies nothing; encodes from the views).
+    @inlinable public var command: ATTSignedWriteCommand<UnsafeRawBufferPointer> {
+        ATTSignedWriteCommand(handle: handle, value: value, signature: signature)
+    }
+}
+
 /// ATT_PREPARE_WRITE_REQ. Core Vol 3 Part F §3.4.6.1.
 public struct ATTPrepareWriteRequest<Bytes: Collection<UInt8>>: WireEncodable {
     public var handle: UInt16
