@@ -9,9 +9,15 @@ private func bytesOf(_ v: some WireEncodable) -> [UInt8] {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let buf = UnsafeRawBufferPointer(start: data, count: size)
+    // The inlined fast paths must agree with the general parser.
+    let general = try? ATTPDU.parseGeneral(buf)
     let pdu: ATTPDU
-    do { pdu = try ATTPDU(parsing: buf) } catch { return 0 }
+    do { pdu = try ATTPDU(parsing: buf) } catch {
+        precondition(general == nil, "fast path rejected what the general parser accepts")
+        return 0
+    }
     let fields = pdu.fields // walks every list
+    precondition(general?.fields == fields, "fast path and general parser disagree")
     let big = 1 << 20
     switch pdu {
     case .readByTypeResponse(let r):

@@ -11,143 +11,175 @@ public enum ATTPDU {
     case exchangeMTUResponse(ATTExchangeMTUResponse)
     case findInformationRequest(ATTFindInformationRequest)
     case findInformationResponse(ATTFindInformationResponse)
-    case findByTypeValueRequest(ATTFindByTypeValueRequest<UnsafeRawBufferPointer>)
+    case findByTypeValueRequest(ATTFindByTypeValueRequestView)
     case findByTypeValueResponse(ATTFindByTypeValueResponse)
     case readByTypeRequest(ATTReadByTypeRequest)
     case readByTypeResponse(ATTReadByTypeResponse)
     case readRequest(ATTReadRequest)
-    case readResponse(ATTReadResponse<UnsafeRawBufferPointer>)
+    case readResponse(ATTReadResponseView)
     case readBlobRequest(ATTReadBlobRequest)
-    case readBlobResponse(ATTReadBlobResponse<UnsafeRawBufferPointer>)
-    case readMultipleRequest(ATTReadMultipleRequest<ATTHandleList>)
-    case readMultipleResponse(ATTReadMultipleResponse<UnsafeRawBufferPointer>)
+    case readBlobResponse(ATTReadBlobResponseView)
+    case readMultipleRequest(ATTReadMultipleRequestView)
+    case readMultipleResponse(ATTReadMultipleResponseView)
     case readByGroupTypeRequest(ATTReadByGroupTypeRequest)
     case readByGroupTypeResponse(ATTReadByGroupTypeResponse)
-    case readMultipleVariableRequest(ATTReadMultipleVariableRequest<ATTHandleList>)
+    case readMultipleVariableRequest(ATTReadMultipleVariableRequestView)
     case readMultipleVariableResponse(ATTReadMultipleVariableResponse)
-    case writeRequest(ATTWriteRequest<UnsafeRawBufferPointer>)
+    case writeRequest(ATTWriteRequestView)
     case writeResponse
-    case writeCommand(ATTWriteCommand<UnsafeRawBufferPointer>)
+    case writeCommand(ATTWriteCommandView)
     case signedWriteCommand(ATTSignedWriteCommandView)
-    case prepareWriteRequest(ATTPrepareWriteRequest<UnsafeRawBufferPointer>)
-    case prepareWriteResponse(ATTPrepareWriteResponse<UnsafeRawBufferPointer>)
+    case prepareWriteRequest(ATTPrepareWriteRequestView)
+    case prepareWriteResponse(ATTPrepareWriteResponseView)
     case executeWriteRequest(ATTExecuteWriteRequest)
     case executeWriteResponse
-    case handleValueNotification(ATTHandleValueNotification<UnsafeRawBufferPointer>)
-    case handleValueIndication(ATTHandleValueIndication<UnsafeRawBufferPointer>)
+    case handleValueNotification(ATTHandleValueNotificationView)
+    case handleValueIndication(ATTHandleValueIndicationView)
     case handleValueConfirmation
     case multipleHandleValueNotification(ATTMultipleHandleValueNotification)
     /// An opcode this parser does not know: the parameters after the opcode byte, as a view.
     case unknown(opcode: ATTOpcode, parameters: UnsafeRawBufferPointer)
 
     /// Parses one ATT PDU (opcode byte first) that fills `bytes` exactly.
-    @inlinable
+    ///
+    /// Notifications, indications and well-formed Read By Type responses are decoded inline
+    /// (small enough to inline into the caller's module); everything else, including every
+    /// error report, goes through ``parseGeneral(_:)``.
+    @inlinable @inline(__always)
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
+        if bytes.count >= 3, let base = bytes.baseAddress {
+            let op = base.load(as: UInt8.self)
+            if op == 0x1B || op == 0x1D {
+                let handle = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: 1, as: UInt16.self))
+                let value = UnsafeRawBufferPointer(start: base + 3, count: bytes.count &- 3)
+                self = op == 0x1B
+                    ? .handleValueNotification(ATTHandleValueNotificationView(handle: handle, value: value))
+                    : .handleValueIndication(ATTHandleValueIndicationView(handle: handle, value: value))
+                return
+            }
+            if op == 0x09 {
+                let length = base.load(fromByteOffset: 1, as: UInt8.self)
+                let listCount = bytes.count &- 2
+                if length >= 2, listCount % Int(length) == 0 {
+                    self = .readByTypeResponse(ATTReadByTypeResponse(
+                        length: length, attributeDataList: UnsafeRawBufferPointer(start: base + 2, count: listCount)))
+                    return
+                }
+            }
+        }
+        self = try ATTPDU.parseGeneral(bytes)
+    }
+
+    /// The full parser for every opcode (compiled in this module, not inlined).
+    @usableFromInline
+    static func parseGeneral(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> ATTPDU {
+        let pdu: ATTPDU
         var r = ByteReader(bytes)
         let opcode = try r.u8("ATT opcode")
         switch opcode {
         case 0x1B:
             let handle = try r.u16("attribute handle")
-            self = .handleValueNotification(ATTHandleValueNotification(handle: handle, value: r.rest()))
+            pdu = .handleValueNotification(ATTHandleValueNotificationView(handle: handle, value: r.rest()))
         case 0x1D:
             let handle = try r.u16("attribute handle")
-            self = .handleValueIndication(ATTHandleValueIndication(handle: handle, value: r.rest()))
+            pdu = .handleValueIndication(ATTHandleValueIndicationView(handle: handle, value: r.rest()))
         case 0x52:
             let handle = try r.u16("attribute handle")
-            self = .writeCommand(ATTWriteCommand(handle: handle, value: r.rest()))
+            pdu = .writeCommand(ATTWriteCommandView(handle: handle, value: r.rest()))
         case 0x12:
             let handle = try r.u16("attribute handle")
-            self = .writeRequest(ATTWriteRequest(handle: handle, value: r.rest()))
+            pdu = .writeRequest(ATTWriteRequestView(handle: handle, value: r.rest()))
         case 0x0B:
-            self = .readResponse(ATTReadResponse(value: r.rest()))
+            pdu = .readResponse(ATTReadResponseView(value: r.rest()))
         case 0x01:
             let req = ATTOpcode(rawValue: try r.u8("request opcode in error"))
             let handle = try r.u16("attribute handle in error")
             let code = ATTErrorCode(rawValue: try r.u8("error code"))
             try r.expectEnd()
-            self = .errorResponse(ATTErrorResponse(requestOpcode: req, handle: handle, error: code))
+            pdu = .errorResponse(ATTErrorResponse(requestOpcode: req, handle: handle, error: code))
         case 0x02:
             let mtu = try r.u16("client Rx MTU")
             try r.expectEnd()
-            self = .exchangeMTURequest(ATTExchangeMTURequest(clientRxMTU: mtu))
+            pdu = .exchangeMTURequest(ATTExchangeMTURequest(clientRxMTU: mtu))
         case 0x03:
             let mtu = try r.u16("server Rx MTU")
             try r.expectEnd()
-            self = .exchangeMTUResponse(ATTExchangeMTUResponse(serverRxMTU: mtu))
+            pdu = .exchangeMTUResponse(ATTExchangeMTUResponse(serverRxMTU: mtu))
         case 0x04:
             let start = try r.u16("starting handle"), end = try r.u16("ending handle")
             try r.expectEnd()
-            self = .findInformationRequest(ATTFindInformationRequest(startHandle: start, endHandle: end))
+            pdu = .findInformationRequest(ATTFindInformationRequest(startHandle: start, endHandle: end))
         case 0x05:
-            self = .findInformationResponse(try ATTFindInformationResponse(validating: &r))
+            pdu = .findInformationResponse(try ATTFindInformationResponse(validating: &r))
         case 0x06:
             let start = try r.u16("starting handle"), end = try r.u16("ending handle")
             let type = try r.u16("attribute type")
-            self = .findByTypeValueRequest(ATTFindByTypeValueRequest(
+            pdu = .findByTypeValueRequest(ATTFindByTypeValueRequestView(
                 startHandle: start, endHandle: end, attributeType: type, value: r.rest()))
         case 0x07:
-            self = .findByTypeValueResponse(try ATTFindByTypeValueResponse(validating: &r))
+            pdu = .findByTypeValueResponse(try ATTFindByTypeValueResponse(validating: &r))
         case 0x08:
             let start = try r.u16("starting handle"), end = try r.u16("ending handle")
             let type = try ATTPDU.readATTUUID(&r)
-            self = .readByTypeRequest(ATTReadByTypeRequest(startHandle: start, endHandle: end, attributeType: type))
+            pdu = .readByTypeRequest(ATTReadByTypeRequest(startHandle: start, endHandle: end, attributeType: type))
         case 0x09:
-            self = .readByTypeResponse(try ATTReadByTypeResponse(validating: &r))
+            pdu = .readByTypeResponse(try ATTReadByTypeResponse(validating: &r))
         case 0x0A:
             let handle = try r.u16("attribute handle")
             try r.expectEnd()
-            self = .readRequest(ATTReadRequest(handle: handle))
+            pdu = .readRequest(ATTReadRequest(handle: handle))
         case 0x0C:
             let handle = try r.u16("attribute handle"), offset = try r.u16("value offset")
             try r.expectEnd()
-            self = .readBlobRequest(ATTReadBlobRequest(handle: handle, offset: offset))
+            pdu = .readBlobRequest(ATTReadBlobRequest(handle: handle, offset: offset))
         case 0x0D:
-            self = .readBlobResponse(ATTReadBlobResponse(partValue: r.rest()))
+            pdu = .readBlobResponse(ATTReadBlobResponseView(partValue: r.rest()))
         case 0x0E:
-            self = .readMultipleRequest(ATTReadMultipleRequest(handles: try ATTPDU.readHandleSet(&r)))
+            pdu = .readMultipleRequest(ATTReadMultipleRequestView(handles: try ATTPDU.readHandleSet(&r)))
         case 0x0F:
-            self = .readMultipleResponse(ATTReadMultipleResponse(values: r.rest()))
+            pdu = .readMultipleResponse(ATTReadMultipleResponseView(values: r.rest()))
         case 0x10:
             let start = try r.u16("starting handle"), end = try r.u16("ending handle")
             let type = try ATTPDU.readATTUUID(&r)
-            self = .readByGroupTypeRequest(ATTReadByGroupTypeRequest(
+            pdu = .readByGroupTypeRequest(ATTReadByGroupTypeRequest(
                 startHandle: start, endHandle: end, attributeGroupType: type))
         case 0x11:
-            self = .readByGroupTypeResponse(try ATTReadByGroupTypeResponse(validating: &r))
+            pdu = .readByGroupTypeResponse(try ATTReadByGroupTypeResponse(validating: &r))
         case 0x13:
             try r.expectEnd()
-            self = .writeResponse
+            pdu = .writeResponse
         case 0x16:
             let handle = try r.u16("attribute handle"), offset = try r.u16("value offset")
-            self = .prepareWriteRequest(ATTPrepareWriteRequest(handle: handle, offset: offset, partValue: r.rest()))
+            pdu = .prepareWriteRequest(ATTPrepareWriteRequestView(handle: handle, offset: offset, partValue: r.rest()))
         case 0x17:
             let handle = try r.u16("attribute handle"), offset = try r.u16("value offset")
-            self = .prepareWriteResponse(ATTPrepareWriteResponse(handle: handle, offset: offset, partValue: r.rest()))
+            pdu = .prepareWriteResponse(ATTPrepareWriteResponseView(handle: handle, offset: offset, partValue: r.rest()))
         case 0x18:
             let flags = ATTExecuteWriteFlags(rawValue: try r.u8("flags"))
             try r.expectEnd()
-            self = .executeWriteRequest(ATTExecuteWriteRequest(flags: flags))
+            pdu = .executeWriteRequest(ATTExecuteWriteRequest(flags: flags))
         case 0x19:
             try r.expectEnd()
-            self = .executeWriteResponse
+            pdu = .executeWriteResponse
         case 0x1E:
             try r.expectEnd()
-            self = .handleValueConfirmation
+            pdu = .handleValueConfirmation
         case 0x20:
-            self = .readMultipleVariableRequest(ATTReadMultipleVariableRequest(handles: try ATTPDU.readHandleSet(&r)))
+            pdu = .readMultipleVariableRequest(ATTReadMultipleVariableRequestView(handles: try ATTPDU.readHandleSet(&r)))
         case 0x21:
-            self = .readMultipleVariableResponse(try ATTReadMultipleVariableResponse(validating: &r))
+            pdu = .readMultipleVariableResponse(try ATTReadMultipleVariableResponse(validating: &r))
         case 0x23:
-            self = .multipleHandleValueNotification(try ATTMultipleHandleValueNotification(validating: &r))
+            pdu = .multipleHandleValueNotification(try ATTMultipleHandleValueNotification(validating: &r))
         case 0xD2:
             let handle = try r.u16("attribute handle")
             guard r.remaining >= ATT.signatureLength else {
                 throw r.error(.truncated, "authentication signature (12 bytes) missing")
             }
-            self = .signedWriteCommand(ATTSignedWriteCommandView(handle: handle, valueAndSignature: r.rest()))
+            pdu = .signedWriteCommand(ATTSignedWriteCommandView(handle: handle, valueAndSignature: r.rest()))
         default:
-            self = .unknown(opcode: ATTOpcode(rawValue: opcode), parameters: r.rest())
+            pdu = .unknown(opcode: ATTOpcode(rawValue: opcode), parameters: r.rest())
         }
+        return pdu
     }
 
     /// Reads the rest as a 2- or 16-byte UUID (ATT has no 32-bit form).
