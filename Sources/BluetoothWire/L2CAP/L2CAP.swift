@@ -77,14 +77,17 @@ public struct L2CAPBasicFrame {
     /// bytes present exactly (`.invalidLength` otherwise; a short header is `.truncated`).
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
-        var r = ByteReader(bytes)
-        let length = Int(try r.u16("L2CAP length"))
-        let cid = try r.u16("L2CAP channel ID")
-        guard length == r.remaining else {
+        guard bytes.count >= 4, let base = bytes.baseAddress else {
+            if bytes.count < 2 { throw WireError(.truncated, at: 0, "L2CAP length") }
+            throw WireError(.truncated, at: 2, "L2CAP channel ID")
+        }
+        let length = Int(UInt16(littleEndian: base.loadUnaligned(as: UInt16.self)))
+        let cid = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
+        guard length == bytes.count &- 4 else {
             throw WireError(.invalidLength, at: 0, "L2CAP length does not match the payload present")
         }
         self.channelID = L2CAPChannelID(rawValue: cid)
-        self.payload = r.rest()
+        self.payload = UnsafeRawBufferPointer(start: base + 4, count: length)
     }
 
     /// Reads the PDU length from a (possibly partial) frame header, for reassembly:
