@@ -1,7 +1,8 @@
 // ATT PDU parameter structs (Core Vol 3 Part F §3.4). Each encodes the whole PDU,
-// opcode included. Structs with a `Bytes`/`Handles` parameter are views when parsed
-// (`UnsafeRawBufferPointer`/`ATTHandleList`, valid while the caller's buffer is alive)
-// and own their data when built for sending (`[UInt8]`/`[UInt16]`).
+// opcode included. Fixed-size PDUs are one struct used for both parsing and sending.
+// Variable-length PDUs have an owning generic encoder here (`Bytes`/`Handles` is usually
+// `[UInt8]`/`[UInt16]`; any collection works, e.g. a slice of an attribute database) and a
+// concrete parsed view in ATTViews.swift (`ATTWriteRequestView`, ...).
 
 /// ATT_ERROR_RSP. Core Vol 3 Part F §3.4.1.1.
 public struct ATTErrorResponse: Hashable, Sendable, WireEncodable {
