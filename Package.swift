@@ -33,9 +33,16 @@ let package = Package(
             name: "BluetoothTransport",
             dependencies: ["BluetoothWire", "CBluetooth"]
         ),
+        // Host core: sans-I/O state machines (command flow, init, scanning) in
+        // StateMachines/, and the one I/O driver with the async API in Runtime/.
+        .target(
+            name: "BluetoothHost",
+            dependencies: ["BluetoothWire", "BluetoothTransport"],
+            swiftSettings: optimize
+        ),
         .executableTarget(
             name: "hcigatt",
-            dependencies: ["BluetoothWire", "BluetoothTransport"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost"]
         ),
         .executableTarget(
             name: "hcigatt-bench",
@@ -45,5 +52,6 @@ let package = Package(
         ),
         .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
+        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport"]),
     ]
 )

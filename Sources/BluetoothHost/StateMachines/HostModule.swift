@@ -1,0 +1,5 @@
+// BluetoothHost: the host core.
+//
+// StateMachines/ holds sans-I/O logic: structs that take packets and the current time and
+// return packets to send, timers to arm and events. They import only BluetoothWire.
+// Runtime/ holds the single I/O driver (poll + timers on one thread) and the async API.
