@@ -21,6 +21,20 @@ enum Inputs {
                              rssi: -71, data: [0x02, 0x01, 0x06, 0x03, 0x03, 0x0D, 0x18])
         do { return try Owned([a, b]).encoded() } catch { fatalError("benchmark input: \(error)") }
     }()
+    /// ATT Handle Value Notification: handle 0x002A, value 00 6C 01 00 FF (a temperature).
+    static let attNotification: [UInt8] = [0x1B, 0x2A, 0x00, 0x00, 0x6C, 0x01, 0x00, 0xFF]
+    /// ATT Read By Type Response with 10 characteristic declarations
+    /// (handle, properties, value handle, 16-bit UUID): length 7, 72 bytes.
+    static let readByTypeResponse: [UInt8] = {
+        var pdu: [UInt8] = [0x09, 0x07]
+        for i in 0 ..< 10 {
+            let handle = UInt16(0x0002 + 3 * i)
+            let uuid = UInt16(0x2A00 + i)
+            pdu += [UInt8(handle & 0xFF), UInt8(handle >> 8), 0x02,
+                    UInt8((handle + 1) & 0xFF), UInt8((handle + 1) >> 8), UInt8(uuid & 0xFF), UInt8(uuid >> 8)]
+        }
+        return pdu
+    }()
     static let sfloat: [UInt8] = [0x6C, 0xF1]               // 36.4
     static let float32: [UInt8] = [0x72, 0x01, 0x00, 0xFF]  // 37.0 (mantissa 370, exponent -1)
     static let uuid128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x0D, 0x18, 0x00, 0x00]
@@ -84,6 +98,28 @@ func allCases() -> [BenchmarkCase] {
                     let frame = try H4Frame.parse(buf)
                     guard frame.type == .event else { return 0 }
                     return parseReports(frame.packet, decodeData: true)
+                } catch {
+                    return 0
+                }
+            }
+        },
+        BenchmarkCase(name: "ATT notification", targetNanos: 10) { [input = RotatingInput(Inputs.attNotification)] n in
+            input.run(n) { buf in
+                do throws(WireError) {
+                    guard case .handleValueNotification(let v) = try ATTPDU(parsing: buf) else { return 0 }
+                    return UInt64(v.handle) &+ UInt64(v.value.count)
+                } catch {
+                    return 0
+                }
+            }
+        },
+        BenchmarkCase(name: "ATT Read By Type Rsp (10)", targetNanos: nil) { [input = RotatingInput(Inputs.readByTypeResponse)] n in
+            input.run(n) { buf in
+                do throws(WireError) {
+                    guard case .readByTypeResponse(let list) = try ATTPDU(parsing: buf) else { return 0 }
+                    var sum: UInt64 = 0
+                    for e in list { sum &+= UInt64(e.handle) &+ UInt64(e.value.count) }
+                    return sum
                 } catch {
                     return 0
                 }

@@ -20,11 +20,29 @@ enum DecodeCommand {
     }
 
     static let kinds: [Kind] = [
+        Kind(name: "h4", summary: "H4 packet: indicator (01 command, 02 ACL, 03 SCO, 04 event, 05 ISO) + HCI packet, decoded down to ATT/SMP") { buf throws(WireError) in
+            dissection(try Dissector.h4(buf))
+        },
+        Kind(name: "event", summary: "HCI event packet without the H4 indicator (code, length, parameters)") { buf throws(WireError) in
+            describe(try HCIEvent(parsing: buf))
+        },
         Kind(name: "command", summary: "HCI command packet without the H4 indicator (opcode, length, parameters)") { buf throws(WireError) in
             describe(try HCICommand(parsing: buf))
         },
-        Kind(name: "acl", summary: "HCI ACL data packet without the H4 indicator (header only; see h4 for the payload)") { buf throws(WireError) in
-            describe(try ACLPacket(parsing: buf))
+        Kind(name: "acl", summary: "HCI ACL data packet without the H4 indicator, with its L2CAP payload") { buf throws(WireError) in
+            dissection(try Dissector.acl(buf))
+        },
+        Kind(name: "l2cap", summary: "L2CAP basic frame (length, channel ID, payload), with its ATT/SMP/signaling payload") { buf throws(WireError) in
+            dissection(Dissector.l2cap(try L2CAPBasicFrame(parsing: buf)))
+        },
+        Kind(name: "att", summary: "ATT PDU (opcode + parameters)") { buf throws(WireError) in
+            describe(try ATTPDU(parsing: buf))
+        },
+        Kind(name: "smp", summary: "SMP PDU (code + data)") { buf throws(WireError) in
+            describe(try SMPPDU(parsing: buf))
+        },
+        Kind(name: "signaling", summary: "L2CAP LE signaling command (code, identifier, length, data)") { buf throws(WireError) in
+            describe(try L2CAPSignalingCommand(parsing: buf))
         },
         Kind(name: "ad", summary: "advertising or scan response data (AD structures)") { buf throws(WireError) in
             let ad = AdvertisingData(buf)
@@ -50,6 +68,7 @@ enum DecodeCommand {
     ]
 
     static func describe(_ v: some FieldDescribable) -> Decoded { Decoded(title: v.fieldTitle, fields: v.fields) }
+    static func dissection(_ d: Dissector.Dissection) -> Decoded { Decoded(title: d.title, fields: d.fields, partial: d.error) }
 
     static var command: Command {
         Command(
@@ -83,7 +102,7 @@ enum DecodeCommand {
         code is 1. Examples:
           hcigatt decode h4 04 0e 04 01 03 0c 00
           hcigatt decode ad 020106 0c095468 65726d6f2d31323334
-          hcigatt decode att 1b 2a 00 6c 01 00 ff --json
+          hcigatt decode att 1b 2a 00 00 6c 01 00 ff --json
         """
         return s
     }

@@ -57,6 +57,23 @@ run command 0 "$bin" decode command 0b 20 07 01 10 00 10 00 00 00 && expect_out 
 run command-short 1 "$bin" decode command 0b 20 07 01 10 && expect_err command-short "malformed command packet"
 run acl 0 "$bin" decode acl 40 20 07 00 03 00 04 00 0a 03 00 && expect_out acl "data_total_length: 7"
 
+REPORT="04 3E 2A 02 01 00 01 E2FD1772E402 1E $AD C4"
+run h4-report 0 "$bin" decode h4 $REPORT && { expect_out h4-report "HCI_LE_Advertising_Report"; expect_out h4-report "02:E4:72:17:FD:E2"; expect_out h4-report '"Thermo-1234"'; expect_out h4-report "rssi: -60"; }
+run h4-report-json 0 "$bin" decode h4 --json $REPORT && expect_json_lines h4-report-json 1
+run h4-cmd-complete 0 "$bin" decode h4 04 0e 04 01 03 0c 00 && { expect_out h4-cmd-complete "HCI_Reset"; expect_out h4-cmd-complete "Success"; }
+run h4-unknown-event 0 "$bin" decode h4 04 ff 02 aa bb && expect_out h4-unknown-event "aa bb"
+run h4-bad-indicator 1 "$bin" decode h4 07 00 00 && expect_err h4-bad-indicator "unknown"
+run h4-length-mismatch 1 "$bin" decode h4 04 0e 05 01 03 0c 00 && expect_err h4-length-mismatch "offset"
+run h4-acl-att 0 "$bin" decode h4 02 40 20 0c 00 08 00 04 00 1b 2a 00 00 6c 01 00 ff && { expect_out h4-acl-att "ATT_HANDLE_VALUE_NTF"; expect_out h4-acl-att "00 6c 01 00 ff"; }
+run h4-acl-bad-att 1 "$bin" decode h4 02 40 20 05 00 01 00 04 00 0a && { expect_out h4-acl-bad-att "l2cap"; expect_err h4-acl-bad-att "malformed h4 packet"; }
+run att-mtu 0 "$bin" decode att 02 05 02 && expect_out att-mtu "517"
+run att-error 0 "$bin" decode att 01 08 01 00 0a && expect_out att-error "Attribute Not Found"
+run att-group 0 "$bin" decode att --json 11 06 01 00 05 00 00 18 06 00 09 00 01 18 && { expect_json_lines att-group 1; expect_out att-group '1800'; }
+run att-bad-list 1 "$bin" decode att 11 06 01 00 05 00 00 && expect_err att-bad-list "malformed att packet"
+run smp-pairing 0 "$bin" decode smp 01 03 00 01 10 07 07 && expect_out smp-pairing "Pairing Request"
+run smp-bad-keysize 1 "$bin" decode smp 01 03 00 01 06 07 07 && expect_err smp-bad-keysize "malformed smp packet"
+run signaling 0 "$bin" decode signaling 12 01 08 00 18 00 28 00 00 00 2c 01 && expect_out signaling "L2CAP_CONNECTION_PARAMETER_UPDATE_REQ"; expect_out signaling "timeout_multiplier: 300"
+
 for extra in "$(dirname "$0")"/run-*.sh; do
   [ -e "$extra" ] || continue
   # shellcheck source=/dev/null

@@ -58,6 +58,7 @@ public struct LEAdvertisingReport {
          Field("address", .address(address.address)),
          Field("data_length", .u(data.count)),
          Field("data", .bytes(data)),
+         Field("advertising_data", .object(AdvertisingData(data).fields)),
          Field("rssi", .dbm(rssi))]
     }
 }
@@ -463,7 +464,8 @@ public struct LEExtendedAdvertisingReport {
          Field("direct_address_type", .addressType(directAddress.type)),
          Field("direct_address", .address(directAddress.address)),
          Field("data_length", .u(data.count)),
-         Field("data", .bytes(data))]
+         Field("data", .bytes(data)),
+         Field("advertising_data", .object(AdvertisingData(data).fields))]
     }
 }
 
