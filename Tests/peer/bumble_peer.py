@@ -129,12 +129,16 @@ async def main() -> None:
 
     if args.close_after is not None:
         async def closer():
-            while transport.sink.transport is None if hasattr(transport.sink, 'transport') else False:
+            # Wait for hcigatt to connect (the sink learns its transport then), give it
+            # close_after seconds, then drop the connection under it.
+            while transport.sink.transport is None:
                 await asyncio.sleep(0.05)
             await asyncio.sleep(args.close_after)
-            t = getattr(transport.sink, 'transport', None)
+            t = transport.sink.transport
             if t is not None:
                 t.close()
+            server_socket.close()
+            transport.server.close()
         asyncio.get_running_loop().create_task(closer())
 
     stop = asyncio.Event()

@@ -1,0 +1,62 @@
+"""Helpers for integration tests: start the Bumble virtual peer, run hcigatt against it."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PEER = os.path.join(ROOT, 'Tests', 'peer', 'bumble_peer.py')
+HCIGATT = os.environ.get('HCIGATT', os.path.join(ROOT, '.build', 'debug', 'hcigatt'))
+PYTHON = os.environ.get('BUMBLE_PYTHON', sys.executable)
+
+
+class Peer:
+    """A bumble_peer.py process: one TCP controller for hcigatt plus peripherals.
+
+    Bumble keeps controller state across client reconnects, so each test starts its own.
+    Failing to start is an error, never a skip: the tests need their peer.
+    """
+
+    def __init__(self, *args, timeout=30):
+        self.proc = subprocess.Popen([PYTHON, PEER, '--port', '0', *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + timeout
+        line = ''
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line or self.proc.poll() is not None:
+                break
+        if not line:
+            err = self.proc.stderr.read() if self.proc.poll() is not None else ''
+            self.close()
+            raise RuntimeError(f'bumble peer did not start: {err}')
+        self.ready = json.loads(line)
+        self.port = self.ready['port']
+        self.transport = f'tcp:127.0.0.1:{self.port}'
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def hcigatt(*args, timeout=60, stdin=None):
+    """Runs hcigatt; returns (exit code, stdout, stderr)."""
+    p = subprocess.run([HCIGATT, *args], capture_output=True, text=True, timeout=timeout, input=stdin)
+    return p.returncode, p.stdout, p.stderr
+
+
+def json_lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
