@@ -107,19 +107,14 @@ public enum AssignedNumbers {
         uuidLookup(uuid)?.string
     }
 
-    /// `uuidName` without allocating.
+    /// `uuidName` without allocating. The tables' key ranges do not overlap.
     public static func uuidLookup(_ uuid: BluetoothUUID) -> Name? {
         guard let v = uuid.uuid16 else { return nil }
-        for table in uuidTables {
-            if let n = lookup(v, in: table) { return n }
-        }
-        return nil
+        return lookup(v, in: .services) ?? lookup(v, in: .characteristics)
+            ?? lookup(v, in: .descriptors) ?? lookup(v, in: .declarations)
+            ?? lookup(v, in: .memberServices) ?? lookup(v, in: .sdoServices)
+            ?? lookup(v, in: .units)
     }
-
-    /// The tables `uuidName` searches, in order (their key ranges do not overlap).
-    public static let uuidTables: [Table] = [
-        .services, .characteristics, .descriptors, .declarations, .memberServices, .sdoServices, .units,
-    ]
 
     // MARK: Companies and appearance
 
