@@ -213,64 +213,11 @@ public struct Appearance: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let earThermometer = Appearance(rawValue: 0x0301)
     public static let genericHeartRateSensor = Appearance(rawValue: 0x0340)
 
-    /// The category name, or nil for a category this table does not know.
-    public var categoryName: String? {
-        switch category {
-        case 0: "Unknown"
-        case 1: "Phone"
-        case 2: "Computer"
-        case 3: "Watch"
-        case 4: "Clock"
-        case 5: "Display"
-        case 6: "Remote Control"
-        case 7: "Eye-glasses"
-        case 8: "Tag"
-        case 9: "Keyring"
-        case 10: "Media Player"
-        case 11: "Barcode Scanner"
-        case 12: "Thermometer"
-        case 13: "Heart Rate Sensor"
-        case 14: "Blood Pressure"
-        case 15: "Human Interface Device"
-        case 16: "Glucose Meter"
-        case 17: "Running Walking Sensor"
-        case 18: "Cycling"
-        case 19: "Control Device"
-        case 20: "Network Device"
-        case 21: "Sensor"
-        case 22: "Light Fixtures"
-        case 23: "Fan"
-        case 24: "HVAC"
-        case 25: "Air Conditioning"
-        case 26: "Humidifier"
-        case 27: "Heating"
-        case 28: "Access Control"
-        case 29: "Motorized Device"
-        case 30: "Power Device"
-        case 31: "Light Source"
-        case 32: "Window Covering"
-        case 33: "Audio Sink"
-        case 34: "Audio Source"
-        case 35: "Motorized Vehicle"
-        case 36: "Domestic Appliance"
-        case 37: "Wearable Audio Device"
-        case 38: "Aircraft"
-        case 39: "AV Equipment"
-        case 40: "Display Equipment"
-        case 41: "Hearing aid"
-        case 42: "Gaming"
-        case 43: "Signage"
-        case 49: "Pulse Oximeter"
-        case 50: "Weight Scale"
-        case 51: "Personal Mobility Device"
-        case 52: "Continuous Glucose Monitor"
-        case 53: "Insulin Pump"
-        case 54: "Medication Delivery"
-        case 55: "Spirometer"
-        case 81: "Outdoor Sports Activity"
-        default: nil
-        }
-    }
+    /// The category name from the Assigned Numbers (generated table), or nil when unassigned.
+    public var categoryName: String? { AssignedNumbers.appearanceCategoryName(category) }
+
+    /// The subcategory name from the Assigned Numbers, or nil for subcategory 0 or one unassigned.
+    public var subcategoryName: String? { AssignedNumbers.appearanceSubcategoryName(rawValue) }
 
     public var description: String {
         let cat = categoryName ?? "category \(category)"
@@ -278,8 +225,8 @@ public struct Appearance: RawRepresentable, Hashable, Sendable, CustomStringConv
     }
 }
 
-/// Company identifiers (Assigned Numbers §7) for the few companies whose data this
-/// library decodes or commonly meets; the full list is not embedded.
+/// Company identifiers (Assigned Numbers §7): constants for the few companies whose data this
+/// library decodes or commonly meets; `name(_:)` knows the whole list (AssignedNumbers).
 public enum CompanyIdentifier {
     public static let apple: UInt16 = 0x004C
     public static let microsoft: UInt16 = 0x0006
@@ -287,15 +234,8 @@ public enum CompanyIdentifier {
     public static let samsung: UInt16 = 0x0075
     public static let google: UInt16 = 0x00E0
 
+    /// The company's name from the Assigned Numbers (the whole list, generated table).
     public static func name(_ id: UInt16) -> String? {
-        switch id {
-        case 0x0006: "Microsoft"
-        case 0x004C: "Apple, Inc."
-        case 0x0059: "Nordic Semiconductor ASA"
-        case 0x0075: "Samsung Electronics Co. Ltd."
-        case 0x00E0: "Google"
-        case 0xFFFF: "test / no company"
-        default: nil
-        }
+        AssignedNumbers.companyName(id)
     }
 }
