@@ -14,6 +14,8 @@ struct FakeControllerModel: Sendable {
     var leACLCount: UInt8 = 12
     /// Opcodes never answered.
     var silent: Set<HCIOpcode> = []
+    /// Opcodes answered with this status instead of success.
+    var failing: [HCIOpcode: HCIErrorCode] = [:]
 
     var supportedCommands: [UInt8] {
         var c = [UInt8](repeating: 0, count: 64)
@@ -24,6 +26,7 @@ struct FakeControllerModel: Sendable {
     /// Return parameters for `opcode`, or nil for "never answers".
     func returnParameters(for opcode: HCIOpcode) -> [UInt8]? {
         if silent.contains(opcode) { return nil }
+        if let status = failing[opcode] { return [status.rawValue] }
         func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
         func le64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * UInt64($0))) } }
         switch opcode {

@@ -49,10 +49,17 @@ import Synchronization
     }
 
     @Test func failedStatusThrowsCommandFailed() async throws {
-        let fake = FakeControllerTransport()
+        var model = FakeControllerModel()
+        model.failing = [.leSetRandomAddress: .invalidHCICommandParameters]
+        let fake = FakeControllerTransport(model: model)
         let host = try await HCIHost.open(transport: fake)
-        // The fake answers every unknown command with success; LE Set Random Address is fine.
-        _ = try await host.send(LESetRandomAddressCommand(randomAddress: BluetoothAddress(0xC0, 1, 2, 3, 4, 5)))
+        do {
+            _ = try await host.send(LESetRandomAddressCommand(randomAddress: BluetoothAddress(0xC0, 1, 2, 3, 4, 5)))
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.kind == .commandFailed(.invalidHCICommandParameters))
+            #expect(error.message == "HCI_LE_Set_Random_Address (0x2005) failed: Invalid HCI Command Parameters (0x12)")
+        }
         await host.close()
     }
 
@@ -139,6 +146,23 @@ import Synchronization
         #expect(ended)
         #expect(fake.commands.last == .leSetExtendedScanEnable)
         #expect(fake.isClosed)
+    }
+
+    @Test func scanThatCannotStartEndsWithTheError() async throws {
+        var model = FakeControllerModel()
+        model.failing = [.leSetExtendedScanParameters: .commandDisallowed]
+        let fake = FakeControllerTransport(model: model)
+        let host = try await HCIHost.open(transport: fake)
+        do {
+            for try await _ in host.scan(ScanConfiguration()) {}
+            Issue.record("expected an error")
+        } catch let e as HostError {
+            #expect(e.kind == .commandFailed(.commandDisallowed))
+            #expect(e.message.hasPrefix("cannot start scanning: HCI_LE_Set_Extended_Scan_Parameters (0x2041) failed"))
+        }
+        // A new scan can start afterwards.
+        _ = try await host.send(ReadBDADDRCommand())
+        await host.close()
     }
 
     @Test func malformedEventIsCountedNotFatal() async throws {
