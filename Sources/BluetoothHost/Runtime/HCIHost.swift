@@ -1,0 +1,124 @@
+import BluetoothTransport
+import BluetoothWire
+import Synchronization
+
+/// Options for ``HCIHost/open(transport:options:)``.
+public struct HostOptions: Sendable {
+    /// How long to wait for the controller to answer a command.
+    public var commandTimeout: Duration
+    /// Called on the driver thread with every packet (H4 indicator included) received
+    /// (`sent == false`) or about to be written (`sent == true`). The buffer is valid only
+    /// during the call. Keep it fast: it runs inside the I/O loop.
+    public var packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)?
+
+    public init(commandTimeout: Duration = .seconds(5),
+                packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)? = nil) {
+        self.commandTimeout = commandTimeout
+        self.packetObserver = packetObserver
+    }
+}
+
+/// A Bluetooth LE host on one controller.
+///
+/// One driver thread per host owns the transport and the sans-I/O state machines
+/// (``HCICommandFlow``, ``ControllerInitializer``, ``Scanner``); this API queues requests
+/// to it and awaits the answers. When the transport closes or fails, every pending
+/// command fails and the scan stream ends with that error.
+public final class HCIHost: Sendable {
+    let driver: HostDriver
+    /// What the init sequence learned about the controller.
+    public let info: ControllerInfo
+    private let scanIDs = Atomic<UInt64>(1)
+
+    private init(driver: HostDriver, info: ControllerInfo) {
+        self.driver = driver
+        self.info = info
+    }
+
+    deinit {
+        driver.post(.close(nil))
+    }
+
+    /// Starts the driver on `transport` and runs the controller init sequence.
+    public static func open(transport: any HCITransport, options: HostOptions = .init()) async throws(HostError) -> HCIHost {
+        let driver = try HostDriver(transport: transport, options: options)
+        if let error = driver.start() {
+            transport.close()
+            throw error
+        }
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<ControllerInfo, HostError>, Never>) in
+            driver.post(.initialize(c))
+        }
+        switch result {
+        case .success(let info):
+            return HCIHost(driver: driver, info: info)
+        case .failure(let error):
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in driver.post(.close(c)) }
+            throw error
+        }
+    }
+
+    /// Sends a command and returns its Command Complete return parameters, or the status
+    /// of its Command Status. Throws `.commandFailed` on a non-success status and
+    /// `.commandTimeout` when the controller does not answer within `timeout`
+    /// (default: ``HostOptions/commandTimeout``).
+    public func send(_ command: some HCICommandEncodable, timeout: Duration? = nil) async throws(HostError) -> CommandReturn {
+        let packet: [UInt8]
+        do throws(WireError) {
+            packet = try command.encodedH4()
+        } catch {
+            throw HostError(.malformedPacket(error), "cannot encode \(HostError.commandName(type(of: command).opcode)): \(error)")
+        }
+        return try await send(packet: packet, opcode: type(of: command).opcode, timeout: timeout)
+    }
+
+    /// Sends an already encoded H4 command packet (indicator included).
+    public func send(packet: [UInt8], opcode: HCIOpcode, timeout: Duration? = nil) async throws(HostError) -> CommandReturn {
+        let driver = self.driver
+        let token = driver.nextToken()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<CommandResult, Never>) in
+                driver.post(.command(packet: packet, opcode: opcode, token: token, timeout: timeout?.nanoseconds, c))
+            }
+        } onCancel: {
+            driver.post(.cancelCommand(token))
+        }
+        return try result.get()
+    }
+
+    /// Starts scanning and returns the events. Uses extended scanning when the controller
+    /// supports it (``ControllerInfo/supportsExtendedScanning``) unless the configuration
+    /// forces a mode. The stream ends with an error when scanning cannot start or the
+    /// transport closes or fails; it ends without error after ``stopScan()`` or
+    /// ``close()``. Cancelling the consuming task or dropping the stream stops scanning.
+    /// One scan at a time.
+    public func scan(_ config: ScanConfiguration) -> AsyncThrowingStream<ScanEvent, any Error> {
+        let id = scanIDs.wrappingAdd(1, ordering: .relaxed).oldValue
+        let (stream, continuation) = AsyncThrowingStream<ScanEvent, any Error>.makeStream(
+            bufferingPolicy: .bufferingNewest(8192))
+        let driver = self.driver
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { driver.post(.stopScan(id: id, nil)) }
+        }
+        driver.post(.startScan(id: id, config, continuation))
+        return stream
+    }
+
+    /// Stops the running scan (disables it in the controller) and ends its stream.
+    public func stopScan() async throws(HostError) {
+        let driver = self.driver
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
+            driver.post(.stopScan(id: nil, c))
+        }
+        try result.get()
+    }
+
+    /// Disables scanning if it runs, stops the driver and closes the transport.
+    public func close() async {
+        let driver = self.driver
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in driver.post(.close(c)) }
+    }
+
+    /// Counters, updated by the driver after each batch of I/O.
+    public var statistics: HostStatistics { driver.statistics }
+}

@@ -1,0 +1,74 @@
+import Glibc
+
+/// A POSIX error number. Open set: any value can be represented.
+public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible, Error {
+    public var rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+    public static let interrupted = Errno(rawValue: EINTR)
+    public static let wouldBlock = Errno(rawValue: EAGAIN)
+    public static let badFileDescriptor = Errno(rawValue: EBADF)
+    public var description: String {
+        guard let s = strerror(rawValue) else { return "errno \(rawValue)" }
+        return "\(String(cString: s)) (errno \(rawValue))"
+    }
+    static var current: Errno { Errno(rawValue: errno) }
+}
+
+/// The host runtime's system calls: one EINTR loop, nothing else clever.
+enum Sys {
+    /// Retries `body` while it fails with EINTR; returns its result or the errno.
+    @inline(__always)
+    static func retrying<T: BinaryInteger>(_ body: () -> T) -> Result<T, Errno> {
+        while true {
+            let r = body()
+            if r >= 0 { return .success(r) }
+            let e = Errno.current
+            if e != .interrupted { return .failure(e) }
+        }
+    }
+
+    /// Monotonic time in nanoseconds.
+    static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
+    /// A non-blocking close-on-exec pipe used to wake a poller: (read end, write end).
+    /// (Glibc's Swift module exports neither eventfd nor pipe2.)
+    static func wakePipe() -> Result<(Int32, Int32), Errno> {
+        var fds: [Int32] = [-1, -1]
+        let r = fds.withUnsafeMutableBufferPointer { Glibc.pipe($0.baseAddress) }
+        guard r == 0 else { return .failure(.current) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        return .success((fds[0], fds[1]))
+    }
+
+    /// Wakes the poller of a wake pipe. EAGAIN (pipe full: a wakeup is pending anyway) is fine.
+    static func signal(wakePipe fd: Int32) {
+        var one: UInt8 = 1
+        _ = retrying { Glibc.write(fd, &one, 1) }
+    }
+
+    /// Empties a wake pipe.
+    static func drain(wakePipe fd: Int32) {
+        var buffer = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        while case .success(let n) = retrying({ Glibc.read(fd, &buffer, 64) }), n == 64 {}
+    }
+
+    /// poll(2) with EINTR treated as "nothing ready" (the caller recomputes its timeout).
+    static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int32) -> Result<Int32, Errno> {
+        let r = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), timeoutMilliseconds) }
+        if r >= 0 { return .success(r) }
+        let e = Errno.current
+        return e == .interrupted ? .success(0) : .failure(e)
+    }
+
+    /// close(2), never retried (Linux releases the descriptor even on EINTR).
+    static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+}

@@ -1,0 +1,111 @@
+import BluetoothWire
+
+/// What the init sequence learned about the controller.
+public struct ControllerInfo: Sendable, Equatable {
+    public var hciVersion: HCICoreVersion
+    public var hciRevision: UInt16
+    public var lmpVersion: HCICoreVersion
+    /// Company identifier of the manufacturer (Assigned Numbers §7).
+    public var manufacturer: UInt16
+    public var lmpSubversion: UInt16
+    /// The public device address (BD_ADDR); zero when the controller has none.
+    public var address: BluetoothAddress
+    /// The 64-octet Supported_Commands bit mask (Core Vol 4 Part E §6.27).
+    public var supportedCommands: [UInt8]
+    /// LMP features page 0 (BR/EDR and the "LE supported" bits).
+    public var features: UInt64
+    public var leFeatures: LEFeatures
+    /// LE ACL buffers (or the shared BR/EDR buffers when the LE ones are 0).
+    public var aclBufferLength: UInt16
+    public var aclBufferCount: UInt16
+    /// ISO buffers from LE Read Buffer Size [v2], when the controller has any.
+    public var isoBuffer: ISOBuffer?
+    /// Which LE Read Buffer Size the sizes came from (2 = v2, 1 = v1, 0 = Read Buffer Size).
+    public var bufferSizeSource: Int
+
+    public init(hciVersion: HCICoreVersion = HCICoreVersion(rawValue: 0), hciRevision: UInt16 = 0,
+                lmpVersion: HCICoreVersion = HCICoreVersion(rawValue: 0), manufacturer: UInt16 = 0,
+                lmpSubversion: UInt16 = 0, address: BluetoothAddress = .zero,
+                supportedCommands: [UInt8] = [UInt8](repeating: 0, count: 64), features: UInt64 = 0,
+                leFeatures: LEFeatures = [], aclBufferLength: UInt16 = 0, aclBufferCount: UInt16 = 0,
+                bufferSizeSource: Int = 0) {
+        self.hciVersion = hciVersion
+        self.hciRevision = hciRevision
+        self.lmpVersion = lmpVersion
+        self.manufacturer = manufacturer
+        self.lmpSubversion = lmpSubversion
+        self.address = address
+        self.supportedCommands = supportedCommands
+        self.features = features
+        self.leFeatures = leFeatures
+        self.aclBufferLength = aclBufferLength
+        self.aclBufferCount = aclBufferCount
+        self.bufferSizeSource = bufferSizeSource
+    }
+
+    /// The manufacturer's name, where known.
+    public var manufacturerName: String? { Manufacturers.name(manufacturer) }
+
+    /// Whether bit `bit` of octet `octet` of Supported_Commands is set.
+    public func supportsCommand(octet: Int, bit: Int) -> Bool {
+        guard octet >= 0, octet < supportedCommands.count, bit >= 0, bit < 8 else { return false }
+        return supportedCommands[octet] & (1 << UInt8(bit)) != 0
+    }
+
+    /// Supported_Commands bits this host looks at (Core Vol 4 Part E §6.27).
+    public enum CommandBit {
+        public static let leSetExtendedScanParameters = (octet: 37, bit: 5)
+        public static let leSetExtendedScanEnable = (octet: 37, bit: 6)
+        public static let leReadBufferSizeV2 = (octet: 41, bit: 5)
+    }
+
+    public func supports(_ b: (octet: Int, bit: Int)) -> Bool { supportsCommand(octet: b.octet, bit: b.bit) }
+
+    /// True when the controller has LE Extended Advertising AND claims the
+    /// LE Set Extended Scan Parameters command: the host then scans with extended commands.
+    public var supportsExtendedScanning: Bool {
+        leFeatures.contains(.leExtendedAdvertising) && supports(CommandBit.leSetExtendedScanParameters)
+    }
+
+}
+
+/// ISO data buffers (HCI_LE_Read_Buffer_Size [v2]).
+public struct ISOBuffer: Sendable, Equatable {
+    public var length: UInt16
+    public var count: UInt8
+    public init(length: UInt16, count: UInt8) {
+        self.length = length
+        self.count = count
+    }
+}
+
+/// Company identifiers of common Bluetooth controller makers (Assigned Numbers §7).
+public enum Manufacturers {
+    public static func name(_ id: UInt16) -> String? {
+        switch id {
+        case 0x0000: "Ericsson AB"
+        case 0x0001: "Nokia Mobile Phones"
+        case 0x0002: "Intel Corp."
+        case 0x0006: "Microsoft"
+        case 0x000A: "Qualcomm Technologies International, Ltd. (QTIL)"
+        case 0x000D: "Texas Instruments Inc."
+        case 0x000F: "Broadcom Corporation"
+        case 0x001D: "Qualcomm"
+        case 0x0030: "ST Microelectronics"
+        case 0x0046: "MediaTek, Inc."
+        case 0x004C: "Apple, Inc."
+        case 0x0059: "Nordic Semiconductor ASA"
+        case 0x005D: "Realtek Semiconductor Corporation"
+        case 0x0075: "Samsung Electronics Co. Ltd."
+        case 0x0077: "Laird Connectivity LLC"
+        case 0x00E0: "Google"
+        case 0x02E5: "Espressif Systems (Shanghai) Co., Ltd."
+        case 0x0131: "Cypress Semiconductor"
+        case 0x0171: "Amazon.com Services LLC"
+        case 0x0499: "Ruuvi Innovations Ltd."
+        case 0x05F1: "The Linux Foundation"
+        case 0xFFFF: "test / no company"
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import BluetoothWire
+
+/// The controller init sequence, sans-I/O: one command at a time, each decision taken
+/// from the previous answer.
+///
+/// 1. HCI_Reset
+/// 2. HCI_Read_Local_Version_Information
+/// 3. HCI_Read_BD_ADDR
+/// 4. HCI_Read_Local_Supported_Commands (failure tolerated: treated as "nothing claimed")
+/// 5. HCI_Read_Local_Supported_Features (failure tolerated)
+/// 6. HCI_LE_Read_Local_Supported_Features
+/// 7. HCI_LE_Read_Buffer_Size [v2] when Supported_Commands octet 41 bit 5 is set; on any
+///    failure (Unknown Command, timeout, ...) HCI_LE_Read_Buffer_Size [v1]
+/// 8. HCI_Read_Buffer_Size when the LE ACL length is 0 (shared BR/EDR buffers)
+/// 9. HCI_Set_Event_Mask, 10. HCI_LE_Set_Event_Mask
+///
+/// Drive it with ``start()`` then ``handle(_:)`` with each command's result until it
+/// returns `.finished` or `.failed`.
+public struct ControllerInitializer: Sendable {
+    public enum Step: Sendable, Equatable {
+        case reset, readLocalVersion, readBDADDR, readSupportedCommands, readFeatures, leReadFeatures
+        case leReadBufferSizeV2, leReadBufferSizeV1, readBufferSize, setEventMask, leSetEventMask, done
+    }
+
+    /// A command to submit to the command flow.
+    public struct Command: Sendable, Equatable {
+        public var packet: [UInt8]
+        public var opcode: HCIOpcode
+        /// nil: the flow's default timeout.
+        public var timeout: UInt64?
+    }
+
+    public enum Action: Sendable {
+        case send(Command)
+        case finished(ControllerInfo)
+        case failed(HostError)
+    }
+
+    /// HCI events the host enables (Core Vol 4 Part E §7.3.1).
+    public static let eventMask: HCIEventMask = .leHost
+    /// LE subevents the host enables (Core Vol 4 Part E §7.8.1).
+    public static let leEventMask: LEEventMask = [
+        .connectionComplete, .advertisingReport, .connectionUpdateComplete, .readRemoteFeaturesComplete,
+        .longTermKeyRequest, .remoteConnectionParameterRequest, .dataLengthChange,
+        .readLocalP256PublicKeyComplete, .generateDHKeyComplete, .enhancedConnectionComplete,
+        .directedAdvertisingReport, .phyUpdateComplete, .extendedAdvertisingReport, .scanTimeout,
+        .advertisingSetTerminated, .channelSelectionAlgorithm,
+    ]
+
+    public private(set) var step: Step = .reset
+    public private(set) var info = ControllerInfo()
+    /// Timeout for the LE Read Buffer Size [v2] probe (some controllers claim it and never
+    /// answer); nil: the default command timeout.
+    public var probeTimeout: UInt64?
+
+    public init(probeTimeout: UInt64? = 2_000_000_000) {
+        self.probeTimeout = probeTimeout
+    }
+
+    public mutating func start() -> Action {
+        step = .reset
+        info = ControllerInfo()
+        return send(ResetCommand())
+    }
+
+    /// Feeds the result of the command sent last.
+    public mutating func handle(_ result: Result<CommandReturn, HostError>) -> Action {
+        do throws(HostError) {
+            return try advance(result)
+        } catch {
+            step = .done
+            return .failed(error)
+        }
+    }
+
+    private mutating func advance(_ result: Result<CommandReturn, HostError>) throws(HostError) -> Action {
+        switch step {
+        case .reset:
+            _ = try required(result)
+            return send(ReadLocalVersionInformationCommand())
+        case .readLocalVersion:
+            let v = try decode(try required(result), HCIReadLocalVersionInformationReturn.self)
+            info.hciVersion = v.hciVersion
+            info.hciRevision = v.hciSubversion
+            info.lmpVersion = v.lmpVersion
+            info.manufacturer = v.companyIdentifier
+            info.lmpSubversion = v.lmpSubversion
+            return send(ReadBDADDRCommand())
+        case .readBDADDR:
+            info.address = try decode(try required(result), HCIReadBDADDRReturn.self).bdAddr
+            return send(ReadLocalSupportedCommandsCommand())
+        case .readSupportedCommands:
+            if case .success(let r) = result,
+               let v = try? r.decode(as: HCIReadLocalSupportedCommandsReturn.self) {
+                info.supportedCommands = v.supportedCommands
+            }
+            return send(ReadLocalSupportedFeaturesCommand())
+        case .readFeatures:
+            if case .success(let r) = result,
+               let v = try? r.decode(as: HCIReadLocalSupportedFeaturesReturn.self) {
+                info.features = v.lmpFeatures
+            }
+            return send(LEReadLocalSupportedFeaturesCommand())
+        case .leReadFeatures:
+            info.leFeatures = try decode(try required(result, notSupportedHint: true), LEReadLocalSupportedFeaturesReturn.self).leFeatures
+            if info.supports(ControllerInfo.CommandBit.leReadBufferSizeV2) {
+                return send(LEReadBufferSizeV2Command(), timeout: probeTimeout)
+            }
+            return send(LEReadBufferSizeV1Command())
+        case .leReadBufferSizeV2:
+            guard case .success(let r) = result, let v = try? r.decode(as: LEReadBufferSizeV2Return.self) else {
+                return send(LEReadBufferSizeV1Command())
+            }
+            info.aclBufferLength = v.leACLDataPacketLength
+            info.aclBufferCount = UInt16(v.totalNumLEACLDataPackets)
+            if v.isoDataPacketLength > 0, v.totalNumISODataPackets > 0 {
+                info.isoBuffer = ISOBuffer(length: v.isoDataPacketLength, count: v.totalNumISODataPackets)
+            }
+            info.bufferSizeSource = 2
+            return afterLEBufferSize()
+        case .leReadBufferSizeV1:
+            let v = try decode(try required(result), LEReadBufferSizeV1Return.self)
+            info.aclBufferLength = v.leACLDataPacketLength
+            info.aclBufferCount = UInt16(v.totalNumLEACLDataPackets)
+            info.bufferSizeSource = 1
+            return afterLEBufferSize()
+        case .readBufferSize:
+            let v = try decode(try required(result), HCIReadBufferSizeReturn.self)
+            info.aclBufferLength = v.aclDataPacketLength
+            info.aclBufferCount = v.totalNumACLDataPackets
+            info.bufferSizeSource = 0
+            return send(SetEventMaskCommand(eventMask: Self.eventMask))
+        case .setEventMask:
+            _ = try required(result)
+            return send(LESetEventMaskCommand(leEventMask: Self.leEventMask))
+        case .leSetEventMask:
+            _ = try required(result)
+            step = .done
+            return .finished(info)
+        case .done:
+            return .failed(HostError(.cancelled, "controller initialisation already finished"))
+        }
+    }
+
+    private mutating func afterLEBufferSize() -> Action {
+        if info.aclBufferLength == 0 || info.aclBufferCount == 0 {
+            return send(ReadBufferSizeCommand())
+        }
+        return send(SetEventMaskCommand(eventMask: Self.eventMask))
+    }
+
+    private func required(_ result: Result<CommandReturn, HostError>, notSupportedHint: Bool = false) throws(HostError) -> CommandReturn {
+        switch result {
+        case .success(let r): return r
+        case .failure(var e):
+            if case .commandFailed(.unknownHCICommand) = e.kind, notSupportedHint {
+                e = HostError(.notSupported, "the controller does not support Bluetooth Low Energy (\(e.message))", opcode: e.opcode)
+            }
+            e.message = "controller initialisation failed: " + e.message
+            throw e
+        }
+    }
+
+    private func decode<T: HCICommandReturnParameters>(_ r: CommandReturn, _ type: T.Type) throws(HostError) -> T {
+        do throws(WireError) {
+            return try r.decode(as: type)
+        } catch {
+            throw HostError(.malformedPacket(error),
+                            "controller initialisation failed: malformed answer to \(HostError.commandName(r.opcode)): \(error)",
+                            opcode: r.opcode)
+        }
+    }
+
+    private mutating func send<C: HCICommandEncodable>(_ command: C, timeout: UInt64? = nil) -> Action {
+        step = Self.step(for: C.opcode)
+        do throws(WireError) {
+            return .send(Command(packet: try command.encodedH4(), opcode: C.opcode, timeout: timeout))
+        } catch {
+            step = .done
+            return .failed(HostError(.malformedPacket(error), "cannot encode \(HostError.commandName(C.opcode)): \(error)"))
+        }
+    }
+
+    private static func step(for opcode: HCIOpcode) -> Step {
+        switch opcode {
+        case .reset: .reset
+        case .readLocalVersionInformation: .readLocalVersion
+        case .readBDADDR: .readBDADDR
+        case .readLocalSupportedCommands: .readSupportedCommands
+        case .readLocalSupportedFeatures: .readFeatures
+        case .leReadLocalSupportedFeatures: .leReadFeatures
+        case .leReadBufferSizeV2: .leReadBufferSizeV2
+        case .leReadBufferSizeV1: .leReadBufferSizeV1
+        case .readBufferSize: .readBufferSize
+        case .setEventMask: .setEventMask
+        case .leSetEventMask: .leSetEventMask
+        default: .done
+        }
+    }
+}
+
+/// HCI_Read_Buffer_Size (Core Vol 4 Part E §7.4.5). Not in BluetoothWire's command set;
+/// defined here for the init fallback when the controller shares BR/EDR buffers with LE.
+public struct ReadBufferSizeCommand: HCIParameterlessCommand {
+    public static let opcode = HCIOpcode.readBufferSize
+    public init() {}
+}

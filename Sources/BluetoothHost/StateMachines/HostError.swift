@@ -1,0 +1,130 @@
+import BluetoothTransport
+import BluetoothWire
+
+/// Why a host operation failed. `message` is written for the user: what went wrong and,
+/// where we know, how to fix it.
+public struct HostError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// Equality compares transport errors by their kind only.
+        public static func == (a: Kind, b: Kind) -> Bool {
+            switch (a, b) {
+            case (.commandTimeout, .commandTimeout), (.transportClosed, .transportClosed),
+                 (.notSupported, .notSupported), (.cancelled, .cancelled): true
+            case (.commandFailed(let x), .commandFailed(let y)): x == y
+            case (.transport(let x), .transport(let y)): x.kind == y.kind
+            case (.malformedPacket(let x), .malformedPacket(let y)): x == y
+            default: false
+            }
+        }
+
+        /// The controller did not answer a command within its timeout.
+        case commandTimeout
+        /// The controller answered a command with a non-success status.
+        case commandFailed(HCIErrorCode)
+        /// The transport reached end of stream (the controller or peer went away).
+        case transportClosed
+        /// The transport failed (I/O error, lost framing, ...).
+        case transport(TransportError)
+        /// The controller sent a packet we cannot parse.
+        case malformedPacket(WireError)
+        /// The controller lacks something the operation needs.
+        case notSupported
+        /// The operation was cancelled (host closed, task cancelled, scan stopped).
+        case cancelled
+    }
+
+    public var kind: Kind
+    public var message: String
+    /// The command the error belongs to, when there is one.
+    public var opcode: HCIOpcode?
+
+    public init(_ kind: Kind, _ message: String, opcode: HCIOpcode? = nil) {
+        self.kind = kind
+        self.message = message
+        self.opcode = opcode
+    }
+
+    public var description: String { message }
+
+    /// "HCI_LE_Set_PHY (0x2032)" or "opcode 0x3F01 (OGF 0x0F, OCF 0x301)".
+    static func commandName(_ opcode: HCIOpcode) -> String {
+        if let name = opcode.name { return "\(name) (0x\(hex(opcode.rawValue, 4)))" }
+        return opcode.description
+    }
+
+    static func commandTimeout(_ opcode: HCIOpcode, after nanoseconds: UInt64) -> HostError {
+        HostError(.commandTimeout,
+                  "controller did not answer \(commandName(opcode)) within \(formatDuration(nanoseconds))",
+                  opcode: opcode)
+    }
+
+    static func commandFailed(_ opcode: HCIOpcode, _ status: HCIErrorCode) -> HostError {
+        HostError(.commandFailed(status), "\(commandName(opcode)) failed: \(status)", opcode: opcode)
+    }
+
+    static func from(_ error: TransportError, transport: String) -> HostError {
+        if error.kind == .closed {
+            return HostError(.transportClosed, "transport \(transport) closed: \(error.message)")
+        }
+        return HostError(.transport(error), "transport \(transport) failed: \(error.message)")
+    }
+
+    static func transportClosed(_ transport: String) -> HostError {
+        HostError(.transportClosed, "transport \(transport) closed by the other side (controller gone or connection dropped)")
+    }
+
+    static let hostClosed = HostError(.cancelled, "the host was closed")
+}
+
+/// "5 s", "1.5 s", "250 ms", "300 µs".
+func formatDuration(_ ns: UInt64) -> String {
+    if ns >= 1_000_000_000 {
+        if ns % 1_000_000_000 == 0 { return "\(ns / 1_000_000_000) s" }
+        let tenths = (ns + 50_000_000) / 100_000_000
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+    if ns >= 1_000_000 { return "\(ns / 1_000_000) ms" }
+    return "\(ns / 1_000) µs"
+}
+
+func hex<T: BinaryInteger>(_ v: T, _ digits: Int) -> String {
+    let s = String(v, radix: 16, uppercase: true)
+    return s.count >= digits ? s : String(repeating: "0", count: digits - s.count) + s
+}
+
+/// The answer to a command: its Command Complete return parameters (owned copy), or the
+/// status of its Command Status.
+public struct CommandReturn: Sendable, Equatable {
+    public var opcode: HCIOpcode
+    /// The Status return parameter (`.success` when there are no return parameters).
+    public var status: HCIErrorCode
+    /// All return parameters including the leading Status byte; empty for Command Status
+    /// answers and for commands without return parameters.
+    public var returnParameters: [UInt8]
+    /// True when the controller answered with HCI_Command_Status: the command was accepted
+    /// and its result comes later in its own event.
+    public var isCommandStatus: Bool
+
+    public init(opcode: HCIOpcode, status: HCIErrorCode, returnParameters: [UInt8], isCommandStatus: Bool = false) {
+        self.opcode = opcode
+        self.status = status
+        self.returnParameters = returnParameters
+        self.isCommandStatus = isCommandStatus
+    }
+
+    /// Decodes the return parameters as `type` (exact length).
+    public func decode<T: HCICommandReturnParameters>(as type: T.Type) throws(WireError) -> T {
+        var result: Result<T, WireError>
+        result = returnParameters.withUnsafeBytes { buffer in
+            do throws(WireError) { return .success(try T(parsing: buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
+
+/// Identifies one submitted command so its completion can be routed back.
+public struct CommandToken: Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "#\(rawValue)" }
+}

@@ -1,0 +1,234 @@
+import BluetoothWire
+
+/// PHYs to scan on (extended scanning only; legacy scanning always uses LE 1M).
+public struct ScanPHYs: OptionSet, Sendable, Hashable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public static let le1M = ScanPHYs(rawValue: 1 << 0)
+    public static let leCoded = ScanPHYs(rawValue: 1 << 2)
+}
+
+/// How to scan and what to report.
+public struct ScanConfiguration: Sendable, Equatable {
+    /// Active scanning (scan requests, so scan responses arrive); passive when false.
+    public var active: Bool
+    /// Scan interval and window in units of 0.625 ms (0x0004...0x4000 for legacy scanning).
+    public var interval: UInt16
+    public var window: UInt16
+    /// PHYs for extended scanning; ignored for legacy scanning.
+    public var phys: ScanPHYs
+    /// Report every advertisement (RSSI updates included) instead of only new devices and
+    /// data changes. Also turns the controller's duplicate filter off.
+    public var reportDuplicates: Bool
+    /// Only devices advertising one of these services (list or service data), if not empty.
+    public var services: [BluetoothUUID]
+    /// Only devices whose name contains this (case-insensitive).
+    public var nameSubstring: String?
+    /// Only this device.
+    public var address: BluetoothAddress?
+    /// Only reports at least this strong (dBm).
+    public var minimumRSSI: Int8?
+    /// A device not heard for this long (ns) is forgotten: heard again, it is new.
+    public var deviceTimeout: UInt64
+    /// At most this many devices are remembered; the least recently seen goes first.
+    public var maximumDevices: Int
+    /// nil: extended scanning when the controller supports it; true/false forces a mode.
+    public var useExtendedScanning: Bool?
+
+    public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, phys: ScanPHYs = .le1M,
+                reportDuplicates: Bool = false, services: [BluetoothUUID] = [], nameSubstring: String? = nil,
+                address: BluetoothAddress? = nil, minimumRSSI: Int8? = nil, deviceTimeout: UInt64 = 60_000_000_000,
+                maximumDevices: Int = 4096, useExtendedScanning: Bool? = nil) {
+        self.active = active
+        self.interval = interval
+        self.window = window
+        self.phys = phys
+        self.reportDuplicates = reportDuplicates
+        self.services = services
+        self.nameSubstring = nameSubstring
+        self.address = address
+        self.minimumRSSI = minimumRSSI
+        self.deviceTimeout = deviceTimeout
+        self.maximumDevices = maximumDevices
+        self.useExtendedScanning = useExtendedScanning
+    }
+}
+
+/// What kind of advertising a device does, from its latest advertisement (not scan response).
+public struct AdvertisingEventInfo: Sendable, Hashable {
+    public var connectable: Bool
+    public var scannable: Bool
+    public var directed: Bool
+    /// A legacy advertising PDU (ADV_IND & co.), as opposed to extended advertising.
+    public var legacy: Bool
+    /// Reported through an LE Extended Advertising Report (0x0D) rather than 0x02.
+    public var extendedReport: Bool
+    public var primaryPHY: LEPHY
+    /// `.none` when there were no packets on the secondary channel.
+    public var secondaryPHY: LEPHY
+    /// Advertising_SID; nil when absent (legacy, or no ADI field).
+    public var sid: UInt8?
+
+    public init(connectable: Bool = false, scannable: Bool = false, directed: Bool = false, legacy: Bool = true,
+                extendedReport: Bool = false, primaryPHY: LEPHY = .le1M, secondaryPHY: LEPHY = .none, sid: UInt8? = nil) {
+        self.connectable = connectable
+        self.scannable = scannable
+        self.directed = directed
+        self.legacy = legacy
+        self.extendedReport = extendedReport
+        self.primaryPHY = primaryPHY
+        self.secondaryPHY = secondaryPHY
+        self.sid = sid
+    }
+
+    /// The legacy PDU name (ADV_IND, ...) or "extended".
+    public var pduName: String {
+        guard legacy else { return "extended" }
+        switch (connectable, scannable, directed) {
+        case (true, true, false): return "ADV_IND"
+        case (true, false, true), (false, false, true): return "ADV_DIRECT_IND"
+        case (false, true, false): return "ADV_SCAN_IND"
+        default: return "ADV_NONCONN_IND"
+        }
+    }
+}
+
+/// Manufacturer specific data, owned.
+public struct ManufacturerData: Sendable, Hashable {
+    public var companyID: UInt16
+    public var data: [UInt8]
+    public init(companyID: UInt16, data: [UInt8]) {
+        self.companyID = companyID
+        self.data = data
+    }
+    public var companyName: String? { CompanyIdentifier.name(companyID) ?? Manufacturers.name(companyID) }
+}
+
+/// A device heard while scanning: an owned snapshot, safe to keep and send anywhere.
+public struct DiscoveredDevice: Sendable, Hashable {
+    public var address: LEAddress
+    /// dBm; nil when the controller did not measure it.
+    public var rssi: Int8?
+    /// Advertised TX power: from the extended report, else the TX Power Level AD type.
+    public var txPower: Int8?
+    public var advertisingData: [UInt8]
+    public var scanResponseData: [UInt8]
+    public var eventType: AdvertisingEventInfo
+    /// Monotonic nanoseconds.
+    public var firstSeen: UInt64
+    public var lastSeen: UInt64
+    /// Reports received for this device (advertisements and scan responses).
+    public var reportCount: Int
+
+    // Decoded from advertising data then scan response data (first occurrence wins,
+    // a complete name beats a shortened one).
+    public var name: String?
+    public var serviceUUIDs: [BluetoothUUID]
+    /// Service Data UUIDs (16/32/128-bit).
+    public var serviceDataUUIDs: [BluetoothUUID]
+    public var manufacturerData: ManufacturerData?
+    public var appearance: Appearance?
+    public var flags: ADFlags?
+    /// Malformed AD structures were found in the data (decoded what came before them).
+    public var hasMalformedData: Bool
+
+    public init(address: LEAddress, rssi: Int8?, txPower: Int8?, advertisingData: [UInt8], scanResponseData: [UInt8],
+                eventType: AdvertisingEventInfo, firstSeen: UInt64, lastSeen: UInt64, reportCount: Int) {
+        self.address = address
+        self.rssi = rssi
+        self.advertisingData = advertisingData
+        self.scanResponseData = scanResponseData
+        self.eventType = eventType
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+        self.reportCount = reportCount
+        var d = ADDecoded()
+        advertisingData.withUnsafeBytes { d.add($0) }
+        scanResponseData.withUnsafeBytes { d.add($0) }
+        name = d.name
+        serviceUUIDs = d.serviceUUIDs
+        serviceDataUUIDs = d.serviceDataUUIDs
+        manufacturerData = d.manufacturerData
+        appearance = d.appearance
+        flags = d.flags
+        hasMalformedData = d.malformed
+        self.txPower = txPower ?? d.txPower
+    }
+
+    /// True when a service list or service data names `uuid`.
+    public func advertises(_ uuid: BluetoothUUID) -> Bool {
+        serviceUUIDs.contains(uuid) || serviceDataUUIDs.contains(uuid)
+    }
+}
+
+/// What the scanner reports.
+public enum ScanEvent: Sendable, Hashable {
+    /// A device seen (and matching the filters) for the first time, or again after it aged out.
+    case discovered(DiscoveredDevice)
+    /// A known device's advertising or scan response data changed (or any new report,
+    /// with `reportDuplicates`).
+    case updated(DiscoveredDevice)
+
+    public var device: DiscoveredDevice {
+        switch self {
+        case .discovered(let d), .updated(let d): d
+        }
+    }
+}
+
+/// Decodes the convenience fields of one or two AD data sets, skipping malformed values.
+struct ADDecoded {
+    var name: String?
+    var nameIsComplete = false
+    var serviceUUIDs: [BluetoothUUID] = []
+    var serviceDataUUIDs: [BluetoothUUID] = []
+    var manufacturerData: ManufacturerData?
+    var appearance: Appearance?
+    var flags: ADFlags?
+    var txPower: Int8?
+    var malformed = false
+
+    mutating func add(_ bytes: UnsafeRawBufferPointer) {
+        var it = AdvertisingData(bytes).makeIterator()
+        while true {
+            let s: ADStructure
+            do throws(WireError) {
+                guard let next = try it.next() else { return }
+                s = next
+            } catch {
+                malformed = true
+                return
+            }
+            switch s.type.rawValue {
+            case 0x01:
+                if flags == nil { flags = try? s.flags() }
+            case 0x02 ... 0x07:
+                if let list = try? s.serviceUUIDs() {
+                    for u in list where !serviceUUIDs.contains(u) { serviceUUIDs.append(u) }
+                } else { malformed = true }
+            case 0x08, 0x09:
+                let complete = s.type.rawValue == 0x09
+                if name == nil || (complete && !nameIsComplete) {
+                    name = String(decoding: s.data, as: UTF8.self)
+                    nameIsComplete = complete
+                }
+            case 0x0A:
+                if txPower == nil { txPower = try? s.txPowerLevel() }
+            case 0x16, 0x20, 0x21:
+                if let sd = try? s.serviceData() {
+                    if !serviceDataUUIDs.contains(sd.uuid) { serviceDataUUIDs.append(sd.uuid) }
+                } else { malformed = true }
+            case 0x19:
+                if appearance == nil { appearance = try? s.appearance() }
+            case 0xFF:
+                if manufacturerData == nil {
+                    if let m = try? s.manufacturerData() {
+                        manufacturerData = ManufacturerData(companyID: m.companyID, data: Array(m.payload))
+                    } else { malformed = true }
+                }
+            default:
+                break
+            }
+        }
+    }
+}

@@ -1,0 +1,290 @@
+import BluetoothWire
+
+/// Scanner counters.
+public struct ScannerStatistics: Sendable, Equatable {
+    /// Advertising reports handled (each report of a multi-report event counts).
+    public var reports = 0
+    public var legacyReports = 0
+    public var extendedReports = 0
+    /// Extended advertising data dropped because the controller truncated it.
+    public var droppedTruncated = 0
+    /// Extended advertising data dropped because the fragments exceeded 1650 bytes.
+    public var droppedOverflow = 0
+    /// Unfinished reassemblies dropped because too many were pending at once.
+    public var droppedInterrupted = 0
+    /// Devices forgotten after `deviceTimeout`.
+    public var expired = 0
+    /// Devices forgotten because the table was full.
+    public var evicted = 0
+    public init() {}
+}
+
+/// Scanning as a sans-I/O state machine: turns advertising reports into device events.
+///
+/// - Legacy (LE Advertising Report, 0x02) and extended (0x0D) reports are accepted in
+///   either scanning mode (some controllers send extended reports after legacy commands).
+/// - Extended data split over several reports (Data_Status "incomplete, more data to
+///   come") is reassembled per (address, SID, scan response or not) up to 1650 bytes;
+///   truncated or oversized data is dropped and counted.
+/// - Scan responses are stored beside the advertising data of the same address.
+/// - The host filters duplicates itself: a device is reported when first seen and when
+///   its advertising or scan response data changes, not for RSSI changes alone (unless
+///   `reportDuplicates`). Comparing with the stored data does not allocate.
+/// - The device table is bounded: devices age out after `deviceTimeout` and the least
+///   recently seen is evicted at `maximumDevices`.
+public struct Scanner: Sendable {
+    public let configuration: ScanConfiguration
+    /// Whether the enable/disable commands use the extended scanning commands.
+    public let extended: Bool
+    public private(set) var statistics = ScannerStatistics()
+
+    struct Entry: Sendable {
+        var advertisingData: [UInt8] = []
+        var scanResponseData: [UInt8] = []
+        var rssi: Int8?
+        var txPower: Int8?
+        var eventType = AdvertisingEventInfo()
+        var firstSeen: UInt64
+        var lastSeen: UInt64
+        var reportCount = 0
+        /// Reported as `.discovered` already.
+        var reported = false
+        /// The data passes the data filters (services, name); recomputed when data changes.
+        var dataMatches = false
+    }
+
+    struct FragmentKey: Hashable, Sendable {
+        var address: LEAddress
+        var sid: UInt8
+        var scanResponse: Bool
+    }
+
+    private var devices: [LEAddress: Entry] = [:]
+    private var fragments: [FragmentKey: [UInt8]] = [:]
+    /// No device can expire before this.
+    private var sweepAt: UInt64?
+    private let lowercasedName: [UInt8]?
+
+    public init(configuration: ScanConfiguration, extended: Bool) {
+        self.configuration = configuration
+        self.extended = extended
+        self.lowercasedName = configuration.nameSubstring.map { Array($0.lowercased().utf8) }
+    }
+
+    /// Devices currently remembered.
+    public var deviceCount: Int { devices.count }
+
+    // MARK: Commands
+
+    /// The commands that configure and start scanning, in order.
+    public func enableCommands() -> [any HCICommandEncodable] {
+        let type: LEScanType = configuration.active ? .active : .passive
+        if extended {
+            let block = LEExtendedScanPHYParameters(scanType: type, scanInterval: configuration.interval,
+                                                    scanWindow: configuration.window)
+            let phys = configuration.phys.isEmpty ? ScanPHYs.le1M : configuration.phys
+            return [
+                LESetExtendedScanParametersCommand(le1M: phys.contains(.le1M) ? block : nil,
+                                                   leCoded: phys.contains(.leCoded) ? block : nil),
+                LESetExtendedScanEnableCommand(enable: true,
+                                               filterDuplicates: configuration.reportDuplicates ? .disabled : .enabled),
+            ]
+        }
+        return [
+            LESetScanParametersCommand(scanType: type, scanInterval: configuration.interval, scanWindow: configuration.window),
+            LESetScanEnableCommand(enable: true, filterDuplicates: !configuration.reportDuplicates),
+        ]
+    }
+
+    /// The command that stops scanning.
+    public func disableCommands() -> [any HCICommandEncodable] {
+        extended ? [LESetExtendedScanEnableCommand(enable: false)] : [LESetScanEnableCommand(enable: false)]
+    }
+
+    // MARK: Reports
+
+    /// Feeds an LE Meta event; anything but advertising reports is ignored.
+    public mutating func handle(_ event: LEMetaEvent, now: UInt64) -> [ScanEvent] {
+        var out: [ScanEvent] = []
+        switch event {
+        case .advertisingReport(let e):
+            var it = e.reports
+            while let r = try? it.next() { handleLegacy(r, now: now, into: &out) }
+        case .extendedAdvertisingReport(let e):
+            var it = e.reports
+            while let r = try? it.next() { handleExtended(r, now: now, into: &out) }
+        default:
+            break
+        }
+        return out
+    }
+
+    public mutating func handleLegacy(_ r: LEAdvertisingReport, now: UInt64, into out: inout [ScanEvent]) {
+        statistics.reports &+= 1
+        statistics.legacyReports &+= 1
+        let t = r.eventType.rawValue
+        let isScanResponse = t == 0x04
+        let info = AdvertisingEventInfo(connectable: t == 0x00 || t == 0x01, scannable: t == 0x00 || t == 0x02,
+                                        directed: t == 0x01, legacy: true, extendedReport: false)
+        record(address: r.address, data: r.data, isScanResponse: isScanResponse, info: info,
+               rssi: r.rssiIfAvailable, txPower: nil, now: now, into: &out)
+    }
+
+    public mutating func handleExtended(_ r: LEExtendedAdvertisingReport, now: UInt64, into out: inout [ScanEvent]) {
+        statistics.reports &+= 1
+        statistics.extendedReports &+= 1
+        let t = r.eventType
+        let info = AdvertisingEventInfo(connectable: t.isConnectable, scannable: t.isScannable, directed: t.isDirected,
+                                        legacy: t.isLegacy, extendedReport: true, primaryPHY: r.primaryPHY,
+                                        secondaryPHY: r.secondaryPHY,
+                                        sid: r.advertisingSID == 0xFF ? nil : r.advertisingSID)
+        let key = FragmentKey(address: r.address, sid: r.advertisingSID, scanResponse: t.isScanResponse)
+        switch t.dataStatus {
+        case .complete:
+            if var pending = fragments.removeValue(forKey: key) {
+                guard pending.count + r.data.count <= AdvertisingData.extendedMaximumLength else {
+                    statistics.droppedOverflow &+= 1
+                    return
+                }
+                pending.append(contentsOf: r.data)
+                pending.withUnsafeBytes { data in
+                    record(address: r.address, data: data, isScanResponse: t.isScanResponse, info: info,
+                           rssi: r.rssiIfAvailable, txPower: r.txPowerIfAvailable, now: now, into: &out)
+                }
+            } else {
+                record(address: r.address, data: r.data, isScanResponse: t.isScanResponse, info: info,
+                       rssi: r.rssiIfAvailable, txPower: r.txPowerIfAvailable, now: now, into: &out)
+            }
+        case .incompleteMoreData:
+            var pending = fragments.removeValue(forKey: key) ?? []
+            guard pending.count + r.data.count <= AdvertisingData.extendedMaximumLength else {
+                statistics.droppedOverflow &+= 1
+                return
+            }
+            pending.append(contentsOf: r.data)
+            fragments[key] = pending
+            // Bound the reassembly table like the device table.
+            if fragments.count > configuration.maximumDevices, let victim = fragments.keys.first(where: { $0 != key }) {
+                fragments[victim] = nil
+                statistics.droppedInterrupted &+= 1
+            }
+        default:
+            // Truncated (or reserved): the data will never be complete.
+            fragments[key] = nil
+            statistics.droppedTruncated &+= 1
+        }
+    }
+
+    private mutating func record(address: LEAddress, data: UnsafeRawBufferPointer, isScanResponse: Bool,
+                                 info: AdvertisingEventInfo, rssi: Int8?, txPower: Int8?, now: UInt64,
+                                 into out: inout [ScanEvent]) {
+        if let wanted = configuration.address, wanted != address.address { return }
+        var index = devices.index(forKey: address)
+        if let i = index, now &- devices.values[i].lastSeen >= configuration.deviceTimeout {
+            // Aged out but not swept yet: heard again, it is new.
+            devices.remove(at: i)
+            statistics.expired &+= 1
+            index = nil
+        }
+        let i: Dictionary<LEAddress, Entry>.Index
+        var changed: Bool
+        if let existing = index {
+            i = existing
+            changed = false
+        } else {
+            if devices.count >= max(configuration.maximumDevices, 1) { evictOldest() }
+            devices[address] = Entry(firstSeen: now, lastSeen: now)
+            guard let inserted = devices.index(forKey: address) else { return }
+            i = inserted
+            changed = true
+            if sweepAt == nil { sweepAt = now &+ configuration.deviceTimeout }
+        }
+        // Update in place; copy the data only when it differs.
+        devices.values[i].lastSeen = now
+        devices.values[i].reportCount &+= 1
+        if let rssi { devices.values[i].rssi = rssi }
+        if let txPower { devices.values[i].txPower = txPower }
+        if isScanResponse {
+            if !Self.equal(devices.values[i].scanResponseData, data) {
+                Self.replace(&devices.values[i].scanResponseData, with: data)
+                changed = true
+            }
+        } else {
+            if devices.values[i].eventType != info { devices.values[i].eventType = info }
+            if !Self.equal(devices.values[i].advertisingData, data) {
+                Self.replace(&devices.values[i].advertisingData, with: data)
+                changed = true
+            }
+        }
+        if changed { devices.values[i].dataMatches = dataMatches(devices.values[i]) }
+        let entry = devices.values[i]
+        guard entry.dataMatches else { return }
+        if let minimum = configuration.minimumRSSI {
+            guard let r = rssi, r >= minimum else { return }
+        }
+        if !entry.reported {
+            devices.values[i].reported = true
+            out.append(.discovered(snapshot(address, entry)))
+        } else if changed || configuration.reportDuplicates {
+            out.append(.updated(snapshot(address, entry)))
+        }
+    }
+
+    @inline(__always)
+    static func equal(_ stored: [UInt8], _ data: UnsafeRawBufferPointer) -> Bool {
+        guard stored.count == data.count else { return false }
+        return stored.withUnsafeBytes { $0.elementsEqual(data) }
+    }
+
+    static func replace(_ stored: inout [UInt8], with data: UnsafeRawBufferPointer) {
+        stored.removeAll(keepingCapacity: true)
+        stored.append(contentsOf: data)
+    }
+
+    private func dataMatches(_ e: Entry) -> Bool {
+        if configuration.services.isEmpty && lowercasedName == nil { return true }
+        var d = ADDecoded()
+        e.advertisingData.withUnsafeBytes { d.add($0) }
+        e.scanResponseData.withUnsafeBytes { d.add($0) }
+        if !configuration.services.isEmpty {
+            guard configuration.services.contains(where: { d.serviceUUIDs.contains($0) || d.serviceDataUUIDs.contains($0) })
+            else { return false }
+        }
+        if let needle = lowercasedName {
+            guard let name = d.name else { return false }
+            if !needle.isEmpty && !Array(name.lowercased().utf8).contains(needle) { return false }
+        }
+        return true
+    }
+
+    private func snapshot(_ address: LEAddress, _ e: Entry) -> DiscoveredDevice {
+        DiscoveredDevice(address: address, rssi: e.rssi, txPower: e.txPower, advertisingData: e.advertisingData,
+                         scanResponseData: e.scanResponseData, eventType: e.eventType, firstSeen: e.firstSeen,
+                         lastSeen: e.lastSeen, reportCount: e.reportCount)
+    }
+
+    private mutating func evictOldest() {
+        guard let oldest = devices.min(by: { $0.value.lastSeen < $1.value.lastSeen }) else { return }
+        devices[oldest.key] = nil
+        statistics.evicted &+= 1
+    }
+
+    // MARK: Time
+
+    /// When ``timerFired(now:)`` should next run to forget silent devices, or nil.
+    public var nextDeadline: UInt64? { sweepAt }
+
+    /// Forgets devices not heard for `deviceTimeout`.
+    public mutating func timerFired(now: UInt64) {
+        guard let at = sweepAt, at <= now else { return }
+        let timeout = configuration.deviceTimeout
+        let before = devices.count
+        devices = devices.filter { now &- $0.value.lastSeen < timeout }
+        statistics.expired &+= before - devices.count
+        if let oldest = devices.values.min(by: { $0.lastSeen < $1.lastSeen }) {
+            sweepAt = oldest.lastSeen &+ timeout
+        } else {
+            sweepAt = nil
+        }
+    }
+}

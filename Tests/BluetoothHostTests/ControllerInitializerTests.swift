@@ -1,0 +1,100 @@
+import Testing
+@testable import BluetoothHost
+import BluetoothWire
+
+@Suite struct ControllerInitializerTests {
+    let fullSequence: [HCIOpcode] = [.reset, .readLocalVersionInformation, .readBDADDR, .readLocalSupportedCommands,
+                                     .readLocalSupportedFeatures, .leReadLocalSupportedFeatures, .leReadBufferSizeV2,
+                                     .setEventMask, .leSetEventMask]
+
+    @Test func v2SupportedUsesV2() throws {
+        let (result, sent) = runInit(FakeControllerModel())
+        let info = try result.get()
+        #expect(sent == fullSequence)
+        #expect(info.bufferSizeSource == 2)
+        #expect(info.aclBufferLength == 251)
+        #expect(info.aclBufferCount == 12)
+        #expect(info.isoBuffer == nil)
+        #expect(info.address == BluetoothAddress(0x11, 0x22, 0x33, 0x44, 0x55, 0x66))
+        #expect(info.hciVersion.rawValue == 0x0C)
+        #expect(info.hciRevision == 0x1234)
+        #expect(info.manufacturer == 0x05F1)
+        #expect(info.manufacturerName == "The Linux Foundation")
+        #expect(info.lmpSubversion == 0x42)
+        #expect(info.features == 1 << 38)
+        #expect(info.leFeatures.contains(.leExtendedAdvertising))
+        #expect(info.supportsExtendedScanning)
+    }
+
+    @Test func v2UnknownFallsBackToV1() throws {
+        var model = FakeControllerModel()
+        model.v2Unknown = true
+        let (result, sent) = runInit(model)
+        let info = try result.get()
+        #expect(sent == [.reset, .readLocalVersionInformation, .readBDADDR, .readLocalSupportedCommands,
+                         .readLocalSupportedFeatures, .leReadLocalSupportedFeatures, .leReadBufferSizeV2,
+                         .leReadBufferSizeV1, .setEventMask, .leSetEventMask])
+        #expect(info.bufferSizeSource == 1)
+        #expect(info.aclBufferLength == 251)
+    }
+
+    @Test func v2TimeoutFallsBackToV1() throws {
+        var model = FakeControllerModel()
+        model.silent = [.leReadBufferSizeV2]
+        let (result, sent) = runInit(model)
+        #expect(try result.get().bufferSizeSource == 1)
+        #expect(sent.contains(.leReadBufferSizeV1))
+    }
+
+    @Test func v2NotClaimedGoesStraightToV1() throws {
+        var model = FakeControllerModel()
+        model.supportedCommandBits = [(37, 5)]
+        let (result, sent) = runInit(model)
+        #expect(try result.get().bufferSizeSource == 1)
+        #expect(!sent.contains(.leReadBufferSizeV2))
+    }
+
+    @Test func zeroLEBuffersUseReadBufferSize() throws {
+        var model = FakeControllerModel()
+        model.leACLLength = 0
+        model.leACLCount = 0
+        let (result, sent) = runInit(model)
+        let info = try result.get()
+        #expect(sent.contains(.readBufferSize))
+        #expect(info.bufferSizeSource == 0)
+        #expect(info.aclBufferLength == 1021)
+        #expect(info.aclBufferCount == 8)
+    }
+
+    @Test func extendedScanningNeedsBothBits() throws {
+        var featureOnly = FakeControllerModel()
+        featureOnly.supportedCommandBits = [(41, 5)]
+        #expect(try runInit(featureOnly).0.get().supportsExtendedScanning == false)
+
+        var commandOnly = FakeControllerModel()
+        commandOnly.leFeatures = [.leEncryption]
+        #expect(try runInit(commandOnly).0.get().supportsExtendedScanning == false)
+
+        #expect(try runInit(FakeControllerModel()).0.get().supportsExtendedScanning)
+    }
+
+    @Test func resetTimeoutFailsWithAClearMessage() {
+        var model = FakeControllerModel()
+        model.silent = [.reset]
+        let (result, sent) = runInit(model)
+        #expect(sent == [.reset])
+        guard case .failure(let e) = result else { Issue.record("expected failure"); return }
+        #expect(e.kind == .commandTimeout)
+        #expect(e.message.contains("HCI_Reset (0x0C03)"))
+    }
+
+    @Test func eventMasksEnableTheSubeventsTheStackUses() {
+        let m = ControllerInitializer.leEventMask
+        for bit: LEEventMask in [.extendedAdvertisingReport, .enhancedConnectionComplete, .dataLengthChange,
+                                 .phyUpdateComplete, .longTermKeyRequest, .remoteConnectionParameterRequest,
+                                 .channelSelectionAlgorithm, .advertisingReport] {
+            #expect(m.contains(bit))
+        }
+        #expect(ControllerInitializer.eventMask.contains(.leMeta))
+    }
+}

@@ -1,0 +1,110 @@
+import BluetoothTransport
+@testable import BluetoothHost
+import BluetoothWire
+import Glibc
+import Synchronization
+
+/// An in-process fake controller behind an H4 byte stream over socketpair(AF_UNIX,
+/// SOCK_STREAM). The host side is the transport; commands written by the host are answered
+/// at once (written to the controller end) from a ``FakeControllerModel``. Tests inject
+/// events or close the controller end to simulate a controller going away.
+final class FakeControllerTransport: HCITransport, @unchecked Sendable {
+    private let hostFD: Int32
+    private let controllerFD: Int32
+    private var deframer = H4Deframer()
+    private struct State {
+        var model: FakeControllerModel
+        var commands: [HCIOpcode] = []
+        var controllerOpen = true
+        var hostClosed = false
+    }
+    private let state: Mutex<State>
+    /// Called (on the driver thread) after the answer to each command, with its opcode.
+    let onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)?
+
+    init(model: FakeControllerModel = .init(), onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)? = nil) {
+        var fds: [Int32] = [-1, -1]
+        let r = fds.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, $0.baseAddress) }
+        precondition(r == 0, "socketpair failed")
+        hostFD = fds[0]
+        controllerFD = fds[1]
+        _ = fcntl(hostFD, F_SETFL, fcntl(hostFD, F_GETFL) | O_NONBLOCK)
+        state = Mutex(State(model: model))
+        self.onCommand = onCommand
+    }
+
+    deinit {
+        close()
+        closeController()
+    }
+
+    var fileDescriptor: Int32 { hostFD }
+    var description: String { "fake:socketpair" }
+    var commands: [HCIOpcode] { state.withLock { $0.commands } }
+
+    func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(hostFD, $0.baseAddress, $0.count) }
+        if n == 0 { return false }
+        if n < 0 {
+            if errno == EAGAIN || errno == EINTR { return true }
+            throw TransportError(.io, "read failed", errno: errno)
+        }
+        buffer.withUnsafeBytes { deframer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        while true {
+            let frame: H4Frame?
+            do throws(WireError) { frame = try deframer.next() } catch {
+                throw TransportError(.malformedStream, "bad H4 stream: \(error)")
+            }
+            guard let frame else { break }
+            let packet = [frame.type.rawValue] + Array(frame.packet)
+            packet.withUnsafeBytes { body($0) }
+        }
+        return true
+    }
+
+    func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) {
+        let bytes = Array(packet)
+        guard let opcode = opcodeOf(bytes) else { return }
+        let answer: [UInt8]? = state.withLock { s in
+            s.commands.append(opcode)
+            return s.model.returnParameters(for: opcode)
+        }
+        if let answer { inject([0x04] + commandComplete(opcode, answer)) }
+        onCommand?(opcode, self)
+    }
+
+    /// Writes raw bytes from the controller side (the host reads them).
+    func inject(_ bytes: [UInt8]) {
+        state.withLock { s in
+            guard s.controllerOpen else { return }
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.write(controllerFD, $0.baseAddress! + offset, $0.count - offset) }
+                if n <= 0 { if errno == EINTR { continue }; return }
+                offset += n
+            }
+        }
+    }
+
+    func injectEvent(_ event: [UInt8]) { inject([0x04] + event) }
+
+    /// The controller goes away: the host sees end of stream.
+    func closeController() {
+        state.withLock { s in
+            guard s.controllerOpen else { return }
+            s.controllerOpen = false
+            _ = Glibc.close(controllerFD)
+        }
+    }
+
+    func close() {
+        state.withLock { s in
+            guard !s.hostClosed else { return }
+            s.hostClosed = true
+            _ = Glibc.close(hostFD)
+        }
+    }
+
+    var isClosed: Bool { state.withLock { $0.hostClosed } }
+}

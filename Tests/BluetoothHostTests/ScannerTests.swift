@@ -1,0 +1,212 @@
+import Testing
+@testable import BluetoothHost
+import BluetoothWire
+
+@Suite struct ScannerTests {
+    typealias LR = LEAdvertisingReportEvent.Owned.Report
+    typealias ER = LEExtendedAdvertisingReportEvent.Owned.Report
+
+    func feed(_ s: inout Scanner, _ bytes: [UInt8], now: UInt64 = 0) -> [ScanEvent] {
+        withEvent(bytes) { event in
+            guard case .leMeta(let m) = event else { preconditionFailure("not an LE meta event") }
+            return s.handle(m, now: now)
+        }
+    }
+
+    @Test func legacyEventWithTwoReports() {
+        var s = Scanner(configuration: .init(), extended: false)
+        let events = feed(&s, legacyReportEvent([
+            LR(eventType: .advInd, address: addr(1), data: ad(name: "Alpha", services16: [0x180D]), rssi: -40),
+            LR(eventType: .advNonconnInd, address: addr(2, .random), data: ad(name: "Beta"), rssi: -70),
+        ]))
+        #expect(events.count == 2)
+        guard case .discovered(let a) = events[0], case .discovered(let b) = events[1] else {
+            Issue.record("expected two discoveries"); return
+        }
+        #expect(a.name == "Alpha")
+        #expect(a.serviceUUIDs == [BluetoothUUID(0x180D)])
+        #expect(a.rssi == -40)
+        #expect(a.eventType.connectable && a.eventType.scannable && a.eventType.legacy && !a.eventType.extendedReport)
+        #expect(a.flags == ADFlags(rawValue: 0x06))
+        #expect(b.address == addr(2, .random))
+        #expect(b.eventType.pduName == "ADV_NONCONN_IND")
+        #expect(s.statistics.legacyReports == 2)
+    }
+
+    @Test func extendedFragmentsAreReassembled() {
+        var s = Scanner(configuration: .init(), extended: true)
+        let full = ad(name: String(repeating: "N", count: 200), manufacturer: (0x004C, Array(repeating: 7, count: 200)))
+        #expect(full.count > 229 * 1)
+        let parts = [Array(full[0..<200]), Array(full[200..<400]), Array(full[400...])]
+        let more = LEExtendedAdvertisingEventType(connectable: true, dataStatus: .incompleteMoreData)
+        let done = LEExtendedAdvertisingEventType(connectable: true, dataStatus: .complete)
+        #expect(feed(&s, extendedReportEvent([ER(eventType: more, address: addr(3), advertisingSID: 1, rssi: -50, data: parts[0])])).isEmpty)
+        #expect(feed(&s, extendedReportEvent([ER(eventType: more, address: addr(3), advertisingSID: 1, rssi: -50, data: parts[1])])).isEmpty)
+        let events = feed(&s, extendedReportEvent([ER(eventType: done, address: addr(3), primaryPHY: .leCoded, secondaryPHY: .le2M,
+                                                      advertisingSID: 1, txPower: 4, rssi: -51, data: parts[2])]))
+        guard case .discovered(let d) = events.first else { Issue.record("expected a discovery"); return }
+        #expect(d.advertisingData == full)
+        #expect(d.name?.count == 200)
+        #expect(d.manufacturerData?.companyID == 0x004C)
+        #expect(d.manufacturerData?.data.count == 200)
+        #expect(d.txPower == 4)
+        #expect(d.eventType.sid == 1)
+        #expect(d.eventType.primaryPHY == .leCoded)
+        #expect(d.eventType.secondaryPHY == .le2M)
+        #expect(!d.eventType.legacy)
+    }
+
+    @Test func truncatedFragmentIsDroppedAndCounted() {
+        var s = Scanner(configuration: .init(), extended: true)
+        let more = LEExtendedAdvertisingEventType(dataStatus: .incompleteMoreData)
+        let truncated = LEExtendedAdvertisingEventType(dataStatus: .incompleteTruncated)
+        _ = feed(&s, extendedReportEvent([ER(eventType: more, address: addr(4), advertisingSID: 2, rssi: -50, data: ad(name: "part"))]))
+        #expect(feed(&s, extendedReportEvent([ER(eventType: truncated, address: addr(4), advertisingSID: 2, rssi: -50, data: [1, 2])])).isEmpty)
+        #expect(s.statistics.droppedTruncated == 1)
+        #expect(s.deviceCount == 0)
+        // A later complete advertisement is not glued to the dropped fragments.
+        let ok = feed(&s, extendedReportEvent([ER(eventType: LEExtendedAdvertisingEventType(), address: addr(4), advertisingSID: 2,
+                                                  rssi: -50, data: ad(name: "whole"))]))
+        #expect(ok.first?.device.name == "whole")
+    }
+
+    @Test func oversizedReassemblyIsDropped() {
+        var s = Scanner(configuration: .init(), extended: true)
+        let more = LEExtendedAdvertisingEventType(dataStatus: .incompleteMoreData)
+        for _ in 0..<8 {
+            _ = feed(&s, extendedReportEvent([ER(eventType: more, address: addr(5), advertisingSID: 0, rssi: -50,
+                                                 data: [UInt8](repeating: 0, count: 229))]))
+        }
+        #expect(s.statistics.droppedOverflow == 1)  // 8 × 229 = 1832 > 1650
+    }
+
+    @Test func scanResponseIsMergedAndKeptSeparately() {
+        var s = Scanner(configuration: .init(), extended: false)
+        let adv = ad(services16: [0x180F])
+        let rsp = ad(name: "Gamma", flags: nil)
+        let first = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(6), data: adv, rssi: -60)]))
+        #expect(first.first?.device.name == nil)
+        let second = feed(&s, legacyReportEvent([LR(eventType: .scanRsp, address: addr(6), data: rsp, rssi: -61)]))
+        guard case .updated(let d) = second.first else { Issue.record("expected an update"); return }
+        #expect(d.advertisingData == adv)
+        #expect(d.scanResponseData == rsp)
+        #expect(d.name == "Gamma")
+        #expect(d.serviceUUIDs == [BluetoothUUID(0x180F)])
+        #expect(d.eventType.pduName == "ADV_IND")  // the scan response does not change the PDU kind
+        #expect(d.reportCount == 2)
+        // Same thing again: nothing new.
+        #expect(feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(6), data: adv, rssi: -60),
+                                            LR(eventType: .scanRsp, address: addr(6), data: rsp, rssi: -61)])).isEmpty)
+    }
+
+    @Test func extendedScanResponseMerged() {
+        var s = Scanner(configuration: .init(), extended: true)
+        let advType = LEExtendedAdvertisingEventType(connectable: true, scannable: true, legacy: true)
+        let rspType = LEExtendedAdvertisingEventType(connectable: true, scannable: true, scanResponse: true, legacy: true)
+        _ = feed(&s, extendedReportEvent([ER(eventType: advType, address: addr(7), rssi: -30, data: ad(services16: [0x1812])),
+                                          ER(eventType: rspType, address: addr(7), rssi: -30, data: ad(name: "Kbd", flags: nil))]))
+        #expect(s.deviceCount == 1)
+        #expect(s.statistics.extendedReports == 2)
+    }
+
+    @Test func duplicatesFilteredRSSIAloneIsSilent() {
+        var s = Scanner(configuration: .init(), extended: false)
+        let r = { (rssi: Int8, name: String) in legacyReportEvent([LR(eventType: .advInd, address: addr(8), data: ad(name: name), rssi: rssi)]) }
+        #expect(feed(&s, r(-40, "A")).count == 1)
+        #expect(feed(&s, r(-45, "A")).isEmpty)
+        #expect(feed(&s, r(-45, "A")).isEmpty)
+        let changed = feed(&s, r(-46, "B"))
+        guard case .updated(let d) = changed.first else { Issue.record("expected update"); return }
+        #expect(d.rssi == -46)
+        #expect(d.reportCount == 4)
+    }
+
+    @Test func reportDuplicatesReportsEverything() {
+        var s = Scanner(configuration: .init(reportDuplicates: true), extended: false)
+        let r = legacyReportEvent([LR(eventType: .advInd, address: addr(8), data: ad(name: "A"), rssi: -40)])
+        #expect(feed(&s, r).count == 1)
+        #expect(feed(&s, r).count == 1)
+        #expect(feed(&s, r).first.map { if case .updated = $0 { true } else { false } } == true)
+    }
+
+    @Test func devicesAgeOut() {
+        var s = Scanner(configuration: .init(deviceTimeout: 10 * second), extended: false)
+        let r = legacyReportEvent([LR(eventType: .advInd, address: addr(9), data: ad(name: "A"), rssi: -40)])
+        #expect(feed(&s, r, now: 0).count == 1)
+        #expect(s.nextDeadline == 10 * second)
+        #expect(feed(&s, r, now: 5 * second).isEmpty)
+        s.timerFired(now: 10 * second)  // last heard at 5 s: still known
+        #expect(s.deviceCount == 1)
+        #expect(s.nextDeadline == 15 * second)
+        s.timerFired(now: 15 * second)
+        #expect(s.deviceCount == 0)
+        #expect(s.statistics.expired == 1)
+        #expect(s.nextDeadline == nil)
+        guard case .discovered = feed(&s, r, now: 16 * second).first else { Issue.record("expected rediscovery"); return }
+    }
+
+    @Test func tableCapEvictsLeastRecentlySeen() {
+        var s = Scanner(configuration: .init(maximumDevices: 3), extended: false)
+        for i: UInt8 in 1...3 {
+            _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(i), data: ad(name: "D\(i)"), rssi: -40)]), now: UInt64(i))
+        }
+        // Device 1 heard again: device 2 is now the least recently seen.
+        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(1), data: ad(name: "D1"), rssi: -40)]), now: 10)
+        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(4), data: ad(name: "D4"), rssi: -40)]), now: 11)
+        #expect(s.deviceCount == 3)
+        #expect(s.statistics.evicted == 1)
+        // Device 2 comes back as new, device 1 is still known.
+        #expect(feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(1), data: ad(name: "D1"), rssi: -40)]), now: 12).isEmpty)
+        guard case .discovered = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(2), data: ad(name: "D2"), rssi: -40)]), now: 13).first
+        else { Issue.record("expected device 2 to be new"); return }
+    }
+
+    @Test func filters() {
+        let reports = legacyReportEvent([
+            LR(eventType: .advInd, address: addr(1), data: ad(name: "Heart Monitor", services16: [0x180D]), rssi: -40),
+            LR(eventType: .advInd, address: addr(2), data: ad(name: "Thermometer", services16: [0x1809]), rssi: -80),
+            LR(eventType: .advInd, address: addr(3), data: ad(services16: [0x180F]), rssi: -50),
+        ])
+        func names(_ c: ScanConfiguration) -> [UInt8] {
+            var s = Scanner(configuration: c, extended: false)
+            return feed(&s, reports).map { UInt8(truncatingIfNeeded: $0.device.address.address.rawValue) }
+        }
+        #expect(names(.init()) == [1, 2, 3])
+        #expect(names(.init(services: [BluetoothUUID(0x1809), BluetoothUUID(0x180F)])) == [2, 3])
+        #expect(names(.init(nameSubstring: "MONITOR")) == [1])
+        #expect(names(.init(address: addr(3).address)) == [3])
+        #expect(names(.init(minimumRSSI: -60)) == [1, 3])
+    }
+
+    @Test func nameInScanResponseMatchesLater() {
+        var s = Scanner(configuration: .init(nameSubstring: "gam"), extended: false)
+        #expect(feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(6), data: ad(), rssi: -60)])).isEmpty)
+        let e = feed(&s, legacyReportEvent([LR(eventType: .scanRsp, address: addr(6), data: ad(name: "Gamma", flags: nil), rssi: -60)]))
+        guard case .discovered(let d) = e.first else { Issue.record("expected discovery on scan response"); return }
+        #expect(d.name == "Gamma")
+    }
+
+    @Test func legacyAndExtendedCommandSequences() {
+        let legacy = Scanner(configuration: .init(active: false, interval: 0x20, window: 0x10), extended: false)
+        let l = legacy.enableCommands().map { try! $0.encodedH4() }
+        #expect(l.map { opcodeOf($0) } == [.leSetScanParameters, .leSetScanEnable])
+        #expect(l[0] == h4(LESetScanParametersCommand(scanType: .passive, scanInterval: 0x20, scanWindow: 0x10)))
+        #expect(l[1] == h4(LESetScanEnableCommand(enable: true, filterDuplicates: true)))
+        #expect(legacy.disableCommands().map { try! $0.encodedH4() } == [h4(LESetScanEnableCommand(enable: false))])
+
+        let ext = Scanner(configuration: .init(phys: [.le1M, .leCoded], reportDuplicates: true), extended: true)
+        let e = ext.enableCommands().map { try! $0.encodedH4() }
+        let block = LEExtendedScanPHYParameters(scanType: .active, scanInterval: 0x60, scanWindow: 0x30)
+        #expect(e == [h4(LESetExtendedScanParametersCommand(le1M: block, leCoded: block)),
+                      h4(LESetExtendedScanEnableCommand(enable: true, filterDuplicates: .disabled))])
+        #expect(ext.disableCommands().map { try! $0.encodedH4() } == [h4(LESetExtendedScanEnableCommand(enable: false))])
+    }
+
+    @Test func bothReportKindsAcceptedInEitherMode() {
+        var s = Scanner(configuration: .init(), extended: false)
+        _ = feed(&s, extendedReportEvent([ER(eventType: LEExtendedAdvertisingEventType(legacy: true), address: addr(1), rssi: -1, data: ad(name: "x"))]))
+        var t = Scanner(configuration: .init(), extended: true)
+        _ = feed(&t, legacyReportEvent([LR(eventType: .advInd, address: addr(1), data: ad(name: "x"), rssi: -1)]))
+        #expect(s.deviceCount == 1 && t.deviceCount == 1)
+    }
+}
