@@ -44,7 +44,7 @@ public struct ControllerInfo: Sendable, Equatable {
     }
 
     /// The manufacturer's name, where known.
-    public var manufacturerName: String? { Manufacturers.name(manufacturer) }
+    public var manufacturerName: String? { AssignedNumbers.companyName(manufacturer) }
 
     /// Whether bit `bit` of octet `octet` of Supported_Commands is set.
     public func supportsCommand(octet: Int, bit: Int) -> Bool {
@@ -79,33 +79,3 @@ public struct ISOBuffer: Sendable, Equatable {
     }
 }
 
-/// Company identifiers of common Bluetooth controller makers (Assigned Numbers §7).
-public enum Manufacturers {
-    public static func name(_ id: UInt16) -> String? {
-        switch id {
-        case 0x0000: "Ericsson AB"
-        case 0x0001: "Nokia Mobile Phones"
-        case 0x0002: "Intel Corp."
-        case 0x0006: "Microsoft"
-        case 0x000A: "Qualcomm Technologies International, Ltd. (QTIL)"
-        case 0x000D: "Texas Instruments Inc."
-        case 0x000F: "Broadcom Corporation"
-        case 0x001D: "Qualcomm"
-        case 0x0030: "ST Microelectronics"
-        case 0x0046: "MediaTek, Inc."
-        case 0x004C: "Apple, Inc."
-        case 0x0059: "Nordic Semiconductor ASA"
-        case 0x005D: "Realtek Semiconductor Corporation"
-        case 0x0075: "Samsung Electronics Co. Ltd."
-        case 0x0077: "Laird Connectivity LLC"
-        case 0x00E0: "Google"
-        case 0x02E5: "Espressif Systems (Shanghai) Co., Ltd."
-        case 0x0131: "Cypress Semiconductor"
-        case 0x0171: "Amazon.com Services LLC"
-        case 0x0499: "Ruuvi Innovations Ltd."
-        case 0x05F1: "The Linux Foundation"
-        case 0xFFFF: "test / no company"
-        default: nil
-        }
-    }
-}

@@ -101,7 +101,7 @@ public struct ManufacturerData: Sendable, Hashable {
         self.companyID = companyID
         self.data = data
     }
-    public var companyName: String? { CompanyIdentifier.name(companyID) ?? Manufacturers.name(companyID) }
+    public var companyName: String? { AssignedNumbers.companyName(companyID) }
 }
 
 /// A device heard while scanning: an owned snapshot, safe to keep and send anywhere.
