@@ -60,9 +60,8 @@ func readAll(_ bytes: [UInt8], datalink: BTSnoopDatalink? = .h4) -> (records: [P
     }
 
     @Test func epochDeltaIsYearZeroToUnixEpoch() {
-        // 1970 years with a leap day every 4th year (0, 4, ..., 1968: 493 of them), as in
-        // Wireshark's btsnoop reader and BlueZ.
-        let days: Int64 = 1970 * 365 + 493
+        // The constant Wireshark and BlueZ use: a whole number of days (719 540).
+        let days: Int64 = 719_540
         #expect(BTSnoop.epochDelta == days * 86_400 * 1_000_000)
         #expect(BTSnoop.timestamp(unixMicroseconds: 0) == 0x00DC_DDB3_0F2F_8000)
     }

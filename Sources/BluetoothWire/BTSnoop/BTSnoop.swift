@@ -10,9 +10,9 @@
 /// record data:              `included length` bytes (for datalink 1002: H4 indicator + packet)
 /// ```
 ///
-/// The timestamp counts microseconds since midnight, January 1st of year 0 (with a leap
-/// day every 4th year, 719 543 days before 1970); ``BTSnoop/epochDelta`` converts to and
-/// from the Unix epoch. Flags: bit 0 is the direction (0 = sent by the host, 1 = received from
+/// The timestamp counts microseconds since midnight, January 1st of year 0 (nominally;
+/// the constant every tool uses is 719 540 days before 1970); ``BTSnoop/epochDelta``
+/// converts to and from the Unix epoch. Flags: bit 0 is the direction (0 = sent by the host, 1 = received from
 /// the controller), bit 1 is set for commands and events and clear for data packets.
 ///
 /// This file is pure: encoders write into a ``ByteWriter``, ``BTSnoopReader`` walks the
