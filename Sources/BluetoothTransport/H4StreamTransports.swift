@@ -262,8 +262,10 @@ public final class SerialTransport: HCITransport {
         if cfsetspeed(&t, speed) != 0 { throw fail("setting the baud rate") }
         t.c_cflag |= tcflag_t(CLOCAL | CREAD)
         if flowControl { t.c_cflag |= tcflag_t(CRTSCTS) } else { t.c_cflag &= ~tcflag_t(CRTSCTS) }
+        // VMIN 1: with O_NONBLOCK an empty read fails with EAGAIN, so a read of 0 means
+        // hangup. (VMIN 0 would make every empty read return 0, which looks like EOF.)
         withUnsafeMutableBytes(of: &t.c_cc) { cc in
-            cc[Int(VMIN)] = 0
+            cc[Int(VMIN)] = 1
             cc[Int(VTIME)] = 0
         }
         if case .failure = system.valueOrErrno({ system.tcsetattr(fd, TCSANOW, &t) }) { throw fail("tcsetattr") }

@@ -54,7 +54,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             guard !host.contains(where: { $0 == " " || $0 == "[" || $0 == "]" || $0 == "/" }) else {
                 throw invalid("\"\(host)\" is not a host name or address")
             }
-            guard portText.allSatisfy(\.isASCII), let port = UInt16(portText), port > 0 else {
+            guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), let port = UInt16(portText), port > 0 else {
                 throw invalid("the port must be a number from 1 to 65535")
             }
             self = .tcp(host: String(host), port: port)
@@ -64,7 +64,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
             guard parts.count <= 3 else { throw invalid("too many options after the device path") }
             var baud = TransportSpec.defaultBaudRate
             if parts.count >= 2 {
-                guard let b = Int(parts[1]), TransportSpec.standardBaudRates.contains(b) else {
+                guard parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let b = Int(parts[1]), TransportSpec.standardBaudRates.contains(b) else {
                     throw invalid("\"\(parts[1])\" is not a standard baud rate (\(TransportSpec.standardBaudRates.map(String.init).joined(separator: ", ")))")
                 }
                 baud = b
