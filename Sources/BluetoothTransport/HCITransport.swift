@@ -50,12 +50,18 @@ public struct TransportError: Error, CustomStringConvertible, Sendable {
         public static let malformedStream = Kind(rawValue: 8)
         /// Any other system call failure.
         public static let io = Kind(rawValue: 9)
+        /// The adapter is down where the transport needs it up (raw channel).
+        public static let adapterDown = Kind(rawValue: 10)
+        /// A file (btsnoop capture) is not in the expected format.
+        public static let malformedFile = Kind(rawValue: 11)
     }
 
     public var kind: Kind
     public var message: String
     /// The errno behind the failure, when there is one.
     public var errno: Int32?
+    /// For `.malformedStream` / `.malformedFile`: the byte offset where the input went wrong.
+    public var streamOffset: Int?
 
     public init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
         self.kind = kind

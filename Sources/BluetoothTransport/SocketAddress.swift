@@ -25,3 +25,32 @@ public enum LinuxBluetooth {
         return a
     }
 }
+
+extension LinuxBluetooth {
+    // ioctl requests on HCI sockets (include/net/bluetooth/hci_sock.h). The _IOW/_IOR
+    // encoding is the generic one (x86, ARM, RISC-V): dir << 30 | size << 16 | 'H' << 8 | nr,
+    // with size = sizeof(int).
+    public static let ioctlDeviceUp: UInt = 0x4004_48C9 // HCIDEVUP, _IOW('H', 201, int)
+    public static let ioctlDeviceDown: UInt = 0x4004_48CA // HCIDEVDOWN, _IOW('H', 202, int)
+    public static let ioctlGetDeviceList: UInt = 0x8004_48D2 // HCIGETDEVLIST, _IOR('H', 210, int)
+    public static let ioctlGetDeviceInfo: UInt = 0x8004_48D3 // HCIGETDEVINFO, _IOR('H', 211, int)
+
+    /// SOL_HCI and the HCI_FILTER socket option.
+    public static let solHCI = Int32(SOL_HCI)
+    public static let hciFilterOption = Int32(HCI_FILTER)
+    /// Most adapters the kernel lists (HCI_MAX_DEV).
+    public static let maxDevices = Int(HCI_MAX_DEV)
+    /// Bit of `hci_dev_info.flags`: the kernel's host has the adapter up.
+    public static let flagUp = UInt32(1) << UInt32(HCI_UP)
+
+    /// The filter a raw-channel socket needs to see the controller's traffic:
+    /// event and ACL packets, every event code. (The kernel's default for a new raw
+    /// socket passes nothing.)
+    public static func rawChannelFilter() -> hci_filter {
+        var f = hci_filter()
+        f.type_mask = (1 << UInt32(HCI_EVENT_PKT)) | (1 << UInt32(HCI_ACLDATA_PKT))
+        f.event_mask = (0xFFFF_FFFF, 0xFFFF_FFFF)
+        f.opcode = 0
+        return f
+    }
+}

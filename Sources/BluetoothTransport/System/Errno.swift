@@ -1,0 +1,89 @@
+import Glibc
+
+/// A POSIX error number. An open set (like swift-system's `Errno`): any value the
+/// kernel returns can be represented; the common ones have names.
+public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: Int32
+    @inlinable public init(rawValue: Int32) { self.rawValue = rawValue }
+    @inlinable public init(_ rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The calling thread's `errno`.
+    @inlinable public static var current: Errno {
+        get { Errno(Glibc.errno) }
+        set { Glibc.errno = newValue.rawValue }
+    }
+
+    public static let permissionDenied = Errno(EPERM)
+    public static let noSuchFile = Errno(ENOENT)
+    public static let interrupted = Errno(EINTR)
+    public static let ioError = Errno(EIO)
+    public static let badFileDescriptor = Errno(EBADF)
+    public static let wouldBlock = Errno(EAGAIN)
+    public static let accessDenied = Errno(EACCES)
+    public static let busy = Errno(EBUSY)
+    public static let noSuchDevice = Errno(ENODEV)
+    public static let invalidArgument = Errno(EINVAL)
+    public static let notATerminal = Errno(ENOTTY)
+    public static let brokenPipe = Errno(EPIPE)
+    public static let protocolNotSupported = Errno(EPROTONOSUPPORT)
+    public static let operationNotSupported = Errno(EOPNOTSUPP)
+    public static let addressFamilyNotSupported = Errno(EAFNOSUPPORT)
+    public static let networkDown = Errno(ENETDOWN)
+    public static let connectionReset = Errno(ECONNRESET)
+    public static let timedOut = Errno(ETIMEDOUT)
+    public static let connectionRefused = Errno(ECONNREFUSED)
+    public static let hostUnreachable = Errno(EHOSTUNREACH)
+    public static let networkUnreachable = Errno(ENETUNREACH)
+    public static let alreadyInProgress = Errno(EALREADY)
+    public static let inProgress = Errno(EINPROGRESS)
+    public static let tooManyUsers = Errno(EUSERS)
+    public static let rfkill = Errno(ERFKILL)
+
+    /// The symbolic name, e.g. "EBUSY", or nil for a number without a name here.
+    public var name: String? {
+        switch rawValue {
+        case EPERM: "EPERM"
+        case ENOENT: "ENOENT"
+        case EINTR: "EINTR"
+        case EIO: "EIO"
+        case ENXIO: "ENXIO"
+        case EBADF: "EBADF"
+        case EAGAIN: "EAGAIN"
+        case ENOMEM: "ENOMEM"
+        case EACCES: "EACCES"
+        case EFAULT: "EFAULT"
+        case EBUSY: "EBUSY"
+        case EEXIST: "EEXIST"
+        case ENODEV: "ENODEV"
+        case EINVAL: "EINVAL"
+        case ENOTTY: "ENOTTY"
+        case ENOSPC: "ENOSPC"
+        case EPIPE: "EPIPE"
+        case EUSERS: "EUSERS"
+        case EPROTONOSUPPORT: "EPROTONOSUPPORT"
+        case EOPNOTSUPP: "EOPNOTSUPP"
+        case EAFNOSUPPORT: "EAFNOSUPPORT"
+        case EADDRINUSE: "EADDRINUSE"
+        case ENETDOWN: "ENETDOWN"
+        case ENETUNREACH: "ENETUNREACH"
+        case ECONNRESET: "ECONNRESET"
+        case ENOTCONN: "ENOTCONN"
+        case ETIMEDOUT: "ETIMEDOUT"
+        case ECONNREFUSED: "ECONNREFUSED"
+        case EHOSTUNREACH: "EHOSTUNREACH"
+        case EALREADY: "EALREADY"
+        case EINPROGRESS: "EINPROGRESS"
+        case ERFKILL: "ERFKILL"
+        default: nil
+        }
+    }
+
+    /// The C library's text for this error, e.g. "Device or resource busy".
+    public var message: String {
+        guard let p = strerror(rawValue) else { return "error \(rawValue)" }
+        return String(cString: p)
+    }
+
+    /// "Device or resource busy (EBUSY)".
+    public var description: String { "\(message) (\(name ?? "errno \(rawValue)"))" }
+}
