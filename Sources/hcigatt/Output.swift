@@ -8,9 +8,11 @@ import Glibc
 enum Console {
     static func out(_ s: String) { print(s) }
 
-    static func err(_ s: String) {
+    static func err(_ s: String) { errRaw(s + "\n") }
+
+    /// Writes to stderr as is (no newline), e.g. a progress line ending in "\r".
+    static func errRaw(_ s: String) {
         var line = s
-        line.append("\n")
         line.withUTF8 { buf in
             var rest = UnsafeRawBufferPointer(buf)
             while !rest.isEmpty {
@@ -85,6 +87,13 @@ enum FieldRenderer {
             appendJSON(&s, f.value)
         }
         s += "}"
+        return s
+    }
+
+    /// One JSON object from fields (no type/name keys).
+    static func jsonObject(_ fields: [Field]) -> String {
+        var s = ""
+        appendJSON(&s, .object(fields))
         return s
     }
 

@@ -4,14 +4,14 @@ import Glibc
 
 /// hcigatt — a Bluetooth LE host over raw HCI.
 /// Exit codes: 0 ok, 1 runtime error (including malformed input), 2 usage error.
-let commands: [Command] = [DecodeCommand.command]
+let commands: [Command] = [ScanCommand.command, DecodeCommand.command]
 
 struct Command: Sendable {
     var name: String
     var summary: String
     var help: String
     var spec: Arguments.Spec
-    var run: @Sendable (Arguments) throws -> Int32
+    var run: @Sendable (Arguments) async throws -> Int32
 }
 
 let version = "0.1.0"
@@ -44,7 +44,7 @@ extension String {
     }
 }
 
-func runMain() -> Int32 {
+func runMain() async -> Int32 {
     var args = CommandLine.arguments.dropFirst()
     guard let first = args.first else {
         Console.err(usage())
@@ -80,7 +80,7 @@ func runMain() -> Int32 {
         }
         do {
             let parsed = try Arguments(args, spec: c.spec)
-            return try c.run(parsed)
+            return try await c.run(parsed)
         } catch let e as UsageError {
             Console.err("hcigatt \(c.name): \(e.message)\nRun `hcigatt help \(c.name)` for usage.")
             return 2
@@ -94,4 +94,6 @@ func runMain() -> Int32 {
     }
 }
 
-exit(runMain())
+let status = await runMain()
+Console.flush()
+exit(status)

@@ -14,7 +14,7 @@ import BluetoothWire
     }
 
     @Test func legacyEventWithTwoReports() {
-        var s = Scanner(configuration: .init(), extended: false)
+        var s = Scanner(configuration: .init(scanResponseWait: 0), extended: false)
         let events = feed(&s, legacyReportEvent([
             LR(eventType: .advInd, address: addr(1), data: ad(name: "Alpha", services16: [0x180D]), rssi: -40),
             LR(eventType: .advNonconnInd, address: addr(2, .random), data: ad(name: "Beta"), rssi: -70),
@@ -84,10 +84,10 @@ import BluetoothWire
         var s = Scanner(configuration: .init(), extended: false)
         let adv = ad(services16: [0x180F])
         let rsp = ad(name: "Gamma", flags: nil)
-        let first = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(6), data: adv, rssi: -60)]))
-        #expect(first.first?.device.name == nil)
+        // Held until the scan response is in, then reported once with both.
+        #expect(feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(6), data: adv, rssi: -60)])).isEmpty)
         let second = feed(&s, legacyReportEvent([LR(eventType: .scanRsp, address: addr(6), data: rsp, rssi: -61)]))
-        guard case .updated(let d) = second.first else { Issue.record("expected an update"); return }
+        guard second.count == 1, case .discovered(let d) = second[0] else { Issue.record("expected one discovery"); return }
         #expect(d.advertisingData == adv)
         #expect(d.scanResponseData == rsp)
         #expect(d.name == "Gamma")
@@ -110,7 +110,7 @@ import BluetoothWire
     }
 
     @Test func duplicatesFilteredRSSIAloneIsSilent() {
-        var s = Scanner(configuration: .init(), extended: false)
+        var s = Scanner(configuration: .init(scanResponseWait: 0), extended: false)
         let r = { (rssi: Int8, name: String) in legacyReportEvent([LR(eventType: .advInd, address: addr(8), data: ad(name: name), rssi: rssi)]) }
         #expect(feed(&s, r(-40, "A")).count == 1)
         #expect(feed(&s, r(-45, "A")).isEmpty)
@@ -130,15 +130,15 @@ import BluetoothWire
     }
 
     @Test func devicesAgeOut() {
-        var s = Scanner(configuration: .init(deviceTimeout: 10 * second), extended: false)
+        var s = Scanner(configuration: .init(deviceTimeout: 10 * second, scanResponseWait: 0), extended: false)
         let r = legacyReportEvent([LR(eventType: .advInd, address: addr(9), data: ad(name: "A"), rssi: -40)])
         #expect(feed(&s, r, now: 0).count == 1)
         #expect(s.nextDeadline == 10 * second)
         #expect(feed(&s, r, now: 5 * second).isEmpty)
-        s.timerFired(now: 10 * second)  // last heard at 5 s: still known
+        #expect(s.timerFired(now: 10 * second).isEmpty)  // last heard at 5 s: still known
         #expect(s.deviceCount == 1)
         #expect(s.nextDeadline == 15 * second)
-        s.timerFired(now: 15 * second)
+        #expect(s.timerFired(now: 15 * second).isEmpty)
         #expect(s.deviceCount == 0)
         #expect(s.statistics.expired == 1)
         #expect(s.nextDeadline == nil)
@@ -146,7 +146,7 @@ import BluetoothWire
     }
 
     @Test func tableCapEvictsLeastRecentlySeen() {
-        var s = Scanner(configuration: .init(maximumDevices: 3), extended: false)
+        var s = Scanner(configuration: .init(maximumDevices: 3, scanResponseWait: 0), extended: false)
         for i: UInt8 in 1...3 {
             _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(i), data: ad(name: "D\(i)"), rssi: -40)]), now: UInt64(i))
         }
@@ -168,6 +168,8 @@ import BluetoothWire
             LR(eventType: .advInd, address: addr(3), data: ad(services16: [0x180F]), rssi: -50),
         ])
         func names(_ c: ScanConfiguration) -> [UInt8] {
+            var c = c
+            c.scanResponseWait = 0
             var s = Scanner(configuration: c, extended: false)
             return feed(&s, reports).map { UInt8(truncatingIfNeeded: $0.device.address.address.rawValue) }
         }
@@ -208,5 +210,59 @@ import BluetoothWire
         var t = Scanner(configuration: .init(), extended: true)
         _ = feed(&t, legacyReportEvent([LR(eventType: .advInd, address: addr(1), data: ad(name: "x"), rssi: -1)]))
         #expect(s.deviceCount == 1 && t.deviceCount == 1)
+    }
+
+    // MARK: Scan response merge (active scanning)
+
+    @Test func newScannableDeviceIsReportedOnceWithItsScanResponse() {
+        var s = Scanner(configuration: .init(), extended: false)
+        let adv = legacyReportEvent([LR(eventType: .advInd, address: addr(5), data: ad(services16: [0x1809]), rssi: -40)])
+        let rsp = legacyReportEvent([LR(eventType: .scanRsp, address: addr(5), data: ad(name: "Thermo", flags: nil), rssi: -41)])
+        #expect(feed(&s, adv, now: 0).isEmpty)
+        #expect(s.nextDeadline == 150_000_000)
+        let events = feed(&s, rsp, now: 1_000_000)
+        #expect(events.count == 1)
+        guard case .discovered(let d) = events.first else { Issue.record("expected one discovery"); return }
+        #expect(d.name == "Thermo")
+        #expect(d.serviceUUIDs == [BluetoothUUID(0x1809)])
+        #expect(!d.scanResponseData.isEmpty)
+        #expect(s.nextDeadline == 60 * second)  // only the age-out sweep is left
+        // The same pair again is no change.
+        #expect(feed(&s, adv, now: 2_000_000).isEmpty)
+        #expect(feed(&s, rsp, now: 3_000_000).isEmpty)
+    }
+
+    @Test func heldDeviceIsReportedWhenNoScanResponseComes() {
+        var s = Scanner(configuration: .init(), extended: false)
+        let adv = legacyReportEvent([LR(eventType: .advInd, address: addr(6), data: ad(name: "Quiet"), rssi: -40)])
+        #expect(feed(&s, adv, now: 0).isEmpty)
+        #expect(s.timerFired(now: 100_000_000).isEmpty)
+        let events = s.timerFired(now: 150_000_000)
+        guard events.count == 1, case .discovered(let d) = events[0] else { Issue.record("expected the held discovery"); return }
+        #expect(d.name == "Quiet" && d.scanResponseData.isEmpty)
+        #expect(s.timerFired(now: 200_000_000).isEmpty)
+    }
+
+    @Test func heldDevicesAreFlushedAtTheEnd() {
+        var s = Scanner(configuration: .init(), extended: false)
+        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(7), data: ad(name: "Late"), rssi: -40)]))
+        #expect(s.flush().count == 1)
+        #expect(s.flush().isEmpty)
+    }
+
+    @Test func passiveOrNonScannableIsReportedAtOnce() {
+        var passive = Scanner(configuration: .init(active: false), extended: false)
+        #expect(feed(&passive, legacyReportEvent([LR(eventType: .advInd, address: addr(1), data: ad(name: "P"), rssi: -40)])).count == 1)
+        var active = Scanner(configuration: .init(), extended: false)
+        #expect(feed(&active, legacyReportEvent([LR(eventType: .advNonconnInd, address: addr(2), data: ad(name: "N"), rssi: -40)])).count == 1)
+    }
+
+    @Test func advertisedTXPowerLevelWinsOverTheReportField() {
+        var s = Scanner(configuration: .init(active: false), extended: true)
+        var data = ad(name: "T")
+        data += [2, 0x0A, 4]  // TX Power Level 4 dBm
+        let e = feed(&s, extendedReportEvent([ER(eventType: LEExtendedAdvertisingEventType(connectable: true, dataStatus: .complete),
+                                                 address: addr(9), txPower: 0, rssi: -50, data: data)]))
+        #expect(e.first?.device.txPower == 4)
     }
 }

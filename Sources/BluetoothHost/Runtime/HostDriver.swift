@@ -190,10 +190,16 @@ final class HostDriver: @unchecked Sendable {
         finishThread()
     }
 
+    private func deliver(_ events: [ScanEvent]) {
+        guard !events.isEmpty, let continuation = scan?.continuation else { return }
+        for e in events {
+            if case .dropped = continuation.yield(e) { stats.droppedScanEvents += 1 }
+        }
+    }
+
     private func pollTimeout(now: UInt64) -> Int32 {
-        var deadline = flow.nextDeadline
-        if let d = scan?.scanner.nextDeadline, deadline == nil || d < deadline! { deadline = d }
-        guard let deadline else { return -1 }
+        let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline].compactMap { $0 }
+        guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
         return ms > UInt64(Int32.max) ? Int32.max : Int32(ms)
@@ -205,8 +211,9 @@ final class HostDriver: @unchecked Sendable {
             stats.commandTimeouts = flow.timeouts
             execute(actions)
         }
-        if let d = scan?.scanner.nextDeadline, d <= now {
-            scan?.scanner.timerFired(now: now)  // in place: no copy of the device table
+        if let d = scan?.scanner.nextDeadline, d <= now,
+           let events = scan?.scanner.timerFired(now: now) {  // in place: no copy of the device table
+            deliver(events)
         }
     }
 
@@ -521,11 +528,8 @@ final class HostDriver: @unchecked Sendable {
             execute(flow.handleEvent(event, now: Sys.now()))
         case .leMeta(let meta):
             // Mutate in place through the optional: copying the scanner would copy its table.
-            guard let events = scan?.scanner.handle(meta, now: Sys.now()), !events.isEmpty,
-                  let continuation = scan?.continuation else { return }
-            for e in events {
-                if case .dropped = continuation.yield(e) { stats.droppedScanEvents += 1 }
-            }
+            guard let events = scan?.scanner.handle(meta, now: Sys.now()) else { return }
+            deliver(events)
         default:
             break
         }

@@ -34,11 +34,15 @@ public struct ScanConfiguration: Sendable, Equatable {
     public var maximumDevices: Int
     /// nil: extended scanning when the controller supports it; true/false forces a mode.
     public var useExtendedScanning: Bool?
+    /// Active scanning: how long (ns) a new scannable device is held back waiting for its
+    /// scan response, so it is reported once with both. 0 reports at once.
+    public var scanResponseWait: UInt64
 
     public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, phys: ScanPHYs = .le1M,
                 reportDuplicates: Bool = false, services: [BluetoothUUID] = [], nameSubstring: String? = nil,
                 address: BluetoothAddress? = nil, minimumRSSI: Int8? = nil, deviceTimeout: UInt64 = 60_000_000_000,
-                maximumDevices: Int = 4096, useExtendedScanning: Bool? = nil) {
+                maximumDevices: Int = 4096, useExtendedScanning: Bool? = nil,
+                scanResponseWait: UInt64 = 150_000_000) {
         self.active = active
         self.interval = interval
         self.window = window
@@ -51,6 +55,7 @@ public struct ScanConfiguration: Sendable, Equatable {
         self.deviceTimeout = deviceTimeout
         self.maximumDevices = maximumDevices
         self.useExtendedScanning = useExtendedScanning
+        self.scanResponseWait = scanResponseWait
     }
 }
 
@@ -109,7 +114,7 @@ public struct DiscoveredDevice: Sendable, Hashable {
     public var address: LEAddress
     /// dBm; nil when the controller did not measure it.
     public var rssi: Int8?
-    /// Advertised TX power: from the extended report, else the TX Power Level AD type.
+    /// Advertised TX power: the TX Power Level AD type, else the extended report's field.
     public var txPower: Int8?
     public var advertisingData: [UInt8]
     public var scanResponseData: [UInt8]
@@ -152,7 +157,7 @@ public struct DiscoveredDevice: Sendable, Hashable {
         appearance = d.appearance
         flags = d.flags
         hasMalformedData = d.malformed
-        self.txPower = txPower ?? d.txPower
+        self.txPower = d.txPower ?? txPower
     }
 
     /// True when a service list or service data names `uuid`.

@@ -26,7 +26,9 @@ public struct ScannerStatistics: Sendable, Equatable {
 /// - Extended data split over several reports (Data_Status "incomplete, more data to
 ///   come") is reassembled per (address, SID, scan response or not) up to 1650 bytes;
 ///   truncated or oversized data is dropped and counted.
-/// - Scan responses are stored beside the advertising data of the same address.
+/// - Scan responses are stored beside the advertising data of the same address. When
+///   scanning actively, a new scannable device is reported once its scan response is in
+///   (or after `scanResponseWait`), not once for the advertisement and again for the response.
 /// - The host filters duplicates itself: a device is reported when first seen and when
 ///   its advertising or scan response data changes, not for RSSI changes alone (unless
 ///   `reportDuplicates`). Comparing with the stored data does not allocate.
@@ -51,6 +53,9 @@ public struct Scanner: Sendable {
         var reported = false
         /// The data passes the data filters (services, name); recomputed when data changes.
         var dataMatches = false
+        /// A new scannable device is held back until its scan response arrives (or this
+        /// time passes), so it is reported once with both data sets, as BlueZ does.
+        var holdUntil: UInt64?
     }
 
     struct FragmentKey: Hashable, Sendable {
@@ -63,6 +68,8 @@ public struct Scanner: Sendable {
     private var fragments: [FragmentKey: [UInt8]] = [:]
     /// No device can expire before this.
     private var sweepAt: UInt64?
+    /// Devices held back waiting for their scan response (see `Entry.holdUntil`).
+    private var held: [LEAddress] = []
     private let lowercasedName: [UInt8]?
 
     public init(configuration: ScanConfiguration, extended: Bool) {
@@ -223,8 +230,19 @@ public struct Scanner: Sendable {
             guard let r = rssi, r >= minimum else { return }
         }
         if !entry.reported {
+            if let until = entry.holdUntil {
+                // Held for its scan response: report now if it came or the wait is over.
+                guard isScanResponse || now >= until else { return }
+                devices.values[i].holdUntil = nil
+                held.removeAll { $0 == address }
+            } else if configuration.active && !configuration.reportDuplicates && !isScanResponse
+                        && info.scannable && entry.scanResponseData.isEmpty && configuration.scanResponseWait > 0 {
+                devices.values[i].holdUntil = now &+ configuration.scanResponseWait
+                held.append(address)
+                return
+            }
             devices.values[i].reported = true
-            out.append(.discovered(snapshot(address, entry)))
+            out.append(.discovered(snapshot(address, devices.values[i])))
         } else if changed || configuration.reportDuplicates {
             out.append(.updated(snapshot(address, entry)))
         }
@@ -266,20 +284,60 @@ public struct Scanner: Sendable {
     private mutating func evictOldest() {
         guard let oldest = devices.min(by: { $0.value.lastSeen < $1.value.lastSeen }) else { return }
         devices[oldest.key] = nil
+        held.removeAll { $0 == oldest.key }
         statistics.evicted &+= 1
     }
 
     // MARK: Time
 
-    /// When ``timerFired(now:)`` should next run to forget silent devices, or nil.
-    public var nextDeadline: UInt64? { sweepAt }
+    /// When ``timerFired(now:)`` should next run (a held device to report, or silent
+    /// devices to forget), or nil.
+    public var nextDeadline: UInt64? {
+        var d = sweepAt
+        for a in held {
+            if let until = devices[a]?.holdUntil { d = min(d ?? until, until) }
+        }
+        return d
+    }
 
-    /// Forgets devices not heard for `deviceTimeout`.
-    public mutating func timerFired(now: UInt64) {
+    /// Reports held devices whose scan response did not come in time, and forgets
+    /// devices not heard for `deviceTimeout`.
+    public mutating func timerFired(now: UInt64) -> [ScanEvent] {
+        var out: [ScanEvent] = []
+        releaseHeld(now: now, into: &out)
+        sweep(now: now)
+        return out
+    }
+
+    /// Reports every held device now (the scan or the replayed capture ended).
+    public mutating func flush() -> [ScanEvent] {
+        var out: [ScanEvent] = []
+        releaseHeld(now: nil, into: &out)
+        return out
+    }
+
+    private mutating func releaseHeld(now: UInt64?, into out: inout [ScanEvent]) {
+        guard !held.isEmpty else { return }
+        var waiting: [LEAddress] = []
+        for a in held {
+            guard let i = devices.index(forKey: a), let until = devices.values[i].holdUntil else { continue }
+            if let now, now < until {
+                waiting.append(a)
+                continue
+            }
+            devices.values[i].holdUntil = nil
+            devices.values[i].reported = true
+            out.append(.discovered(snapshot(a, devices.values[i])))
+        }
+        held = waiting
+    }
+
+    private mutating func sweep(now: UInt64) {
         guard let at = sweepAt, at <= now else { return }
         let timeout = configuration.deviceTimeout
         let before = devices.count
         devices = devices.filter { now &- $0.value.lastSeen < timeout }
+        held.removeAll { devices[$0] == nil }
         statistics.expired &+= before - devices.count
         if let oldest = devices.values.min(by: { $0.lastSeen < $1.lastSeen }) {
             sweepAt = oldest.lastSeen &+ timeout

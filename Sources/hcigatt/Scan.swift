@@ -1,0 +1,190 @@
+import BluetoothHost
+import BluetoothTransport
+import BluetoothWire
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hcigatt scan`: discover advertisers and print them as they appear or change.
+enum ScanCommand {
+    static var command: Command {
+        Command(
+            name: "scan",
+            summary: "Scan for LE advertisers and print each with its decoded data",
+            help: help,
+            spec: Arguments.Spec(flags: scanFlags.union(ControllerOptions.flags),
+                                 options: scanOptions.union(ControllerOptions.options)),
+            run: { args in try await run(args) }
+        )
+    }
+
+    static let scanFlags: Set<String> = ["passive", "duplicates", "json", "legacy", "extended"]
+    static let scanOptions: Set<String> = ["duration", "service", "name", "address", "min-rssi", "phy"]
+
+    static let help = """
+    Usage: hcigatt scan [OPTIONS]
+
+    Scans for Bluetooth LE advertisers and prints one line per new device or change of
+    its data (name, services, manufacturer data, ...). Stops after --duration or on
+    Ctrl-C, then disables scanning and prints a summary on stderr.
+
+    Options:
+      --duration S           stop after S seconds (default: until Ctrl-C)
+      --passive              passive scan: no scan requests, no scan responses
+      --duplicates           print every advertisement, RSSI changes included
+                             (otherwise the host filters repeats by address + data)
+      --service UUID         only devices advertising this service (repeatable: any of)
+      --name SUBSTR          only devices whose name contains SUBSTR (case-insensitive)
+      --address ADDR         only this device (AA:BB:CC:DD:EE:FF)
+      --min-rssi DBM         only reports at least this strong, e.g. -70
+      --phy LIST             PHYs to scan on with extended scanning: 1m, coded or 1m,coded
+      --legacy / --extended  force legacy or extended scanning commands (default: extended
+                             when the controller supports it)
+      --json                 one JSON object per line with every decoded field and the raw
+                             advertising data as hex
+    \(ControllerOptions.help)
+
+    Exit codes: 0 ok, 1 runtime error (no adapter, busy, permission, controller not
+    answering, transport closed), 2 usage error.
+    """
+
+    static func configuration(_ args: Arguments) throws -> ScanConfiguration {
+        var c = ScanConfiguration()
+        c.active = !args.flag("passive")
+        c.reportDuplicates = args.flag("duplicates")
+        for text in args.all("service") {
+            guard let u = BluetoothUUID(text) else {
+                throw UsageError("--service takes a UUID like 180D or 0000180d-0000-1000-8000-00805f9b34fb, not '\(text)'")
+            }
+            c.services.append(u)
+        }
+        if let name = args.option("name") {
+            guard !name.isEmpty else { throw UsageError("--name needs a non-empty substring") }
+            c.nameSubstring = name
+        }
+        if let text = args.option("address") {
+            guard let a = BluetoothAddress(text) else { throw UsageError("--address takes AA:BB:CC:DD:EE:FF, not '\(text)'") }
+            c.address = a
+        }
+        if let text = args.option("min-rssi") {
+            guard let v = Int8(text), v >= -127, v <= 20 else { throw UsageError("--min-rssi takes dBm from -127 to 20, not '\(text)'") }
+            c.minimumRSSI = v
+        }
+        if let text = args.option("phy") {
+            var phys: ScanPHYs = []
+            for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                switch part.lowercased() {
+                case "1m": phys.insert(.le1M)
+                case "coded": phys.insert(.leCoded)
+                default: throw UsageError("--phy takes 1m, coded or 1m,coded, not '\(text)'")
+                }
+            }
+            c.phys = phys
+        }
+        if args.flag("legacy") && args.flag("extended") { throw UsageError("--legacy and --extended exclude each other") }
+        if args.flag("legacy") { c.useExtendedScanning = false }
+        if args.flag("extended") { c.useExtendedScanning = true }
+        return c
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        guard args.positional.isEmpty else { throw UsageError("unexpected argument '\(args.positional[0])'") }
+        let config = try configuration(args)
+        let duration: Duration? = args.option("duration") == nil ? nil
+            : try ControllerOptions.seconds(args, "duration", default: 0)
+        if config.phys.contains(.leCoded) && config.useExtendedScanning == false {
+            throw UsageError("--phy coded needs extended scanning (drop --legacy)")
+        }
+        let json = args.flag("json")
+        let session = try await Session.open(args)
+        let start = monotonicNow()
+        let state = Locked(ScanPrinter(json: json, origin: start))
+        let live = LiveCounter(enabled: isatty(2) != 0 && !json)
+        var failure: (any Error)?
+        do {
+            let interrupted = try await runInterruptible {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for try await event in session.host.scan(config) {
+                            let count = state.withLock { p in
+                                p.print(event)
+                                return p.devicesShown.count
+                            }
+                            live.update(devices: count)
+                        }
+                    }
+                    if let duration {
+                        group.addTask { try await Task.sleep(for: duration) }
+                    }
+                    // The first task to finish (the timer, or the scan ending) ends the scan.
+                    try await group.next()
+                    group.cancelAll()
+                }
+            }
+            _ = interrupted
+        } catch {
+            failure = error
+        }
+        live.clear()
+        Console.flush()
+        let stats = session.host.statistics
+        do { try await session.close() } catch { failure = failure ?? error }
+        let elapsed = Double(monotonicNow() &- start) / 1e9
+        let shown = state.withLock { $0.devicesShown.count }
+        let seconds = formatSeconds(elapsed)
+        Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports) via \(session.transportName)")
+        if let failure {
+            throw RuntimeError("scan stopped: \(describe(failure))")
+        }
+        return 0
+    }
+}
+
+/// A value behind a mutex that closures can share.
+final class Locked<Value>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: sending Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout sending Value) throws -> sending R) rethrows -> sending R { try mutex.withLock(body) }
+}
+
+/// Counts devices on stderr while scanning, when stderr is a terminal.
+final class LiveCounter: Sendable {
+    let enabled: Bool
+    private let lastDraw = Atomic<UInt64>(0)
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func update(devices: Int) {
+        guard enabled else { return }
+        let now = monotonicNow()
+        guard now &- lastDraw.load(ordering: .relaxed) > 250_000_000 else { return }
+        lastDraw.store(now, ordering: .relaxed)
+        Console.flush()
+        Console.errRaw("\r\u{1B}[2K\(devices) device\(devices == 1 ? "" : "s") so far... (Ctrl-C to stop)\r")
+    }
+
+    func clear() {
+        if enabled { Console.errRaw("\r\u{1B}[2K") }
+    }
+}
+
+func monotonicNow() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
+func formatSeconds(_ s: Double) -> String {
+    let tenths = Int((s * 10).rounded())
+    return "\(tenths / 10).\(tenths % 10)"
+}
+
+func describe(_ error: any Error) -> String {
+    switch error {
+    case let e as HostError: e.description
+    case let e as TransportError: e.message
+    case let e as RuntimeError: e.message
+    default: "\(error)"
+    }
+}
+

@@ -1,0 +1,136 @@
+import BluetoothHost
+import BluetoothTransport
+import BluetoothWire
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Options every command that talks to a controller takes.
+enum ControllerOptions {
+    static let flags: Set<String> = ["bring-down"]
+    static let options: Set<String> = ["transport", "snoop", "command-timeout"]
+
+    static let help = """
+      --transport SPEC       user:hciN (HCI user channel, adapter must be down), raw:hciN
+                             (beside the kernel's host), tcp:HOST:PORT (H4 over TCP, e.g. a
+                             virtual controller), serial:/dev/ttyX[,BAUD[,rtscts]] (H4 UART).
+                             Default: $HCIGATT_TRANSPORT, else the first adapter's user channel.
+      --bring-down           take the user channel even if the kernel has the adapter up
+                             (brings it down; disconnects what the system stack holds)
+      --snoop FILE           write every packet, both directions, to a btsnoop file
+                             (opens in Wireshark/tshark; `hcigatt replay FILE` decodes it)
+      --command-timeout S    fail an HCI command the controller does not answer (default 5)
+    """
+
+    static func transportSpec(_ args: Arguments) throws -> TransportSpec {
+        if let text = args.option("transport") ?? getenv("HCIGATT_TRANSPORT").map({ String(cString: $0) }) {
+            do { return try TransportSpec(parsing: text) } catch { throw UsageError(error.message) }
+        }
+        let adapters: [AdapterInfo]
+        do { adapters = try listAdapters() } catch {
+            throw RuntimeError("no --transport given and no local adapter usable: \(error.message)")
+        }
+        guard let chosen = adapters.first(where: { !$0.isUp }) ?? adapters.first else {
+            throw RuntimeError("no Bluetooth adapter found. Plug one in, or use --transport tcp:HOST:PORT for a virtual controller")
+        }
+        do { return try TransportSpec(parsing: "user:\(chosen.name)") } catch { throw RuntimeError(error.message) }
+    }
+
+    static func seconds(_ args: Arguments, _ name: String, default value: Double, range: ClosedRange<Double> = 0.001 ... 86_400) throws -> Duration {
+        guard let text = args.option(name) else { return .milliseconds(Int64(value * 1000)) }
+        guard let v = Double(text), v.isFinite, range.contains(v) else {
+            throw UsageError("--\(name) takes seconds between \(range.lowerBound) and \(Int(range.upperBound)), not '\(text)'")
+        }
+        return .milliseconds(Int64(v * 1000))
+    }
+}
+
+/// A btsnoop writer fed from the host's driver thread (the only caller), closed at the end.
+final class SnoopSink: @unchecked Sendable {
+    let writer: BTSnoopWriter
+    private(set) var failure: TransportError?
+
+    init(path: String) throws {
+        do { writer = try BTSnoopWriter(path: path) } catch { throw RuntimeError("cannot write snoop file: \(error.message)") }
+    }
+
+    func record(_ packet: UnsafeRawBufferPointer, sent: Bool) {
+        guard failure == nil else { return }
+        do { try writer.append(packet, received: !sent) } catch { failure = error }
+    }
+
+    func close() throws {
+        do { try writer.close() } catch { failure = failure ?? error }
+        if let failure { throw RuntimeError("snoop file \(writer.path): \(failure.message)") }
+    }
+}
+
+/// An open controller: transport + host, with the snoop file if asked for.
+struct Session: Sendable {
+    let host: HCIHost
+    let snoop: SnoopSink?
+    let transportName: String
+
+    static func open(_ args: Arguments) async throws -> Session {
+        let spec = try ControllerOptions.transportSpec(args)
+        let timeout = try ControllerOptions.seconds(args, "command-timeout", default: 5, range: 0.05 ... 600)
+        let snoop = try args.option("snoop").map { try SnoopSink(path: $0) }
+        var topts = TransportOptions()
+        topts.bringDown = args.flag("bring-down")
+        let transport: any HCITransport
+        do { transport = try openTransport(spec, options: topts) } catch {
+            throw RuntimeError(error.message)
+        }
+        let name = transport.description
+        var observer: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)? = nil
+        if let snoop { observer = { packet, sent in snoop.record(packet, sent: sent) } }
+        do {
+            let host = try await HCIHost.open(transport: transport, options: HostOptions(commandTimeout: timeout, packetObserver: observer))
+            return Session(host: host, snoop: snoop, transportName: name)
+        } catch {
+            try? snoop?.close()
+            throw RuntimeError("\(name): controller initialisation failed: \(error)")
+        }
+    }
+
+    func close() async throws {
+        await host.close()
+        try snoop?.close()
+    }
+}
+
+/// Runs `body` until it finishes or SIGINT/SIGTERM arrives (then its task is cancelled,
+/// so scans stop cleanly). Returns true when interrupted.
+func runInterruptible(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+    let task = Task { try await body() }
+    let interrupted = InterruptFlag()
+    var sources: [any DispatchSourceSignal] = []
+    for sig in [SIGINT, SIGTERM] {
+        signal(sig, SIG_IGN)
+        let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+        s.setEventHandler {
+            interrupted.set()
+            task.cancel()
+        }
+        s.resume()
+        sources.append(s)
+    }
+    defer {
+        for s in sources { s.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+    do {
+        try await task.value
+    } catch is CancellationError where interrupted.isSet {
+    }
+    return interrupted.isSet
+}
+
+final class InterruptFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
+}
