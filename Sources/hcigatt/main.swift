@@ -4,7 +4,10 @@ import Glibc
 
 /// hcigatt — a Bluetooth LE host over raw HCI.
 /// Exit codes: 0 ok, 1 runtime error (including malformed input), 2 usage error.
-let commands: [Command] = [ScanCommand.command, DecodeCommand.command]
+let commands: [Command] = [
+    ScanCommand.command, InfoCommand.command, ListCommand.command, CmdCommand.command,
+    ReplayCommand.command, DecodeCommand.command,
+]
 
 struct Command: Sendable {
     var name: String

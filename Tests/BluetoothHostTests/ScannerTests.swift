@@ -34,7 +34,7 @@ import BluetoothWire
     }
 
     @Test func extendedFragmentsAreReassembled() {
-        var s = Scanner(configuration: .init(), extended: true)
+        var s = Scanner(configuration: .init(active: false), extended: true)
         let full = ad(name: String(repeating: "N", count: 200), manufacturer: (0x004C, Array(repeating: 7, count: 200)))
         #expect(full.count > 229 * 1)
         let parts = [Array(full[0..<200]), Array(full[200..<400]), Array(full[400...])]
@@ -264,5 +264,21 @@ import BluetoothWire
         let e = feed(&s, extendedReportEvent([ER(eventType: LEExtendedAdvertisingEventType(connectable: true, dataStatus: .complete),
                                                  address: addr(9), txPower: 0, rssi: -50, data: data)]))
         #expect(e.first?.device.txPower == 4)
+    }
+
+    @Test func connectableExtendedPDUWaitsForAScanResponseToo() {
+        var s = Scanner(configuration: .init(), extended: true)
+        let adv = LEExtendedAdvertisingEventType(connectable: true, dataStatus: .complete)
+        let rsp = LEExtendedAdvertisingEventType(scanResponse: true, dataStatus: .complete)
+        #expect(feed(&s, extendedReportEvent([ER(eventType: adv, address: addr(4), rssi: -50, data: ad(name: "X"))])).isEmpty)
+        let e = feed(&s, extendedReportEvent([ER(eventType: rsp, address: addr(4), rssi: -50, data: ad(name: "X"))]))
+        #expect(e.count == 1)
+    }
+
+    @Test func passiveScanIgnoresScanResponses() {
+        var s = Scanner(configuration: .init(active: false), extended: false)
+        #expect(feed(&s, legacyReportEvent([LR(eventType: .advNonconnInd, address: addr(3), data: ad(name: "A"), rssi: -40)])).count == 1)
+        #expect(feed(&s, legacyReportEvent([LR(eventType: .scanRsp, address: addr(3), data: ad(name: "B", flags: nil), rssi: -40)])).isEmpty)
+        #expect(s.statistics.ignoredScanResponses == 1)
     }
 }

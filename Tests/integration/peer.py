@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,8 +21,10 @@ class Peer:
     """
 
     def __init__(self, *args, timeout=30):
+        # stderr goes to a file: a pipe nobody reads could fill up and stall the peer.
+        self.log = tempfile.TemporaryFile(mode='w+')
         self.proc = subprocess.Popen([PYTHON, PEER, '--port', '0', *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
         deadline = time.monotonic() + timeout
         line = ''
         while time.monotonic() < deadline:
@@ -29,8 +32,9 @@ class Peer:
             if line or self.proc.poll() is not None:
                 break
         if not line:
-            err = self.proc.stderr.read() if self.proc.poll() is not None else ''
             self.close()
+            self.log.seek(0)
+            err = self.log.read()
             raise RuntimeError(f'bumble peer did not start: {err}')
         self.ready = json.loads(line)
         self.port = self.ready['port']
@@ -44,6 +48,11 @@ class Peer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.proc.stdout.close()
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read()
 
     def __enter__(self):
         return self

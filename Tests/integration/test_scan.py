@@ -9,7 +9,7 @@ import unittest
 from peer import Peer, hcigatt, json_lines
 
 THERMO = 'Thermo-1,service=1809,service=180F,mfr=004c:01020304,txpower=4'
-HEART = 'Pulse-2,service=180D,address=F0:F1:F2:F3:F4:22'
+HEART = 'Pulse-2,service=180D,address=C0:F1:F2:F3:F4:22,random'
 
 
 def devices_by_name(records):
@@ -44,7 +44,7 @@ class ScanTests(unittest.TestCase):
             devices = devices_by_name(records)
             self.assertIn('Thermo-1', devices)
             self.assert_thermo(devices['Thermo-1'])
-            self.assertFalse(devices['Thermo-1']['legacy_scan'], 'Bumble supports extended scanning')
+            self.assertEqual(devices['Thermo-1']['report'], 'extended', 'Bumble supports extended scanning')
 
     def test_legacy_reports(self):
         with Peer('--legacy-reports', '--peripheral', THERMO) as peer:
@@ -52,7 +52,7 @@ class ScanTests(unittest.TestCase):
             devices = devices_by_name(records)
             self.assertIn('Thermo-1', devices)
             self.assert_thermo(devices['Thermo-1'])
-            self.assertTrue(devices['Thermo-1']['legacy_scan'])
+            self.assertEqual(devices['Thermo-1']['report'], 'legacy')
 
     def test_passive_scan(self):
         with Peer('--peripheral', THERMO) as peer:
@@ -73,8 +73,10 @@ class ScanTests(unittest.TestCase):
             devices = devices_by_name(self.scan(peer, '--name', 'thermo')[0])
             self.assertEqual(set(devices), {'Thermo-1'})
         with Peer('--peripheral', THERMO, '--peripheral', HEART) as peer:
-            devices = devices_by_name(self.scan(peer, '--address', 'f0:f1:f2:f3:f4:22')[0])
+            devices = devices_by_name(self.scan(peer, '--address', 'c0:f1:f2:f3:f4:22')[0])
             self.assertEqual(set(devices), {'Pulse-2'})
+            self.assertEqual(devices['Pulse-2']['address_type'], 'random')
+            self.assertEqual(devices['Pulse-2']['address_kind'], 'random-static')
         with Peer('--peripheral', THERMO) as peer:
             records, _ = self.scan(peer, '--min-rssi', '20')
             self.assertEqual(records, [], 'no virtual peer is that loud')
@@ -112,7 +114,7 @@ class ScanTests(unittest.TestCase):
             self.assertEqual(t.returncode, 0, t.stderr)
             rows = [r.split('\t') for r in t.stdout.splitlines()]
             # Every packet hcigatt saw or sent is in the file, both directions.
-            rc2, replay, err2 = hcigatt('replay', path, '--stats')
+            rc2, replay, err2 = hcigatt('replay', path, '--stats', '--json')
             self.assertEqual(rc2, 0, err2)
             stats = json_lines(replay)[-1]
             self.assertEqual(len(rows), stats['packets'])

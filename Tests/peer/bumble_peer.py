@@ -63,10 +63,10 @@ def parse_peripheral(spec: str, index: int) -> dict:
 
 
 def advertising_data(p: dict) -> bytes:
-    structures = [
-        (AdvertisingData.FLAGS, bytes([0x06])),
-        (AdvertisingData.COMPLETE_LOCAL_NAME, p['name'].encode()),
-    ]
+    # (Bumble's controller answers scan requests by repeating the advertising data, so
+    # there is no point in giving peripherals scan response data of their own.)
+    structures = [(AdvertisingData.FLAGS, bytes([0x06])),
+                  (AdvertisingData.COMPLETE_LOCAL_NAME, p['name'].encode())]
     uuids16 = [UUID(s) for s in p['services'] if len(s) == 4]
     if uuids16:
         structures.append(
@@ -110,9 +110,8 @@ async def main() -> None:
                                  host_sink=transport.sink, link=link,
                                  public_address=args.host_address)
     if args.legacy_reports:
-        features = int.from_bytes(host_controller.le_features, 'little')
-        features &= ~(1 << LE_EXTENDED_ADVERTISING_BIT)
-        host_controller.le_features = features.to_bytes(8, 'little')
+        host_controller.le_features = hci.LeFeatureMask(
+            host_controller.le_features.value & ~(1 << LE_EXTENDED_ADVERTISING_BIT))
 
     devices = []
     for index, spec in enumerate(args.peripheral):
@@ -122,8 +121,11 @@ async def main() -> None:
                         host=Host(controller, AsyncPipeSink(controller)))
         device.advertising_data = advertising_data(p)
         await device.power_on()
-        await device.start_advertising(auto_restart=True)
-        devices.append({'name': p['name'], 'address': p['address']})
+        # Public addresses unless asked otherwise: the address given is then what scanners see.
+        own = hci.OwnAddressType.RANDOM if p['random'] else hci.OwnAddressType.PUBLIC
+        await device.start_advertising(auto_restart=True, own_address_type=own)
+        devices.append({'name': p['name'], 'address': p['address'],
+                        'address_type': 'random' if p['random'] else 'public'})
 
     print(json.dumps({'ready': True, 'port': port, 'peripherals': devices}), flush=True)
 

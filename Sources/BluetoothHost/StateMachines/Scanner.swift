@@ -16,6 +16,8 @@ public struct ScannerStatistics: Sendable, Equatable {
     public var expired = 0
     /// Devices forgotten because the table was full.
     public var evicted = 0
+    /// Scan responses received while scanning passively (ignored).
+    public var ignoredScanResponses = 0
     public init() {}
 }
 
@@ -186,6 +188,12 @@ public struct Scanner: Sendable {
                                  info: AdvertisingEventInfo, rssi: Int8?, txPower: Int8?, now: UInt64,
                                  into out: inout [ScanEvent]) {
         if let wanted = configuration.address, wanted != address.address { return }
+        // A passive scanner sends no scan requests, so a scan response is not for us
+        // (Bumble's controller sends them anyway): ignore and count it.
+        if isScanResponse && !configuration.active {
+            statistics.ignoredScanResponses &+= 1
+            return
+        }
         var index = devices.index(forKey: address)
         if let i = index, now &- devices.values[i].lastSeen >= configuration.deviceTimeout {
             // Aged out but not swept yet: heard again, it is new.
@@ -236,7 +244,8 @@ public struct Scanner: Sendable {
                 devices.values[i].holdUntil = nil
                 held.removeAll { $0 == address }
             } else if configuration.active && !configuration.reportDuplicates && !isScanResponse
-                        && info.scannable && entry.scanResponseData.isEmpty && configuration.scanResponseWait > 0 {
+                        && mayAnswerScanRequests(info) && entry.scanResponseData.isEmpty
+                        && configuration.scanResponseWait > 0 {
                 devices.values[i].holdUntil = now &+ configuration.scanResponseWait
                 held.append(address)
                 return
@@ -246,6 +255,13 @@ public struct Scanner: Sendable {
         } else if changed || configuration.reportDuplicates {
             out.append(.updated(snapshot(address, entry)))
         }
+    }
+
+    /// Whether a scan response may follow this advertisement. Scannable PDUs, and also
+    /// undirected connectable ones: some controllers (Bumble's) report ADV_IND as a
+    /// connectable non-scannable extended PDU and still deliver a scan response.
+    private func mayAnswerScanRequests(_ info: AdvertisingEventInfo) -> Bool {
+        info.scannable || (info.connectable && !info.directed)
     }
 
     @inline(__always)
