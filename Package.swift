@@ -40,13 +40,19 @@ let package = Package(
             dependencies: ["BluetoothWire", "BluetoothTransport"],
             swiftSettings: optimize
         ),
+        // Text and JSON presentation shared by the CLI and the benchmarks.
+        .target(
+            name: "HCIGATTFormat",
+            dependencies: ["BluetoothWire", "BluetoothHost"],
+            swiftSettings: optimize
+        ),
         .executableTarget(
             name: "hcigatt",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "HCIGATTFormat"]
         ),
         .executableTarget(
             name: "hcigatt-bench",
-            dependencies: ["BluetoothWire", "CAllocCounter"],
+            dependencies: ["BluetoothWire", "BluetoothHost", "HCIGATTFormat", "CAllocCounter"],
             path: "Benchmarks/hcigatt-bench",
             swiftSettings: optimize
         ),

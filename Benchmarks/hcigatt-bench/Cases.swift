@@ -145,6 +145,22 @@ func allCases() -> [BenchmarkCase] {
                 do throws(WireError) { return try BluetoothUUID(wire: buf).high } catch { return 0 }
             }
         },
+        BenchmarkCase(name: "replay 10k reports, all new -> JSON", targetNanos: nil,
+                      itemsPerOp: ScanPipeline.reportCount, allowsAllocations: true) { [capture = ScanPipeline.capture(devices: 10_000)] n in
+            capture.withUnsafeBytes { buf in
+                var sum: UInt64 = 0
+                for _ in 0 ..< n { sum &+= ScanPipeline.replay(buf) }
+                return sum
+            }
+        },
+        BenchmarkCase(name: "replay 10k reports, 100 devices", targetNanos: nil,
+                      itemsPerOp: ScanPipeline.reportCount, allowsAllocations: true) { [capture = ScanPipeline.capture(devices: 100)] n in
+            capture.withUnsafeBytes { buf in
+                var sum: UInt64 = 0
+                for _ in 0 ..< n { sum &+= ScanPipeline.replay(buf) }
+                return sum
+            }
+        },
         BenchmarkCase(name: "sanity: 1 array alloc per op", targetNanos: nil) { n in
             var sum: UInt64 = 0
             for i in 0 ..< n {

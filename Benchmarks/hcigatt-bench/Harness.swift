@@ -9,6 +9,10 @@ struct BenchmarkCase {
     var name: String
     /// Target ns/op from the issue, for the report (nil = no target).
     var targetNanos: Double?
+    /// Items (e.g. advertising reports) one operation processes; figures are per item.
+    var itemsPerOp: Int = 1
+    /// Formatting output allocates by nature; such cases are reported, not failed by --check.
+    var allowsAllocations = false
     var run: (Int) -> UInt64
 }
 
@@ -20,6 +24,7 @@ struct Measurement {
     var allocationsPerOp: Double
     var targetNanos: Double?
     var iterations: Int
+    var allowsAllocations: Bool
 
     var meetsTarget: Bool {
         guard let t = targetNanos else { return true }
@@ -66,15 +71,17 @@ struct Harness {
             samples.append(Double(dt) / Double(n))
         }
         samples.sort()
-        let median = samples[samples.count / 2]
+        let items = Double(max(c.itemsPerOp, 1))
+        let median = samples[samples.count / 2] / items
         return Measurement(
             name: c.name,
             medianNanos: median,
-            minNanos: samples[0],
+            minNanos: samples[0] / items,
             opsPerSecond: 1e9 / median,
-            allocationsPerOp: Double(a1 &- a0) / Double(n),
+            allocationsPerOp: Double(a1 &- a0) / Double(n) / items,
             targetNanos: c.targetNanos,
-            iterations: n
+            iterations: n,
+            allowsAllocations: c.allowsAllocations
         )
     }
 }

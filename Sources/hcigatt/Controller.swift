@@ -1,6 +1,7 @@
 import BluetoothHost
 import BluetoothTransport
 import BluetoothWire
+import HCIGATTFormat
 
 /// `hcigatt info`, `hcigatt cmd` and `hcigatt list`.
 enum InfoCommand {

@@ -1,4 +1,5 @@
 import BluetoothWire
+import HCIGATTFormat
 
 /// `hcigatt decode KIND [HEX...]`: offline decoding of packets given as hex.
 enum DecodeCommand {

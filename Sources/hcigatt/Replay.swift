@@ -1,6 +1,7 @@
 import BluetoothHost
 import BluetoothTransport
 import BluetoothWire
+import HCIGATTFormat
 
 /// `hcigatt replay FILE`: decode a btsnoop capture offline.
 ///
@@ -43,7 +44,7 @@ enum ReplayCommand {
 
         var packets = 0, events = 0, reports = 0, malformed = 0
         var scanner: Scanner?
-        var printer: ScanPrinter?
+        var printer: ScanFormatter?
         var firstTimestamp: Int64?
         var failure: String?
 
@@ -75,25 +76,20 @@ enum ReplayCommand {
                 }
                 if scanner == nil {
                     scanner = Scanner(configuration: config, extended: false)
-                    printer = ScanPrinter(json: json, origin: 0)
+                    printer = ScanFormatter(json: json, origin: 0)
                 }
-                guard var s = scanner, var p = printer else { return }
-                scanner = nil  // keep the table uniquely referenced while it changes
-                if let d = s.nextDeadline, d <= now { for e in s.timerFired(now: now) { p.print(e) } }
-                let before = s.statistics.reports
-                for e in s.handle(meta, now: now) { p.print(e) }
-                reports += s.statistics.reports - before
-                scanner = s
-                printer = p
+                // Optional chaining mutates in place: no copy of the device table or the set.
+                if let d = scanner?.nextDeadline, d <= now {
+                    for e in scanner?.timerFired(now: now) ?? [] { emit(e, &printer) }
+                }
+                let before = scanner?.statistics.reports ?? 0
+                for e in scanner?.handle(meta, now: now) ?? [] { emit(e, &printer) }
+                reports += (scanner?.statistics.reports ?? 0) - before
             }
         } catch let e as TransportError {
             failure = e.message
         }
-        if var s = scanner, var p = printer {
-            for e in s.flush() { p.print(e) }
-            scanner = s
-            printer = p
-        }
+        for e in scanner?.flush() ?? [] { emit(e, &printer) }
         let elapsed = Double(monotonicNow() &- start) / 1e9
         if args.flag("stats") {
             Console.out(FieldRenderer.jsonObject([
@@ -101,7 +97,7 @@ enum ReplayCommand {
                 Field("events", .uint(UInt64(events))),
                 Field("advertising_reports", .uint(UInt64(reports))),
                 Field("devices", .uint(UInt64(printer?.devicesShown.count ?? 0))),
-                Field("lines", .uint(UInt64(printer?.linesPrinted ?? 0))),
+                Field("lines", .uint(UInt64(printer?.linesFormatted ?? 0))),
                 Field("malformed", .uint(UInt64(malformed))),
                 Field("seconds", .double(elapsed)),
                 Field("reports_per_second", .double(elapsed > 0 ? (Double(reports) / elapsed).rounded() : 0)),
@@ -111,6 +107,10 @@ enum ReplayCommand {
         if let failure { throw RuntimeError(failure) }
         if malformed > 0 { Console.err("hcigatt replay: \(malformed) malformed packet\(malformed == 1 ? "" : "s") skipped") }
         return 0
+    }
+
+    static func emit(_ event: ScanEvent, _ printer: inout ScanFormatter?) {
+        if let line = printer?.format(event) { Console.out(line) }
     }
 
     /// For LE Set (Extended) Scan Parameters: whether scanning is active.

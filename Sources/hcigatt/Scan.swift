@@ -1,6 +1,7 @@
 import BluetoothHost
 import BluetoothTransport
 import BluetoothWire
+import HCIGATTFormat
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -99,7 +100,7 @@ enum ScanCommand {
         let json = args.flag("json")
         let session = try await Session.open(args)
         let start = monotonicNow()
-        let state = Locked(ScanPrinter(json: json, origin: start))
+        let state = Locked(ScanFormatter(json: json, origin: start))
         let live = LiveCounter(enabled: isatty(2) != 0 && !json)
         var failure: (any Error)?
         do {
@@ -108,7 +109,7 @@ enum ScanCommand {
                     group.addTask {
                         for try await event in session.host.scan(config) {
                             let count = state.withLock { p in
-                                p.print(event)
+                                Console.out(p.format(event))
                                 return p.devicesShown.count
                             }
                             live.update(devices: count)

@@ -41,15 +41,17 @@ public enum Hex {
     static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
     public static func string(_ bytes: some Sequence<UInt8>, separator: String = "") -> String {
-        var s = ""
+        // Build UTF-8 bytes, then one String: appending scalars one by one is slow.
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * (2 + separator.utf8.count))
         var first = true
         for b in bytes {
-            if !first { s += separator }
+            if !first { out.append(contentsOf: separator.utf8) }
             first = false
-            s.unicodeScalars.append(Unicode.Scalar(digits[Int(b >> 4)]))
-            s.unicodeScalars.append(Unicode.Scalar(digits[Int(b & 0xF)]))
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0xF)])
         }
-        return s
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Fixed-width uppercase hex of an integer, e.g. `pad(0x2a, 4)` → "002A".

@@ -1,41 +1,37 @@
 import BluetoothHost
 import BluetoothWire
 
-/// Formats scan results as tidy text lines or JSON Lines. Shared by `scan` (live) and
-/// `replay` (from a btsnoop file), so both print the same thing for the same packets.
-struct ScanPrinter {
-    var json: Bool
-    /// Time origin (ns) for the `time` column: the scan start or the first packet.
-    var origin: UInt64
-    private(set) var devicesShown: Set<BluetoothAddress> = []
-    private(set) var linesPrinted = 0
+/// Formats scan results as tidy text lines or JSON Lines. Shared by `scan` (live),
+/// `replay` (from a btsnoop file) and the benchmarks, so all print the same thing for
+/// the same packets.
+public struct ScanFormatter: Sendable {
+    public var json: Bool
+    /// Time origin (ns) for the `time` field: the scan start or the first packet.
+    public var origin: UInt64
+    public private(set) var devicesShown: Set<BluetoothAddress> = []
+    public private(set) var linesFormatted = 0
 
-    init(json: Bool, origin: UInt64) {
+    public init(json: Bool, origin: UInt64) {
         self.json = json
         self.origin = origin
     }
 
-    mutating func print(_ event: ScanEvent) {
+    /// The line to print for `event`.
+    public mutating func format(_ event: ScanEvent) -> String {
         let (device, isNew) = switch event {
         case .discovered(let d): (d, true)
         case .updated(let d): (d, false)
         }
         devicesShown.insert(device.address.address)
-        linesPrinted += 1
-        Console.out(json ? jsonLine(device, isNew: isNew) : textLine(device, isNew: isNew))
+        linesFormatted += 1
+        return json ? jsonLine(device, isNew: isNew) : textLine(device, isNew: isNew)
     }
 
-    func seconds(_ t: UInt64) -> String {
-        let ms = (t &- origin) / 1_000_000
-        let frac = ms % 1000
-        return "\(ms / 1000)." + (frac < 10 ? "00" : frac < 100 ? "0" : "") + "\(frac)"
-    }
-
-    static func serviceName(_ u: BluetoothUUID) -> String {
+    public static func serviceName(_ u: BluetoothUUID) -> String {
         AssignedNumbers.serviceName(u) ?? AssignedNumbers.uuidName(u) ?? u.description
     }
 
-    func textLine(_ d: DiscoveredDevice, isNew: Bool) -> String {
+    public func textLine(_ d: DiscoveredDevice, isNew: Bool) -> String {
         var line = (isNew ? "NEW " : "UPD ")
         line += "\(d.address.address) " + d.address.kind.shortName.padding(7)
         line += (d.rssi.map { "\($0) dBm" } ?? "   ? dBm").leftPadded(8) + "  "
@@ -53,7 +49,7 @@ struct ScanPrinter {
         return line
     }
 
-    func jsonLine(_ d: DiscoveredDevice, isNew: Bool) -> String {
+    public func jsonLine(_ d: DiscoveredDevice, isNew: Bool) -> String {
         var f: [Field] = [
             Field("event", .text(isNew ? "new" : "update")),
             Field("time", .double(Double(d.lastSeen &- origin) / 1e9)),
@@ -124,5 +120,9 @@ extension LEAddress.Kind {
 extension String {
     func leftPadded(_ width: Int) -> String {
         count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+
+    func padding(_ width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
     }
 }

@@ -1,0 +1,68 @@
+import BluetoothHost
+import BluetoothWire
+import HCIGATTFormat
+
+/// The scan pipeline as the running process sees it: btsnoop records → H4 → HCI event →
+/// scanner (host duplicate filter, device table) → JSON lines.
+enum ScanPipeline {
+    static let reportCount = 10_000
+
+    /// A btsnoop capture of `reportCount` LE Advertising Report events (one report each)
+    /// from `devices` distinct advertisers; every advertiser's name carries its number,
+    /// so each distinct device yields one JSON line and repeats yield none.
+    static func capture(devices: Int) -> [UInt8] {
+        var file = [UInt8](repeating: 0, count: BTSnoop.fileHeaderLength + reportCount * 80)
+        let length = file.withUnsafeMutableBytes { buf -> Int in
+            var w = ByteWriter(buf)
+            do {
+                try BTSnoop.encodeFileHeader(into: &w)
+                for i in 0 ..< reportCount {
+                    let n = i % devices
+                    let name = Array("Sensor-\(n)".utf8)
+                    let data: [UInt8] = [0x02, 0x01, 0x06, UInt8(name.count + 1), 0x09] + name
+                        + [0x05, 0x03, 0x09, 0x18, 0x0F, 0x18, 0x07, 0xFF, 0x4C, 0x00, 0x01, 0x02, 0x03, 0x04]
+                    let address = LEAddress(BluetoothAddress(rawValue: 0xC0_0000_0000 | UInt64(n)), type: .random)
+                    let report = LEAdvertisingReportEvent.Owned.Report(eventType: .advNonconnInd, address: address,
+                                                                       data: data, rssi: -60 - Int8(n % 30))
+                    let event = try LEAdvertisingReportEvent.Owned([report]).encoded()
+                    let h4 = [H4PacketType.event.rawValue] + event
+                    // (Untyped closure: typed-throws closure thunks crash the 6.3 compiler.)
+                    try h4.withUnsafeBytes { p in
+                        try BTSnoop.encodeRecord(p, flags: BTSnoopRecordFlags(.event, received: true),
+                                                 timestamp: BTSnoop.timestamp(unixMicroseconds: 1_700_000_000_000_000 + Int64(i) * 100),
+                                                 into: &w)
+                    }
+                }
+            } catch {
+                fatalError("benchmark capture: \(error)")
+            }
+            return w.count
+        }
+        return Array(file[0 ..< length])
+    }
+
+    /// Replays the capture through a fresh scanner and formatter; returns a checksum of the
+    /// JSON output so none of it is optimized away.
+    static func replay(_ file: UnsafeRawBufferPointer) -> UInt64 {
+        var scanner = Scanner(configuration: ScanConfiguration(active: false), extended: false)
+        var formatter = ScanFormatter(json: true, origin: 0)
+        var sum: UInt64 = 0
+        do throws(WireError) {
+            var reader = try BTSnoopReader(file)
+            var first: Int64?
+            while let record = try reader.next() {
+                let t0 = first ?? record.timestamp
+                first = t0
+                let now = UInt64(record.timestamp &- t0) &* 1000
+                let frame = try H4Frame.parse(record.data)
+                guard frame.type == .event, case .leMeta(let meta) = try HCIEvent(parsing: frame.packet) else { continue }
+                for e in scanner.handle(meta, now: now) {
+                    sum &+= UInt64(formatter.format(e).utf8.count)
+                }
+            }
+        } catch {
+            return 0
+        }
+        return sum
+    }
+}

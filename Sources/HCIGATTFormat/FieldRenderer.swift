@@ -1,0 +1,161 @@
+import BluetoothWire
+
+/// Renders decoded fields as indented text or as one-line JSON.
+public enum FieldRenderer {
+    // MARK: text
+
+    public static func text(title: String, fields: [Field]) -> String {
+        var s = title
+        for f in fields { appendText(&s, f, indent: 1) }
+        return s
+    }
+
+    private static func appendText(_ s: inout String, _ f: Field, indent: Int) {
+        let pad = String(repeating: "  ", count: indent)
+        switch f.value {
+        case .object(let sub):
+            s += "\n\(pad)\(f.name):"
+            for g in sub { appendText(&s, g, indent: indent + 1) }
+        case .list(let items):
+            s += "\n\(pad)\(f.name): [\(items.count)]"
+            for (n, item) in items.enumerated() {
+                switch item {
+                case .object(let sub):
+                    s += "\n\(pad)  [\(n)]"
+                    for g in sub { appendText(&s, g, indent: indent + 2) }
+                default:
+                    s += "\n\(pad)  [\(n)] \(scalarText(item))"
+                }
+            }
+        default:
+            s += "\n\(pad)\(f.name): \(scalarText(f.value))"
+        }
+    }
+
+    public static func scalarText(_ v: FieldValue) -> String {
+        switch v {
+        case .uint(let u): return String(u)
+        case .int(let i): return String(i)
+        case .double(let d): return String(d)
+        case .bool(let b): return b ? "yes" : "no"
+        case .text(let t): return "\"\(t)\""
+        case .bytes(let b): return b.isEmpty ? "(empty)" : "\(Hex.string(b, separator: " ")) (\(b.count) bytes)"
+        case .named(let raw, let name): return "\(name) (0x\(Hex.pad(raw, raw > 0xFF ? 4 : 2)))"
+        case .object(let fields): return "{" + fields.map { "\($0.name): \(scalarText($0.value))" }.joined(separator: ", ") + "}"
+        case .list(let items): return "[" + items.map(scalarText).joined(separator: ", ") + "]"
+        }
+    }
+
+    // MARK: JSON
+    // Rendered into a byte buffer and turned into one String at the end: appending to a
+    // String piece by piece costs several times more (a scan line is ~1 KB of JSON).
+
+    public static func json(type: String, title: String, fields: [Field]) -> String {
+        var o = JSONBytes()
+        o.raw("{\"type\":")
+        o.string(type)
+        o.raw(",\"name\":")
+        o.string(title)
+        for f in fields {
+            o.raw(",")
+            o.string(f.name)
+            o.raw(":")
+            o.value(f.value)
+        }
+        o.raw("}")
+        return o.text
+    }
+
+    /// One JSON object from fields (no type/name keys).
+    public static func jsonObject(_ fields: [Field]) -> String {
+        var o = JSONBytes()
+        o.value(.object(fields))
+        return o.text
+    }
+
+    /// JSON for one value.
+    public static func json(_ v: FieldValue) -> String {
+        var o = JSONBytes()
+        o.value(v)
+        return o.text
+    }
+}
+
+/// A JSON writer over UTF-8 bytes.
+struct JSONBytes {
+    var bytes: [UInt8] = []
+
+    init() { bytes.reserveCapacity(1024) }
+
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    mutating func raw(_ s: StaticString) {
+        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func number(_ s: String) {
+        bytes.append(contentsOf: s.utf8)
+    }
+
+    mutating func value(_ v: FieldValue) {
+        switch v {
+        case .uint(let u): number(String(u))
+        case .int(let i): number(String(i))
+        case .double(let d): if d.isFinite { number(String(d)) } else { raw("null") }
+        case .bool(let b): if b { raw("true") } else { raw("false") }
+        case .text(let t): string(t)
+        case .bytes(let b):
+            bytes.append(UInt8(ascii: "\""))
+            for x in b {
+                bytes.append(Self.hexDigits[Int(x >> 4)])
+                bytes.append(Self.hexDigits[Int(x & 0xF)])
+            }
+            bytes.append(UInt8(ascii: "\""))
+        case .named(let raw, let name):
+            self.raw("{\"value\":")
+            number(String(raw))
+            self.raw(",\"name\":")
+            string(name)
+            self.raw("}")
+        case .object(let fields):
+            bytes.append(UInt8(ascii: "{"))
+            for (i, f) in fields.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                string(f.name)
+                bytes.append(UInt8(ascii: ":"))
+                value(f.value)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        case .list(let items):
+            bytes.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                value(item)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+    }
+
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped.
+    mutating func string(_ t: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for c in t.utf8 {
+            switch c {
+            case UInt8(ascii: "\""): raw("\\\"")
+            case UInt8(ascii: "\\"): raw("\\\\")
+            case UInt8(ascii: "\n"): raw("\\n")
+            case UInt8(ascii: "\r"): raw("\\r")
+            case UInt8(ascii: "\t"): raw("\\t")
+            case 0 ..< 0x20:
+                raw("\\u00")
+                bytes.append(Self.hexDigits[Int(c >> 4)])
+                bytes.append(Self.hexDigits[Int(c & 0xF)])
+            default:
+                bytes.append(c)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
