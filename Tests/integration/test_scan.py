@@ -1,12 +1,13 @@
 """hcigatt scan / info / command against Bumble virtual controllers and peripherals."""
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 import unittest
 
-from peer import Peer, hcigatt, json_lines
+from peer import HCIGATT, Peer, hcigatt, json_lines
 
 THERMO = 'Thermo-1,service=1809,service=180F,mfr=004c:01020304,txpower=4'
 HEART = 'Pulse-2,service=180D,address=C0:F1:F2:F3:F4:22,random'
@@ -45,6 +46,13 @@ class ScanTests(unittest.TestCase):
             self.assertIn('Thermo-1', devices)
             self.assert_thermo(devices['Thermo-1'])
             self.assertEqual(devices['Thermo-1']['report'], 'extended', 'Bumble supports extended scanning')
+
+    def test_forced_extended_scanning_commands(self):
+        with Peer('--peripheral', THERMO) as peer:
+            records, _ = self.scan(peer, '--extended', '--phy', '1m')
+            devices = devices_by_name(records)
+            self.assertIn('Thermo-1', devices)
+            self.assert_thermo(devices['Thermo-1'])
 
     def test_legacy_reports(self):
         with Peer('--legacy-reports', '--peripheral', THERMO) as peer:
@@ -162,6 +170,26 @@ class ControllerTests(unittest.TestCase):
             self.assertEqual(rc, 1)
             self.assertIn('closed', err)
             self.assertLess(time.monotonic() - start, 10)
+
+    def test_ctrl_c_stops_the_scan_cleanly(self):
+        with Peer('--peripheral', THERMO) as peer, tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'scan.btsnoop')
+            proc = subprocess.Popen([HCIGATT, 'scan', '--transport', peer.transport, '--snoop', path],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(2.5)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=10)
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertIn('Thermo-1', out)
+            self.assertIn('scan: 1 device', err)
+            # Scanning was disabled before the transport closed: the last command sent.
+            rc, packets, err2 = hcigatt('replay', path, '--packets', '--json')
+            self.assertEqual(rc, 0, err2)
+            sent = [p for p in json_lines(packets) if p['direction'] == 'sent']
+            # (Bumble's supported-commands bits omit the extended scan commands, so the
+            # host picks legacy scanning unless told --extended.)
+            self.assertIn(sent[-1]['name'], ('HCI_LE_Set_Scan_Enable', 'HCI_LE_Set_Extended_Scan_Enable'))
+            self.assertIs(sent[-1]['le_scan_enable' if 'le_scan_enable' in sent[-1] else 'enable'], False)
 
     def test_nothing_listening(self):
         rc, out, err = hcigatt('scan', '--transport', 'tcp:127.0.0.1:1', '--duration', '1')
