@@ -131,13 +131,13 @@ func allCases() -> [BenchmarkCase] {
         BenchmarkCase(name: "SFLOAT 6C F1 -> 36.4", targetNanos: 5) { [input = RotatingInput(Inputs.sfloat)] n in
             input.run(n) { buf in
                 var r = ByteReader(buf)
-                do throws(WireError) { return UInt64(bitPattern: Int64(try SFloat.read(&r).doubleValue * 10)) } catch { return 0 }
+                do throws(WireError) { return try SFloat.read(&r).doubleValue.bitPattern } catch { return 0 }
             }
         },
         BenchmarkCase(name: "FLOAT 72 01 00 FF -> 37.0", targetNanos: 5) { [input = RotatingInput(Inputs.float32)] n in
             input.run(n) { buf in
                 var r = ByteReader(buf)
-                do throws(WireError) { return UInt64(bitPattern: Int64(try MedFloat32.read(&r).doubleValue * 10)) } catch { return 0 }
+                do throws(WireError) { return try MedFloat32.read(&r).doubleValue.bitPattern } catch { return 0 }
             }
         },
         BenchmarkCase(name: "uuid128 parse", targetNanos: nil) { [input = RotatingInput(Inputs.uuid128)] n in
