@@ -40,6 +40,13 @@ let package = Package(
             dependencies: ["BluetoothWire", "BluetoothTransport"],
             swiftSettings: optimize
         ),
+        // ATT client and GATT procedures over any ATT bearer: an LE link of our own host
+        // (HCI) or the kernel's L2CAP ATT socket.
+        .target(
+            name: "BluetoothGATT",
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "CBluetooth"],
+            swiftSettings: optimize
+        ),
         // Text and JSON presentation shared by the CLI and the benchmarks.
         .target(
             name: "HCIGATTFormat",
@@ -48,7 +55,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "hcigatt",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "HCIGATTFormat"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "HCIGATTFormat"]
         ),
         .executableTarget(
             name: "hcigatt-bench",
@@ -59,5 +66,6 @@ let package = Package(
         .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
         .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport"]),
+        .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport"]),
     ]
 )

@@ -1,0 +1,41 @@
+import BluetoothWire
+
+/// A channel that carries ATT PDUs to one peer: the fixed ATT channel (CID 4) of an LE
+/// link run by our own host over HCI, or the kernel's L2CAP ATT socket.
+///
+/// The GATT client owns the protocol (one outstanding request, timeouts, MTU); a bearer
+/// only moves PDUs. Received PDUs are delivered in order on the bearer's own thread.
+public protocol ATTBearer: AnyObject, Sendable {
+    /// The largest ATT_MTU this side can take (517 for our host; the L2CAP socket's imtu
+    /// for the kernel bearer). The client offers it in Exchange MTU.
+    var maximumMTU: UInt16 { get }
+
+    /// Starts delivery: `received` gets every ATT PDU from the peer (opcode first), in
+    /// order; `closed` is called once when the bearer goes away (link lost, peer
+    /// disconnected, socket error), with the reason. Call once.
+    func start(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void)
+
+    /// Queues one ATT PDU for the peer. Fails when the bearer is closed.
+    func send(_ pdu: [UInt8]) throws(ATTBearerClosed)
+
+    /// Closes the bearer (disconnects the link for our host; closes the socket).
+    func close()
+
+    /// For messages, e.g. "F0:F1:F2:F3:F4:01 (public) via tcp:127.0.0.1:9001".
+    var description: String { get }
+}
+
+/// Why a bearer closed, said for the user (e.g. "disconnected by the peer: Remote User
+/// Terminated Connection (0x13)").
+public struct ATTBearerClosed: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The HCI disconnect reason when the link went down.
+    public var reason: HCIErrorCode?
+    public var message: String
+
+    public init(reason: HCIErrorCode? = nil, message: String) {
+        self.reason = reason
+        self.message = message
+    }
+
+    public var description: String { message }
+}
