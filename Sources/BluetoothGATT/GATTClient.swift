@@ -933,17 +933,23 @@ public final class GATTClient: Sendable {
 
         // Descriptors: Find Information over the gaps after each value, neighbouring gaps
         // merged while one response could cover them; declarations and values found in
-        // between are known and skipped.
+        // between are known and skipped. A gap holding a value with a 128-bit type is not
+        // merged over: the response format would change there and cost a request anyway.
         let capacity = max(1, (currentMTU() - 2) / 4)
         var spans: [ClosedRange<UInt16>] = []
+        var wideSinceLastSpan = false
         for s in services {
-            for c in s.characteristics where c.valueHandle < c.endHandle {
+            for c in s.characteristics {
+                if c.uuid.uuid16 == nil { wideSinceLastSpan = true }
+                guard c.valueHandle < c.endHandle else { continue }
                 let r = c.valueHandle + 1 ... c.endHandle
-                if let lastSpan = spans.last, Int(r.upperBound) - Int(lastSpan.lowerBound) + 1 <= capacity {
+                if let lastSpan = spans.last, !wideSinceLastSpan,
+                   Int(r.upperBound) - Int(lastSpan.lowerBound) + 1 <= capacity {
                     spans[spans.count - 1] = lastSpan.lowerBound ... r.upperBound
                 } else {
                     spans.append(r)
                 }
+                wideSinceLastSpan = false
             }
         }
         for span in spans {
