@@ -180,6 +180,25 @@ import Testing
         #expect(client.unhandledNotifications == 1)
     }
 
+    @Test func cancellingTheConsumingTaskUnsubscribes() async throws {
+        let (server, client, db) = makeClient()
+        let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
+        let cccd = try #require(battery.cccdHandle)
+        let stream = try await client.subscribe(characteristic: battery)
+        let consumer = Task {
+            var n = 0
+            for try await _ in stream { n += 1 }
+            return n
+        }
+        server.notify(battery.valueHandle, [1])
+        _ = try await client.read(handle: battery.valueHandle)
+        consumer.cancel()
+        let taken = try await consumer.value
+        #expect(taken <= 1)
+        _ = try await client.read(handle: battery.valueHandle)
+        #expect(server.writes(to: cccd) == [[0x01, 0x00], [0x00, 0x00]])
+    }
+
     @Test func indicationConfirmedOnlyAfterTheConsumerTakesIt() async throws {
         let (server, client, db) = makeClient()
         _ = try await client.discoverAll()
