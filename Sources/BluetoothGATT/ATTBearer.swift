@@ -16,6 +16,9 @@ public protocol ATTBearer: AnyObject, Sendable {
     func start(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void)
 
     /// Queues one ATT PDU for the peer. Fails when the bearer is closed.
+    ///
+    /// Must not block and must not call `received` or `closed` from inside the call: the
+    /// GATT client sends while holding its lock so that PDUs leave in order.
     func send(_ pdu: [UInt8]) throws(ATTBearerClosed)
 
     /// Closes the bearer (disconnects the link for our host; closes the socket).

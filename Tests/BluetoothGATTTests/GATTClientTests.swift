@@ -1,0 +1,347 @@
+import BluetoothWire
+import Testing
+@testable import BluetoothGATT
+
+/// The GATT client against an in-memory server (FakeATTServer).
+@Suite struct GATTClientTests {
+    @Test func fullDiscoveryMatchesTheServerHandleByHandle() async throws {
+        let (server, client, db) = makeClient(mtu: 517)
+        let found = try await client.discoverAll()
+        #expect(found.services.count == db.expected.services.count)
+        for (a, b) in zip(found.services, db.expected.services) {
+            #expect(a == b, "service \(b.uuid) at 0x\(hex(b.startHandle, 4))")
+        }
+        #expect(found == db.expected)
+        #expect(client.mtu == 517)
+        #expect(server.mtu == 517)
+        #expect(client.database == found)
+        // Names for the CLI.
+        #expect(found.service(uuid: BluetoothUUID(0x1809))?.name == "Health Thermometer")
+        let ht = try #require(found.characteristic(uuid: BluetoothUUID(0x2A21)))
+        #expect(ht.properties.names == ["read", "write", "indicate"])
+        #expect(ht.descriptors.map(\.uuid) == [BluetoothUUID(0x2902), BluetoothUUID(0x2906)])
+        // Included services: Battery (16-bit) and the secondary 128-bit service (read back).
+        #expect(found.service(uuid: BluetoothUUID(0x1809))?.includedServices.map(\.uuid) == [BluetoothUUID(0x180F)])
+        let secondary = try #require(found.service(uuid: TestDatabase.secondaryService))
+        #expect(!secondary.isPrimary)
+        #expect(secondary.characteristics.map(\.uuid) == [BluetoothUUID(0xFFE1)])
+        // Service Changed indications were enabled.
+        let sc = try #require(found.characteristic(uuid: GATTAttributeType.serviceChanged))
+        #expect(server.writes(to: try #require(sc.cccdHandle)) == [[0x02, 0x00]])
+    }
+
+    @Test func discoveryRoundTripsAtMTU23And517() async throws {
+        let (_, small, db) = makeClient(mtu: 23)
+        let a = try await small.discoverAll()
+        let (_, large, _) = makeClient(mtu: 517)
+        let b = try await large.discoverAll()
+        #expect(a == db.expected)
+        #expect(b == db.expected)
+        #expect(small.mtu == 23)
+        // MTU 23 (no exchange): services 4, includes 4, characteristics 8, descriptors 6,
+        // Service Changed CCCD 1.
+        #expect(small.roundTrips == 23)
+        // MTU 517: Exchange MTU 1; services 3 (16-bit, 128-bit, end); includes 4 (two entry
+        // sizes, a Read for the 128-bit UUID, end); characteristics 4 (16-bit, 128-bit,
+        // 16-bit, end); descriptors 2 (merged spans); Service Changed CCCD 1.
+        #expect(large.roundTrips == 15)
+    }
+
+    @Test func individualDiscoveryProcedures() async throws {
+        let (server, client, db) = makeClient(mtu: 23)
+        let services = try await client.discoverPrimaryServices()
+        #expect(services.map(\.uuid) == db.expected.services.filter(\.isPrimary).map(\.uuid))
+        let byUUID = try await client.discoverPrimaryServices(uuid: BluetoothUUID(0x180F))
+        #expect(byUUID.map(\.startHandle) == [0x0040])
+        let vendor = try await client.discoverPrimaryServices(uuid: TestDatabase.vendorService)
+        #expect(vendor.count == 1)
+        let expectedHT = try #require(db.expected.service(uuid: BluetoothUUID(0x1809)))
+        let ht = try #require(services.first { $0.uuid == BluetoothUUID(0x1809) })
+        #expect(try await client.discoverIncludedServices(of: ht) == expectedHT.includedServices)
+        let chars = try await client.discoverCharacteristics(of: ht)
+        #expect(chars.map { GATTCharacteristic(declarationHandle: $0.declarationHandle, valueHandle: $0.valueHandle, endHandle: $0.endHandle, uuid: $0.uuid, properties: $0.properties) }
+            == expectedHT.characteristics.map { GATTCharacteristic(declarationHandle: $0.declarationHandle, valueHandle: $0.valueHandle, endHandle: $0.endHandle, uuid: $0.uuid, properties: $0.properties) })
+        for (c, e) in zip(chars, expectedHT.characteristics) {
+            #expect(try await client.discoverDescriptors(of: c) == e.descriptors)
+        }
+        #expect(server.requests(.exchangeMTURequest) == 0)
+    }
+
+    @Test(arguments: [UInt16(23), 517])
+    func longReadAndLongWrite(mtu: UInt16) async throws {
+        let (server, client, db) = makeClient(mtu: mtu)
+        let long = try #require(db.expected.characteristic(uuid: TestDatabase.longValueUUID))
+        #expect(try await client.read(handle: long.valueHandle) == TestDatabase.longValue)
+        let blobs = server.requests(.readBlobRequest)
+        #expect(blobs == (600 + Int(mtu) - 2) / (Int(mtu) - 1) - 1 + (600 % (Int(mtu) - 1) == 0 ? 1 : 0))
+
+        let writable = try #require(db.expected.characteristic(uuid: TestDatabase.writableUUID))
+        let value = (0 ..< 700).map { UInt8(truncatingIfNeeded: $0 * 13) }
+        try await client.write(handle: writable.valueHandle, value: value)
+        #expect(server.value(writable.valueHandle) == value)
+        let parts = (700 + Int(mtu) - 6) / (Int(mtu) - 5)
+        #expect(server.requests(.prepareWriteRequest) == parts)
+        #expect(server.requests(.executeWriteRequest) == 1)
+        #expect(try await client.read(handle: writable.valueHandle) == value)
+
+        // A short write is a plain Write Request.
+        try await client.write(handle: writable.valueHandle, value: [1, 2, 3])
+        #expect(server.value(writable.valueHandle) == [1, 2, 3])
+        #expect(server.requests(.prepareWriteRequest) == parts)
+    }
+
+    @Test func longWritesDoNotInterleave() async throws {
+        let (server, client, db) = makeClient(mtu: 23)
+        let w = try #require(db.expected.characteristic(uuid: TestDatabase.writableUUID)).valueHandle
+        let interval = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A21))).valueHandle
+        let a = [UInt8](repeating: 0xAA, count: 100)
+        let b = [UInt8](repeating: 0xBB, count: 100)
+        async let one: Void = client.write(handle: w, value: a)
+        async let two: Void = client.reliableWrite([ATTHandleValue(handle: w, value: b), ATTHandleValue(handle: interval, value: le(90))])
+        _ = try await (one, two)
+        // Between the first Prepare Write and its Execute Write, no other Prepare Write
+        // sequence started: prepares of one value are contiguous, each followed by an execute.
+        let pdus = server.receivedPDUs.filter { $0[0] == 0x16 || $0[0] == 0x18 }
+        var sequences: [[UInt8]] = []
+        var current: [UInt8] = []
+        for p in pdus {
+            if p[0] == 0x18 {
+                sequences.append(current)
+                current = []
+            } else {
+                current.append(p[5])
+            }
+        }
+        #expect(sequences.count == 2)
+        for s in sequences {
+            // Each sequence is all-AA or all-BB (plus the 2-byte interval write).
+            #expect(Set(s.filter { $0 == 0xAA || $0 == 0xBB }).count == 1)
+        }
+        #expect(server.value(interval) == le(90))
+    }
+
+    @Test func writeWithoutResponseAndReadsByUUID() async throws {
+        let (server, client, db) = makeClient(mtu: 23)
+        let w = try #require(db.expected.characteristic(uuid: TestDatabase.writableUUID)).valueHandle
+        try await client.writeWithoutResponse(handle: w, value: [9, 8, 7])
+        // No response: a round trip afterwards proves the server has it.
+        let values = try await client.read(uuid: BluetoothUUID(0x2A29))
+        #expect(values.map(\.value) == [Array("Bumble".utf8)])
+        #expect(server.value(w) == [9, 8, 7])
+        #expect(server.requests(.writeCommand) == 1)
+        await #expect(throws: GATTError.self) {
+            try await client.writeWithoutResponse(handle: w, value: [UInt8](repeating: 0, count: 21))
+        }
+        let multi = try await client.readMultiple(handles: [
+            try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1D))).valueHandle,
+            try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19))).valueHandle,
+        ])
+        #expect(multi == [0x02, 87])
+        let unreadable = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C))).valueHandle
+        do {
+            _ = try await client.read(handle: unreadable)
+            Issue.record("read of a non-readable value succeeded")
+        } catch {
+            #expect(error.attErrorCode == .readNotPermitted)
+            #expect(error.description.contains("Read Not Permitted"))
+        }
+    }
+
+    @Test func notificationsInOrderAndTwoSubscribersShareOneCCCDWrite() async throws {
+        let (server, client, db) = makeClient()
+        _ = try await client.discoverAll()
+        let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
+        let cccd = try #require(battery.cccdHandle)
+        do {
+            let s1 = try await client.subscribe(characteristic: battery)
+            let s2 = try await client.subscribe(characteristic: battery)
+            #expect(server.writes(to: cccd) == [[0x01, 0x00]])
+            for v in UInt8(1) ... 5 { server.notify(battery.valueHandle, [v]) }
+            var i1 = s1.makeAsyncIterator()
+            var i2 = s2.makeAsyncIterator()
+            for v in UInt8(1) ... 5 {
+                #expect(try await i1.next()?.value == [v])
+                #expect(try await i2.next()?.value == [v])
+            }
+            do {
+                // A third subscriber that ends early: no CCCD write either way.
+                let s3 = try await client.subscribe(characteristic: battery)
+                _ = s3
+            }
+            _ = try await client.read(handle: battery.valueHandle)
+            #expect(server.writes(to: cccd) == [[0x01, 0x00]])
+        }
+        // Both streams are gone: one write of 0.
+        _ = try await client.read(handle: battery.valueHandle)
+        #expect(server.writes(to: cccd) == [[0x01, 0x00], [0x00, 0x00]])
+        // A notification nobody wants is counted, not kept.
+        server.notify(battery.valueHandle, [1])
+        _ = try await client.read(handle: battery.valueHandle)
+        #expect(client.unhandledNotifications == 1)
+    }
+
+    @Test func cancellingTheConsumingTaskUnsubscribes() async throws {
+        let (server, client, db) = makeClient()
+        let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
+        let cccd = try #require(battery.cccdHandle)
+        let stream = try await client.subscribe(characteristic: battery)
+        let consumer = Task {
+            var n = 0
+            for try await _ in stream { n += 1 }
+            return n
+        }
+        server.notify(battery.valueHandle, [1])
+        _ = try await client.read(handle: battery.valueHandle)
+        consumer.cancel()
+        let taken = try await consumer.value
+        #expect(taken <= 1)
+        _ = try await client.read(handle: battery.valueHandle)
+        #expect(server.writes(to: cccd) == [[0x01, 0x00], [0x00, 0x00]])
+    }
+
+    @Test func indicationConfirmedOnlyAfterTheConsumerTakesIt() async throws {
+        let (server, client, db) = makeClient()
+        _ = try await client.discoverAll()
+        let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
+        let stream = try await client.subscribe(characteristic: tm, indicate: true)
+        #expect(server.writes(to: try #require(tm.cccdHandle)) == [[0x02, 0x00]])
+        server.indicate(tm.valueHandle, [0x00, 0x6E, 0x01, 0x00, 0xFF])
+        let name = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A00))).valueHandle
+        _ = try await client.read(handle: name) // the indication arrived before this response
+        #expect(server.confirmations == 0)
+        var it = stream.makeAsyncIterator()
+        let v = try #require(try await it.next())
+        #expect(v.isIndication)
+        #expect(v.value == [0x00, 0x6E, 0x01, 0x00, 0xFF])
+        #expect(server.confirmations == 1)
+        // Notify to an indicate-only subscription is refused up front.
+        await #expect(throws: GATTError.self) { _ = try await client.subscribe(characteristic: tm, indicate: false) }
+    }
+
+    @Test func slowConsumerDropsOldestNotificationsCountedButNeverIndications() async throws {
+        let (server, client, db) = makeClient(buffer: 4)
+        _ = try await client.discoverAll()
+        let interval = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A21)))
+        let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
+        let notes = try await client.subscribe(characteristic: battery)
+        let inds = try await client.subscribe(characteristic: interval, indicate: true)
+        server.indicate(interval.valueHandle, [1])
+        for v in UInt8(1) ... 10 { server.notify(battery.valueHandle, [v]) }
+        _ = try await client.read(handle: battery.valueHandle)
+        #expect(client.droppedNotifications == 6)
+        var it = notes.makeAsyncIterator()
+        let first = try #require(try await it.next())
+        #expect(first.value == [7])
+        #expect(first.droppedBefore == 6)
+        #expect(try await it.next()?.droppedBefore == 0)
+        #expect(server.confirmations == 0)
+        var ii = inds.makeAsyncIterator()
+        #expect(try await ii.next()?.value == [1])
+        #expect(server.confirmations == 1)
+    }
+
+    @Test func timeoutKillsTheBearerAndLaterCallsFail() async throws {
+        let (server, client, db) = makeClient(timeout: .milliseconds(100))
+        _ = try await client.exchangeMTU()
+        server.setFault(.neverAnswer)
+        let h = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A00))).valueHandle
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            _ = try await client.read(handle: h)
+            Issue.record("read succeeded")
+        } catch {
+            guard case .transactionTimeout(let op, let ns) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(op == .readRequest)
+            #expect(ns == 100_000_000)
+            #expect(error.description.contains("timeout"))
+        }
+        #expect(clock.now - start >= .milliseconds(100))
+        #expect(clock.now - start < .seconds(5))
+        server.setFault(.none)
+        let sentBefore = server.receivedPDUs.count
+        do {
+            _ = try await client.read(handle: h)
+            Issue.record("later read succeeded")
+        } catch {
+            guard case .transactionTimeout = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+        }
+        #expect(server.receivedPDUs.count == sentBefore) // dead: nothing more is sent
+        #expect(client.failure != nil)
+    }
+
+    @Test func malformedResponseFailsTheRequestAndTheNextWorks() async throws {
+        let (server, client, db) = makeClient()
+        _ = try await client.exchangeMTU()
+        server.setFault(.malformNext)
+        do {
+            _ = try await client.discoverPrimaryServices()
+            Issue.record("malformed response accepted")
+        } catch {
+            guard case .malformedResponse(let op, _) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(op == .readByGroupTypeRequest)
+        }
+        let services = try await client.discoverPrimaryServices()
+        #expect(services.count == db.expected.services.filter(\.isPrimary).count)
+        #expect(client.failure == nil)
+    }
+
+    @Test func closeMidDiscoveryFailsPendingCallsWithTheReason() async throws {
+        let (server, client, db) = makeClient()
+        _ = try await client.exchangeMTU()
+        let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
+        let stream = try await client.subscribe(characteristic: battery)
+        server.setFault(.closeAfter(2))
+        do {
+            _ = try await client.discoverAll()
+            Issue.record("discovery succeeded")
+        } catch {
+            #expect(error == .bearerClosed(FakeATTServer.peerTerminated))
+            #expect(error.description.contains("Remote User Terminated Connection"))
+        }
+        var it = stream.makeAsyncIterator()
+        do {
+            _ = try await it.next()
+            Issue.record("stream went on")
+        } catch {
+            #expect(error as? GATTError == .bearerClosed(FakeATTServer.peerTerminated))
+        }
+        await #expect(throws: GATTError.bearerClosed(FakeATTServer.peerTerminated)) {
+            _ = try await client.read(handle: battery.valueHandle)
+        }
+    }
+
+    @Test func serviceChangedTriggersRediscovery() async throws {
+        var db = TestDatabase.make()
+        let (server, client, _) = makeClient(db: db)
+        let before = try await client.discoverAll()
+        let sc = try #require(before.characteristic(uuid: GATTAttributeType.serviceChanged))
+        // The server adds Heart Rate at 0x0080.
+        var b = FakeDatabaseBuilder(startHandle: 0x0080)
+        b.service(BluetoothUUID(0x180D))
+        b.characteristic(BluetoothUUID(0x2A37), .notify, readable: false)
+        b.cccd()
+        let (added, addedDB) = b.build()
+        db.attributes += added
+        server.replaceAttributes(db.attributes)
+        server.indicate(sc.valueHandle, le(0x0080) + le(0xFFFF))
+        var changes = client.databaseChanged.makeAsyncIterator()
+        let change = try #require(await changes.next())
+        #expect(change.range == 0x0080 ... 0xFFFF)
+        #expect(change.error == nil)
+        let after = try #require(change.database)
+        #expect(after.services.count == before.services.count + 1)
+        #expect(after.service(uuid: BluetoothUUID(0x180D)) == addedDB.services.first)
+        #expect(client.database == after)
+        #expect(server.confirmations == 1)
+    }
+}
