@@ -9,6 +9,18 @@ Creates Bumble controllers on one simulated LocalLink:
 When everything is up, prints one JSON line to stdout: {"ready": true, "port": N, ...}.
 Runs until killed. One hcigatt client per run: Bumble keeps controller state across
 client reconnects, so tests start a fresh peer per case.
+
+GATT peripherals (NAME,...,gatt=health) serve the database in gatt_db.py, send values to
+subscribers every --notify-interval seconds, and report what happens as JSON event lines
+on stdout after the ready line (see peer_events.py for the vocabulary). Fault injection:
+--disconnect-after-connect S, --request-conn-params [MIN,MAX,LATENCY,TIMEOUT],
+--ignore-att-after N (also per peripheral: disconnect_after=S, conn_params[=...],
+ignore_att_after=N). --dump-own-db FILE writes every peripheral's attribute table.
+
+Bumble's LocalLink sends LE ACL data "from" the sender controller's random address,
+which is 00:00:00:00:00:00 for a controller that connected or advertised with its
+public address, so the receiver finds no connection and drops the data. PeerLink below
+sends it from the address the sender's connection uses instead.
 """
 import argparse
 import asyncio
@@ -21,7 +33,7 @@ import sys
 
 from bumble import hci
 from bumble.controller import Controller
-from bumble.core import AdvertisingData, UUID
+from bumble.core import AdvertisingData, PhysicalTransport, UUID
 from bumble.device import Device
 from bumble.host import Host
 from bumble.link import LocalLink
@@ -29,12 +41,46 @@ from bumble.transport import open_transport
 from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
+from gatt_server import GattBehaviour, dump_database
+from peer_events import EventWriter
+
 # LE Supported Features bit 12: LE Extended Advertising (Core Vol 6 Part B §4.6).
 LE_EXTENDED_ADVERTISING_BIT = 12
 
 
+class PeerLink(LocalLink):
+    """LocalLink with LE ACL data sent from the address of the sender's connection."""
+
+    def send_acl_data(self, sender_controller, destination_address, transport, data):
+        if transport == PhysicalTransport.LE:
+            connection = sender_controller.le_connections.get(destination_address)
+            destination = self.find_le_controller(destination_address)
+            if connection is not None and destination is not None:
+                source = connection.self_address
+                asyncio.get_running_loop().call_soon(
+                    lambda: destination.on_link_acl_data(source, transport, data))
+                return
+        super().send_acl_data(sender_controller, destination_address, transport, data)
+
+
+def parse_conn_params(value: str) -> tuple:
+    """MIN,MAX,LATENCY,TIMEOUT in Core units (1.25 ms, 1.25 ms, events, 10 ms)."""
+    try:
+        numbers = tuple(int(v, 0) for v in value.split(','))
+    except ValueError:
+        numbers = ()
+    if len(numbers) != 4:
+        raise SystemExit(f'bumble_peer: connection parameters are MIN,MAX,LATENCY,TIMEOUT, not {value!r}')
+    return numbers
+
+
+DEFAULT_CONN_PARAMS = '24,40,0,200'
+
+
 def parse_peripheral(spec: str, index: int) -> dict:
-    """NAME[,service=UUID]...[,address=AA:..][,mfr=CCCC:HEX][,txpower=N][,random]"""
+    """NAME[,service=UUID]...[,address=AA:..][,mfr=CCCC:HEX][,txpower=N][,random]
+    [,gatt=health][,disconnect_after=S][,conn_params[=MIN:MAX:LATENCY:TIMEOUT]]
+    [,ignore_att_after=N]"""
     parts = spec.split(',')
     p = {
         'name': parts[0],
@@ -43,6 +89,10 @@ def parse_peripheral(spec: str, index: int) -> dict:
         'mfr': None,
         'tx_power': None,
         'random': False,
+        'gatt': None,
+        'disconnect_after': None,
+        'conn_params': None,
+        'ignore_att_after': None,
     }
     for part in parts[1:]:
         key, _, value = part.partition('=')
@@ -57,6 +107,14 @@ def parse_peripheral(spec: str, index: int) -> dict:
             p['tx_power'] = int(value)
         elif key == 'random':
             p['random'] = True
+        elif key == 'gatt':
+            p['gatt'] = value
+        elif key == 'disconnect_after':
+            p['disconnect_after'] = float(value)
+        elif key == 'conn_params':
+            p['conn_params'] = parse_conn_params(value.replace(':', ',') or DEFAULT_CONN_PARAMS)
+        elif key == 'ignore_att_after':
+            p['ignore_att_after'] = int(value)
         else:
             raise SystemExit(f'bumble_peer: unknown peripheral option {key!r} in {spec!r}')
     return p
@@ -88,17 +146,39 @@ async def main() -> None:
     parser.add_argument('--host-address', default='C0:FF:EE:00:00:01',
                         help='public address of the controller hcigatt drives')
     parser.add_argument('--peripheral', action='append', default=[],
-                        help='NAME[,service=UUID]...[,address=ADDR][,mfr=CCCC:HEX][,txpower=N]')
+                        help='NAME[,service=UUID]...[,address=ADDR][,mfr=CCCC:HEX][,txpower=N][,random]'
+                             '[,gatt=health][,disconnect_after=S][,conn_params[=MIN:MAX:LAT:TO]]'
+                             '[,ignore_att_after=N]')
     parser.add_argument('--legacy-reports', action='store_true',
                         help='clear the LE Extended Advertising feature bit so the controller '
                              'sends legacy LE Advertising Reports')
     parser.add_argument('--close-after', type=float, default=None,
                         help='close the TCP connection to hcigatt this many seconds after it connects')
+    parser.add_argument('--gatt', default=None, metavar='DB',
+                        help='serve this GATT database (health) on every peripheral without gatt=')
+    parser.add_argument('--notify-interval', type=float, default=0.2,
+                        help='seconds between values sent to each subscribed characteristic')
+    parser.add_argument('--disconnect-after-connect', type=float, default=None, metavar='S',
+                        help='GATT peripherals drop each link S seconds after it connects')
+    parser.add_argument('--request-conn-params', nargs='?', const=DEFAULT_CONN_PARAMS, default=None,
+                        metavar='MIN,MAX,LATENCY,TIMEOUT',
+                        help='GATT peripherals send an L2CAP Connection Parameter Update Request '
+                             f'after connecting (Core units; default {DEFAULT_CONN_PARAMS})')
+    parser.add_argument('--conn-params-delay', type=float, default=0.1,
+                        help='seconds after connecting before that request')
+    parser.add_argument('--ignore-att-after', type=int, default=None, metavar='N',
+                        help='GATT peripherals answer the first N ATT requests, then none')
+    parser.add_argument('--log-att', action='store_true',
+                        help='an "att" event for every ATT PDU a peripheral receives')
+    parser.add_argument('--dump-own-db', default=None, metavar='FILE',
+                        help="write each peripheral's attribute table as JSON before the ready line")
     parser.add_argument('--verbose', action='store_true')
     args = parser.parse_args()
+    conn_params = parse_conn_params(args.request_conn_params) if args.request_conn_params else None
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
 
-    link = LocalLink()
+    link = PeerLink()
+    events = EventWriter(sys.stdout)
 
     # The controller hcigatt drives, on a TCP server socket we bind first so the port is known.
     server_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -114,20 +194,42 @@ async def main() -> None:
             host_controller.le_features.value & ~(1 << LE_EXTENDED_ADVERTISING_BIT))
 
     devices = []
+    dumps = []
+    behaviours = []
     for index, spec in enumerate(args.peripheral):
         p = parse_peripheral(spec, index)
         controller = Controller(f'peripheral{index}', link=link, public_address=p['address'])
         device = Device(name=p['name'], address=hci.Address(p['address']),
                         host=Host(controller, AsyncPipeSink(controller)))
         device.advertising_data = advertising_data(p)
+        database = p['gatt'] or args.gatt
+        behaviour = GattBehaviour(
+            device, p['name'], events,
+            database=database,
+            notify_interval=args.notify_interval,
+            disconnect_after=p['disconnect_after'] if p['disconnect_after'] is not None
+            else args.disconnect_after_connect,
+            conn_params=p['conn_params'] or conn_params,
+            conn_params_delay=args.conn_params_delay,
+            ignore_att_after=p['ignore_att_after'] if p['ignore_att_after'] is not None
+            else args.ignore_att_after,
+            log_att=args.log_att)
+        behaviours.append(behaviour)
         await device.power_on()
         # Public addresses unless asked otherwise: the address given is then what scanners see.
         own = hci.OwnAddressType.RANDOM if p['random'] else hci.OwnAddressType.PUBLIC
         await device.start_advertising(auto_restart=True, own_address_type=own)
         devices.append({'name': p['name'], 'address': p['address'],
-                        'address_type': 'random' if p['random'] else 'public'})
+                        'address_type': 'random' if p['random'] else 'public',
+                        'gatt': database})
+        dumps.append(dump_database(device, p['name'], p['address']))
+
+    if args.dump_own_db is not None:
+        with open(args.dump_own_db, 'w') as f:
+            json.dump({'peripherals': dumps}, f, indent=1)
 
     print(json.dumps({'ready': True, 'port': port, 'peripherals': devices}), flush=True)
+    events.start(asyncio.get_running_loop())
 
     if args.close_after is not None:
         async def closer():

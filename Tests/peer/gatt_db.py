@@ -1,0 +1,198 @@
+"""The GATT database the test peripherals serve (bumble_peer.py ...,gatt=health).
+
+Everything is deterministic so tests can assert exact bytes:
+
+  Health Thermometer 0x1809
+    2A1C Temperature Measurement   indicate   FLOAT 36.4 °C + time stamp + type (body)
+    2A1E Intermediate Temperature  notify     FLOAT 36.2 °C
+    2A1D Temperature Type          read       0x02 (body)
+    2A21 Measurement Interval      read/write/indicate, uint16 seconds, initially 1;
+         Valid Range descriptor 0x2906 = 1..60; a write outside it fails with ATT
+         error 0xFF (Out of Range); an accepted write is indicated to subscribers.
+  Device Information 0x180A
+    2A29 "hcigatt-test", 2A24 "bumble-peer", 2A25 "SN-0001", 2A26 "1.0.0",
+    2A50 PnP ID 01 F105 0100 0001 (SIG source, vendor 0x05F1, product 1, version 1.0)
+  Blood Pressure 0x1810
+    2A35 Blood Pressure Measurement indicate  120/80 mmHg MAP 93, pulse 72 (SFLOATs)
+    2A49 Blood Pressure Feature     read      0x0003
+  Heart Rate 0x180D
+    2A37 Heart Rate Measurement     notify    72 bpm, contact detected, RR 853/1024 s
+    2A38 Body Sensor Location       read      0x01 (chest)
+  Battery 0x180F
+    2A19 Battery Level              read/notify 90 %
+  Vendor FFE0 (TI SensorTag "simple keys")
+    FFE1 keys                       notify    bitmask counting 0,1,2,3,0,...
+  Test service 68636967-6174-7400-8000-00805F9B0000 (128-bit, ours)
+    ...0001 long value              read      600 bytes, byte i = i mod 256
+    ...0002 echo                    read/write/write-without-response; reads return
+                                    the last value written (initially "echo"); up to
+                                    512 bytes (long writes through Prepare/Execute)
+    ...0003 secret                  read, needs encryption (Insufficient Encryption
+                                    0x0F without it)
+
+The 600-byte value is longer than the 512 bytes the Core Specification allows for an
+attribute value (Vol 3 Part F §3.2.9); Bumble serves it anyway through Read Blob, which
+is what the long-read test wants (a client must read to the end, not stop at 512).
+"""
+import struct
+
+from bumble import att
+from bumble.gatt import Characteristic, CharacteristicValue, Descriptor, Service
+
+P = Characteristic.Properties
+READ = att.Attribute.READABLE
+WRITE = att.Attribute.WRITEABLE
+
+
+def test_uuid(n: int) -> str:
+    """Our 128-bit UUIDs: 68636967-6174-7400-8000-00805F9BXXXX ("hcigat t" + n)."""
+    return f'68636967-6174-7400-8000-00805F9B{n:04X}'
+
+
+TEST_SERVICE_UUID = test_uuid(0)
+LONG_VALUE_UUID = test_uuid(1)
+ECHO_UUID = test_uuid(2)
+SECRET_UUID = test_uuid(3)
+
+LONG_VALUE = bytes(i % 256 for i in range(600))
+SECRET_VALUE = b'secret'
+
+MEASUREMENT_INTERVAL_RANGE = (1, 60)
+
+
+def ieee11073_float(mantissa: int, exponent: int) -> bytes:
+    """IEEE 11073-20601 32-bit FLOAT: 8-bit exponent, 24-bit mantissa (little endian)."""
+    return struct.pack('<I', ((exponent & 0xFF) << 24) | (mantissa & 0xFFFFFF))
+
+
+def ieee11073_sfloat(mantissa: int, exponent: int = 0) -> bytes:
+    """IEEE 11073-20601 16-bit SFLOAT: 4-bit exponent, 12-bit mantissa (little endian)."""
+    return struct.pack('<H', ((exponent & 0x0F) << 12) | (mantissa & 0x0FFF))
+
+
+def temperature_measurement(sequence: int) -> bytes:
+    """Flags 0x06 (°C, time stamp, type) + 36.4 + 2024-01-02 03:04:SS + body (0x02).
+    The seconds count the indications sent (mod 60) so a client can check order."""
+    return (bytes([0x06]) + ieee11073_float(364, -1)
+            + struct.pack('<HBBBBB', 2024, 1, 2, 3, 4, sequence % 60) + bytes([0x02]))
+
+
+def intermediate_temperature(sequence: int) -> bytes:
+    """Flags 0x00 (°C only) + 36.2."""
+    del sequence
+    return bytes([0x00]) + ieee11073_float(362, -1)
+
+
+def blood_pressure_measurement(sequence: int) -> bytes:
+    """Flags 0x04 (mmHg, pulse rate) + 120 / 80 / 93 + pulse 72."""
+    del sequence
+    return (bytes([0x04]) + ieee11073_sfloat(120) + ieee11073_sfloat(80)
+            + ieee11073_sfloat(93) + ieee11073_sfloat(72))
+
+
+def heart_rate_measurement(sequence: int) -> bytes:
+    """Flags 0x16 (uint8 rate, contact supported + detected, RR present) + 72 + RR 853."""
+    del sequence
+    return bytes([0x16, 72]) + struct.pack('<H', 853)
+
+
+def battery_level(sequence: int) -> bytes:
+    del sequence
+    return bytes([90])
+
+
+def sensortag_keys(sequence: int) -> bytes:
+    return bytes([sequence % 4])
+
+
+class HealthDatabase:
+    """The services above, plus the periodic values to send to subscribers.
+
+    `events` is called with (name, fields) for peer events ("written",
+    "write-rejected"); the peer turns them into JSON lines.
+    """
+
+    def __init__(self, events):
+        self.events = events
+        self.interval = 1
+        self.echo = bytearray(b'echo')
+
+        def read_interval(connection):
+            return struct.pack('<H', self.interval)
+
+        def write_interval(connection, value):
+            low, high = MEASUREMENT_INTERVAL_RANGE
+            seconds = int.from_bytes(value, 'little') if len(value) == 2 else -1
+            if not low <= seconds <= high:
+                self.events('write-rejected', {'uuid': '2A21', 'value': bytes(value).hex(),
+                                               'error': att.ErrorCode.OUT_OF_RANGE})
+                raise att.ATT_Error(att.ErrorCode.OUT_OF_RANGE)
+            self.interval = seconds
+            if self.interval_listener is not None:
+                self.interval_listener(connection)
+
+        def read_echo(connection):
+            return bytes(self.echo)
+
+        def write_echo(connection, value):
+            self.echo = bytearray(value)
+
+        # Called with the connection after an accepted Measurement Interval write (the
+        # peer indicates the new value to subscribers).
+        self.interval_listener = None
+        self.temperature = Characteristic('2A1C', P.INDICATE, 0, b'')
+        self.intermediate = Characteristic('2A1E', P.NOTIFY, 0, b'')
+        self.measurement_interval = Characteristic(
+            '2A21', P.READ | P.WRITE | P.INDICATE, READ | WRITE,
+            CharacteristicValue(read=read_interval, write=write_interval),
+            descriptors=[Descriptor('2906', READ, struct.pack('<HH', *MEASUREMENT_INTERVAL_RANGE))])
+        self.blood_pressure = Characteristic('2A35', P.INDICATE, 0, b'')
+        self.heart_rate = Characteristic('2A37', P.NOTIFY, 0, b'')
+        self.battery = Characteristic('2A19', P.READ | P.NOTIFY, READ, battery_level(0))
+        self.keys = Characteristic('FFE1', P.NOTIFY, 0, b'')
+
+        self.services = [
+            Service('1809', [
+                self.temperature,
+                self.intermediate,
+                Characteristic('2A1D', P.READ, READ, bytes([0x02])),
+                self.measurement_interval,
+            ]),
+            Service('180A', [
+                Characteristic('2A29', P.READ, READ, b'hcigatt-test'),
+                Characteristic('2A24', P.READ, READ, b'bumble-peer'),
+                Characteristic('2A25', P.READ, READ, b'SN-0001'),
+                Characteristic('2A26', P.READ, READ, b'1.0.0'),
+                Characteristic('2A50', P.READ, READ, bytes([0x01]) + struct.pack('<HHH', 0x05F1, 0x0001, 0x0100)),
+            ]),
+            Service('1810', [
+                self.blood_pressure,
+                Characteristic('2A49', P.READ, READ, struct.pack('<H', 0x0003)),
+            ]),
+            Service('180D', [
+                self.heart_rate,
+                Characteristic('2A38', P.READ, READ, bytes([0x01])),
+            ]),
+            Service('180F', [self.battery]),
+            Service('FFE0', [self.keys]),
+            Service(TEST_SERVICE_UUID, [
+                Characteristic(LONG_VALUE_UUID, P.READ, READ, LONG_VALUE),
+                Characteristic(ECHO_UUID, P.READ | P.WRITE | P.WRITE_WITHOUT_RESPONSE, READ | WRITE,
+                               CharacteristicValue(read=read_echo, write=write_echo)),
+                Characteristic(SECRET_UUID, P.READ, att.Attribute.READ_REQUIRES_ENCRYPTION, SECRET_VALUE),
+            ]),
+        ]
+
+    def periodic(self):
+        """(characteristic, indicate?, value function) sent to subscribers each period."""
+        return [
+            (self.temperature, True, temperature_measurement),
+            (self.intermediate, False, intermediate_temperature),
+            (self.blood_pressure, True, blood_pressure_measurement),
+            (self.heart_rate, False, heart_rate_measurement),
+            (self.battery, False, battery_level),
+            (self.keys, False, sensortag_keys),
+        ]
+
+
+DATABASES = {'health': HealthDatabase}
