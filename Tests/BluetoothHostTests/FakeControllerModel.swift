@@ -16,6 +16,9 @@ struct FakeControllerModel: Sendable {
     var silent: Set<HCIOpcode> = []
     /// Opcodes answered with this status instead of success.
     var failing: [HCIOpcode: HCIErrorCode] = [:]
+    /// Opcodes answered with HCI_Command_Status (their result comes in a later event).
+    var statusOpcodes: Set<HCIOpcode> = [.leCreateConnection, .leExtendedCreateConnection, .disconnect,
+                                          .leConnectionUpdate, .leReadRemoteFeatures]
 
     var supportedCommands: [UInt8] {
         var c = [UInt8](repeating: 0, count: 64)

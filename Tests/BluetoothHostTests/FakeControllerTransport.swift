@@ -15,6 +15,9 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     private struct State {
         var model: FakeControllerModel
         var commands: [HCIOpcode] = []
+        var commandPackets: [[UInt8]] = []
+        /// ACL packets written by the host (H4 indicator included).
+        var acl: [[UInt8]] = []
         var controllerOpen = true
         var hostClosed = false
     }
@@ -22,7 +25,11 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     /// Called (on the driver thread) after the answer to each command, with its opcode.
     let onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)?
 
-    init(model: FakeControllerModel = .init(), onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)? = nil) {
+    init(model: FakeControllerModel = .init(), completesPackets: Bool = true,
+         onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)? = nil,
+         onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)? = nil) {
+        self.completesPackets = completesPackets
+        self.onACL = onACL
         var fds: [Int32] = [-1, -1]
         let r = fds.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, $0.baseAddress) }
         precondition(r == 0, "socketpair failed")
@@ -41,6 +48,12 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     var fileDescriptor: Int32 { hostFD }
     var description: String { "fake:socketpair" }
     var commands: [HCIOpcode] { state.withLock { $0.commands } }
+    var commandPackets: [[UInt8]] { state.withLock { $0.commandPackets } }
+    var acl: [[UInt8]] { state.withLock { $0.acl } }
+    /// Answer every ACL packet with Number Of Completed Packets (a controller that keeps up).
+    let completesPackets: Bool
+    /// Called (on the driver thread) for each ACL packet the host writes.
+    let onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)?
 
     func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -65,12 +78,27 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
 
     func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) {
         let bytes = Array(packet)
-        guard let opcode = opcodeOf(bytes) else { return }
-        let answer: [UInt8]? = state.withLock { s in
-            s.commands.append(opcode)
-            return s.model.returnParameters(for: opcode)
+        if bytes.first == 0x02, bytes.count >= 5 {
+            state.withLock { $0.acl.append(bytes) }
+            if completesPackets {
+                injectEvent(nocpEvent([(UInt16(bytes[1]) | UInt16(bytes[2] & 0x0F) << 8, 1)]))
+            }
+            onACL?(bytes, self)
+            return
         }
-        if let answer { inject([0x04] + commandComplete(opcode, answer)) }
+        guard let opcode = opcodeOf(bytes) else { return }
+        let (answer, asStatus): ([UInt8]?, Bool) = state.withLock { s in
+            s.commands.append(opcode)
+            s.commandPackets.append(bytes)
+            return (s.model.returnParameters(for: opcode), s.model.statusOpcodes.contains(opcode))
+        }
+        if let answer {
+            if asStatus {
+                inject([0x04] + commandStatus(opcode, status: HCIErrorCode(rawValue: answer.first ?? 0)))
+            } else {
+                inject([0x04] + commandComplete(opcode, answer))
+            }
+        }
         onCommand?(opcode, self)
     }
 
@@ -88,6 +116,12 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     }
 
     func injectEvent(_ event: [UInt8]) { inject([0x04] + event) }
+
+    /// Injects an ACL packet from the controller (PB 0b10 first flushable by default).
+    func injectACL(handle: UInt16, pb: UInt8 = 0b10, _ data: [UInt8]) {
+        let hf = handle | UInt16(pb) << 12
+        inject([0x02, UInt8(hf & 0xFF), UInt8(hf >> 8), UInt8(data.count & 0xFF), UInt8(data.count >> 8)] + data)
+    }
 
     /// The controller goes away: the host sees end of stream.
     func closeController() {

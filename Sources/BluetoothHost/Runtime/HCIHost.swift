@@ -113,7 +113,28 @@ public final class HCIHost: Sendable {
         try result.get()
     }
 
-    /// Disables scanning if it runs, stops the driver and closes the transport.
+    /// Connects to `peer` as central (HCI_LE_Create_Connection, or HCI_LE_Extended_Create_Connection
+    /// when the controller has it). One create runs at a time in the controller; further
+    /// calls wait their turn (their timeout runs meanwhile). After `timeout` the attempt is
+    /// cancelled in the controller and this throws `.connectTimeout`; a controller refusal
+    /// throws `.commandFailed`/`.connectFailed(status)`; cancelling the task throws `.cancelled`.
+    /// Scanning may go on while connecting and connected.
+    public func connect(to peer: LEAddress, timeout: Duration = .seconds(10),
+                        parameters: LEConnectParameters = .default) async throws(HostError) -> LEConnection {
+        let driver = self.driver
+        let id = ConnectRequestID(rawValue: driver.nextToken().rawValue)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Result<LEConnection, HostError>, Never>) in
+                driver.post(.connect(id, peer, parameters, timeout: timeout.nanoseconds, c))
+            }
+        } onCancel: {
+            driver.post(.cancelConnect(id))
+        }
+        return try result.get()
+    }
+
+    /// Disables scanning if it runs, disconnects every link (their bearers close with reason
+    /// nil), stops the driver and closes the transport.
     public func close() async {
         let driver = self.driver
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in driver.post(.close(c)) }

@@ -27,6 +27,19 @@ public struct HostStatistics: Sendable, Equatable {
     public var unmatchedCommandAnswers = 0
     /// Devices the current scan remembers.
     public var devices = 0
+    /// HCI ACL Data packets received / sent.
+    public var aclPacketsIn = 0
+    public var aclPacketsOut = 0
+    /// Incoming ACL fragments that did not reassemble (see ``L2CAPReassemblyError``).
+    public var l2capErrors = 0
+    public var lastL2CAPError: String?
+    /// L2CAP frames for a handle or channel we do not serve.
+    public var unroutedFrames = 0
+    /// ATT PDUs dropped because the bearer had not started and its buffer was full.
+    public var droppedATT = 0
+    /// Links currently up.
+    public var links = 0
+    public var connection = ConnectionStatistics()
     public init() {}
 }
 
@@ -42,6 +55,12 @@ enum DriverRequest: @unchecked Sendable {
     /// id nil: whatever scan runs (stopScan()); otherwise only that scan (stream ended).
     case stopScan(id: UInt64?, CheckedContinuation<Result<Void, HostError>, Never>?)
     case close(CheckedContinuation<Void, Never>?)
+    case connect(ConnectRequestID, LEAddress, LEConnectParameters, timeout: UInt64,
+                 CheckedContinuation<Result<LEConnection, HostError>, Never>)
+    case cancelConnect(ConnectRequestID)
+    case disconnect(LEConnection, HCIErrorCode, CheckedContinuation<Void, Never>)
+    case startATT(LEConnection, @Sendable ([UInt8]) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
+    case sendACL(LEConnection, [UInt8])
 }
 
 /// Owns the transport and the state machines; runs on its own thread: a poll(2) loop on
@@ -76,6 +95,7 @@ final class HostDriver: @unchecked Sendable {
         case initStep
         case scanEnable(id: UInt64)
         case scanDisable(continuation: CheckedContinuation<Result<Void, HostError>, Never>?)
+        case connection(ConnectionCommandPurpose)
     }
     private var waiters: [CommandToken: Waiter] = [:]
 
@@ -95,6 +115,23 @@ final class HostDriver: @unchecked Sendable {
     private var stats = HostStatistics()
     private var reading = false
     private var outbox: [[UInt8]] = []
+
+    // Connections (driver thread).
+    private var connections = LEConnectionManager()
+    private var aclFlow: ACLFlowControl?
+    private var reassembler = L2CAPReassembler()
+    private var connectWaiters: [ConnectRequestID: CheckedContinuation<Result<LEConnection, HostError>, Never>] = [:]
+
+    private struct LinkRecord {
+        var connection: LEConnection
+        var attReceived: (@Sendable ([UInt8]) -> Void)?
+        var attClosed: (@Sendable (HCIErrorCode?, String) -> Void)?
+        var buffered: [[UInt8]] = []
+        var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private var links: [UInt16: LinkRecord] = [:]
+    /// Disconnect commands sent by close, not yet answered.
+    private var closingDisconnects = 0
 
     init(transport: any HCITransport, options: HostOptions) throws(HostError) {
         switch Sys.wakePipe() {
@@ -137,6 +174,15 @@ final class HostDriver: @unchecked Sendable {
         case .startScan(_, _, let c): c.finish(throwing: error)
         case .stopScan(_, let c): c?.resume(returning: .success(()))
         case .close(let c): c?.resume()
+        case .connect(_, _, _, _, let c): c.resume(returning: .failure(error))
+        case .cancelConnect, .sendACL: break
+        case .disconnect(let conn, _, let c):
+            conn.markClosed(nil, HostError.disconnectMessage(nil))
+            c.resume()
+        case .startATT(let conn, _, let closed):
+            conn.markClosed(nil, HostError.disconnectMessage(nil))
+            let why = conn.closeInfo
+            closed(why.reason, why.message)
         }
     }
 
@@ -198,7 +244,7 @@ final class HostDriver: @unchecked Sendable {
     }
 
     private func pollTimeout(now: UInt64) -> Int32 {
-        let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline].compactMap { $0 }
+        let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline, connections.nextDeadline].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
@@ -215,6 +261,9 @@ final class HostDriver: @unchecked Sendable {
            let events = scan?.scanner.timerFired(now: now) {  // in place: no copy of the device table
             deliver(events)
         }
+        if let d = connections.nextDeadline, d <= now {
+            execute(connections.timerFired(now: now))
+        }
     }
 
     private func publishStatistics() {
@@ -225,6 +274,8 @@ final class HostDriver: @unchecked Sendable {
             stats.devices = s.scanner.deviceCount
         }
         stats.unmatchedCommandAnswers = flow.unmatchedAnswers
+        stats.connection = connections.statistics
+        stats.links = links.count
         let snapshot = stats
         mailbox.withLock { $0.statistics = snapshot }
     }
@@ -267,6 +318,40 @@ final class HostDriver: @unchecked Sendable {
         case .close(let c):
             if let c { closeContinuations.append(c) }
             beginClose()
+        case .connect(let id, let peer, let parameters, let timeout, let c):
+            guard !closing, info != nil else {
+                c.resume(returning: .failure(.hostClosed))
+                return
+            }
+            connectWaiters[id] = c
+            execute(connections.connect(id, to: peer, parameters: parameters, timeout: timeout, now: Sys.now()))
+        case .cancelConnect(let id):
+            execute(connections.cancelConnect(id, now: Sys.now()))
+        case .disconnect(let conn, let reason, let c):
+            guard links[conn.handle]?.connection === conn else {
+                c.resume()
+                return
+            }
+            links[conn.handle]?.disconnectWaiters.append(c)
+            execute(connections.disconnect(conn.handle, reason: reason))
+        case .startATT(let conn, let received, let closed):
+            guard var record = links[conn.handle], record.connection === conn else {
+                let why = conn.closeInfo
+                closed(why.reason, why.message)
+                return
+            }
+            let buffered = record.buffered
+            record.buffered = []
+            record.attReceived = received
+            record.attClosed = closed
+            links[conn.handle] = record
+            for pdu in buffered { received(pdu) }
+        case .sendACL(let conn, let frame):
+            guard links[conn.handle]?.connection === conn else {
+                conn.queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
+                return
+            }
+            sendFrame(frame, handle: conn.handle, accounted: true)
         }
     }
 
@@ -297,6 +382,9 @@ final class HostDriver: @unchecked Sendable {
             submit(command.packet, opcode: command.opcode, token: token, timeout: command.timeout)
         case .finished(let info):
             self.info = info
+            aclFlow = ACLFlowControl(bufferLength: info.aclBufferLength, bufferCount: info.aclBufferCount,
+                                     maximumQueuedBytesPerLink: 2 * LEConnection.maximumQueuedBytes)
+            connections.useExtendedCreate = LEConnectionManager.supportsExtendedCreate(info)
             initializer = nil
             initContinuation?.resume(returning: .success(info))
             initContinuation = nil
@@ -378,12 +466,24 @@ final class HostDriver: @unchecked Sendable {
                 initializer = nil
             }
             if scan != nil { stopScan(continuation: nil) }
+            // Fail connects still waiting; take the links down (their closes follow).
+            for action in connections.closeAll(.hostClosed) {
+                if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
+            }
+            for (handle, record) in links.sorted(by: { $0.key < $1.key }) {
+                closingDisconnects += 1
+                if submit(DisconnectCommand(connectionHandle: handle, reason: .remoteUserTerminatedConnection),
+                          waiter: .connection(.disconnect(handle: handle))) != nil {
+                    closingDisconnects -= 1
+                }
+                closeLink(record.connection, reason: nil)
+            }
         }
         maybeFinishClose()
     }
 
     private func maybeFinishClose() {
-        guard closing, disabling == 0, running else { return }
+        guard closing, disabling == 0, closingDisconnects == 0, running else { return }
         terminate(.hostClosed)
     }
 
@@ -404,6 +504,12 @@ final class HostDriver: @unchecked Sendable {
             scan = nil
             s.continuation.finish(throwing: error)
         }
+        for action in connections.closeAll(error) {
+            if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
+        }
+        for c in connectWaiters.values { c.resume(returning: .failure(error)) }
+        connectWaiters.removeAll()
+        for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
         let actions = flow.failAll(error)
         outbox.removeAll()
         execute(actions)
@@ -460,6 +566,143 @@ final class HostDriver: @unchecked Sendable {
             case .failure(let e): c?.resume(returning: .failure(e))
             }
             maybeFinishClose()
+        case .connection(let purpose):
+            if closing, case .disconnect = purpose {
+                if closingDisconnects > 0 { closingDisconnects -= 1 }
+                maybeFinishClose()
+                return
+            }
+            execute(connections.commandAnswered(purpose, result, now: Sys.now()))
+        }
+    }
+
+    // MARK: Connections
+
+    private func execute(_ actions: [ConnectionAction]) {
+        for action in actions {
+            switch action {
+            case .sendCommand(let command, let purpose):
+                if let error = submit(command, waiter: .connection(purpose)) {
+                    execute(connections.commandAnswered(purpose, .failure(error), now: Sys.now()))
+                }
+            case .sendL2CAP(let handle, let frame):
+                sendFrame(frame, handle: handle, accounted: false)
+            case .connected(let id, let state):
+                let conn = openLink(state)
+                if let c = connectWaiters.removeValue(forKey: id) {
+                    c.resume(returning: .success(conn))
+                } else {
+                    // The caller is gone (cannot happen: the manager disconnects abandoned links).
+                    execute(connections.disconnect(state.handle))
+                }
+            case .connectFailed(let id, let error):
+                connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(error))
+            case .linkOpened(let state):
+                _ = openLink(state)
+            case .linkUpdated(let state):
+                links[state.handle]?.connection.update(state)
+            case .linkClosed(let state, let reason):
+                if let record = links[state.handle] {
+                    closeLink(record.connection, reason: reason)
+                } else {
+                    // A link the manager adopted to disconnect it (never handed out).
+                    aclFlowRemove(state.handle)
+                }
+            case .disconnectFailed(let handle, _):
+                if let waiters = links[handle]?.disconnectWaiters {
+                    links[handle]?.disconnectWaiters = []
+                    for c in waiters { c.resume() }
+                }
+            }
+        }
+    }
+
+    private func openLink(_ state: LELinkState) -> LEConnection {
+        let conn = LEConnection(driver: self, link: state)
+        links[state.handle] = LinkRecord(connection: conn)
+        aclFlow?.addLink(state.handle)
+        reassembler.removeLink(state.handle)
+        return conn
+    }
+
+    private func aclFlowRemove(_ handle: UInt16) {
+        reassembler.removeLink(handle)
+        if let packets = aclFlow?.removeLink(handle) { writeACL(packets) }
+    }
+
+    /// The link is down: fail everything pending on it with the reason.
+    private func closeLink(_ conn: LEConnection, reason: HCIErrorCode?, message: String? = nil) {
+        guard let record = links[conn.handle], record.connection === conn else { return }
+        links[conn.handle] = nil
+        let text = message ?? HostError.disconnectMessage(reason)
+        conn.markClosed(reason, text)
+        conn.queuedBytes.store(0, ordering: .relaxed)
+        aclFlowRemove(conn.handle)
+        record.attClosed?(reason, text)
+        for c in record.disconnectWaiters { c.resume() }
+    }
+
+    private func sendFrame(_ frame: [UInt8], handle: UInt16, accounted: Bool) {
+        guard aclFlow != nil else { return }
+        do throws(ACLFlowError) {
+            if let packets = try aclFlow?.enqueue(frame, handle: handle, accounted: accounted) { writeACL(packets) }
+        } catch {
+            stats.unroutedFrames += 1
+            if accounted { links[handle]?.connection.queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed) }
+        }
+    }
+
+    private func writeACL(_ packets: [OutgoingACLPacket]) {
+        for p in packets {
+            stats.aclPacketsOut += 1
+            write(p.packet)
+            if p.accountedBytes > 0 {
+                links[p.handle]?.connection.queuedBytes.wrappingSubtract(p.accountedBytes, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// A complete L2CAP frame from the reassembler. Must not touch `reassembler`.
+    private func dispatchFrame(_ handle: UInt16, _ cid: L2CAPChannelID, _ payload: UnsafeRawBufferPointer) {
+        guard links[handle] != nil else {
+            stats.unroutedFrames += 1
+            return
+        }
+        switch cid {
+        case .att:
+            if let received = links[handle]?.attReceived {
+                received(Array(payload))
+            } else if (links[handle]?.buffered.count ?? 0) < LEConnection.bufferedATTLimit {
+                links[handle]?.buffered.append(Array(payload))
+            } else {
+                stats.droppedATT += 1
+            }
+        case .leSignaling:
+            execute(connections.receivedSignaling(handle: handle, payload: payload))
+        case .smp:
+            execute(connections.receivedSMP(handle: handle, payload: payload))
+        default:
+            stats.unroutedFrames += 1
+        }
+    }
+
+    private func receivedACL(_ body: UnsafeRawBufferPointer) {
+        stats.aclPacketsIn += 1
+        let packet: ACLPacket
+        do throws(WireError) {
+            packet = try ACLPacket(parsing: body)
+        } catch {
+            stats.malformedPackets += 1
+            stats.lastMalformed = "malformed HCI ACL packet: \(error)"
+            return
+        }
+        let failures = reassembler.append(handle: packet.header.handle, boundary: packet.header.packetBoundary,
+                                          fragment: packet.payload) { h, cid, payload in
+            self.dispatchFrame(h, cid, payload)
+        }
+        for f in failures {
+            stats.l2capErrors += 1
+            stats.lastL2CAPError = f.description
         }
     }
 
@@ -512,6 +755,10 @@ final class HostDriver: @unchecked Sendable {
         stats.packetsIn += 1
         stats.bytesIn += packet.count
         observer?(packet, false)
+        if packet.count >= 1, packet[0] == H4PacketType.acl.rawValue {
+            receivedACL(UnsafeRawBufferPointer(rebasing: packet[1...]))
+            return
+        }
         guard packet.count >= 1, packet[0] == H4PacketType.event.rawValue else { return }
         stats.events += 1
         let body = UnsafeRawBufferPointer(rebasing: packet[1...])
@@ -527,9 +774,18 @@ final class HostDriver: @unchecked Sendable {
         case .commandComplete, .commandStatus:
             execute(flow.handleEvent(event, now: Sys.now()))
         case .leMeta(let meta):
-            // Mutate in place through the optional: copying the scanner would copy its table.
-            guard let events = scan?.scanner.handle(meta, now: Sys.now()) else { return }
-            deliver(events)
+            switch meta {
+            case .advertisingReport, .extendedAdvertisingReport, .directedAdvertisingReport, .scanTimeout:
+                // Mutate in place through the optional: copying the scanner would copy its table.
+                guard let events = scan?.scanner.handle(meta, now: Sys.now()) else { return }
+                deliver(events)
+            default:
+                execute(connections.handle(meta, now: Sys.now()))
+            }
+        case .disconnectionComplete:
+            execute(connections.handle(event, now: Sys.now()))
+        case .numberOfCompletedPackets(let n):
+            if let packets = aclFlow?.handle(n) { writeACL(packets) }
         default:
             break
         }

@@ -9,8 +9,10 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         public static func == (a: Kind, b: Kind) -> Bool {
             switch (a, b) {
             case (.commandTimeout, .commandTimeout), (.transportClosed, .transportClosed),
-                 (.notSupported, .notSupported), (.cancelled, .cancelled): true
-            case (.commandFailed(let x), .commandFailed(let y)): x == y
+                 (.notSupported, .notSupported), (.cancelled, .cancelled), (.connectTimeout, .connectTimeout),
+                 (.sendQueueFull, .sendQueueFull): true
+            case (.commandFailed(let x), .commandFailed(let y)), (.connectFailed(let x), .connectFailed(let y)): x == y
+            case (.disconnected(let x), .disconnected(let y)): x == y
             case (.transport(let x), .transport(let y)): x.kind == y.kind
             case (.malformedPacket(let x), .malformedPacket(let y)): x == y
             default: false
@@ -31,6 +33,15 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         case notSupported
         /// The operation was cancelled (host closed, task cancelled, scan stopped).
         case cancelled
+        /// No connection within the timeout (the attempt was cancelled in the controller).
+        case connectTimeout
+        /// The controller reported the connection could not be made, with this status.
+        case connectFailed(HCIErrorCode)
+        /// The link went down (by the peer, the controller or us) with this reason; nil when
+        /// the host itself closed.
+        case disconnected(HCIErrorCode?)
+        /// Too much data waits to be sent on the link.
+        case sendQueueFull
     }
 
     public var kind: Kind
@@ -74,6 +85,27 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
     }
 
     static let hostClosed = HostError(.cancelled, "the host was closed")
+
+    /// "disconnected by the peer: Remote User Terminated Connection (0x13)"
+    public static func disconnected(_ reason: HCIErrorCode?) -> HostError {
+        HostError(.disconnected(reason), disconnectMessage(reason))
+    }
+
+    /// Who ended a link, said from its reason code (Core Vol 1 Part F §1.3).
+    public static func disconnectMessage(_ reason: HCIErrorCode?) -> String {
+        guard let reason else { return "disconnected: the host was closed" }
+        switch reason {
+        case .remoteUserTerminatedConnection, .remoteDeviceTerminatedConnectionDueToLowResources,
+             .remoteDeviceTerminatedConnectionDueToPowerOff:
+            return "disconnected by the peer: \(reason)"
+        case .connectionTerminatedByLocalHost:
+            return "disconnected by this host: \(reason)"
+        case .connectionTimeout:
+            return "link lost (supervision timeout): \(reason)"
+        default:
+            return "disconnected: \(reason)"
+        }
+    }
 }
 
 /// "5 s", "1.5 s", "250 ms", "300 µs".

@@ -1,0 +1,118 @@
+import BluetoothWire
+import Synchronization
+
+/// One LE link of an ``HCIHost``: its state, disconnection, and the primitives an ATT
+/// bearer is built on (the fixed ATT channel, CID 4).
+///
+/// Received ATT PDUs and the close notification are delivered on the host's driver
+/// thread, in order; keep the handlers short. PDUs that arrive before ``startATT(received:closed:)``
+/// are buffered (up to ``bufferedATTLimit``; more are dropped and counted in
+/// ``HostStatistics/droppedATT``).
+public final class LEConnection: Sendable, CustomStringConvertible {
+    public let address: LEAddress
+    public let handle: UInt16
+    public let role: LEConnectionRole
+    /// The largest ATT_MTU this host takes: 517 (Core Vol 3 Part F §3.2.8, 512-byte values + 5).
+    public let maximumATTMTU: UInt16 = 517
+    /// PDUs kept for a bearer that has not started yet.
+    public static let bufferedATTLimit = 64
+    /// Bytes that may wait for controller buffers before ``sendATT(_:)`` refuses more.
+    public static let maximumQueuedBytes = 256 * 1024
+
+    struct State {
+        var link: LELinkState
+        var closed: (reason: HCIErrorCode?, message: String)?
+        var attStarted = false
+    }
+
+    let driver: HostDriver
+    let state: Mutex<State>
+    /// L2CAP bytes posted by ``sendATT(_:)`` and not yet written to the transport.
+    let queuedBytes = Atomic<Int>(0)
+
+    init(driver: HostDriver, link: LELinkState) {
+        self.driver = driver
+        self.address = link.peer
+        self.handle = link.handle
+        self.role = link.role
+        self.state = Mutex(State(link: link))
+    }
+
+    /// Current parameters: interval, latency, supervision timeout, data length, PHY.
+    public var parameters: LELinkState { state.withLock { $0.link } }
+    public var isConnected: Bool { state.withLock { $0.closed == nil } }
+    /// Why the link went down (HCI reason of the Disconnection Complete); nil while it is up
+    /// or when the host itself was closed.
+    public var disconnectReason: HCIErrorCode? { state.withLock { $0.closed?.reason } }
+    /// The error pending and later operations on this link fail with, once it is down.
+    public var disconnectError: HostError? {
+        state.withLock { s in s.closed.map { HostError(.disconnected($0.reason), $0.message) } }
+    }
+
+    /// "F0:F1:F2:F3:F4:01 (public), handle 0x0040"
+    public var description: String { "\(address), handle 0x\(hex(handle, 4))" }
+
+    /// Disconnects (HCI_Disconnect with `reason`) and returns once the link is down (or at
+    /// once if it already is, or when the controller refuses).
+    public func disconnect(reason: HCIErrorCode = .remoteUserTerminatedConnection) async {
+        if !isConnected { return }
+        let driver = self.driver
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            driver.post(.disconnect(self, reason, c))
+        }
+    }
+
+    /// Starts ATT delivery: `received` gets each ATT PDU from the peer (opcode first) in
+    /// order, buffered ones first; `closed` is called once when the link goes down, with
+    /// the HCI reason (nil when the host closed) and a message for the user. Call once.
+    public func startATT(received: @escaping @Sendable ([UInt8]) -> Void,
+                         closed: @escaping @Sendable (HCIErrorCode?, String) -> Void) {
+        let first = state.withLock { s in
+            defer { s.attStarted = true }
+            return !s.attStarted
+        }
+        precondition(first, "startATT called twice on \(self)")
+        driver.post(.startATT(self, received, closed))
+    }
+
+    /// Queues one ATT PDU for the peer in an L2CAP frame on CID 4, fragmented and
+    /// flow-controlled by the host. Fails when the link is down (`.disconnected(reason)`),
+    /// the host closed, or too much is already waiting (`.sendQueueFull`).
+    public func sendATT(_ pdu: [UInt8]) throws(HostError) {
+        if let error = disconnectError { throw error }
+        guard pdu.count <= 65535 else {
+            throw HostError(.notSupported, "ATT PDU of \(pdu.count) bytes does not fit an L2CAP frame")
+        }
+        var frame = [UInt8]()
+        frame.reserveCapacity(4 + pdu.count)
+        frame.append(UInt8(truncatingIfNeeded: pdu.count))
+        frame.append(UInt8(truncatingIfNeeded: pdu.count >> 8))
+        frame.append(UInt8(truncatingIfNeeded: L2CAPChannelID.att.rawValue))
+        frame.append(UInt8(truncatingIfNeeded: L2CAPChannelID.att.rawValue >> 8))
+        frame.append(contentsOf: pdu)
+        let before = queuedBytes.wrappingAdd(frame.count, ordering: .relaxed).oldValue
+        if before + frame.count > Self.maximumQueuedBytes {
+            queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
+            throw HostError(.sendQueueFull, "\(Self.maximumQueuedBytes) bytes already wait to be sent on \(self)")
+        }
+        if let refused = driver.post(.sendACL(self, frame)) {
+            queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
+            throw refused
+        }
+    }
+
+    // MARK: Driver side
+
+    func update(_ link: LELinkState) {
+        state.withLock { $0.link = link }
+    }
+
+    /// Why the link is down (the host-closed message when it never was marked).
+    var closeInfo: (reason: HCIErrorCode?, message: String) {
+        state.withLock { $0.closed } ?? (nil, HostError.disconnectMessage(nil))
+    }
+
+    func markClosed(_ reason: HCIErrorCode?, _ message: String) {
+        state.withLock { s in if s.closed == nil { s.closed = (reason, message) } }
+    }
+}

@@ -1,0 +1,551 @@
+import BluetoothWire
+
+/// LE connections as central, sans-I/O: connection creation with timeout and cancel,
+/// disconnection, link parameter bookkeeping, and the host's side of the LE signaling
+/// (CID 5) and SMP (CID 6) fixed channels.
+///
+/// Create connection (Core Vol 4 Part E §7.8.12 / §7.8.66, §7.8.13):
+///
+///     idle ──connect──▶ creating ──Connection Complete──▶ idle (connected / failed)
+///                          │ deadline
+///                          ▼
+///                      cancelling ──Connection Complete 0x02──▶ idle (connectTimeout)
+///                          │ grace period, no completion
+///                          ▼
+///                      idle, controller may still hold the create ("stale")
+///     stale + connect ──▶ clearing (Create Connection Cancel first) ──▶ creating
+///
+/// The controller takes one create at a time; further requests wait in order (their
+/// deadlines run while they wait). A completion that arrives while no one waits for it
+/// (after a give-up) is disconnected again.
+///
+/// Time is an input (`now`, nanoseconds).
+public struct LEConnectionManager: Sendable {
+    /// How long to wait for the Connection Complete after LE Create Connection Cancel.
+    public var cancelGracePeriod: UInt64
+    /// Use HCI_LE_Extended_Create_Connection (the controller has it).
+    public var useExtendedCreate: Bool
+
+    struct PendingConnect: Sendable {
+        var id: ConnectRequestID
+        var peer: LEAddress
+        var parameters: LEConnectParameters
+        var deadline: UInt64
+        var timeout: UInt64
+        /// The caller gave up (task cancelled): fail with `.cancelled`, drop a late link.
+        var abandoned = false
+    }
+
+    enum Phase: Sendable {
+        /// Cancelling a create the controller may still hold from an earlier attempt.
+        case clearing(deadline: UInt64, cancelAccepted: Bool)
+        /// LE (Extended) Create Connection sent; waiting for Connection Complete.
+        case creating
+        /// LE Create Connection Cancel sent; waiting for Connection Complete 0x02.
+        case cancelling(deadline: UInt64)
+    }
+
+    struct Attempt: Sendable {
+        var request: PendingConnect
+        var phase: Phase
+    }
+
+    struct Link: Sendable {
+        var state: LELinkState
+        var disconnecting = false
+        var nextSignalingIdentifier: UInt8 = 1
+        /// Our signaling requests awaiting a response, by identifier.
+        var pendingSignaling: [UInt8: L2CAPSignalingCode] = [:]
+    }
+
+    private var waiting: [PendingConnect] = []
+    private var attempt: Attempt?
+    /// After a cancel that was never confirmed: the controller may still be initiating.
+    public private(set) var staleCreate = false
+    private var links: [UInt16: Link] = [:]
+    public private(set) var statistics = ConnectionStatistics()
+
+    public init(useExtendedCreate: Bool = false, cancelGracePeriod: UInt64 = 2_000_000_000) {
+        self.useExtendedCreate = useExtendedCreate
+        self.cancelGracePeriod = cancelGracePeriod
+    }
+
+    /// Supported_Commands octet 37 bit 7: HCI_LE_Extended_Create_Connection [v1].
+    public static func supportsExtendedCreate(_ info: ControllerInfo) -> Bool {
+        info.supportsCommand(octet: 37, bit: 7)
+    }
+
+    public func link(_ handle: UInt16) -> LELinkState? { links[handle]?.state }
+    public var linkHandles: [UInt16] { links.keys.sorted() }
+    /// True while a create is in progress or requests wait.
+    public var isConnecting: Bool { attempt != nil || !waiting.isEmpty }
+
+    public var nextDeadline: UInt64? {
+        var d: UInt64? = nil
+        func consider(_ t: UInt64) { if d == nil || t < d! { d = t } }
+        for w in waiting { consider(w.deadline) }
+        if let a = attempt {
+            switch a.phase {
+            case .clearing(let deadline, _): consider(min(deadline, a.request.deadline))
+            case .creating: consider(a.request.deadline)
+            case .cancelling(let deadline): consider(deadline)
+            }
+        }
+        return d
+    }
+
+    // MARK: Connect
+
+    /// Requests a connection to `peer`, failing with `.connectTimeout` after `timeout` ns.
+    public mutating func connect(_ id: ConnectRequestID, to peer: LEAddress, parameters: LEConnectParameters = .default,
+                                 timeout: UInt64, now: UInt64) -> [ConnectionAction] {
+        waiting.append(PendingConnect(id: id, peer: peer, parameters: parameters, deadline: now &+ timeout, timeout: timeout))
+        var actions: [ConnectionAction] = []
+        startNext(now: now, into: &actions)
+        return actions
+    }
+
+    /// The caller gave up on a request: a waiting one fails at once with `.cancelled`; the
+    /// one in progress is cancelled in the controller first.
+    public mutating func cancelConnect(_ id: ConnectRequestID, now: UInt64) -> [ConnectionAction] {
+        var actions: [ConnectionAction] = []
+        if let i = waiting.firstIndex(where: { $0.id == id }) {
+            waiting.remove(at: i)
+            actions.append(.connectFailed(id, HostError(.cancelled, "the connection attempt was cancelled")))
+            return actions
+        }
+        guard var a = attempt, a.request.id == id else { return actions }
+        a.request.abandoned = true
+        switch a.phase {
+        case .creating:
+            a.phase = .cancelling(deadline: now &+ cancelGracePeriod)
+            attempt = a
+            actions.append(.sendCommand(LECreateConnectionCancelCommand(), .createConnectionCancel))
+        case .clearing:
+            // Nothing of ours was sent yet: finish now; the clearing goes on without it.
+            attempt = nil
+            staleCreate = true
+            actions.append(.connectFailed(id, HostError(.cancelled, "the connection attempt was cancelled")))
+            startNext(now: now, into: &actions)
+        case .cancelling:
+            attempt = a
+        }
+        return actions
+    }
+
+    private mutating func startNext(now: UInt64, into actions: inout [ConnectionAction]) {
+        while attempt == nil, !waiting.isEmpty {
+            let r = waiting.removeFirst()
+            if r.deadline <= now {
+                actions.append(.connectFailed(r.id, Self.timeoutError(r)))
+                continue
+            }
+            if staleCreate {
+                staleCreate = false
+                attempt = Attempt(request: r, phase: .clearing(deadline: now &+ cancelGracePeriod, cancelAccepted: false))
+                actions.append(.sendCommand(LECreateConnectionCancelCommand(), .createConnectionCancel))
+            } else {
+                attempt = Attempt(request: r, phase: .creating)
+                actions.append(.sendCommand(createCommand(r), .createConnection))
+            }
+        }
+    }
+
+    private func createCommand(_ r: PendingConnect) -> any HCICommandEncodable {
+        let p = r.parameters
+        if useExtendedCreate {
+            return LEExtendedCreateConnectionCommand(
+                ownAddressType: p.ownAddressType, peerAddressType: r.peer.type, peerAddress: r.peer.address,
+                le1M: LEExtendedCreateConnectionPHYParameters(scanInterval: p.scanInterval, scanWindow: p.scanWindow,
+                                                              connection: p.range))
+        }
+        return LECreateConnectionCommand(scanInterval: p.scanInterval, scanWindow: p.scanWindow,
+                                         peerAddressType: r.peer.type, peerAddress: r.peer.address,
+                                         ownAddressType: p.ownAddressType, connection: p.range)
+    }
+
+    static func timeoutError(_ r: PendingConnect, detail: String = "") -> HostError {
+        HostError(.connectTimeout, "no connection to \(r.peer) within \(formatDuration(r.timeout))\(detail)")
+    }
+
+    // MARK: Timers
+
+    public mutating func timerFired(now: UInt64) -> [ConnectionAction] {
+        var actions: [ConnectionAction] = []
+        var i = 0
+        while i < waiting.count {
+            if waiting[i].deadline <= now {
+                let r = waiting.remove(at: i)
+                actions.append(.connectFailed(r.id, Self.timeoutError(r)))
+            } else {
+                i += 1
+            }
+        }
+        if var a = attempt {
+            switch a.phase {
+            case .creating where a.request.deadline <= now:
+                a.phase = .cancelling(deadline: now &+ cancelGracePeriod)
+                attempt = a
+                actions.append(.sendCommand(LECreateConnectionCancelCommand(), .createConnectionCancel))
+            case .cancelling(let deadline) where deadline <= now:
+                // The controller never confirmed the cancel: give up without wedging the next one.
+                attempt = nil
+                staleCreate = true
+                actions.append(.connectFailed(a.request.id, failure(for: a.request, detail:
+                    " (the controller did not confirm LE Create Connection Cancel)")))
+            case .clearing(let deadline, _) where a.request.deadline <= now || deadline <= now:
+                if a.request.deadline <= now {
+                    attempt = nil
+                    staleCreate = true
+                    actions.append(.connectFailed(a.request.id, Self.timeoutError(a.request)))
+                } else {
+                    // No completion for the old create: try ours anyway.
+                    a.phase = .creating
+                    attempt = a
+                    actions.append(.sendCommand(createCommand(a.request), .createConnection))
+                }
+            case .creating, .cancelling, .clearing:
+                break
+            }
+        }
+        startNext(now: now, into: &actions)
+        return actions
+    }
+
+    private func failure(for r: PendingConnect, detail: String = "") -> HostError {
+        r.abandoned ? HostError(.cancelled, "the connection attempt was cancelled") : Self.timeoutError(r, detail: detail)
+    }
+
+    // MARK: Command answers
+
+    public mutating func commandAnswered(_ purpose: ConnectionCommandPurpose, _ result: Result<CommandReturn, HostError>,
+                                         now: UInt64) -> [ConnectionAction] {
+        var actions: [ConnectionAction] = []
+        switch purpose {
+        case .createConnection:
+            guard case .failure(var error) = result, let a = attempt, case .creating = a.phase else { break }
+            // Refused (Command Status error) or unanswered: the attempt is over.
+            if error.kind == .commandTimeout { staleCreate = true }
+            error.message = "cannot connect to \(a.request.peer): " + error.message
+            attempt = nil
+            actions.append(.connectFailed(a.request.id, error))
+            startNext(now: now, into: &actions)
+        case .createConnectionCancel:
+            guard var a = attempt, case .clearing(let deadline, _) = a.phase else { break }
+            if case .success = result {
+                // A create was pending; its Connection Complete (0x02) comes next.
+                a.phase = .clearing(deadline: deadline, cancelAccepted: true)
+                attempt = a
+            } else {
+                // Nothing was pending (Command Disallowed): go ahead.
+                a.phase = .creating
+                attempt = a
+                actions.append(.sendCommand(createCommand(a.request), .createConnection))
+            }
+        case .disconnect(let handle):
+            guard case .failure(let error) = result, var link = links[handle] else { break }
+            if error.kind == .commandFailed(.unknownConnectionIdentifier) {
+                // The controller has no such link: it is gone.
+                links[handle] = nil
+                actions.append(.linkClosed(link.state, reason: .unknownConnectionIdentifier))
+            } else {
+                link.disconnecting = false
+                links[handle] = link
+                actions.append(.disconnectFailed(handle: handle, error))
+            }
+        case .connectionUpdate, .remoteParameterReply:
+            break
+        }
+        return actions
+    }
+
+    // MARK: Events
+
+    /// Feeds Disconnection Complete and the LE connection subevents; others are ignored.
+    public mutating func handle(_ event: HCIEvent, now: UInt64) -> [ConnectionAction] {
+        switch event {
+        case .disconnectionComplete(let e):
+            return disconnectionComplete(e)
+        case .leMeta(let meta):
+            return handle(meta, now: now)
+        default:
+            return []
+        }
+    }
+
+    public mutating func handle(_ meta: LEMetaEvent, now: UInt64) -> [ConnectionAction] {
+        switch meta {
+        case .connectionComplete(let e):
+            return connectionComplete(status: e.status, handle: e.connectionHandle, role: e.role, peer: e.peerAddress,
+                                      interval: e.connectionInterval, latency: e.peripheralLatency,
+                                      timeout: e.supervisionTimeout, now: now)
+        case .enhancedConnectionComplete(let e):
+            return connectionComplete(status: e.status, handle: e.connectionHandle, role: e.role, peer: e.peerAddress,
+                                      interval: e.connectionInterval, latency: e.peripheralLatency,
+                                      timeout: e.supervisionTimeout, now: now)
+        case .connectionUpdateComplete(let e):
+            guard e.status == .success else { return [] }
+            return update(e.connectionHandle) {
+                $0.interval = e.connectionInterval
+                $0.latency = e.peripheralLatency
+                $0.supervisionTimeout = e.supervisionTimeout
+            }
+        case .dataLengthChange(let e):
+            return update(e.connectionHandle) {
+                $0.maxTxOctets = e.maxTxOctets
+                $0.maxRxOctets = e.maxRxOctets
+                $0.maxTxTime = e.maxTxTime
+                $0.maxRxTime = e.maxRxTime
+            }
+        case .phyUpdateComplete(let e):
+            guard e.status == .success else { return [] }
+            return update(e.connectionHandle) {
+                $0.txPHY = e.txPHY
+                $0.rxPHY = e.rxPHY
+            }
+        case .remoteConnectionParameterRequest(let e):
+            return remoteParameterRequest(e)
+        case .advertisingReport, .readRemoteFeaturesComplete, .longTermKeyRequest, .directedAdvertisingReport,
+             .extendedAdvertisingReport, .scanTimeout, .advertisingSetTerminated, .channelSelectionAlgorithm, .unknown:
+            return []
+        }
+    }
+
+    private mutating func update(_ handle: UInt16, _ body: (inout LELinkState) -> Void) -> [ConnectionAction] {
+        guard var link = links[handle] else {
+            statistics.unknownHandleEvents += 1
+            return []
+        }
+        body(&link.state)
+        links[handle] = link
+        return [.linkUpdated(link.state)]
+    }
+
+    private mutating func connectionComplete(status: HCIErrorCode, handle: UInt16, role: LEConnectionRole, peer: LEAddress,
+                                             interval: UInt16, latency: UInt16, timeout: UInt16,
+                                             now: UInt64) -> [ConnectionAction] {
+        var actions: [ConnectionAction] = []
+        let state = LELinkState(handle: handle, role: role, peer: peer, interval: interval, latency: latency,
+                                supervisionTimeout: timeout)
+        if status == .success && role == .peripheral {
+            links[handle] = Link(state: state)
+            actions.append(.linkOpened(state))
+            return actions
+        }
+        guard let a = attempt else {
+            // Nobody waits (an attempt given up on): do not keep a link no one owns.
+            if status == .success { adoptOrphan(state, into: &actions) }
+            return actions
+        }
+        switch a.phase {
+        case .clearing(let deadline, _):
+            // The old create's completion: absorb it, then send ours.
+            if status == .success { adoptOrphan(state, into: &actions) }
+            _ = deadline
+            attempt = Attempt(request: a.request, phase: .creating)
+            actions.append(.sendCommand(createCommand(a.request), .createConnection))
+            return actions
+        case .creating, .cancelling:
+            attempt = nil
+            if status == .success {
+                if a.request.abandoned {
+                    adoptOrphan(state, into: &actions)
+                    actions.append(.connectFailed(a.request.id, failure(for: a.request)))
+                } else {
+                    // Also when the cancel lost the race: the caller wanted this link.
+                    links[handle] = Link(state: state)
+                    actions.append(.connected(a.request.id, state))
+                }
+            } else if case .cancelling = a.phase {
+                actions.append(.connectFailed(a.request.id, failure(for: a.request)))
+            } else if status == .unknownConnectionIdentifier {
+                actions.append(.connectFailed(a.request.id, HostError(.cancelled, "the connection attempt to \(a.request.peer) was cancelled")))
+            } else {
+                actions.append(.connectFailed(a.request.id, HostError(.connectFailed(status),
+                                                                       "cannot connect to \(a.request.peer): \(status)")))
+            }
+        }
+        startNext(now: now, into: &actions)
+        return actions
+    }
+
+    private mutating func adoptOrphan(_ state: LELinkState, into actions: inout [ConnectionAction]) {
+        statistics.orphanConnections += 1
+        links[state.handle] = Link(state: state, disconnecting: true)
+        actions.append(.sendCommand(DisconnectCommand(connectionHandle: state.handle, reason: .remoteUserTerminatedConnection),
+                                    .disconnect(handle: state.handle)))
+    }
+
+    // MARK: Disconnect
+
+    /// Sends HCI_Disconnect (Core Vol 4 Part E §7.1.6) unless one is already on its way.
+    /// The link closes with the Disconnection Complete's reason (usually 0x16, Connection
+    /// Terminated By Local Host).
+    public mutating func disconnect(_ handle: UInt16, reason: HCIErrorCode = .remoteUserTerminatedConnection) -> [ConnectionAction] {
+        guard var link = links[handle], !link.disconnecting else { return [] }
+        link.disconnecting = true
+        links[handle] = link
+        return [.sendCommand(DisconnectCommand(connectionHandle: handle, reason: reason), .disconnect(handle: handle))]
+    }
+
+    private mutating func disconnectionComplete(_ e: HCIDisconnectionComplete) -> [ConnectionAction] {
+        guard var link = links[e.connectionHandle] else {
+            statistics.unknownHandleEvents += 1
+            return []
+        }
+        guard e.status == .success else {
+            link.disconnecting = false
+            links[e.connectionHandle] = link
+            return [.disconnectFailed(handle: e.connectionHandle, .commandFailed(.disconnect, e.status))]
+        }
+        links[e.connectionHandle] = nil
+        return [.linkClosed(link.state, reason: e.reason)]
+    }
+
+    // MARK: Connection parameters
+
+    /// The peer's parameters are acceptable when within the ranges of Core Vol 3 Part A
+    /// §4.20 and the supervision timeout exceeds (1 + latency) × max interval × 2
+    /// (Core Vol 6 Part B §4.5.2): in units, timeout × 10 ms > (1 + latency) × max × 2.5 ms.
+    public static func isAcceptable(_ p: L2CAPConnectionParameters) -> Bool {
+        guard p.isWithinSpecRanges else { return false }
+        return UInt32(p.timeoutMultiplier) * 4 > (1 + UInt32(p.peripheralLatency)) * UInt32(p.intervalMax)
+    }
+
+    private mutating func remoteParameterRequest(_ e: LERemoteConnectionParameterRequest) -> [ConnectionAction] {
+        guard links[e.connectionHandle] != nil else {
+            statistics.unknownHandleEvents += 1
+            return []
+        }
+        let p = L2CAPConnectionParameters(intervalMin: e.intervalMin, intervalMax: e.intervalMax,
+                                          peripheralLatency: e.maxLatency, timeoutMultiplier: e.timeout)
+        let purpose = ConnectionCommandPurpose.remoteParameterReply(handle: e.connectionHandle)
+        if Self.isAcceptable(p) {
+            statistics.parameterRequestsAccepted += 1
+            let range = LEConnectionParameterRange(intervalMin: e.intervalMin, intervalMax: e.intervalMax,
+                                                   maxLatency: e.maxLatency, supervisionTimeout: e.timeout)
+            return [.sendCommand(LERemoteConnectionParameterRequestReplyCommand(connectionHandle: e.connectionHandle,
+                                                                                connection: range), purpose)]
+        }
+        statistics.parameterRequestsRejected += 1
+        return [.sendCommand(LERemoteConnectionParameterRequestNegativeReplyCommand(
+            connectionHandle: e.connectionHandle, reason: .unacceptableConnectionParameters), purpose)]
+    }
+
+    // MARK: L2CAP fixed channels
+
+    /// One frame from the LE signaling channel (CID 5), Core Vol 3 Part A §4.
+    public mutating func receivedSignaling(handle: UInt16, payload: UnsafeRawBufferPointer) -> [ConnectionAction] {
+        guard var link = links[handle] else {
+            statistics.unknownHandleEvents += 1
+            return []
+        }
+        let command: L2CAPSignalingCommand
+        do throws(WireError) {
+            command = try L2CAPSignalingCommand(parsing: payload)
+        } catch {
+            statistics.malformedSignaling += 1
+            // Answer a malformed request (never a reject) so the peer does not wait.
+            guard payload.count >= 2, payload[0] != L2CAPSignalingCode.commandReject.rawValue, payload[1] != 0 else { return [] }
+            statistics.rejectedSignaling += 1
+            return signaling(handle, .commandReject(identifier: payload[1], reason: .commandNotUnderstood))
+        }
+        switch command {
+        case .connectionParameterUpdateRequest(let id, let p):
+            guard link.state.role == .central else {
+                // Only a peripheral may ask (Core Vol 3 Part A §4.20).
+                statistics.rejectedSignaling += 1
+                return signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood))
+            }
+            if Self.isAcceptable(p) {
+                statistics.parameterRequestsAccepted += 1
+                let range = LEConnectionParameterRange(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                                                       maxLatency: p.peripheralLatency, supervisionTimeout: p.timeoutMultiplier)
+                return signaling(handle, .connectionParameterUpdateResponse(identifier: id, result: .accepted))
+                    + [.sendCommand(LEConnectionUpdateCommand(connectionHandle: handle, connection: range),
+                                    .connectionUpdate(handle: handle))]
+            }
+            statistics.parameterRequestsRejected += 1
+            return signaling(handle, .connectionParameterUpdateResponse(identifier: id, result: .rejected))
+        case .leCreditBasedConnectionRequest(let id, _):
+            // No LE credit based channels are offered yet.
+            return signaling(handle, .leCreditBasedConnectionResponse(identifier: id, L2CAPLECreditBasedConnectionResponse(
+                destinationCID: .null, mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported)))
+        case .creditBasedConnectionRequest(let id, let r):
+            var refused = L2CAPChannelIDList()
+            for _ in r.sourceCIDs { refused.append(.null) }
+            return signaling(handle, .creditBasedConnectionResponse(identifier: id, L2CAPCreditBasedConnectionResponse(
+                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported, destinationCIDs: refused)))
+        case .disconnectionRequest(let id, let dcid, let scid):
+            return signaling(handle, .commandReject(identifier: id, reason: .invalidCID(localCID: dcid, remoteCID: scid)))
+        case .creditBasedReconfigureRequest(let id, _):
+            return signaling(handle, .creditBasedReconfigureResponse(identifier: id, result: .invalidDestinationCID))
+        case .connectionParameterUpdateResponse(let id, _), .commandReject(let id, _),
+             .leCreditBasedConnectionResponse(let id, _), .creditBasedConnectionResponse(let id, _),
+             .creditBasedReconfigureResponse(let id, _), .disconnectionResponse(let id, _, _):
+            if link.pendingSignaling.removeValue(forKey: id) == nil {
+                statistics.unmatchedSignalingResponses += 1
+            }
+            links[handle] = link
+            return []
+        case .flowControlCreditIndication:
+            return []  // no channels: nothing to credit
+        case .unknown(_, let id, _):
+            statistics.rejectedSignaling += 1
+            return signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood))
+        }
+    }
+
+    /// Sends a signaling request of ours with a fresh identifier (1...255) and remembers it
+    /// so the response can be matched. Returns the identifier used.
+    public mutating func sendSignalingRequest(handle: UInt16, _ make: (UInt8) -> L2CAPSignalingCommand) -> (UInt8, [ConnectionAction])? {
+        guard var link = links[handle] else { return nil }
+        let id = link.nextSignalingIdentifier
+        link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
+        let command = make(id)
+        link.pendingSignaling[id] = command.code
+        links[handle] = link
+        return (id, signaling(handle, command))
+    }
+
+    private func signaling(_ handle: UInt16, _ command: L2CAPSignalingCommand) -> [ConnectionAction] {
+        frame(handle, L2CAPFrame(channelID: .leSignaling, payload: command))
+    }
+
+    private func frame(_ handle: UInt16, _ f: some WireEncodable) -> [ConnectionAction] {
+        do throws(WireError) {
+            return [.sendL2CAP(handle: handle, frame: try f.encoded())]
+        } catch {
+            preconditionFailure("cannot encode our own L2CAP frame: \(error)")
+        }
+    }
+
+    /// One frame from the SMP channel (CID 6), Core Vol 3 Part H §3. Until pairing exists,
+    /// a Pairing Request gets Pairing Failed "Pairing Not Supported"; the rest is ignored.
+    public mutating func receivedSMP(handle: UInt16, payload: UnsafeRawBufferPointer) -> [ConnectionAction] {
+        guard links[handle] != nil else {
+            statistics.unknownHandleEvents += 1
+            return []
+        }
+        guard payload.first == SMPCode.pairingRequest.rawValue else {
+            statistics.smpIgnored += 1
+            return []
+        }
+        statistics.pairingRequestsRefused += 1
+        return frame(handle, L2CAPFrame(channelID: .smp, payload: SMPPDU.pairingFailed(reason: .pairingNotSupported)))
+    }
+
+    /// Forgets every link and request (host closing). Returns the failures to report.
+    public mutating func closeAll(_ error: HostError) -> [ConnectionAction] {
+        var actions: [ConnectionAction] = []
+        if let a = attempt { actions.append(.connectFailed(a.request.id, error)) }
+        for w in waiting { actions.append(.connectFailed(w.id, error)) }
+        attempt = nil
+        waiting.removeAll()
+        for handle in links.keys.sorted() {
+            if let l = links[handle] { actions.append(.linkClosed(l.state, reason: .connectionTerminatedByLocalHost)) }
+        }
+        links.removeAll()
+        return actions
+    }
+}

@@ -1,0 +1,150 @@
+import BluetoothWire
+
+/// What ``HCIHost/connect(to:timeout:parameters:)`` asks the controller for.
+/// Units as in HCI_LE_Create_Connection (Core Vol 4 Part E §7.8.12).
+public struct LEConnectParameters: Sendable, Equatable {
+    /// LE_Scan_Interval / LE_Scan_Window while initiating, units of 0.625 ms.
+    public var scanInterval: UInt16
+    public var scanWindow: UInt16
+    /// Connection_Interval_Min/Max, units of 1.25 ms (6...3200).
+    public var intervalMin: UInt16
+    public var intervalMax: UInt16
+    /// Max_Latency in connection events (0...499).
+    public var maxLatency: UInt16
+    /// Supervision_Timeout, units of 10 ms (10...3200).
+    public var supervisionTimeout: UInt16
+    public var ownAddressType: LEOwnAddressType
+
+    /// Scan 60 ms every 60 ms; interval 30...50 ms, no latency, 4 s supervision timeout.
+    public init(scanInterval: UInt16 = 0x0060, scanWindow: UInt16 = 0x0060, intervalMin: UInt16 = 24,
+                intervalMax: UInt16 = 40, maxLatency: UInt16 = 0, supervisionTimeout: UInt16 = 400,
+                ownAddressType: LEOwnAddressType = .public) {
+        self.scanInterval = scanInterval
+        self.scanWindow = scanWindow
+        self.intervalMin = intervalMin
+        self.intervalMax = intervalMax
+        self.maxLatency = maxLatency
+        self.supervisionTimeout = supervisionTimeout
+        self.ownAddressType = ownAddressType
+    }
+
+    public static let `default` = LEConnectParameters()
+
+    var range: LEConnectionParameterRange {
+        LEConnectionParameterRange(intervalMin: intervalMin, intervalMax: intervalMax, maxLatency: maxLatency,
+                                   supervisionTimeout: supervisionTimeout)
+    }
+}
+
+/// The state of one LE link as the host knows it.
+public struct LELinkState: Sendable, Equatable, CustomStringConvertible {
+    public var handle: UInt16
+    public var role: LEConnectionRole
+    public var peer: LEAddress
+    /// Connection_Interval, units of 1.25 ms.
+    public var interval: UInt16
+    /// Peripheral_Latency in connection events.
+    public var latency: UInt16
+    /// Supervision_Timeout, units of 10 ms.
+    public var supervisionTimeout: UInt16
+    /// Link layer payload sizes/times from HCI_LE_Data_Length_Change (27 / 328 µs until then).
+    public var maxTxOctets: UInt16 = 27
+    public var maxRxOctets: UInt16 = 27
+    public var maxTxTime: UInt16 = 328
+    public var maxRxTime: UInt16 = 328
+    /// PHYs from HCI_LE_PHY_Update_Complete (1M until then).
+    public var txPHY: LEPHY = .le1M
+    public var rxPHY: LEPHY = .le1M
+
+    public init(handle: UInt16, role: LEConnectionRole, peer: LEAddress, interval: UInt16, latency: UInt16,
+                supervisionTimeout: UInt16) {
+        self.handle = handle
+        self.role = role
+        self.peer = peer
+        self.interval = interval
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
+    }
+
+    /// "handle 0x0040 central, interval 50 ms, latency 0, timeout 4000 ms, 1M/1M, 27/27 octets"
+    public var description: String {
+        let hundredths = Int(interval) * 125  // 1.25 ms units in 1/100 ms
+        let whole = hundredths / 100, frac = hundredths % 100
+        let intervalText = frac == 0 ? "\(whole)" : frac % 10 == 0 ? "\(whole).\(frac / 10)" : "\(whole).\(frac < 10 ? "0" : "")\(frac)"
+        return "handle 0x\(hex(handle, 4)) \(role), interval \(intervalText) ms, latency \(latency), "
+            + "timeout \(Int(supervisionTimeout) * 10) ms, \(txPHY)/\(rxPHY), \(maxTxOctets)/\(maxRxOctets) octets"
+    }
+}
+
+/// Identifies one connect request.
+public struct ConnectRequestID: Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "connect #\(rawValue)" }
+}
+
+/// Why the connection manager sent a command; its answer comes back through
+/// ``LEConnectionManager/commandAnswered(_:_:now:)``.
+public enum ConnectionCommandPurpose: Hashable, Sendable {
+    case createConnection
+    case createConnectionCancel
+    case disconnect(handle: UInt16)
+    case connectionUpdate(handle: UInt16)
+    case remoteParameterReply(handle: UInt16)
+}
+
+/// What ``LEConnectionManager`` asks its driver to do.
+public enum ConnectionAction: Sendable {
+    /// Send this HCI command and report its answer with the purpose.
+    case sendCommand(any HCICommandEncodable, ConnectionCommandPurpose)
+    /// Send this complete L2CAP basic frame (header included) on the link.
+    case sendL2CAP(handle: UInt16, frame: [UInt8])
+    /// A connect request succeeded.
+    case connected(ConnectRequestID, LELinkState)
+    /// A connect request failed (timeout, controller refusal, cancelled).
+    case connectFailed(ConnectRequestID, HostError)
+    /// A link nobody asked for came up (we are peripheral) — the driver may track it.
+    case linkOpened(LELinkState)
+    /// Parameters, data length or PHY of a link changed.
+    case linkUpdated(LELinkState)
+    /// The link is gone; every pending operation on it must fail with `reason`.
+    case linkClosed(LELinkState, reason: HCIErrorCode)
+    /// HCI_Disconnect was refused; the link stays up.
+    case disconnectFailed(handle: UInt16, HostError)
+}
+
+extension ConnectionAction: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .sendCommand(let c, let p): "sendCommand(\(type(of: c).opcode.name ?? "?"), \(p))"
+        case .sendL2CAP(let h, let f): "sendL2CAP(0x\(hex(h, 4)), \(f.count) bytes)"
+        case .connected(let id, let s): "connected(\(id), \(s))"
+        case .connectFailed(let id, let e): "connectFailed(\(id), \(e))"
+        case .linkOpened(let s): "linkOpened(\(s))"
+        case .linkUpdated(let s): "linkUpdated(\(s))"
+        case .linkClosed(let s, let r): "linkClosed(0x\(hex(s.handle, 4)), \(r))"
+        case .disconnectFailed(let h, let e): "disconnectFailed(0x\(hex(h, 4)), \(e))"
+        }
+    }
+}
+
+/// Counters of ``LEConnectionManager``.
+public struct ConnectionStatistics: Sendable, Equatable {
+    /// Signaling commands that could not be parsed.
+    public var malformedSignaling = 0
+    /// Command Reject (not understood) sent for unknown codes.
+    public var rejectedSignaling = 0
+    /// Signaling responses that matched no request of ours.
+    public var unmatchedSignalingResponses = 0
+    /// Peer connection parameter requests (L2CAP or LL) accepted / rejected.
+    public var parameterRequestsAccepted = 0
+    public var parameterRequestsRejected = 0
+    /// SMP PDUs ignored (no pairing layer yet) and Pairing Requests refused.
+    public var smpIgnored = 0
+    public var pairingRequestsRefused = 0
+    /// Connections that completed with no request waiting (disconnected again).
+    public var orphanConnections = 0
+    /// Events for a handle we do not know.
+    public var unknownHandleEvents = 0
+    public init() {}
+}

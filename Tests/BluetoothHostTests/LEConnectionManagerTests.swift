@@ -1,0 +1,356 @@
+import Testing
+@testable import BluetoothHost
+import BluetoothWire
+
+let peerA = LEAddress(BluetoothAddress(0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x01), type: .public)
+let peerB = LEAddress(BluetoothAddress(0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x02), type: .random)
+
+func connectionCompleteEvent(status: HCIErrorCode = .success, handle: UInt16, peer: LEAddress = peerA,
+                             role: LEConnectionRole = .central, interval: UInt16 = 40) -> [UInt8] {
+    eventBytes(LEConnectionComplete(status: status, connectionHandle: handle, role: role, peerAddress: peer,
+                                    connectionInterval: interval, peripheralLatency: 0, supervisionTimeout: 400,
+                                    centralClockAccuracy: LEClockAccuracy(rawValue: 0)))
+}
+
+func disconnectionCompleteEvent(handle: UInt16, reason: HCIErrorCode, status: HCIErrorCode = .success) -> [UInt8] {
+    eventBytes(HCIDisconnectionComplete(status: status, connectionHandle: handle, reason: reason))
+}
+
+/// Signaling C-frame payload: code, identifier, length, data.
+func signalingPayload(_ code: UInt8, _ id: UInt8, _ data: [UInt8]) -> [UInt8] {
+    [code, id, UInt8(data.count & 0xFF), UInt8(data.count >> 8)] + data
+}
+
+func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+
+extension [ConnectionAction] {
+    var commands: [HCIOpcode] {
+        compactMap { if case .sendCommand(let c, _) = $0 { type(of: c).opcode } else { nil } }
+    }
+    var l2capFrames: [(UInt16, [UInt8])] {
+        compactMap { if case .sendL2CAP(let h, let f) = $0 { (h, f) } else { nil } }
+    }
+    var connectedIDs: [UInt64] {
+        compactMap { if case .connected(let id, _) = $0 { id.rawValue } else { nil } }
+    }
+    var failures: [(UInt64, HostError)] {
+        compactMap { if case .connectFailed(let id, let e) = $0 { (id.rawValue, e) } else { nil } }
+    }
+    var closed: [(UInt16, HCIErrorCode)] {
+        compactMap { if case .linkClosed(let s, let r) = $0 { (s.handle, r) } else { nil } }
+    }
+}
+
+@Suite struct LEConnectionManagerTests {
+    let ok = Result<CommandReturn, HostError>.success(CommandReturn(opcode: .leCreateConnection, status: .success,
+                                                                     returnParameters: [], isCommandStatus: true))
+
+    func feed(_ m: inout LEConnectionManager, _ event: [UInt8], now: UInt64 = 0) -> [ConnectionAction] {
+        withEvent(event) { m.handle($0, now: now) }
+    }
+
+    func signaling(_ m: inout LEConnectionManager, _ handle: UInt16, _ payload: [UInt8]) -> [ConnectionAction] {
+        payload.withUnsafeBytes { m.receivedSignaling(handle: handle, payload: $0) }
+    }
+
+    /// A manager with a central link on `handle`.
+    func connected(_ handle: UInt16 = 0x40, role: LEConnectionRole = .central) -> LEConnectionManager {
+        var m = LEConnectionManager()
+        if role == .central {
+            _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: 5 * second, now: 0)
+            _ = m.commandAnswered(.createConnection, ok, now: 0)
+        }
+        let a = feed(&m, connectionCompleteEvent(handle: handle, role: role))
+        #expect(m.link(handle) != nil && a.count == 1)
+        return m
+    }
+
+    @Test func connectSendsCreateConnectionAndCompletes() throws {
+        var m = LEConnectionManager()
+        var a = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: 5 * second, now: 0)
+        #expect(a.commands == [.leCreateConnection])
+        guard case .sendCommand(let c, .createConnection) = a[0], let create = c as? LECreateConnectionCommand else {
+            Issue.record("expected LE Create Connection"); return
+        }
+        #expect(create.peerAddress == peerA.address && create.peerAddressType == .public)
+        #expect(create.connection.intervalMin == 24 && create.connection.supervisionTimeout == 400)
+        #expect(m.nextDeadline == 5 * second)
+        #expect(m.commandAnswered(.createConnection, ok, now: 1).isEmpty)
+        a = feed(&m, connectionCompleteEvent(handle: 0x40), now: 2)
+        #expect(a.connectedIDs == [1])
+        #expect(m.link(0x40)?.peer == peerA && m.link(0x40)?.role == .central)
+        #expect(m.nextDeadline == nil && !m.isConnecting)
+    }
+
+    @Test func extendedCreateWhenTheControllerHasIt() {
+        var info = ControllerInfo()
+        #expect(!LEConnectionManager.supportsExtendedCreate(info))
+        info.supportedCommands[37] |= 1 << 7
+        #expect(LEConnectionManager.supportsExtendedCreate(info))
+        var m = LEConnectionManager(useExtendedCreate: true)
+        let a = m.connect(ConnectRequestID(rawValue: 1), to: peerB, timeout: second, now: 0)
+        #expect(a.commands == [.leExtendedCreateConnection])
+        // Completion arrives as the enhanced event.
+        let e = eventBytes(LEEnhancedConnectionComplete(
+            status: .success, connectionHandle: 0x41, role: .central, peerAddress: peerB,
+            localResolvablePrivateAddress: .zero, peerResolvablePrivateAddress: .zero, connectionInterval: 24,
+            peripheralLatency: 0, supervisionTimeout: 400, centralClockAccuracy: LEClockAccuracy(rawValue: 0)))
+        #expect(feed(&m, e).connectedIDs == [1])
+    }
+
+    @Test func createRefusedFailsTheRequest() {
+        var m = LEConnectionManager()
+        _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: second, now: 0)
+        let a = m.commandAnswered(.createConnection, .failure(.commandFailed(.leCreateConnection, .commandDisallowed)), now: 1)
+        #expect(a.failures.map { $0.1.kind } == [.commandFailed(.commandDisallowed)])
+        #expect(!m.isConnecting)
+    }
+
+    @Test func failedCompletionNamesTheStatus() {
+        var m = LEConnectionManager()
+        _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: second, now: 0)
+        let a = feed(&m, connectionCompleteEvent(status: .synchronizationTimeout, handle: 0))
+        #expect(a.failures.first?.1.kind == .connectFailed(.synchronizationTimeout))
+        #expect(a.failures.first?.1.message == "cannot connect to \(peerA): Connection Failed to be Established / Synchronization Timeout (0x3E)")
+    }
+
+    @Test func timeoutCancelsThenTheUnknownConnectionCompletionEndsTheAttempt() {
+        var m = LEConnectionManager()
+        _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: second, now: 0)
+        _ = m.commandAnswered(.createConnection, ok, now: 0)
+        #expect(m.timerFired(now: second - 1).isEmpty)
+        var a = m.timerFired(now: second)
+        #expect(a.commands == [.leCreateConnectionCancel])
+        #expect(a.failures.isEmpty)
+        _ = m.commandAnswered(.createConnectionCancel, ok, now: second + 1)
+        a = feed(&m, connectionCompleteEvent(status: .unknownConnectionIdentifier, handle: 0), now: second + 2)
+        #expect(a.failures.count == 1)
+        #expect(a.failures.first?.1.kind == .connectTimeout)
+        #expect(a.failures.first?.1.message == "no connection to \(peerA) within 1 s")
+        #expect(!m.isConnecting && !m.staleCreate)
+        // The next attempt goes straight to Create Connection.
+        #expect(m.connect(ConnectRequestID(rawValue: 2), to: peerA, timeout: second, now: 3 * second).commands == [.leCreateConnection])
+    }
+
+    @Test func cancelWithNoCompletionRecoversForTheNextAttempt() {
+        var m = LEConnectionManager(cancelGracePeriod: second)
+        _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: second, now: 0)
+        _ = m.timerFired(now: second)
+        #expect(m.nextDeadline == 2 * second)
+        let a = m.timerFired(now: 2 * second)
+        #expect(a.failures.first?.1.kind == .connectTimeout)
+        #expect(a.failures.first?.1.message.contains("did not confirm LE Create Connection Cancel") == true)
+        #expect(m.staleCreate && !m.isConnecting)
+        // Next attempt clears first: Cancel, then (cancel refused: nothing pending) Create.
+        var b = m.connect(ConnectRequestID(rawValue: 2), to: peerB, timeout: 5 * second, now: 3 * second)
+        #expect(b.commands == [.leCreateConnectionCancel])
+        b = m.commandAnswered(.createConnectionCancel, .failure(.commandFailed(.leCreateConnectionCancel, .commandDisallowed)),
+                              now: 3 * second)
+        #expect(b.commands == [.leCreateConnection])
+        b = feed(&m, connectionCompleteEvent(handle: 0x42, peer: peerB), now: 4 * second)
+        #expect(b.connectedIDs == [2])
+    }
+
+    @Test func clearingAbsorbsTheOldCompletionAndDisconnectsAnOrphanLink() {
+        var m = LEConnectionManager(cancelGracePeriod: second)
+        _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: second, now: 0)
+        _ = m.timerFired(now: second)
+        _ = m.timerFired(now: 2 * second)
+        _ = m.connect(ConnectRequestID(rawValue: 2), to: peerB, timeout: 5 * second, now: 3 * second)
+        #expect(m.commandAnswered(.createConnectionCancel, ok, now: 3 * second).isEmpty)
+        // The old create did connect after all: disconnect it, then send ours.
+        let a = feed(&m, connectionCompleteEvent(handle: 0x45, peer: peerA), now: 3 * second + 1)
+        #expect(a.commands == [.disconnect, .leCreateConnection])
+        #expect(m.statistics.orphanConnections == 1)
+        // The grace timer alone also moves on when the old completion never comes.
+        var m2 = LEConnectionManager(cancelGracePeriod: second)
+        _ = m2.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: second, now: 0)
+        _ = m2.timerFired(now: second)
+        _ = m2.timerFired(now: 2 * second)
+        _ = m2.connect(ConnectRequestID(rawValue: 2), to: peerB, timeout: 5 * second, now: 3 * second)
+        _ = m2.commandAnswered(.createConnectionCancel, ok, now: 3 * second)
+        #expect(m2.timerFired(now: 4 * second).commands == [.leCreateConnection])
+    }
+
+    @Test func oneCreateAtATimeOthersWaitAndTimeOutWhileWaiting() {
+        var m = LEConnectionManager()
+        #expect(m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: 5 * second, now: 0).commands == [.leCreateConnection])
+        #expect(m.connect(ConnectRequestID(rawValue: 2), to: peerB, timeout: 5 * second, now: 0).isEmpty)
+        #expect(m.connect(ConnectRequestID(rawValue: 3), to: peerB, timeout: second, now: 0).isEmpty)
+        // #3 times out while waiting, without any command.
+        let t = m.timerFired(now: second)
+        #expect(t.failures.map(\.0) == [3] && t.commands.isEmpty)
+        // #1 completes, #2 starts.
+        let a = feed(&m, connectionCompleteEvent(handle: 0x40), now: 2 * second)
+        #expect(a.connectedIDs == [1] && a.commands == [.leCreateConnection])
+        let b = feed(&m, connectionCompleteEvent(handle: 0x41, peer: peerB), now: 2 * second)
+        #expect(b.connectedIDs == [2])
+        #expect(m.linkHandles == [0x40, 0x41])
+    }
+
+    @Test func cancelledByTheCallerWhileWaitingOrCreating() {
+        var m = LEConnectionManager()
+        _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: 5 * second, now: 0)
+        _ = m.connect(ConnectRequestID(rawValue: 2), to: peerB, timeout: 5 * second, now: 0)
+        #expect(m.cancelConnect(ConnectRequestID(rawValue: 2), now: 1).failures.map { $0.1.kind } == [.cancelled])
+        #expect(m.cancelConnect(ConnectRequestID(rawValue: 1), now: 1).commands == [.leCreateConnectionCancel])
+        // The link came up anyway: the caller is gone, so it is disconnected.
+        let a = feed(&m, connectionCompleteEvent(handle: 0x40), now: 2)
+        #expect(a.failures.map { $0.1.kind } == [.cancelled])
+        #expect(a.commands == [.disconnect])
+    }
+
+    @Test func disconnectWithReasonAndPeerReasons() {
+        var m = connected(0x40)
+        let a = m.disconnect(0x40, reason: .remoteUserTerminatedConnection)
+        guard case .sendCommand(let c, .disconnect(handle: 0x40)) = a.first, let d = c as? DisconnectCommand else {
+            Issue.record("expected HCI_Disconnect"); return
+        }
+        #expect(d.reason == .remoteUserTerminatedConnection)
+        #expect(m.disconnect(0x40).isEmpty)  // already on its way
+        let b = feed(&m, disconnectionCompleteEvent(handle: 0x40, reason: .connectionTerminatedByLocalHost))
+        #expect(b.closed.map(\.1) == [.connectionTerminatedByLocalHost])
+        #expect(m.link(0x40) == nil)
+        #expect(HostError.disconnected(.connectionTerminatedByLocalHost).message
+                == "disconnected by this host: Connection Terminated By Local Host (0x16)")
+        // Peer and controller reasons, by name.
+        var p = connected(0x41)
+        let c2 = feed(&p, disconnectionCompleteEvent(handle: 0x41, reason: .remoteUserTerminatedConnection))
+        #expect(c2.closed.map(\.1) == [.remoteUserTerminatedConnection])
+        #expect(HostError.disconnected(.remoteUserTerminatedConnection).message
+                == "disconnected by the peer: Remote User Terminated Connection (0x13)")
+        #expect(HostError.disconnected(.connectionTimeout).message == "link lost (supervision timeout): Connection Timeout (0x08)")
+        #expect(HostError.disconnected(.connectionTerminatedDueToMICFailure).message
+                == "disconnected: Connection Terminated due to MIC Failure (0x3D)")
+        // Unknown handle: nothing.
+        #expect(feed(&p, disconnectionCompleteEvent(handle: 0x99, reason: .connectionTimeout)).isEmpty)
+        #expect(p.statistics.unknownHandleEvents == 1)
+    }
+
+    @Test func disconnectRefusedKeepsTheLinkOrClosesAVanishedOne() {
+        var m = connected(0x40)
+        _ = m.disconnect(0x40)
+        let a = m.commandAnswered(.disconnect(handle: 0x40), .failure(.commandFailed(.disconnect, .commandDisallowed)), now: 0)
+        guard case .disconnectFailed(0x40, let e) = a.first else { Issue.record("expected disconnectFailed"); return }
+        #expect(e.kind == .commandFailed(.commandDisallowed))
+        #expect(m.link(0x40) != nil)
+        _ = m.disconnect(0x40)
+        let b = m.commandAnswered(.disconnect(handle: 0x40), .failure(.commandFailed(.disconnect, .unknownConnectionIdentifier)), now: 0)
+        #expect(b.closed.map(\.1) == [.unknownConnectionIdentifier])
+    }
+
+    struct ParamCase: Sendable, CustomStringConvertible {
+        var min: UInt16, max: UInt16, latency: UInt16, timeout: UInt16, accept: Bool
+        var description: String { "\(min)-\(max) lat \(latency) to \(timeout): \(accept)" }
+    }
+
+    static let paramCases: [ParamCase] = [
+        ParamCase(min: 6, max: 3200, latency: 0, timeout: 3200, accept: true),
+        ParamCase(min: 24, max: 40, latency: 0, timeout: 400, accept: true),
+        ParamCase(min: 5, max: 40, latency: 0, timeout: 400, accept: false),      // min below 7.5 ms
+        ParamCase(min: 6, max: 3201, latency: 0, timeout: 3200, accept: false),   // max above 4 s
+        ParamCase(min: 40, max: 24, latency: 0, timeout: 400, accept: false),     // min > max
+        ParamCase(min: 24, max: 40, latency: 499, timeout: 3200, accept: false),  // 3200*4 = 12800 ≤ 500*40
+        ParamCase(min: 6, max: 6, latency: 499, timeout: 3200, accept: true),     // 12800 > 500*6
+        ParamCase(min: 6, max: 6, latency: 500, timeout: 3200, accept: false),    // latency over 499
+        ParamCase(min: 24, max: 40, latency: 0, timeout: 9, accept: false),       // timeout below 100 ms
+        ParamCase(min: 24, max: 40, latency: 0, timeout: 3201, accept: false),    // timeout above 32 s
+        ParamCase(min: 80, max: 80, latency: 4, timeout: 100, accept: false),     // 400 == 5*80: not greater
+        ParamCase(min: 80, max: 80, latency: 4, timeout: 101, accept: true),
+    ]
+
+    @Test(arguments: paramCases)
+    func parameterUpdateRequestAcceptedOrRejected(_ c: ParamCase) {
+        var m = connected(0x40)
+        let a = signaling(&m, 0x40, signalingPayload(0x12, 7, le16(c.min) + le16(c.max) + le16(c.latency) + le16(c.timeout)))
+        let frames = a.l2capFrames
+        #expect(frames.count == 1)
+        // Response on CID 5 with the same identifier, result 0 accepted / 1 rejected.
+        #expect(frames.first?.1 == [6, 0, 5, 0] + signalingPayload(0x13, 7, le16(c.accept ? 0 : 1)))
+        if c.accept {
+            #expect(a.commands == [.leConnectionUpdate])
+            if case .sendCommand(let cmd, _) = a.last, let u = cmd as? LEConnectionUpdateCommand {
+                #expect(u.connectionHandle == 0x40 && u.connection.intervalMin == c.min && u.connection.intervalMax == c.max)
+                #expect(u.connection.maxLatency == c.latency && u.connection.supervisionTimeout == c.timeout)
+            }
+        } else {
+            #expect(a.commands.isEmpty)
+        }
+        // The LL procedure's event gets the same verdict.
+        let e = eventBytes(LERemoteConnectionParameterRequest(connectionHandle: 0x40, intervalMin: c.min, intervalMax: c.max,
+                                                              maxLatency: c.latency, timeout: c.timeout))
+        let r = feed(&m, e)
+        #expect(r.commands == [c.accept ? .leRemoteConnectionParameterRequestReply : .leRemoteConnectionParameterRequestNegativeReply])
+        if case .sendCommand(let cmd, _) = r.first, let n = cmd as? LERemoteConnectionParameterRequestNegativeReplyCommand {
+            #expect(n.reason == .unacceptableConnectionParameters)
+        }
+    }
+
+    @Test func parameterUpdateRequestToAPeripheralIsRejectedAsNotUnderstood() {
+        var m = connected(0x40, role: .peripheral)
+        let a = signaling(&m, 0x40, signalingPayload(0x12, 3, le16(24) + le16(40) + le16(0) + le16(400)))
+        #expect(a.l2capFrames.first?.1 == [6, 0, 5, 0] + signalingPayload(0x01, 3, [0, 0]))
+    }
+
+    @Test func unknownSignalingCodesGetCommandReject() {
+        var m = connected(0x40)
+        // Echo request (BR/EDR only) and a reserved code.
+        for code: UInt8 in [0x08, 0x7F] {
+            let a = signaling(&m, 0x40, signalingPayload(code, 9, [1, 2, 3]))
+            #expect(a.l2capFrames.first?.1 == [6, 0, 5, 0] + signalingPayload(0x01, 9, [0, 0]))
+        }
+        #expect(m.statistics.rejectedSignaling == 2)
+        // A malformed request with a readable identifier is rejected too; a malformed reject is not answered.
+        #expect(signaling(&m, 0x40, signalingPayload(0x12, 4, [1, 2])).l2capFrames.count == 1)
+        #expect(signaling(&m, 0x40, [0x01, 4, 9, 0]).isEmpty)
+        #expect(m.statistics.malformedSignaling == 2)
+    }
+
+    @Test func creditBasedRequestsAreRefusedWithoutBreaking() {
+        var m = connected(0x40)
+        let a = signaling(&m, 0x40, signalingPayload(0x14, 2, le16(0x80) + le16(0x40) + le16(100) + le16(100) + le16(5)))
+        #expect(a.l2capFrames.first?.1 == [14, 0, 5, 0] + signalingPayload(0x15, 2, le16(0) + le16(0) + le16(0) + le16(0) + le16(2)))
+        #expect(signaling(&m, 0x40, signalingPayload(0x16, 3, le16(0x40) + le16(1))).isEmpty)
+    }
+
+    @Test func signalingResponsesAreMatchedByIdentifier() {
+        var m = connected(0x40, role: .peripheral)
+        guard let (id, a) = m.sendSignalingRequest(handle: 0x40, { .connectionParameterUpdateRequest(identifier: $0,
+            L2CAPConnectionParameters(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 400)) })
+        else { Issue.record("no link"); return }
+        #expect(id == 1 && a.l2capFrames.count == 1)
+        #expect(signaling(&m, 0x40, signalingPayload(0x13, 1, le16(0))).isEmpty)
+        #expect(m.statistics.unmatchedSignalingResponses == 0)
+        // The same identifier again, or one never used: unmatched.
+        _ = signaling(&m, 0x40, signalingPayload(0x13, 1, le16(0)))
+        _ = signaling(&m, 0x40, signalingPayload(0x01, 77, [0, 0]))
+        #expect(m.statistics.unmatchedSignalingResponses == 2)
+    }
+
+    @Test func smpPairingRequestIsRefusedOthersIgnored() {
+        var m = connected(0x40)
+        let req: [UInt8] = [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07]
+        let a = req.withUnsafeBytes { m.receivedSMP(handle: 0x40, payload: $0) }
+        #expect(a.l2capFrames.first?.1 == [2, 0, 6, 0, 0x05, 0x05])
+        let sec: [UInt8] = [0x0B, 0x01]
+        #expect(sec.withUnsafeBytes { m.receivedSMP(handle: 0x40, payload: $0) }.isEmpty)
+        #expect(m.statistics.pairingRequestsRefused == 1 && m.statistics.smpIgnored == 1)
+    }
+
+    @Test func linkUpdatesAreRecorded() {
+        var m = connected(0x40)
+        _ = feed(&m, eventBytes(LEConnectionUpdateComplete(status: .success, connectionHandle: 0x40, connectionInterval: 6,
+                                                           peripheralLatency: 2, supervisionTimeout: 300)))
+        _ = feed(&m, eventBytes(LEDataLengthChange(connectionHandle: 0x40, maxTxOctets: 251, maxTxTime: 2120,
+                                                   maxRxOctets: 251, maxRxTime: 2120)))
+        let a = feed(&m, eventBytes(LEPHYUpdateComplete(status: .success, connectionHandle: 0x40, txPHY: .le2M, rxPHY: .le2M)))
+        guard case .linkUpdated(let s) = a.first else { Issue.record("expected linkUpdated"); return }
+        #expect(s.interval == 6 && s.latency == 2 && s.supervisionTimeout == 300)
+        #expect(s.maxTxOctets == 251 && s.maxRxOctets == 251 && s.txPHY == .le2M && s.rxPHY == .le2M)
+        #expect(m.link(0x40) == s)
+        var t = s
+        t.interval = 9
+        #expect(t.description.hasPrefix("handle 0x0040 Central, interval 11.25 ms"))
+        #expect(s.description == "handle 0x0040 Central, interval 7.5 ms, latency 2, timeout 3000 ms, LE 2M/LE 2M, 251/251 octets")
+    }
+}
