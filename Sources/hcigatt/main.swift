@@ -6,6 +6,7 @@ import Glibc
 /// Exit codes: 0 ok, 1 runtime error (including malformed input), 2 usage error.
 let commands: [Command] = [
     ScanCommand.command, InfoCommand.command, ListCommand.command, CmdCommand.command,
+    GATTDumpCommand.command, ReadCommand.command, WriteCommand.command, SubscribeCommand.command,
     ReplayCommand.command, DecodeCommand.command,
 ]
 

@@ -1,0 +1,527 @@
+import BluetoothGATT
+import BluetoothHost
+import BluetoothTransport
+import BluetoothWire
+import HCIGATTFormat
+
+/// Options shared by the commands that talk to one peripheral.
+enum PeerOptions {
+    static let options: Set<String> = ControllerOptions.options.union(["scan-timeout", "connect-timeout", "att-timeout"])
+    static let flags: Set<String> = ControllerOptions.flags
+
+    static let help = """
+      ADDR                   AA:BB:CC:DD:EE:FF[/public|/random], or a device name: found by
+                             scanning first (exact name, else the first name containing it).
+                             Without /public or /random the type is learned by scanning,
+                             else public is assumed.
+      --scan-timeout S       how long to scan for ADDR (default 5)
+      --connect-timeout S    give up connecting after S seconds (default 10)
+      --att-timeout S        ATT transaction timeout (default 30, the spec's)
+    \(ControllerOptions.help)
+    """
+}
+
+/// A peer named on the command line.
+struct PeerTarget {
+    var address: BluetoothAddress?
+    var type: LEAddressType?
+    var name: String?
+
+    init(_ text: String) throws {
+        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        if let a = BluetoothAddress(parts[0]), parts[0].filter({ $0 == ":" }).count == 5 {
+            address = a
+            if parts.count == 2 {
+                switch parts[1].lowercased() {
+                case "public": type = .public
+                case "random": type = .random
+                default: throw UsageError("address type is /public or /random, not '/\(parts[1])'")
+                }
+            }
+        } else {
+            guard !text.isEmpty else { throw UsageError("missing ADDR") }
+            name = text
+        }
+    }
+}
+
+/// A connected GATT client, with what it took to get there; `close` disconnects.
+struct PeerSession: Sendable {
+    let session: Session
+    let connection: LEConnection
+    let client: GATTClient
+    let peer: LEAddress
+
+    static func open(_ args: Arguments, target: PeerTarget) async throws -> PeerSession {
+        let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
+        let connectTimeout = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
+        let attTimeout = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
+        let session = try await Session.open(args)
+        do {
+            let peer = try await resolve(target, host: session.host, timeout: scanTimeout)
+            Console.err("connecting to \(peer)...")
+            let connection: LEConnection
+            do {
+                connection = try await session.host.connect(to: peer, timeout: connectTimeout)
+            } catch {
+                throw RuntimeError("cannot connect to \(peer): \(error)")
+            }
+            let bearer = HostATTBearer(connection: connection)
+            let client = GATTClient(bearer: bearer, options: .init(requestTimeout: attTimeout))
+            return PeerSession(session: session, connection: connection, client: client, peer: peer)
+        } catch {
+            try? await session.close()
+            throw error
+        }
+    }
+
+    /// Finds the peer's address type (or address, for a name) by scanning.
+    static func resolve(_ target: PeerTarget, host: HCIHost, timeout: Duration) async throws -> LEAddress {
+        if let a = target.address, let t = target.type { return LEAddress(a, type: t) }
+        Console.err(target.name.map { "scanning for \"\($0)\"..." } ?? "scanning for \(target.address?.description ?? "")...")
+        var scanConfig = ScanConfiguration()
+        scanConfig.address = target.address
+        scanConfig.scanResponseWait = 0
+        let config = scanConfig
+        let wanted = target.name?.lowercased()
+        let found = Locked<LEAddress?>(nil)
+        try? await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var partial: LEAddress?
+                for try await event in host.scan(config) {
+                    let d = event.device
+                    guard let wanted else { found.withLock { $0 = d.address }; return }
+                    guard let name = d.name?.lowercased() else { continue }
+                    if name == wanted { found.withLock { $0 = d.address }; return }
+                    if partial == nil && name.contains(wanted) { partial = d.address }
+                }
+                found.withLock { $0 = $0 ?? partial }
+            }
+            group.addTask { try await Task.sleep(for: timeout) }
+            try await group.next()
+            group.cancelAll()
+        }
+        if let address = found.withLock({ $0 }) { return address }
+        if let a = target.address {
+            Console.err("\(a) not seen while scanning; assuming a public address")
+            return LEAddress(a, type: .public)
+        }
+        throw RuntimeError("no device named \"\(target.name ?? "")\" found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning")
+    }
+
+    func close() async {
+        client.close()
+        await connection.disconnect()
+        try? await session.close()
+    }
+}
+
+/// A handle (0x0010, 16) or a UUID naming an attribute.
+enum AttributeRef {
+    case handle(UInt16)
+    case uuid(BluetoothUUID)
+
+    init(_ text: String) throws {
+        if text.hasPrefix("0x") || text.hasPrefix("0X"), let h = UInt16(text.dropFirst(2), radix: 16), h > 0 {
+            self = .handle(h)
+        } else if text.count <= 5, text.allSatisfy(\.isNumber), let h = UInt16(text), h > 0 {
+            self = .handle(h)
+        } else if let u = BluetoothUUID(text) {
+            self = .uuid(u)
+        } else {
+            throw UsageError("'\(text)' is neither a handle (0x0010 or 16) nor a UUID (2A37, 0x2a37 or 128-bit)")
+        }
+    }
+}
+
+/// Shows values as hex, text where printable, and decoded where a decoder exists.
+enum ValueFormat {
+    static func text(_ v: [UInt8]) -> String? {
+        guard !v.isEmpty, let s = String(validating: v, as: UTF8.self),
+              s.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F || $0 == "\n" }) else { return nil }
+        return s
+    }
+
+    static func decoded(_ uuid: BluetoothUUID?, _ v: [UInt8]) -> String? {
+        switch uuid?.uuid16 {
+        case 0x2A19: return v.count == 1 ? "\(v[0]) %" : nil
+        case 0x2A01:
+            guard v.count == 2 else { return nil }
+            let a = UInt16(v[0]) | UInt16(v[1]) << 8
+            return AssignedNumbers.appearanceName(a).map { "\($0) (0x\(Hex.pad(a, 4)))" }
+        default: return nil
+        }
+    }
+
+    /// One line: hex (long values cut after 48 bytes unless `full`), text, decoded.
+    static func line(_ uuid: BluetoothUUID?, _ v: [UInt8], full: Bool = false) -> String {
+        var s: String
+        if v.isEmpty {
+            s = "(empty)"
+        } else if v.count > 64 && !full {
+            s = Hex.string(v.prefix(48), separator: " ") + " ... (\(v.count) bytes)"
+        } else {
+            s = Hex.string(v, separator: " ")
+        }
+        if let t = text(v), full || t.count <= 64 { s += "  \"\(t)\"" }
+        if let d = decoded(uuid, v) { s += "  = \(d)" }
+        return s
+    }
+
+    static func fields(_ uuid: BluetoothUUID?, _ v: [UInt8]) -> [Field] {
+        var f = [Field("hex", .bytes(v))]
+        if let t = text(v) { f.append(Field("text", .text(t))) }
+        if let d = decoded(uuid, v) { f.append(Field("decoded", .text(d))) }
+        return f
+    }
+}
+
+func uuidLabel(_ u: BluetoothUUID) -> String {
+    if let n = AssignedNumbers.uuidName(u) { return "\(u) \(n)" }
+    return u.description
+}
+
+enum GATTDumpCommand {
+    static var command: Command {
+        Command(
+            name: "gatt", summary: "Connect and dump the whole GATT database with readable values",
+            help: """
+            Usage: hcigatt gatt ADDR [--json] [--no-values] [OPTIONS]
+
+            Connects, exchanges the MTU, discovers every service, included service,
+            characteristic and descriptor, reads every readable value, and prints them.
+
+            Options:
+              --json                 one JSON object with the same content
+              --no-values            discovery only, no reads
+            \(PeerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["json", "no-values"]), options: PeerOptions.options),
+            run: { args in try await run(args) }
+        )
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        guard args.positional.count == 1 else { throw UsageError(args.positional.isEmpty ? "missing ADDR" : "unexpected argument '\(args.positional[1])'") }
+        let target = try PeerTarget(args.positional[0])
+        let p = try await PeerSession.open(args, target: target)
+        defer { }
+        do {
+            Console.err("discovering...")
+            let start = monotonicNow()
+            let db = try await p.client.discoverAll()
+            let discoveryTrips = p.client.roundTrips
+            let ms = (monotonicNow() &- start) / 1_000_000
+            Console.err("discovered \(db.services.count) services, \(db.characteristics.count) characteristics in \(discoveryTrips) round trips (\(ms) ms, MTU \(p.client.mtu))")
+            var values: [UInt16: Result<[UInt8], GATTError>] = [:]
+            if !args.flag("no-values") {
+                for c in db.characteristics where c.properties.contains(.read) {
+                    do { values[c.valueHandle] = .success(try await p.client.read(handle: c.valueHandle)) }
+                    catch { values[c.valueHandle] = .failure(error) }
+                    if case .failure(let e)? = values[c.valueHandle], case .bearerClosed = e { throw e }
+                }
+            }
+            if args.flag("json") {
+                Console.out(FieldRenderer.jsonObject(jsonFields(db, values, p, roundTrips: discoveryTrips)))
+            } else {
+                printText(db, values)
+            }
+        } catch {
+            await p.close()
+            throw RuntimeError(describeGATT(error))
+        }
+        await p.close()
+        return 0
+    }
+
+    static func printText(_ db: GATTDatabase, _ values: [UInt16: Result<[UInt8], GATTError>]) {
+        for s in db.services {
+            Console.out("\(s.isPrimary ? "Service" : "Secondary service") \(uuidLabel(s.uuid))  [0x\(Hex.pad(s.startHandle, 4))-0x\(Hex.pad(s.endHandle, 4))]")
+            for inc in s.includedServices {
+                Console.out("  Includes \(uuidLabel(inc.uuid))  [0x\(Hex.pad(inc.startHandle, 4))-0x\(Hex.pad(inc.endHandle, 4))]")
+            }
+            for c in s.characteristics {
+                Console.out("  Characteristic \(uuidLabel(c.uuid))  0x\(Hex.pad(c.valueHandle, 4))  [\(c.properties)]")
+                switch values[c.valueHandle] {
+                case .success(let v)?: Console.out("    value: \(ValueFormat.line(c.uuid, v))")
+                case .failure(let e)?: Console.out("    value: (\(e))")
+                case nil: break
+                }
+                for d in c.descriptors {
+                    Console.out("    Descriptor \(uuidLabel(d.uuid))  0x\(Hex.pad(d.handle, 4))")
+                }
+            }
+        }
+    }
+
+    static func jsonFields(_ db: GATTDatabase, _ values: [UInt16: Result<[UInt8], GATTError>], _ p: PeerSession, roundTrips: Int) -> [Field] {
+        let services: [FieldValue] = db.services.map { s in
+            .object([
+                Field("uuid", .text(s.uuid.description)),
+                Field("name", s.name.map { .text($0) } ?? .text("")),
+                Field("primary", .bool(s.isPrimary)),
+                Field("start_handle", .uint(UInt64(s.startHandle))),
+                Field("end_handle", .uint(UInt64(s.endHandle))),
+                Field("included_services", .list(s.includedServices.map { inc in
+                    .object([Field("uuid", .text(inc.uuid.description)), Field("start_handle", .uint(UInt64(inc.startHandle))),
+                             Field("end_handle", .uint(UInt64(inc.endHandle)))])
+                })),
+                Field("characteristics", .list(s.characteristics.map { c in
+                    var f: [Field] = [
+                        Field("uuid", .text(c.uuid.description)),
+                        Field("name", c.name.map { .text($0) } ?? .text("")),
+                        Field("declaration_handle", .uint(UInt64(c.declarationHandle))),
+                        Field("value_handle", .uint(UInt64(c.valueHandle))),
+                        Field("properties", .list(c.properties.names.map { .text($0) })),
+                        Field("descriptors", .list(c.descriptors.map { d in
+                            .object([Field("uuid", .text(d.uuid.description)), Field("handle", .uint(UInt64(d.handle))),
+                                     Field("name", d.name.map { .text($0) } ?? .text(""))])
+                        })),
+                    ]
+                    switch values[c.valueHandle] {
+                    case .success(let v)?: f.append(Field("value", .object(ValueFormat.fields(c.uuid, v))))
+                    case .failure(let e)?: f.append(Field("read_error", .text(e.description)))
+                    case nil: break
+                    }
+                    return .object(f)
+                })),
+            ])
+        }
+        return [
+            Field("address", .text(p.peer.address.description)),
+            Field("address_type", .text(p.peer.type.description)),
+            Field("mtu", .uint(UInt64(p.client.mtu))),
+            Field("discovery_round_trips", .uint(UInt64(roundTrips))),
+            Field("services", .list(services)),
+        ]
+    }
+}
+
+func describeGATT(_ error: any Error) -> String {
+    switch error {
+    case let e as GATTError:
+        if let code = e.attErrorCode, code == .insufficientAuthentication || code == .insufficientEncryption {
+            return "\(e) (the attribute needs a paired, encrypted link: pair first)"
+        }
+        return e.description
+    default: return describe(error)
+    }
+}
+
+/// Finds the characteristic an AttributeRef names (by value handle or UUID).
+func resolveCharacteristic(_ ref: AttributeRef, _ client: GATTClient) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
+    switch ref {
+    case .handle(let h):
+        let db = try await client.discoverAll()
+        return (h, db.characteristic(containing: h))
+    case .uuid(let u):
+        let db = try await client.discoverAll()
+        guard let c = db.characteristic(uuid: u) else {
+            throw RuntimeError("the device has no characteristic \(uuidLabel(u))")
+        }
+        return (c.valueHandle, c)
+    }
+}
+
+enum ReadCommand {
+    static var command: Command {
+        Command(
+            name: "read", summary: "Read one characteristic or attribute (long values to the end)",
+            help: """
+            Usage: hcigatt read ADDR HANDLE|UUID [--json] [OPTIONS]
+
+            Reads the value at HANDLE (0x0010 or 16), or of the characteristic with UUID
+            (2A19, 0x2a19 or 128-bit; the database is discovered first). Long values are read
+            to the end with Read Blob.
+
+            Options:
+              --json                 one JSON object
+            \(PeerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["json"]), options: PeerOptions.options),
+            run: { args in try await run(args) }
+        )
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        guard args.positional.count == 2 else { throw UsageError("expected ADDR and HANDLE|UUID") }
+        let target = try PeerTarget(args.positional[0])
+        let ref = try AttributeRef(args.positional[1])
+        let p = try await PeerSession.open(args, target: target)
+        do {
+            let (handle, c) = try await resolveCharacteristic(ref, p.client)
+            let value = try await p.client.read(handle: handle)
+            if args.flag("json") {
+                var f = [Field("handle", .uint(UInt64(handle)))]
+                if let c { f.append(Field("uuid", .text(c.uuid.description))) }
+                f += ValueFormat.fields(c?.uuid, value)
+                Console.out(FieldRenderer.jsonObject(f))
+            } else {
+                Console.out(ValueFormat.line(c?.uuid, value, full: true))
+            }
+        } catch {
+            await p.close()
+            throw RuntimeError(describeGATT(error))
+        }
+        await p.close()
+        return 0
+    }
+}
+
+enum WriteCommand {
+    static var command: Command {
+        Command(
+            name: "write", summary: "Write one characteristic (request, command or long write)",
+            help: """
+            Usage: hcigatt write ADDR HANDLE|UUID (HEX | --text S) [--no-response] [--long] [OPTIONS]
+
+            Writes HEX bytes (or the UTF-8 of --text) with a Write Request and waits for the
+            response. Values longer than MTU-3 are written with Prepare/Execute Write (also
+            forced by --long). --no-response sends a Write Command (no confirmation).
+
+            Options:
+              --text S               write the UTF-8 bytes of S instead of HEX
+              --no-response          Write Command: no response from the device
+              --long                 use Prepare/Execute Write even for a short value
+            \(PeerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["no-response", "long"]), options: PeerOptions.options.union(["text"])),
+            run: { args in try await run(args) }
+        )
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        guard args.positional.count >= 2 else { throw UsageError("expected ADDR, HANDLE|UUID and a value") }
+        let target = try PeerTarget(args.positional[0])
+        let ref = try AttributeRef(args.positional[1])
+        let value: [UInt8]
+        if let text = args.option("text") {
+            guard args.positional.count == 2 else { throw UsageError("give either HEX or --text, not both") }
+            value = Array(text.utf8)
+        } else {
+            guard args.positional.count > 2 else { throw UsageError("missing the value (HEX or --text S)") }
+            switch Hex.parse(args.positional.dropFirst(2).joined(separator: " ")) {
+            case .success(let b): value = b
+            case .failure(let e): throw UsageError("bad value hex: \(e)")
+            }
+        }
+        if args.flag("no-response") && args.flag("long") { throw UsageError("--no-response and --long exclude each other") }
+        guard value.count <= 512 else { throw UsageError("an attribute value is at most 512 bytes (Core Vol 3 Part F §3.2.9), not \(value.count)") }
+        let p = try await PeerSession.open(args, target: target)
+        do {
+            let (handle, _) = try await resolveCharacteristic(ref, p.client)
+            if args.flag("no-response") {
+                try await p.client.writeWithoutResponse(handle: handle, value: value)
+            } else if args.flag("long") {
+                try await p.client.reliableWrite([ATTHandleValue(handle: handle, value: value)])
+            } else {
+                try await p.client.write(handle: handle, value: value)
+            }
+            Console.err("wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4))")
+        } catch {
+            await p.close()
+            throw RuntimeError(describeGATT(error))
+        }
+        await p.close()
+        return 0
+    }
+}
+
+enum SubscribeCommand {
+    static var command: Command {
+        Command(
+            name: "subscribe", summary: "Print notifications/indications of characteristics as they come",
+            help: """
+            Usage: hcigatt subscribe ADDR UUID... [--count N] [--indicate] [--json] [OPTIONS]
+
+            Enables notifications (or indications with --indicate, or whichever the
+            characteristic supports) on each UUID and prints every value with a timestamp
+            until Ctrl-C or N values, then disables them again before disconnecting.
+            Indications are confirmed only after the value was printed.
+
+            Options:
+              --count N              stop after N values in total
+              --indicate             ask for indications instead of notifications
+              --json                 one JSON object per value
+            \(PeerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["indicate", "json"]), options: PeerOptions.options.union(["count"])),
+            run: { args in try await run(args) }
+        )
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        guard args.positional.count >= 2 else { throw UsageError("expected ADDR and at least one UUID") }
+        let target = try PeerTarget(args.positional[0])
+        var uuids: [BluetoothUUID] = []
+        for text in args.positional.dropFirst() {
+            guard let u = BluetoothUUID(text) else { throw UsageError("'\(text)' is not a UUID") }
+            uuids.append(u)
+        }
+        var countLimit: Int?
+        if let text = args.option("count") {
+            guard let n = Int(text), n > 0 else { throw UsageError("--count takes a positive number, not '\(text)'") }
+            countLimit = n
+        }
+        let limit = countLimit
+        let json = args.flag("json")
+        let p = try await PeerSession.open(args, target: target)
+        let start = monotonicNow()
+        let received = Locked(0)
+        var failure: (any Error)?
+        do {
+            let db = try await p.client.discoverAll()
+            var streams: [(GATTCharacteristic, AsyncThrowingStream<GATTValue, Error>)] = []
+            for u in uuids {
+                guard let c = db.characteristic(uuid: u) else { throw RuntimeError("the device has no characteristic \(uuidLabel(u))") }
+                let indicate = args.flag("indicate") || !c.properties.contains(.notify)
+                streams.append((c, try await p.client.subscribe(characteristic: c, indicate: indicate)))
+                Console.err("subscribed to \(uuidLabel(u)) (\(indicate ? "indications" : "notifications"))")
+            }
+            let all = streams
+            _ = try await runInterruptible {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (c, stream) in all {
+                        group.addTask {
+                            for try await v in stream {
+                                let n = received.withLock { $0 += 1; return $0 }
+                                if let limit, n > limit { return }
+                                let t = Double(monotonicNow() &- start) / 1e9
+                                if json {
+                                    Console.out(FieldRenderer.jsonObject([
+                                        Field("time", .double(t)), Field("uuid", .text(c.uuid.description)),
+                                        Field("handle", .uint(UInt64(v.handle))),
+                                        Field("kind", .text(v.isIndication ? "indication" : "notification")),
+                                    ] + ValueFormat.fields(c.uuid, v.value)))
+                                } else {
+                                    Console.out("\(formatSeconds(t).leftPad(8)) s  \(uuidLabel(c.uuid))  \(ValueFormat.line(c.uuid, v.value))")
+                                }
+                                Console.flush()
+                                if let limit, n >= limit { return }
+                            }
+                            throw RuntimeError("the subscription to \(uuidLabel(c.uuid)) ended: \(p.client.failure.map { describeGATT($0) } ?? "link closed")")
+                        }
+                    }
+                    if limit != nil {
+                        // Any stream reaching the count ends them all.
+                        try await group.next()
+                        group.cancelAll()
+                    } else {
+                        try await group.waitForAll()
+                    }
+                }
+            }
+        } catch {
+            failure = error
+        }
+        await p.close()
+        let n = received.withLock { $0 }
+        Console.err("\(min(n, limit ?? n)) value\(n == 1 ? "" : "s") received")
+        if let failure { throw RuntimeError(describeGATT(failure)) }
+        return 0
+    }
+}
+
+extension String {
+    func leftPad(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}
