@@ -428,6 +428,31 @@ public final class GATTClient: Sendable {
         }
     }
 
+    /// Ends every subscription stream of `characteristic` and waits until its CCCD is
+    /// cleared on the server, so a tool can disconnect right after, having unsubscribed
+    /// cleanly. Does nothing when nobody is subscribed.
+    public func unsubscribe(characteristic: GATTCharacteristic) async throws(GATTError) {
+        let valueHandle = characteristic.valueHandle
+        let result = await withCheckedContinuation { (c: ResponseContinuation) in
+            locked { s, fx in
+                guard let entry = s.cccds[valueHandle], !entry.subscribers.isEmpty else {
+                    fx.append { c.resume(returning: .success(.write)) }
+                    return
+                }
+                for id in entry.subscribers {
+                    guard let sub = s.subscribers.removeValue(forKey: id) else { continue }
+                    for e in sub.buffer { if let t = e.token { taken(t, &s, &fx) } }
+                    if let w = sub.waiting { fx.append { w.resume(returning: .success(nil)) } }
+                }
+                s.cccds[valueHandle]?.subscribers = []
+                if !updateCCCD(valueHandle: valueHandle, waiter: .request(c), &s, &fx) {
+                    fx.append { c.resume(returning: .success(.write)) }
+                }
+            }
+        }
+        _ = try result.get()
+    }
+
     // MARK: - Internals: the ATT request path
 
     func now() -> UInt64 {

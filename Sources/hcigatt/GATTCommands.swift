@@ -511,6 +511,12 @@ enum SubscribeCommand {
                     }
                 }
             }
+            // Clear the CCCDs before disconnecting (a clean exit leaves the device quiet).
+            for (c, _) in all {
+                do { try await p.client.unsubscribe(characteristic: c) } catch {
+                    if failure == nil { Console.err("could not unsubscribe from \(uuidLabel(c.uuid)): \(describeGATT(error))") }
+                }
+            }
         } catch {
             failure = error
         }

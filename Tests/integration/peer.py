@@ -12,6 +12,9 @@ PEER = os.path.join(ROOT, 'Tests', 'peer', 'bumble_peer.py')
 HCIGATT = os.environ.get('HCIGATT', os.path.join(ROOT, '.build', 'debug', 'hcigatt'))
 PYTHON = os.environ.get('BUMBLE_PYTHON', sys.executable)
 
+sys.path.insert(0, os.path.join(ROOT, 'Tests', 'peer'))
+from peer_events import EventReader  # noqa: E402
+
 
 class Peer:
     """A bumble_peer.py process: one TCP controller for hcigatt plus peripherals.
@@ -39,6 +42,8 @@ class Peer:
         self.ready = json.loads(line)
         self.port = self.ready['port']
         self.transport = f'tcp:127.0.0.1:{self.port}'
+        # Event lines the peer prints after the ready line (connected, written, ...).
+        self.events = EventReader(self.proc.stdout)
 
     def close(self):
         if self.proc.poll() is None:
@@ -48,6 +53,8 @@ class Peer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if getattr(self, 'events', None) is not None:
+            self.events.thread.join(timeout=5)
         self.proc.stdout.close()
 
     def stderr(self):
