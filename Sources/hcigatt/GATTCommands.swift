@@ -10,6 +10,8 @@ enum PeerOptions {
     static let flags: Set<String> = ControllerOptions.flags
 
     static let help = """
+      --transport l2cap:hciN the kernel keeps the link and hcigatt speaks ATT on its L2CAP
+                             socket (adapter up; security raised when the device asks)
       ADDR                   AA:BB:CC:DD:EE:FF[/public|/random], or a device name: found by
                              scanning first (exact name, else the first name containing it).
                              Without /public or /random the type is learned by scanning,
@@ -47,15 +49,22 @@ struct PeerTarget {
 
 /// A connected GATT client, with what it took to get there; `close` disconnects.
 struct PeerSession: Sendable {
-    let session: Session
-    let connection: LEConnection
     let client: GATTClient
     let peer: LEAddress
+    /// Our own host's session and link (HCI transports).
+    let session: Session?
+    let connection: LEConnection?
+    /// The kernel's L2CAP ATT socket (`--transport l2cap:hciN`).
+    let kernelBearer: KernelATTBearer?
 
     static func open(_ args: Arguments, target: PeerTarget) async throws -> PeerSession {
         let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
         let connectTimeout = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
         let attTimeout = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
+        let options = GATTClient.Options(requestTimeout: attTimeout)
+        if let spec = args.option("transport"), spec.hasPrefix("l2cap:") {
+            return try openKernel(spec, target: target, connectTimeout: connectTimeout, options: options, args: args)
+        }
         let session = try await Session.open(args)
         do {
             let peer = try await resolve(target, host: session.host, timeout: scanTimeout)
@@ -66,12 +75,48 @@ struct PeerSession: Sendable {
             } catch {
                 throw RuntimeError("cannot connect to \(peer): \(error)")
             }
-            let bearer = HostATTBearer(connection: connection)
-            let client = GATTClient(bearer: bearer, options: .init(requestTimeout: attTimeout))
-            return PeerSession(session: session, connection: connection, client: client, peer: peer)
+            let client = GATTClient(bearer: HostATTBearer(connection: connection), options: options)
+            return PeerSession(client: client, peer: peer, session: session, connection: connection, kernelBearer: nil)
         } catch {
             try? await session.close()
             throw error
+        }
+    }
+
+    /// The kernel keeps the link; we speak ATT on its L2CAP socket (CID 4).
+    static func openKernel(_ spec: String, target: PeerTarget, connectTimeout: Duration, options: GATTClient.Options,
+                           args: Arguments) throws -> PeerSession {
+        let name = spec.dropFirst("l2cap:".count)
+        guard name.hasPrefix("hci"), let index = UInt16(name.dropFirst(3)) else {
+            throw UsageError("--transport l2cap:hciN names an adapter, e.g. l2cap:hci0, not '\(spec)'")
+        }
+        guard let address = target.address else {
+            throw UsageError("with --transport l2cap:hciN give the device's address (AA:BB:CC:DD:EE:FF[/random]); finding it by name needs an HCI transport")
+        }
+        if args.option("snoop") != nil { throw UsageError("--snoop records HCI traffic; the kernel owns it with l2cap:hciN (use btmon)") }
+        let peer = LEAddress(address, type: target.type ?? .public)
+        var kopts = KernelATTBearerOptions()
+        kopts.connectTimeoutMilliseconds = Int32(clamping: connectTimeout.components.seconds * 1000 + connectTimeout.components.attoseconds / 1_000_000_000_000_000)
+        Console.err("connecting to \(peer) via \(spec)...")
+        let bearer: KernelATTBearer
+        do { bearer = try KernelATTBearer(adapter: index, peer: peer, options: kopts) } catch {
+            throw RuntimeError(error.message)
+        }
+        let client = GATTClient(bearer: bearer, options: options)
+        return PeerSession(client: client, peer: peer, session: nil, connection: nil, kernelBearer: bearer)
+    }
+
+    /// Runs `op`; when the kernel bearer is used and the device answers insufficient
+    /// authentication/encryption, raises the socket's security (the kernel pairs) and
+    /// tries once more, as BlueZ does.
+    func withSecurity<R: Sendable>(_ op: () async throws -> R) async throws -> R {
+        do {
+            return try await op()
+        } catch let e as GATTError {
+            guard let bearer = kernelBearer, let code = e.attErrorCode,
+                  let level = try? bearer.raiseSecurity(after: code) else { throw e }
+            Console.err("raising security to \(level) and retrying...")
+            return try await op()
         }
     }
 
@@ -111,8 +156,8 @@ struct PeerSession: Sendable {
 
     func close() async {
         client.close()
-        await connection.disconnect()
-        try? await session.close()
+        await connection?.disconnect()
+        try? await session?.close()
     }
 }
 
@@ -216,9 +261,10 @@ enum GATTDumpCommand {
             var values: [UInt16: Result<[UInt8], GATTError>] = [:]
             if !args.flag("no-values") {
                 for c in db.characteristics where c.properties.contains(.read) {
-                    do { values[c.valueHandle] = .success(try await p.client.read(handle: c.valueHandle)) }
-                    catch { values[c.valueHandle] = .failure(error) }
-                    if case .failure(let e)? = values[c.valueHandle], case .bearerClosed = e { throw e }
+                    let handle = c.valueHandle
+                    do { values[handle] = .success(try await p.withSecurity { try await p.client.read(handle: handle) }) }
+                    catch let e as GATTError { values[handle] = .failure(e) }
+                    if case .failure(let e)? = values[handle], case .bearerClosed = e { throw e }
                 }
             }
             if args.flag("json") {
@@ -350,7 +396,7 @@ enum ReadCommand {
         let p = try await PeerSession.open(args, target: target)
         do {
             let (handle, c) = try await resolveCharacteristic(ref, p.client)
-            let value = try await p.client.read(handle: handle)
+            let value = try await p.withSecurity { try await p.client.read(handle: handle) }
             if args.flag("json") {
                 var f = [Field("handle", .uint(UInt64(handle)))]
                 if let c { f.append(Field("uuid", .text(c.uuid.description))) }
@@ -410,12 +456,15 @@ enum WriteCommand {
         let p = try await PeerSession.open(args, target: target)
         do {
             let (handle, _) = try await resolveCharacteristic(ref, p.client)
-            if args.flag("no-response") {
-                try await p.client.writeWithoutResponse(handle: handle, value: value)
-            } else if args.flag("long") {
-                try await p.client.reliableWrite([ATTHandleValue(handle: handle, value: value)])
-            } else {
-                try await p.client.write(handle: handle, value: value)
+            let noResponse = args.flag("no-response"), long = args.flag("long")
+            try await p.withSecurity {
+                if noResponse {
+                    try await p.client.writeWithoutResponse(handle: handle, value: value)
+                } else if long {
+                    try await p.client.reliableWrite([ATTHandleValue(handle: handle, value: value)])
+                } else {
+                    try await p.client.write(handle: handle, value: value)
+                }
             }
             Console.err("wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4))")
         } catch {

@@ -80,6 +80,7 @@ if ! python3 -c 'import socket; socket.socket(31, socket.SOCK_RAW, 1)' 2>/dev/nu
   run list-no-bt 1 "$bin" list && expect_err list-no-bt "no Bluetooth support"
   run user-no-bt 1 "$bin" scan --transport user:hci0 --duration 1 && { expect_err user-no-bt "no Bluetooth support"; expect_err user-no-bt "tcp:HOST:PORT"; }
   run raw-no-bt 1 "$bin" info --transport raw:hci0 && expect_err raw-no-bt "modprobe bluetooth"
+  run l2cap-no-bt 1 "$bin" gatt F0:F1:F2:F3:F4:01 --transport l2cap:hci0 && expect_err l2cap-no-bt "no Bluetooth support"
   run default-no-bt 1 env -u HCIGATT_TRANSPORT "$bin" scan --duration 1 && expect_err default-no-bt "no --transport given"
 fi
 run serial-missing 1 "$bin" info --transport serial:/dev/hcigatt-no-such-tty && expect_err serial-missing "no such serial device"
@@ -88,6 +89,8 @@ run bad-transport 2 "$bin" scan --transport bluetooth-over-pigeon && expect_err 
 run replay-missing 1 "$bin" replay /nonexistent.btsnoop && expect_err replay-missing "/nonexistent.btsnoop"
 printf 'not a btsnoop file at all' >"$tmp/bad.btsnoop"
 run replay-bad 1 "$bin" replay "$tmp/bad.btsnoop" && expect_err replay-bad "btsnoop"
+run l2cap-by-name 2 "$bin" gatt Thermo --transport l2cap:hci0 && expect_err l2cap-by-name "give the device's address"
+run l2cap-bad 2 "$bin" read F0:F1:F2:F3:F4:01 2a00 --transport l2cap:usb0 && expect_err l2cap-bad "l2cap:hci0"
 run cmd-bad-opcode 2 "$bin" cmd 0x12 && expect_err cmd-bad-opcode "4 hex digits"
 
 for extra in "$(dirname "$0")"/run-*.sh; do
