@@ -59,7 +59,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "hcigatt-bench",
-            dependencies: ["BluetoothWire", "BluetoothHost", "HCIGATTFormat", "CAllocCounter"],
+            dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothGATT", "HCIGATTFormat", "CAllocCounter"],
             path: "Benchmarks/hcigatt-bench",
             swiftSettings: optimize
         ),

@@ -1,3 +1,5 @@
+import BluetoothGATT
+import BluetoothHost
 import BluetoothWire
 
 /// Benchmark inputs, exactly as given in the issue so results compare across stacks.
@@ -35,6 +37,8 @@ enum Inputs {
         }
         return pdu
     }()
+    /// The notification above in an L2CAP frame (CID 4) in an ACL packet, handle 0x0040.
+    static let notificationACL: [UInt8] = [0x40, 0x20, 0x0C, 0x00, 0x08, 0x00, 0x04, 0x00] + attNotification
     static let sfloat: [UInt8] = [0x6C, 0xF1]               // 36.4
     static let float32: [UInt8] = [0x72, 0x01, 0x00, 0xFF]  // 37.0 (mantissa 370, exponent -1)
     static let uuid128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x0D, 0x18, 0x00, 0x00]
@@ -111,6 +115,25 @@ func allCases() -> [BenchmarkCase] {
                 } catch {
                     return 0
                 }
+            }
+        },
+        BenchmarkCase(name: "notification: ACL -> L2CAP -> ATT -> value", targetNanos: nil,
+                      allowsAllocations: true) { [input = RotatingInput(Inputs.notificationACL)] n in
+            // The host's receive path without the socket: parse the ACL packet, reassemble
+            // (a whole frame is handed over as a view), and let the ATT client recognise the
+            // notification. The one allocation per op is the delivered value.
+            var reassembler = L2CAPReassembler()
+            var att = ATTClient()
+            return input.run(n) { buf in
+                var sum: UInt64 = 0
+                do throws(WireError) {
+                    let p = try ACLPacket(parsing: buf)
+                    _ = reassembler.append(handle: p.header.handle, boundary: p.header.packetBoundary, fragment: p.payload) { _, cid, frame in
+                        guard cid == .att, let v = att.receiveNotification(bytes: frame) else { return }
+                        sum &+= UInt64(v.handle) &+ UInt64(v.value.count)
+                    }
+                } catch {}
+                return sum
             }
         },
         BenchmarkCase(name: "ATT Read By Type Rsp (10)", targetNanos: nil) { [input = RotatingInput(Inputs.readByTypeResponse)] n in

@@ -165,6 +165,22 @@ public struct ATTClient: Sendable {
         pdu.withUnsafeBytes { receive(bytes: $0, now: now) }
     }
 
+    /// The receive hot path: when `bytes` is a well-formed Handle Value Notification,
+    /// returns its handle and a copy of the value (the only allocation) without building
+    /// an action list; otherwise nil, and the PDU goes through ``receive(bytes:now:)``.
+    @inlinable
+    public mutating func receiveNotification(bytes: UnsafeRawBufferPointer) -> (handle: UInt16, value: [UInt8])? {
+        guard bytes.count >= 3, bytes[0] == ATTOpcode.handleValueNotification.rawValue, !isDead else { return nil }
+        let handle = UInt16(bytes[1]) | UInt16(bytes[2]) << 8
+        guard handle != 0 else { return nil }
+        return (handle, Array(UnsafeRawBufferPointer(rebasing: bytes[3...])))
+    }
+
+    @usableFromInline var isDead: Bool {
+        if case .dead = state { return true }
+        return false
+    }
+
     /// One PDU from the peer (opcode first); the bytes are copied where kept.
     public mutating func receive(bytes: UnsafeRawBufferPointer, now: UInt64) -> [ATTClientAction] {
         if case .dead = state { return [] }

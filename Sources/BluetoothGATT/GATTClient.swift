@@ -533,6 +533,11 @@ public final class GATTClient: Sendable {
 
     private func received(_ pdu: [UInt8]) {
         locked { s, fx in
+            // Notifications skip the action list: the value copy is the only allocation.
+            if let n = pdu.withUnsafeBytes({ s.att.receiveNotification(bytes: $0) }) {
+                deliver(handle: n.handle, value: n.value, indication: false, &s, &fx)
+                return
+            }
             let actions = s.att.receive(pdu, now: now())
             apply(actions, &s, &fx)
         }
