@@ -169,7 +169,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
                     throw fail(TransportError(.io, "\(label): reading the connection result failed: \(ge)", errno: ge.rawValue))
                 }
                 if code != 0 {
-                    throw fail(Self.connectError(BluetoothTransport.Errno(code), label: label, target: target))
+                    throw fail(Self.connectError(Errno(code), label: label, target: target))
                 }
             }
         case .failure(let e):
@@ -182,7 +182,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         self.description = "\(target) via \(label)"
 
         guard let pipe = Self.wakePipe() else {
-            throw fail(TransportError(.io, "\(label): cannot create the reader's wake pipe: \(BluetoothTransport.Errno.current)"))
+            throw fail(TransportError(.io, "\(label): cannot create the reader's wake pipe: \(Errno.current)"))
         }
         self.wake = pipe
         self.fd = fd
@@ -228,7 +228,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         }, context)
         if r != 0 {
             Unmanaged<KernelATTBearer>.fromOpaque(context).release()
-            finish(ATTBearerClosed(message: "\(description): cannot start the reader thread: \(BluetoothTransport.Errno(r))"))
+            finish(ATTBearerClosed(message: "\(description): cannot start the reader thread: \(Errno(r))"))
             return
         }
         pthread_detach(thread)
@@ -238,7 +238,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         if let why = closedReason() { throw why }
         let fd = self.fd
         let system = self.system
-        let result: Result<Void, BluetoothTransport.Errno> = pdu.withUnsafeBytes { bytes in
+        let result: Result<Void, Errno> = pdu.withUnsafeBytes { bytes in
             guard let base = bytes.baseAddress else { return .success(()) }
             while true {
                 switch retrying({ system.send(fd, base, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }) {
@@ -349,7 +349,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
             fds[1].revents = 0
             let r = fds.withUnsafeMutableBufferPointer { system.poll($0.baseAddress!, 2, -1) }
             if r < 0 {
-                let e = BluetoothTransport.Errno.current
+                let e = Errno.current
                 if e == .interrupted { continue }
                 finish(ATTBearerClosed(message: "\(description): poll failed: \(e)"))
                 return
@@ -459,7 +459,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         return info.address
     }
 
-    static func deviceInfo(_ fd: Int32, index: UInt16, system: SystemCalls) -> Result<(address: BluetoothAddress, up: Bool), BluetoothTransport.Errno> {
+    static func deviceInfo(_ fd: Int32, index: UInt16, system: SystemCalls) -> Result<(address: BluetoothAddress, up: Bool), Errno> {
         var di = hci_dev_info()
         di.dev_id = index
         let r = withUnsafeMutablePointer(to: &di) { p in
@@ -502,7 +502,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         return nil
     }
 
-    static func socketError(_ e: BluetoothTransport.Errno, label: String, what: String) -> TransportError {
+    static func socketError(_ e: Errno, label: String, what: String) -> TransportError {
         switch e {
         case .addressFamilyNotSupported, .protocolNotSupported:
             TransportError(
@@ -516,7 +516,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         }
     }
 
-    static func connectError(_ e: BluetoothTransport.Errno, label: String, target: String) -> TransportError {
+    static func connectError(_ e: Errno, label: String, target: String) -> TransportError {
         switch e.rawValue {
         case ECONNREFUSED:
             TransportError(.connectionFailed, "\(label): \(target) refused the connection (\(e))", errno: e.rawValue)
@@ -534,7 +534,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
     }
 
     /// A read/send errno on a connected socket, as the reason the link went away.
-    static func linkLost(_ e: BluetoothTransport.Errno, description: String) -> ATTBearerClosed {
+    static func linkLost(_ e: Errno, description: String) -> ATTBearerClosed {
         switch e.rawValue {
         case ECONNRESET:
             ATTBearerClosed(reason: .remoteUserTerminatedConnection, message: "\(description): disconnected by the peer (\(e))")
@@ -548,7 +548,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
     }
 
     /// poll for `events`; 0 after the timeout. EINTR restarts with the time left.
-    static func waitFor(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32, system: SystemCalls) -> Result<Int16, BluetoothTransport.Errno> {
+    static func waitFor(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32, system: SystemCalls) -> Result<Int16, Errno> {
         let deadline = system.monotonicNanoseconds() &+ UInt64(max(timeoutMilliseconds, 0)) &* 1_000_000
         var remaining = timeoutMilliseconds
         while true {
@@ -556,7 +556,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
             let r = system.poll(&p, 1, remaining)
             if r > 0 { return .success(p.revents) }
             if r == 0 { return .success(0) }
-            let e = BluetoothTransport.Errno.current
+            let e = Errno.current
             guard e == .interrupted else { return .failure(e) }
             let now = system.monotonicNanoseconds()
             if now >= deadline { return .success(0) }
@@ -579,11 +579,11 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
 
 /// Runs `body` until it does not fail with EINTR; the value or the errno.
 @inline(__always)
-private func retrying<I: FixedWidthInteger>(_ body: () -> I) -> Result<I, BluetoothTransport.Errno> {
+private func retrying<I: FixedWidthInteger>(_ body: () -> I) -> Result<I, Errno> {
     while true {
         let r = body()
         if r >= 0 { return .success(r) }
-        let e = BluetoothTransport.Errno.current
+        let e = Errno.current
         if e != .interrupted { return .failure(e) }
     }
 }

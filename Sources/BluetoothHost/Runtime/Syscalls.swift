@@ -1,18 +1,7 @@
+import BluetoothTransport
 import Glibc
 
-/// A POSIX error number. Open set: any value can be represented.
-public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible, Error {
-    public var rawValue: Int32
-    public init(rawValue: Int32) { self.rawValue = rawValue }
-    public static let interrupted = Errno(rawValue: EINTR)
-    public static let wouldBlock = Errno(rawValue: EAGAIN)
-    public static let badFileDescriptor = Errno(rawValue: EBADF)
-    public var description: String {
-        guard let s = strerror(rawValue) else { return "errno \(rawValue)" }
-        return "\(String(cString: s)) (errno \(rawValue))"
-    }
-    static var current: Errno { Errno(rawValue: errno) }
-}
+// Errors are BluetoothTransport's `Errno` (one type for the whole stack).
 
 /// The host runtime's system calls: one EINTR loop, nothing else clever.
 enum Sys {
