@@ -122,7 +122,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
 
         let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
         let fd: Int32
-        switch retrying({ system.socket(LinuxBluetooth.addressFamily, type, LinuxBluetooth.protocolL2CAP) }) {
+        switch retryingOnInterrupt({ system.socket(LinuxBluetooth.addressFamily, type, LinuxBluetooth.protocolL2CAP) }) {
         case .success(let f): fd = f
         case .failure(let e): throw Self.socketError(e, label: label, what: "an L2CAP socket")
         }
@@ -134,7 +134,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         // Bind to the adapter's own address (Core Vol 3 Part A §2.1: CID 4 is ATT).
         var local = Self.l2Address(own, type: UInt8(BDADDR_LE_PUBLIC), cid: LinuxBluetooth.attCID)
         let size = socklen_t(MemoryLayout<sockaddr_l2>.size)
-        let bound = withUnsafePointer(to: &local) { p in retrying { system.bind(fd, p, size) } }
+        let bound = withUnsafePointer(to: &local) { p in retryingOnInterrupt { system.bind(fd, p, size) } }
         if case .failure(let e) = bound {
             switch e {
             case .permissionDenied, .accessDenied:
@@ -147,7 +147,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         let peerType = UInt8(peer.type == .public || peer.type == .publicIdentity ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM)
         var remote = Self.l2Address(peer.address, type: peerType, cid: LinuxBluetooth.attCID)
         let target = "\(peer.address) (\(peer.type == .public || peer.type == .publicIdentity ? "public" : "random"))"
-        let connected = withUnsafePointer(to: &remote) { p in retrying { system.connect(fd, p, size) } }
+        let connected = withUnsafePointer(to: &remote) { p in retryingOnInterrupt { system.connect(fd, p, size) } }
         switch connected {
         case .success:
             break
@@ -164,7 +164,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
             case .success:
                 var code: Int32 = 0
                 var length = socklen_t(MemoryLayout<Int32>.size)
-                let got = retrying { system.getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) }
+                let got = retryingOnInterrupt { system.getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) }
                 if case .failure(let ge) = got {
                     throw fail(TransportError(.io, "\(label): reading the connection result failed: \(ge)", errno: ge.rawValue))
                 }
@@ -241,7 +241,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         let result: Result<Void, Errno> = pdu.withUnsafeBytes { bytes in
             guard let base = bytes.baseAddress else { return .success(()) }
             while true {
-                switch retrying({ system.send(fd, base, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }) {
+                switch retryingOnInterrupt({ system.send(fd, base, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }) {
                 case .success:
                     // SEQPACKET: the whole PDU or nothing.
                     return .success(())
@@ -299,7 +299,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         var length = socklen_t(MemoryLayout<bt_security>.size)
         let fd = self.fd
         let system = self.system
-        switch retrying({ system.getsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &value, &length) }) {
+        switch retryingOnInterrupt({ system.getsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &value, &length) }) {
         case .success: return SecurityLevel(rawValue: value.level)
         case .failure(let e):
             throw TransportError(.io, "\(description): reading the security level failed: \(e)", errno: e.rawValue)
@@ -315,7 +315,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         let length = socklen_t(MemoryLayout<bt_security>.size)
         let fd = self.fd
         let system = self.system
-        let r = withUnsafePointer(to: &value) { p in retrying { system.setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, p, length) } }
+        let r = withUnsafePointer(to: &value) { p in retryingOnInterrupt { system.setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, p, length) } }
         switch r {
         case .success:
             return
@@ -361,7 +361,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
             guard fds[0].revents != 0 else { continue }
             // Each read is one SEQPACKET, which is one ATT PDU.
             readAll: while true {
-                switch retrying({ system.read(fd, buffer, capacity) }) {
+                switch retryingOnInterrupt({ system.read(fd, buffer, capacity) }) {
                 case .success(0):
                     finish(ATTBearerClosed(message: "\(description): the link was closed"))
                     return
@@ -411,7 +411,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
     static func prepareAdapter(index: UInt16, label: String, system: SystemCalls, bringUp: Bool) throws(TransportError) -> BluetoothAddress {
         let type = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let hci: Int32
-        switch retrying({ system.socket(LinuxBluetooth.addressFamily, type, LinuxBluetooth.protocolHCI) }) {
+        switch retryingOnInterrupt({ system.socket(LinuxBluetooth.addressFamily, type, LinuxBluetooth.protocolHCI) }) {
         case .success(let f): hci = f
         case .failure(let e): throw socketError(e, label: label, what: "an HCI socket")
         }
@@ -429,7 +429,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
             guard bringUp else {
                 throw TransportError(.adapterDown, "\(label): hci\(index) is down: run `btmgmt --index \(index) power on`", errno: nil)
             }
-            switch retrying({ system.ioctl(hci, LinuxBluetooth.ioctlDeviceUp, Int(index)) }) {
+            switch retryingOnInterrupt({ system.ioctl(hci, LinuxBluetooth.ioctlDeviceUp, Int(index)) }) {
             case .success:
                 break
             case .failure(let e) where e == .alreadyInProgress:
@@ -463,7 +463,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         var di = hci_dev_info()
         di.dev_id = index
         let r = withUnsafeMutablePointer(to: &di) { p in
-            retrying { system.ioctl(fd, LinuxBluetooth.ioctlGetDeviceInfo, Int(bitPattern: UnsafeMutableRawPointer(p))) }
+            retryingOnInterrupt { system.ioctl(fd, LinuxBluetooth.ioctlGetDeviceInfo, Int(bitPattern: UnsafeMutableRawPointer(p))) }
         }
         if case .failure(let e) = r { return .failure(e) }
         // bdaddr_t is least significant byte first.
@@ -491,12 +491,12 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
     static func receiveMTU(_ fd: Int32, system: SystemCalls) -> UInt16? {
         var options = l2cap_options()
         var length = socklen_t(MemoryLayout<l2cap_options>.size)
-        if case .success = retrying({ system.getsockopt(fd, SOL_L2CAP, L2CAP_OPTIONS, &options, &length) }), options.imtu > 0 {
+        if case .success = retryingOnInterrupt({ system.getsockopt(fd, SOL_L2CAP, L2CAP_OPTIONS, &options, &length) }), options.imtu > 0 {
             return options.imtu
         }
         var mtu: UInt16 = 0
         length = socklen_t(MemoryLayout<UInt16>.size)
-        if case .success = retrying({ system.getsockopt(fd, SOL_BLUETOOTH, BT_RCVMTU, &mtu, &length) }), mtu > 0 {
+        if case .success = retryingOnInterrupt({ system.getsockopt(fd, SOL_BLUETOOTH, BT_RCVMTU, &mtu, &length) }), mtu > 0 {
             return mtu
         }
         return nil
@@ -577,13 +577,3 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
     }
 }
 
-/// Runs `body` until it does not fail with EINTR; the value or the errno.
-@inline(__always)
-private func retrying<I: FixedWidthInteger>(_ body: () -> I) -> Result<I, Errno> {
-    while true {
-        let r = body()
-        if r >= 0 { return .success(r) }
-        let e = Errno.current
-        if e != .interrupted { return .failure(e) }
-    }
-}

@@ -221,6 +221,18 @@ enum ValueFormat {
     }
 }
 
+/// Connects, runs `body`, and disconnects whatever happens; errors come out as one clear line.
+func withPeer(_ args: Arguments, _ target: PeerTarget, _ body: (PeerSession) async throws -> Void) async throws {
+    let p = try await PeerSession.open(args, target: target)
+    do {
+        try await body(p)
+    } catch {
+        await p.close()
+        throw RuntimeError(describeGATT(error))
+    }
+    await p.close()
+}
+
 func uuidLabel(_ u: BluetoothUUID) -> String {
     if let n = AssignedNumbers.uuidName(u) { return "\(u) \(n)" }
     return u.description
@@ -249,9 +261,7 @@ enum GATTDumpCommand {
     static func run(_ args: Arguments) async throws -> Int32 {
         guard args.positional.count == 1 else { throw UsageError(args.positional.isEmpty ? "missing ADDR" : "unexpected argument '\(args.positional[1])'") }
         let target = try PeerTarget(args.positional[0])
-        let p = try await PeerSession.open(args, target: target)
-        defer { }
-        do {
+        try await withPeer(args, target) { p in
             Console.err("discovering...")
             let start = monotonicNow()
             let db = try await p.client.discoverAll()
@@ -272,11 +282,7 @@ enum GATTDumpCommand {
             } else {
                 printText(db, values)
             }
-        } catch {
-            await p.close()
-            throw RuntimeError(describeGATT(error))
         }
-        await p.close()
         return 0
     }
 
@@ -393,8 +399,7 @@ enum ReadCommand {
         guard args.positional.count == 2 else { throw UsageError("expected ADDR and HANDLE|UUID") }
         let target = try PeerTarget(args.positional[0])
         let ref = try AttributeRef(args.positional[1])
-        let p = try await PeerSession.open(args, target: target)
-        do {
+        try await withPeer(args, target) { p in
             let (handle, c) = try await resolveCharacteristic(ref, p.client)
             let value = try await p.withSecurity { try await p.client.read(handle: handle) }
             if args.flag("json") {
@@ -405,11 +410,7 @@ enum ReadCommand {
             } else {
                 Console.out(ValueFormat.line(c?.uuid, value, full: true))
             }
-        } catch {
-            await p.close()
-            throw RuntimeError(describeGATT(error))
         }
-        await p.close()
         return 0
     }
 }
@@ -453,8 +454,7 @@ enum WriteCommand {
         }
         if args.flag("no-response") && args.flag("long") { throw UsageError("--no-response and --long exclude each other") }
         guard value.count <= 512 else { throw UsageError("an attribute value is at most 512 bytes (Core Vol 3 Part F §3.2.9), not \(value.count)") }
-        let p = try await PeerSession.open(args, target: target)
-        do {
+        try await withPeer(args, target) { p in
             let (handle, _) = try await resolveCharacteristic(ref, p.client)
             let noResponse = args.flag("no-response"), long = args.flag("long")
             try await p.withSecurity {
@@ -467,11 +467,7 @@ enum WriteCommand {
                 }
             }
             Console.err("wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4))")
-        } catch {
-            await p.close()
-            throw RuntimeError(describeGATT(error))
         }
-        await p.close()
         return 0
     }
 }

@@ -7,13 +7,8 @@ import Glibc
 enum Sys {
     /// Retries `body` while it fails with EINTR; returns its result or the errno.
     @inline(__always)
-    static func retrying<T: BinaryInteger>(_ body: () -> T) -> Result<T, Errno> {
-        while true {
-            let r = body()
-            if r >= 0 { return .success(r) }
-            let e = Errno.current
-            if e != .interrupted { return .failure(e) }
-        }
+    static func retrying<T: FixedWidthInteger>(_ body: () -> T) -> Result<T, Errno> {
+        retryingOnInterrupt(body)
     }
 
     /// Monotonic time in nanoseconds.

@@ -87,3 +87,15 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
     /// "Device or resource busy (EBUSY)".
     public var description: String { "\(message) (\(name ?? "errno \(rawValue)"))" }
 }
+
+/// Runs `body` (a system call returning -1 on failure) until it does not fail with EINTR:
+/// its result, or the errno. The one EINTR loop of the whole stack.
+@inlinable @inline(__always)
+public func retryingOnInterrupt<I: FixedWidthInteger>(_ body: () -> I) -> Result<I, Errno> {
+    while true {
+        let r = body()
+        if r >= 0 { return .success(r) }
+        let e = Errno.current
+        if e != .interrupted { return .failure(e) }
+    }
+}

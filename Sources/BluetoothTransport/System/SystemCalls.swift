@@ -103,17 +103,13 @@ public struct SystemCalls: Sendable {
 // MARK: - Helpers shared by the transports
 
 extension SystemCalls {
-    /// Runs `body` until it does not fail with EINTR (the one EINTR retry loop).
+    /// Runs `body`, retried on EINTR (``retryingOnInterrupt(_:)``) unless told not to.
     /// Returns the value, or the errno of the failure. Never use it for `close`.
     @inline(__always)
     func valueOrErrno<I: FixedWidthInteger>(retryOnInterrupt: Bool = true, _ body: () -> I) -> Result<I, Errno> {
-        while true {
-            let r = body()
-            if r != -1 && r >= 0 { return .success(r) }
-            let e = Errno.current
-            if retryOnInterrupt && e == .interrupted { continue }
-            return .failure(e)
-        }
+        if retryOnInterrupt { return retryingOnInterrupt(body) }
+        let r = body()
+        return r >= 0 ? .success(r) : .failure(Errno.current)
     }
 
     /// Closes `fd` once. Never retried: on Linux the descriptor is released even when
