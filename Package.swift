@@ -47,6 +47,13 @@ let package = Package(
             dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "CBluetooth"],
             swiftSettings: optimize
         ),
+        // Characteristic value decoders/encoders (GATT Specification Supplement): pure,
+        // allocation-free, above GATT.
+        .target(
+            name: "BluetoothProfiles",
+            dependencies: ["BluetoothWire"],
+            swiftSettings: optimize
+        ),
         // Text and JSON presentation shared by the CLI and the benchmarks.
         .target(
             name: "HCIGATTFormat",
@@ -55,17 +62,18 @@ let package = Package(
         ),
         .executableTarget(
             name: "hcigatt",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "HCIGATTFormat"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat"]
         ),
         .executableTarget(
             name: "hcigatt-bench",
-            dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothGATT", "HCIGATTFormat", "CAllocCounter"],
+            dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat", "CAllocCounter"],
             path: "Benchmarks/hcigatt-bench",
             swiftSettings: optimize
         ),
         .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
         .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport"]),
+        .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport"]),
     ]
 )
