@@ -61,7 +61,8 @@ extension [ConnectionAction] {
             _ = m.commandAnswered(.createConnection, ok, now: 0)
         }
         let a = feed(&m, connectionCompleteEvent(handle: handle, role: role))
-        #expect(m.link(handle) != nil && a.count == 1)
+        // A link we created: connected, then LE Read Remote Features.
+        #expect(m.link(handle) != nil && a.count == (role == .central ? 2 : 1))
         return m
     }
 
@@ -78,6 +79,7 @@ extension [ConnectionAction] {
         #expect(m.commandAnswered(.createConnection, ok, now: 1).isEmpty)
         a = feed(&m, connectionCompleteEvent(handle: 0x40), now: 2)
         #expect(a.connectedIDs == [1])
+        #expect(a.commands == [.leReadRemoteFeatures])
         #expect(m.link(0x40)?.peer == peerA && m.link(0x40)?.role == .central)
         #expect(m.nextDeadline == nil && !m.isConnecting)
     }
@@ -182,7 +184,7 @@ extension [ConnectionAction] {
         #expect(t.failures.map(\.0) == [3] && t.commands.isEmpty)
         // #1 completes, #2 starts.
         let a = feed(&m, connectionCompleteEvent(handle: 0x40), now: 2 * second)
-        #expect(a.connectedIDs == [1] && a.commands == [.leCreateConnection])
+        #expect(a.connectedIDs == [1] && a.commands == [.leReadRemoteFeatures, .leCreateConnection])
         let b = feed(&m, connectionCompleteEvent(handle: 0x41, peer: peerB), now: 2 * second)
         #expect(b.connectedIDs == [2])
         #expect(m.linkHandles == [0x40, 0x41])
@@ -352,5 +354,34 @@ extension [ConnectionAction] {
         t.interval = 9
         #expect(t.description.hasPrefix("handle 0x0040 Central, interval 11.25 ms"))
         #expect(s.description == "handle 0x0040 Central, interval 7.5 ms, latency 2, timeout 3000 ms, LE 2M/LE 2M, 251/251 octets")
+    }
+
+    @Test func remoteFeaturesAreReadAndRecorded() {
+        var m = connected(0x40)
+        #expect(m.link(0x40)?.remoteFeatures == nil)
+        let features = LEFeatures(rawValue: 0x0000_0000_0000_0121)
+        let a = feed(&m, eventBytes(LEReadRemoteFeaturesComplete(status: .success, connectionHandle: 0x40, leFeatures: features)))
+        guard case .linkUpdated(let s) = a.first else { Issue.record("expected linkUpdated"); return }
+        #expect(s.remoteFeatures == features)
+        // A failed read leaves it unknown.
+        var n = connected(0x41)
+        #expect(feed(&n, eventBytes(LEReadRemoteFeaturesComplete(status: .unsupportedRemoteFeature, connectionHandle: 0x41,
+                                                                  leFeatures: LEFeatures(rawValue: 0)))).isEmpty)
+        #expect(n.link(0x41)?.remoteFeatures == nil)
+    }
+
+    @Test func connectionUpdateOnRequestWithinTheSpecLimits() throws {
+        var m = connected(0x40)
+        let a = try m.updateParameters(0x40, L2CAPConnectionParameters(intervalMin: 6, intervalMax: 12, peripheralLatency: 0,
+                                                                      timeoutMultiplier: 100))
+        #expect(a.commands == [.leConnectionUpdate])
+        #expect(throws: HostError.self) {
+            _ = try m.updateParameters(0x40, L2CAPConnectionParameters(intervalMin: 12, intervalMax: 6, peripheralLatency: 0,
+                                                                      timeoutMultiplier: 100))
+        }
+        #expect(throws: HostError.self) {
+            _ = try m.updateParameters(0x99, L2CAPConnectionParameters(intervalMin: 6, intervalMax: 12, peripheralLatency: 0,
+                                                                      timeoutMultiplier: 100))
+        }
     }
 }

@@ -253,7 +253,8 @@ public struct LEConnectionManager: Sendable {
                 links[handle] = link
                 actions.append(.disconnectFailed(handle: handle, error))
             }
-        case .connectionUpdate, .remoteParameterReply:
+        case .connectionUpdate, .remoteParameterReply, .readRemoteFeatures:
+            // Failures leave the link as it was; the completion events carry the results.
             break
         }
         return actions
@@ -305,7 +306,10 @@ public struct LEConnectionManager: Sendable {
             }
         case .remoteConnectionParameterRequest(let e):
             return remoteParameterRequest(e)
-        case .advertisingReport, .readRemoteFeaturesComplete, .longTermKeyRequest, .directedAdvertisingReport,
+        case .readRemoteFeaturesComplete(let e):
+            guard e.status == .success else { return [] }
+            return update(e.connectionHandle) { $0.remoteFeatures = e.leFeatures }
+        case .advertisingReport, .longTermKeyRequest, .directedAdvertisingReport,
              .extendedAdvertisingReport, .scanTimeout, .advertisingSetTerminated, .channelSelectionAlgorithm, .unknown:
             return []
         }
@@ -355,6 +359,9 @@ public struct LEConnectionManager: Sendable {
                     // Also when the cancel lost the race: the caller wanted this link.
                     links[handle] = Link(state: state)
                     actions.append(.connected(a.request.id, state))
+                    // Learn what the peer supports (data length, PHYs, ...): Core Vol 6 Part B §5.1.4.
+                    actions.append(.sendCommand(LEReadRemoteFeaturesCommand(connectionHandle: handle),
+                                                .readRemoteFeatures(handle: handle)))
                 }
             } else if case .cancelling = a.phase {
                 actions.append(.connectFailed(a.request.id, failure(for: a.request)))
@@ -407,6 +414,26 @@ public struct LEConnectionManager: Sendable {
     /// The peer's parameters are acceptable when within the ranges of Core Vol 3 Part A
     /// §4.20 and the supervision timeout exceeds (1 + latency) × max interval × 2
     /// (Core Vol 6 Part B §4.5.2): in units, timeout × 10 ms > (1 + latency) × max × 2.5 ms.
+    /// Asks the controller to change a link's parameters (LE Connection Update, Core Vol 4
+    /// Part E §7.8.18); the result arrives as LE Connection Update Complete (`.linkUpdated`).
+    /// Throws for values outside the spec's limits or an unknown link.
+    public mutating func updateParameters(_ handle: UInt16, _ p: L2CAPConnectionParameters) throws(HostError) -> [ConnectionAction] {
+        guard links[handle] != nil else {
+            throw HostError(.disconnected(nil), "no link with handle 0x\(hex(handle, 4))")
+        }
+        guard Self.isAcceptable(p) else {
+            throw HostError(.notSupported, "connection parameters outside the spec's limits: interval \(p.intervalMin)...\(p.intervalMax) ×1.25 ms, latency \(p.peripheralLatency), timeout \(p.timeoutMultiplier) ×10 ms")
+        }
+        return [Self.connectionUpdate(handle, p)]
+    }
+
+    private static func connectionUpdate(_ handle: UInt16, _ p: L2CAPConnectionParameters) -> ConnectionAction {
+        let range = LEConnectionParameterRange(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
+                                               maxLatency: p.peripheralLatency, supervisionTimeout: p.timeoutMultiplier)
+        return .sendCommand(LEConnectionUpdateCommand(connectionHandle: handle, connection: range),
+                            .connectionUpdate(handle: handle))
+    }
+
     public static func isAcceptable(_ p: L2CAPConnectionParameters) -> Bool {
         guard p.isWithinSpecRanges else { return false }
         return UInt32(p.timeoutMultiplier) * 4 > (1 + UInt32(p.peripheralLatency)) * UInt32(p.intervalMax)
@@ -459,11 +486,8 @@ public struct LEConnectionManager: Sendable {
             }
             if Self.isAcceptable(p) {
                 statistics.parameterRequestsAccepted += 1
-                let range = LEConnectionParameterRange(intervalMin: p.intervalMin, intervalMax: p.intervalMax,
-                                                       maxLatency: p.peripheralLatency, supervisionTimeout: p.timeoutMultiplier)
                 return signaling(handle, .connectionParameterUpdateResponse(identifier: id, result: .accepted))
-                    + [.sendCommand(LEConnectionUpdateCommand(connectionHandle: handle, connection: range),
-                                    .connectionUpdate(handle: handle))]
+                    + [Self.connectionUpdate(handle, p)]
             }
             statistics.parameterRequestsRejected += 1
             return signaling(handle, .connectionParameterUpdateResponse(identifier: id, result: .rejected))

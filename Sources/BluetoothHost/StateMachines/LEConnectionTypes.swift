@@ -53,6 +53,8 @@ public struct LELinkState: Sendable, Equatable, CustomStringConvertible {
     public var maxTxTime: UInt16 = 328
     public var maxRxTime: UInt16 = 328
     /// PHYs from HCI_LE_PHY_Update_Complete (1M until then).
+    /// The peer's LE features (LE Read Remote Features), once read.
+    public var remoteFeatures: LEFeatures?
     public var txPHY: LEPHY = .le1M
     public var rxPHY: LEPHY = .le1M
 
@@ -91,6 +93,8 @@ public enum ConnectionCommandPurpose: Hashable, Sendable {
     case disconnect(handle: UInt16)
     case connectionUpdate(handle: UInt16)
     case remoteParameterReply(handle: UInt16)
+    /// LE Read Remote Features, sent once a link we created is up.
+    case readRemoteFeatures(handle: UInt16)
 }
 
 /// What ``LEConnectionManager`` asks its driver to do.
