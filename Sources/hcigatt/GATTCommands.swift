@@ -268,6 +268,7 @@ enum GATTDumpCommand {
             let discoveryTrips = p.client.roundTrips
             let ms = (monotonicNow() &- start) / 1_000_000
             Console.err("discovered \(db.services.count) services, \(db.characteristics.count) characteristics in \(discoveryTrips) round trips (\(ms) ms, MTU \(p.client.mtu))")
+            if let link = p.connection?.parameters { Console.err("link: \(link)") }
             var values: [UInt16: Result<[UInt8], GATTError>] = [:]
             if !args.flag("no-values") {
                 for c in db.characteristics where c.properties.contains(.read) {
@@ -339,13 +340,24 @@ enum GATTDumpCommand {
                 })),
             ])
         }
-        return [
+        var out = [
             Field("address", .text(p.peer.address.description)),
             Field("address_type", .text(p.peer.type.description)),
             Field("mtu", .uint(UInt64(p.client.mtu))),
             Field("discovery_round_trips", .uint(UInt64(roundTrips))),
             Field("services", .list(services)),
         ]
+        if let link = p.connection?.parameters {
+            var l = [
+                Field("handle", .uint(UInt64(link.handle))),
+                Field("interval_ms", .double(Double(link.interval) * 1.25)),
+                Field("latency", .uint(UInt64(link.latency))),
+                Field("supervision_timeout_ms", .uint(UInt64(link.supervisionTimeout) * 10)),
+            ]
+            if let f = link.remoteFeatures { l.append(Field("remote_le_features", .list(f.names.map { .text($0) }))) }
+            out.insert(Field("link", .object(l)), at: 2)
+        }
+        return out
     }
 }
 

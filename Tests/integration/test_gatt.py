@@ -37,6 +37,8 @@ class DiscoveryTests(unittest.TestCase):
                 ours = json.loads(out)
             theirs = json.load(open(dump))['peripherals'][0]['services']
         self.assertEqual(ours['mtu'], 517)
+        # The peer's LE features were read (LE Read Remote Features) once the link was up.
+        self.assertIn('LE Encryption', ours['link']['remote_le_features'])
         # Largest payloads: a handful of round trips, not one per attribute.
         self.assertLessEqual(ours['discovery_round_trips'], 12)
         self.assertEqual(len(ours['services']), len(theirs))
