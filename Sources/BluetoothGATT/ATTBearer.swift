@@ -11,9 +11,9 @@ public protocol ATTBearer: AnyObject, Sendable {
     var maximumMTU: UInt16 { get }
 
     /// Starts delivery: `received` gets every ATT PDU from the peer (opcode first), in
-    /// order; `closed` is called once when the bearer goes away (link lost, peer
+    /// order, as a view valid only during the call (no copy on the receive path); `closed` is called once when the bearer goes away (link lost, peer
     /// disconnected, socket error), with the reason. Call once.
-    func start(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void)
+    func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void)
 
     /// Queues one ATT PDU for the peer. Fails when the bearer is closed.
     ///

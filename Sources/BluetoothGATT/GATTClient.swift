@@ -531,14 +531,14 @@ public final class GATTClient: Sendable {
         }
     }
 
-    private func received(_ pdu: [UInt8]) {
+    private func received(_ pdu: UnsafeRawBufferPointer) {
         locked { s, fx in
             // Notifications skip the action list: the value copy is the only allocation.
-            if let n = pdu.withUnsafeBytes({ s.att.receiveNotification(bytes: $0) }) {
+            if let n = s.att.receiveNotification(bytes: pdu) {
                 deliver(handle: n.handle, value: n.value, indication: false, &s, &fx)
                 return
             }
-            let actions = s.att.receive(pdu, now: now())
+            let actions = s.att.receive(bytes: pdu, now: now())
             apply(actions, &s, &fx)
         }
     }

@@ -11,7 +11,7 @@ public final class HostATTBearer: ATTBearer {
 
     public var maximumMTU: UInt16 { connection.maximumATTMTU }
 
-    public func start(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
+    public func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
         connection.startATT(received: received) { reason, message in
             closed(ATTBearerClosed(reason: reason, message: message))
         }

@@ -94,7 +94,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
 
     private enum State: Sendable {
         case connected
-        case running(received: @Sendable ([UInt8]) -> Void, closed: @Sendable (ATTBearerClosed) -> Void)
+        case running(received: @Sendable (UnsafeRawBufferPointer) -> Void, closed: @Sendable (ATTBearerClosed) -> Void)
         case closed(ATTBearerClosed)
     }
 
@@ -202,7 +202,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
 
     // MARK: ATTBearer
 
-    public func start(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
+    public func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
         let early: ATTBearerClosed? = state.withLock { s in
             switch s {
             case .connected:
@@ -366,9 +366,8 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
                     finish(ATTBearerClosed(message: "\(description): the link was closed"))
                     return
                 case .success(let n):
-                    let pdu = [UInt8](UnsafeRawBufferPointer(start: buffer, count: n))
                     guard case .running(let received, _) = state.withLock({ $0 }) else { return finish(nil) }
-                    received(pdu)
+                    received(UnsafeRawBufferPointer(start: buffer, count: n))
                 case .failure(let e) where e == .wouldBlock:
                     break readAll
                 case .failure(let e):

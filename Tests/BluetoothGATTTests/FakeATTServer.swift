@@ -143,12 +143,12 @@ final class FakeATTServer: ATTBearer, Sendable {
         (deliveries, deliver) = AsyncStream.makeStream(of: Delivery.self)
     }
 
-    func start(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
+    func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
         let deliveries = self.deliveries
         Task {
             for await d in deliveries {
                 switch d {
-                case .pdu(let p): received(p)
+                case .pdu(let p): p.withUnsafeBytes { received($0) }
                 case .close(let r):
                     closed(r)
                     return

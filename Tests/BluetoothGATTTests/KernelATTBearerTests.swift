@@ -317,7 +317,7 @@ private func expectError(_ kind: TransportError.Kind, containing text: String, _
         let bearer = try k.open()
         let (pdus, pduSink) = AsyncStream.makeStream(of: [UInt8].self)
         let (closes, closeSink) = AsyncStream.makeStream(of: ATTBearerClosed.self)
-        bearer.start(received: { pduSink.yield($0) }, closed: { closeSink.yield($0); closeSink.finish() })
+        bearer.start(received: { pduSink.yield(Array($0)) }, closed: { closeSink.yield($0); closeSink.finish() })
 
         // Two Handle Value Notifications back to back stay two PDUs.
         let first: [UInt8] = [0x1B, 0x10, 0x00, 0x06, 0x6C, 0x01, 0x00, 0xFF]

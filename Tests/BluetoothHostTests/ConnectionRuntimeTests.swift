@@ -15,7 +15,7 @@ final class ATTRecorder: Sendable {
     var closed: [(HCIErrorCode?, String)] { state.withLock { $0.closed } }
 
     func start(_ conn: LEConnection) {
-        conn.startATT(received: { pdu in self.state.withLock { $0.pdus.append(pdu) } },
+        conn.startATT(received: { pdu in self.state.withLock { $0.pdus.append(Array(pdu)) } },
                       closed: { r, m in self.state.withLock { $0.closed.append((r, m)) } })
     }
 }

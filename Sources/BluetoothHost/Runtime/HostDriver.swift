@@ -59,7 +59,7 @@ enum DriverRequest: @unchecked Sendable {
                  CheckedContinuation<Result<LEConnection, HostError>, Never>)
     case cancelConnect(ConnectRequestID)
     case disconnect(LEConnection, HCIErrorCode, CheckedContinuation<Void, Never>)
-    case startATT(LEConnection, @Sendable ([UInt8]) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
+    case startATT(LEConnection, @Sendable (UnsafeRawBufferPointer) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
     case sendACL(LEConnection, [UInt8])
 }
 
@@ -124,7 +124,7 @@ final class HostDriver: @unchecked Sendable {
 
     private struct LinkRecord {
         var connection: LEConnection
-        var attReceived: (@Sendable ([UInt8]) -> Void)?
+        var attReceived: (@Sendable (UnsafeRawBufferPointer) -> Void)?
         var attClosed: (@Sendable (HCIErrorCode?, String) -> Void)?
         var buffered: [[UInt8]] = []
         var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
@@ -345,7 +345,7 @@ final class HostDriver: @unchecked Sendable {
             record.attReceived = received
             record.attClosed = closed
             links[conn.handle] = record
-            for pdu in buffered { received(pdu) }
+            for pdu in buffered { pdu.withUnsafeBytes { received($0) } }
         case .sendACL(let conn, let frame):
             guard links[conn.handle]?.connection === conn else {
                 conn.queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
@@ -671,7 +671,7 @@ final class HostDriver: @unchecked Sendable {
         switch cid {
         case .att:
             if let received = links[handle]?.attReceived {
-                received(Array(payload))
+                received(payload)  // a view: the receiver copies what it keeps
             } else if (links[handle]?.buffered.count ?? 0) < LEConnection.bufferedATTLimit {
                 links[handle]?.buffered.append(Array(payload))
             } else {

@@ -63,9 +63,9 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     }
 
     /// Starts ATT delivery: `received` gets each ATT PDU from the peer (opcode first) in
-    /// order, buffered ones first; `closed` is called once when the link goes down, with
+    /// order, buffered ones first, as a view valid only during the call; `closed` is called once when the link goes down, with
     /// the HCI reason (nil when the host closed) and a message for the user. Call once.
-    public func startATT(received: @escaping @Sendable ([UInt8]) -> Void,
+    public func startATT(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void,
                          closed: @escaping @Sendable (HCIErrorCode?, String) -> Void) {
         let first = state.withLock { s in
             defer { s.attStarted = true }
