@@ -536,7 +536,7 @@ enum SubscribeCommand {
                 Console.err("subscribed to \(uuidLabel(u)) (\(indicate ? "indications" : "notifications"))")
             }
             let all = streams
-            _ = try await runInterruptible {
+            try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for (c, stream) in all {
                         group.addTask {

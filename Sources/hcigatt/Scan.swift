@@ -103,8 +103,9 @@ enum ScanCommand {
         let state = Locked(ScanFormatter(json: json, origin: start))
         let live = LiveCounter(enabled: isatty(2) != 0 && !json)
         var failure: (any Error)?
+        var interrupted = false
         do {
-            let interrupted = try await runInterruptible {
+            interrupted = try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for try await event in session.host.scan(config) {
@@ -123,7 +124,6 @@ enum ScanCommand {
                     group.cancelAll()
                 }
             }
-            _ = interrupted
         } catch {
             failure = error
         }
@@ -134,7 +134,7 @@ enum ScanCommand {
         let elapsed = Double(monotonicNow() &- start) / 1e9
         let shown = state.withLock { $0.devicesShown.count }
         let seconds = formatSeconds(elapsed)
-        Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports) via \(session.transportName)")
+        Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports) via \(session.transportName)\(interrupted ? ", stopped by the user" : "")")
         if let failure {
             throw RuntimeError("scan stopped: \(describe(failure))")
         }

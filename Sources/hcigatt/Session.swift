@@ -103,6 +103,7 @@ struct Session: Sendable {
 
 /// Runs `body` until it finishes or SIGINT/SIGTERM arrives (then its task is cancelled,
 /// so scans stop cleanly). Returns true when interrupted.
+@discardableResult
 func runInterruptible(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
     let task = Task { try await body() }
     let interrupted = InterruptFlag()
