@@ -58,6 +58,15 @@ enum Display {
         return "\(whole)." + String(repeating: "0", count: decimals - f.count) + f
     }
 
+    /// "72.500" → "72.5", "72.000" → "72".
+    static func trimmed(_ s: String) -> String {
+        guard s.contains(".") else { return s }
+        var t = Substring(s)
+        while t.last == "0" { t = t.dropLast() }
+        if t.last == "." { t = t.dropLast() }
+        return String(t)
+    }
+
     static func hex(_ v: UInt64, _ width: Int) -> String { "0x" + Hex.pad(v, width) }
 }
 

@@ -83,7 +83,8 @@ public struct WeightMeasurement: WireEncodable, Hashable, Sendable {
 
     var weightText: String {
         weightRaw == 0xFFFF ? "measurement unsuccessful"
-            : (isImperial ? Display.fixedU(UInt64(weightRaw), decimals: 2) : Display.fixedU(UInt64(weightRaw) * 5, decimals: 3))
+            : (isImperial ? Display.fixedU(UInt64(weightRaw), decimals: 2)
+                : Display.trimmed(Display.fixedU(UInt64(weightRaw) * 5, decimals: 3)))
                 + " " + weightUnit
     }
     var heightText: String? {
