@@ -25,7 +25,7 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
     case systemID(SystemID)
     case regulatoryCertification(RegulatoryCertificationData)
     case pnpID(PnPID)
-    case appearance(Appearance)
+    case appearance(AppearanceCharacteristic)
     case dateTime(DateTime)
     case currentTime(CurrentTime)
     case glucoseMeasurement(GlucoseMeasurement)
@@ -132,11 +132,7 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
         case .systemID(let v): return v.fields
         case .regulatoryCertification(let v): return [Field("data", .bytes(v.bytes))]
         case .pnpID(let v): return v.fields
-        case .appearance(let v):
-            var f = [Field("appearance", v.name.map { .named(UInt64(v.rawValue), $0) } ?? .uint(UInt64(v.rawValue))),
-                     Field("category", .uint(UInt64(v.category))), Field("subcategory", .uint(UInt64(v.subcategory)))]
-            if let c = AssignedNumbers.appearanceCategoryName(v.category) { f.append(Field("category_name", .text(c))) }
-            return f
+        case .appearance(let v): return v.fields
         case .dateTime(let v): return v.fields
         case .currentTime(let v): return v.fields
         case .glucoseMeasurement(let v): return v.fields
@@ -273,7 +269,7 @@ public enum CharacteristicDecoder {
         case 0x2A23: return .systemID(try SystemID(parsing: value))
         case 0x2A2A: return .regulatoryCertification(RegulatoryCertificationData(parsing: value))
         case 0x2A50: return .pnpID(try PnPID(parsing: value))
-        case 0x2A01: return .appearance(try Appearance(parsing: value))
+        case 0x2A01: return .appearance(try AppearanceCharacteristic(parsing: value))
         case 0x2A08: return .dateTime(try DateTime(wire: value))
         case 0x2A2B: return .currentTime(try CurrentTime(parsing: value))
         case 0x2A18: return .glucoseMeasurement(try GlucoseMeasurement(parsing: value))

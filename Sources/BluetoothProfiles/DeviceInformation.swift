@@ -135,23 +135,31 @@ public struct PnPID: Hashable, Sendable, WireEncodable {
     }
 }
 
-/// Appearance (0x2A01): u16, category in bits 15...6, subcategory in bits 5...0.
-public struct Appearance: RawRepresentable, Hashable, Sendable, WireEncodable {
-    public var rawValue: UInt16
-    @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
-    @inlinable public var category: UInt16 { rawValue >> 6 }
-    @inlinable public var subcategory: UInt8 { UInt8(rawValue & 0x3F) }
-    public var name: String? { AssignedNumbers.appearanceName(rawValue) }
+/// The Appearance characteristic (0x2A01): a u16 ``Appearance`` (BluetoothWire's type, shared
+/// with advertising data), category in bits 15...6, subcategory in bits 5...0.
+public struct AppearanceCharacteristic: Hashable, Sendable, WireEncodable {
+    public var appearance: Appearance
+    @inlinable public init(_ appearance: Appearance) { self.appearance = appearance }
 
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
-        rawValue = try r.u16("Appearance")
+        appearance = Appearance(rawValue: try r.u16("Appearance"))
         try r.expectEnd()
     }
+    /// The subcategory's name, else the category's (AssignedNumbers.appearanceName).
+    public var name: String? { AssignedNumbers.appearanceName(appearance.rawValue) }
     public var encodedLength: Int { 2 }
-    public func encode(into w: inout ByteWriter) throws(WireError) { try w.u16(rawValue) }
-    public var summary: String { "\(name ?? "unknown appearance") (\(Display.hex(UInt64(rawValue), 4)))" }
+    public func encode(into w: inout ByteWriter) throws(WireError) { try w.u16(appearance.rawValue) }
+    public var summary: String { "\(name ?? "unknown appearance") (\(Display.hex(UInt64(appearance.rawValue), 4)))" }
+
+    var fields: [Field] {
+        let v = appearance
+        var f = [Field("appearance", name.map { .named(UInt64(v.rawValue), $0) } ?? .uint(UInt64(v.rawValue))),
+                 Field("category", .uint(UInt64(v.category))), Field("subcategory", .uint(UInt64(v.subcategory)))]
+        if let c = v.categoryName { f.append(Field("category_name", .text(c))) }
+        return f
+    }
 }
 
 /// Current Time (0x2A2B): Exact Time 256 (Date Time, Day of Week u8, Fractions256 u8) and
