@@ -1,5 +1,6 @@
 import BluetoothGATT
 import BluetoothHost
+import BluetoothProfiles
 import BluetoothWire
 
 /// Benchmark inputs, exactly as given in the issue so results compare across stacks.
@@ -39,6 +40,13 @@ enum Inputs {
     }()
     /// The notification above in an L2CAP frame (CID 4) in an ACL packet, handle 0x0040.
     static let notificationACL: [UInt8] = [0x40, 0x20, 0x0C, 0x00, 0x08, 0x00, 0x04, 0x00] + attNotification
+    /// Characteristic values with every optional field present (issue 5's decoder cases).
+    static let temperatureMeasurement: [UInt8] = [0x07, 0xDA, 0x03, 0x00, 0xFF, 0xEA, 0x07, 0x0B, 0x1D, 0x11, 0x21, 0x05, 0x01]
+    static let bloodPressureMeasurement: [UInt8] = [0x1F, 0xA4, 0xF0, 0x6A, 0xF0, 0x7D, 0xF0, 0xEA, 0x07, 0x0B, 0x1D, 0x11,
+                                                    0x21, 0x05, 0x48, 0x00, 0x01, 0x0D, 0x00]
+    static let heartRateMeasurement: [UInt8] = [0x1F, 0x48, 0x00, 0x2C, 0x01, 0x33, 0x03, 0x40, 0x03, 0x00, 0x03, 0x00, 0x04]
+    static let glucoseMeasurement: [UInt8] = [0x1F, 0x0C, 0x00, 0xEA, 0x07, 0x0B, 0x1D, 0x11, 0x21, 0x05, 0x05, 0x00, 0x35,
+                                              0xC0, 0x11, 0x01, 0x00]
     static let sfloat: [UInt8] = [0x6C, 0xF1]               // 36.4
     static let float32: [UInt8] = [0x72, 0x01, 0x00, 0xFF]  // 37.0 (mantissa 370, exponent -1)
     static let uuid128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x0D, 0x18, 0x00, 0x00]
@@ -182,6 +190,44 @@ func allCases() -> [BenchmarkCase] {
                 var sum: UInt64 = 0
                 for _ in 0 ..< n { sum &+= ScanPipeline.replay(buf) }
                 return sum
+            }
+        },
+        BenchmarkCase(name: "2A1C temperature, all flags", targetNanos: 50) { [input = RotatingInput(Inputs.temperatureMeasurement)] n in
+            input.run(n) { buf in
+                do throws(WireError) {
+                    let m = try TemperatureMeasurement(parsing: buf)
+                    return m.temperature.doubleValue.bitPattern &+ UInt64(m.timestamp?.seconds ?? 0)
+                        &+ UInt64(m.temperatureType?.rawValue ?? 0)
+                } catch { return 0 }
+            }
+        },
+        BenchmarkCase(name: "2A35 blood pressure, all flags", targetNanos: 50) { [input = RotatingInput(Inputs.bloodPressureMeasurement)] n in
+            input.run(n) { buf in
+                do throws(WireError) {
+                    let m = try BloodPressureMeasurement(parsing: buf)
+                    return m.systolic.doubleValue.bitPattern &+ m.diastolic.doubleValue.bitPattern
+                        &+ m.meanArterialPressure.doubleValue.bitPattern &+ (m.pulseRate?.doubleValue.bitPattern ?? 0)
+                        &+ UInt64(m.userID ?? 0) &+ UInt64(m.measurementStatus?.rawValue ?? 0)
+                } catch { return 0 }
+            }
+        },
+        BenchmarkCase(name: "2A37 heart rate, 4 RR intervals", targetNanos: 50) { [input = RotatingInput(Inputs.heartRateMeasurement)] n in
+            input.run(n) { buf in
+                do throws(WireError) {
+                    let m = try HeartRateMeasurement(parsing: buf)
+                    var sum = UInt64(m.heartRate) &+ UInt64(m.energyExpended ?? 0)
+                    for rr in m.rrIntervals { sum &+= UInt64(rr.rawValue) }
+                    return sum
+                } catch { return 0 }
+            }
+        },
+        BenchmarkCase(name: "2A18 glucose, all flags", targetNanos: 50) { [input = RotatingInput(Inputs.glucoseMeasurement)] n in
+            input.run(n) { buf in
+                do throws(WireError) {
+                    let m = try GlucoseMeasurement(parsing: buf)
+                    return UInt64(m.sequenceNumber) &+ (m.concentration?.doubleValue.bitPattern ?? 0)
+                        &+ UInt64(m.timeOffset.map { UInt16(bitPattern: $0) } ?? 0)
+                } catch { return 0 }
             }
         },
         BenchmarkCase(name: "sanity: 1 array alloc per op", targetNanos: nil) { n in

@@ -1,3 +1,4 @@
+import BluetoothProfiles
 import BluetoothWire
 import HCIGATTFormat
 
@@ -68,6 +69,16 @@ enum DecodeCommand {
         },
     ]
 
+    /// `char UUID`: the characteristic value decoders of BluetoothProfiles.
+    static func characteristicKind(_ uuid: BluetoothUUID) -> Kind {
+        Kind(name: "char", summary: "") { buf throws(WireError) in
+            guard let d = try CharacteristicDecoder.decode(uuid: uuid, value: buf) else {
+                return Decoded(title: uuid.description, fields: [Field("hex", .bytes(buf))])
+            }
+            return Decoded(title: d.fieldTitle, fields: [Field("summary", .text(d.summary))] + d.fields)
+        }
+    }
+
     static func describe(_ v: some FieldDescribable) -> Decoded { Decoded(title: v.fieldTitle, fields: v.fields) }
     static func dissection(_ d: Dissector.Dissection) -> Decoded { Decoded(title: d.title, fields: d.fields, partial: d.error) }
 
@@ -84,6 +95,7 @@ enum DecodeCommand {
     static var help: String {
         var s = """
         Usage: hcigatt decode KIND [HEX...] [--json]
+               hcigatt decode char UUID [HEX...] [--json]
 
         Decodes one packet given as hex on the command line, or, with no HEX, one packet
         per line from standard input (blank lines and lines starting with # are skipped).
@@ -93,6 +105,8 @@ enum DecodeCommand {
 
         """
         for k in kinds { s += "  \(k.name.padding(9))\(k.summary)\n" }
+        s += "  \("char".padding(9))a characteristic value: decode char UUID HEX (temperature, blood pressure,\n"
+        s += "           heart rate, glucose, weight, pulse oximetry, CSC/RSC, environmental, SensorTag keys, ...)\n"
         s += """
 
         Options:
@@ -112,11 +126,25 @@ enum DecodeCommand {
         guard let kindName = args.positional.first else {
             throw UsageError("missing KIND (one of: \(kinds.map(\.name).joined(separator: ", ")))")
         }
-        guard let kind = kinds.first(where: { $0.name == kindName }) else {
-            throw UsageError("unknown kind '\(kindName)' (one of: \(kinds.map(\.name).joined(separator: ", ")))")
+        var hexArgs = args.positional.dropFirst()
+        let kind: Kind
+        if kindName == "char" {
+            // `decode char UUID HEX`: a characteristic value, decoded by the profile decoders.
+            guard let uuidText = hexArgs.first else { throw UsageError("decode char needs a characteristic UUID, e.g. 2A1C") }
+            guard let uuid = BluetoothUUID(uuidText) else { throw UsageError("'\(uuidText)' is not a UUID") }
+            guard CharacteristicDecoder.hasDecoder(uuid: uuid) else {
+                let known = CharacteristicDecoder.supportedUUIDs.map { Hex.pad($0, 4) }.joined(separator: " ")
+                throw UsageError("no decoder for \(uuidLabel(uuid)); decoders exist for \(known)")
+            }
+            hexArgs = hexArgs.dropFirst()
+            kind = characteristicKind(uuid)
+        } else {
+            guard let k = kinds.first(where: { $0.name == kindName }) else {
+                throw UsageError("unknown kind '\(kindName)' (one of: \(kinds.map(\.name).joined(separator: ", ")), char)")
+            }
+            kind = k
         }
         let json = args.flag("json")
-        let hexArgs = args.positional.dropFirst()
         var failures = 0
         if !hexArgs.isEmpty {
             if !decodeLine(hexArgs.joined(separator: " "), kind: kind, json: json, line: nil) { failures += 1 }
@@ -163,7 +191,7 @@ enum DecodeCommand {
             }
             return true
         case .failure(let e):
-            Console.err("hcigatt decode: \(whereText)malformed \(kind.name) packet: \(e)")
+            Console.err("hcigatt decode: \(whereText)malformed \(kind.name == "char" ? "characteristic value" : "\(kind.name) packet"): \(e)")
             return false
         }
     }

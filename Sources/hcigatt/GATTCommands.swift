@@ -1,5 +1,6 @@
 import BluetoothGATT
 import BluetoothHost
+import BluetoothProfiles
 import BluetoothTransport
 import BluetoothWire
 import HCIGATTFormat
@@ -28,6 +29,15 @@ struct PeerTarget {
     var address: BluetoothAddress?
     var type: LEAddressType?
     var name: String?
+    /// No ADDR given: the first device advertising this service.
+    var service: BluetoothUUID?
+
+    init(service: BluetoothUUID) { self.service = service }
+
+    init(_ address: LEAddress) {
+        self.address = address.address
+        self.type = address.type
+    }
 
     init(_ text: String) throws {
         let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
@@ -123,9 +133,12 @@ struct PeerSession: Sendable {
     /// Finds the peer's address type (or address, for a name) by scanning.
     static func resolve(_ target: PeerTarget, host: HCIHost, timeout: Duration) async throws -> LEAddress {
         if let a = target.address, let t = target.type { return LEAddress(a, type: t) }
-        Console.err(target.name.map { "scanning for \"\($0)\"..." } ?? "scanning for \(target.address?.description ?? "")...")
+        let what = target.name.map { "\"\($0)\"" } ?? target.address?.description
+            ?? target.service.map { "a device with service \(uuidLabel($0))" } ?? "a device"
+        Console.err("scanning for \(what)...")
         var scanConfig = ScanConfiguration()
         scanConfig.address = target.address
+        if let service = target.service { scanConfig.services = [service] }
         scanConfig.scanResponseWait = 0
         let config = scanConfig
         let wanted = target.name?.lowercased()
@@ -151,7 +164,7 @@ struct PeerSession: Sendable {
             Console.err("\(a) not seen while scanning; assuming a public address")
             return LEAddress(a, type: .public)
         }
-        throw RuntimeError("no device named \"\(target.name ?? "")\" found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning")
+        throw RuntimeError("no \(what) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
     }
 
     func close() async {
@@ -187,15 +200,20 @@ enum ValueFormat {
         return s
     }
 
+    /// The profile decoders' one-line summary ("36.4 °C, mouth"), or the decode error.
     static func decoded(_ uuid: BluetoothUUID?, _ v: [UInt8]) -> String? {
-        switch uuid?.uuid16 {
-        case 0x2A19: return v.count == 1 ? "\(v[0]) %" : nil
-        case 0x2A01:
-            guard v.count == 2 else { return nil }
-            let a = UInt16(v[0]) | UInt16(v[1]) << 8
-            return AssignedNumbers.appearanceName(a).map { "\($0) (0x\(Hex.pad(a, 4)))" }
-        default: return nil
+        guard let uuid, CharacteristicDecoder.hasDecoder(uuid: uuid), !isPlainText(uuid) else { return nil }
+        return v.withUnsafeBytes { buf in
+            do throws(WireError) { return try CharacteristicDecoder.decode(uuid: uuid, value: buf)?.summary } catch {
+                return "malformed: \(error)"
+            }
         }
+    }
+
+    /// Strings already show as text.
+    static func isPlainText(_ uuid: BluetoothUUID) -> Bool {
+        guard let u = uuid.uuid16 else { return false }
+        return u == 0x2A00 || (0x2A24 ... 0x2A29).contains(u) && u != 0x2A2A
     }
 
     /// One line: hex (long values cut after 48 bytes unless `full`), text, decoded.

@@ -8,7 +8,7 @@ let commands: [Command] = [
     ScanCommand.command, InfoCommand.command, ListCommand.command, CmdCommand.command,
     GATTDumpCommand.command, ReadCommand.command, WriteCommand.command, SubscribeCommand.command,
     ReplayCommand.command, DecodeCommand.command,
-]
+] + Scenarios.all.map(\.command)
 
 struct Command: Sendable {
     var name: String

@@ -93,6 +93,13 @@ run l2cap-by-name 2 "$bin" gatt Thermo --transport l2cap:hci0 && expect_err l2ca
 run l2cap-bad 2 "$bin" read F0:F1:F2:F3:F4:01 2a00 --transport l2cap:usb0 && expect_err l2cap-bad "l2cap:hci0"
 run cmd-bad-opcode 2 "$bin" cmd 0x12 && expect_err cmd-bad-opcode "4 hex digits"
 
+run char-temp 0 "$bin" decode char 2a1c 07 DA 03 00 FF EA 07 0B 1D 11 21 05 01 && expect_out char-temp "98.6 °F, armpit, 2026-11-29 17:33:05"
+run char-hr 0 "$bin" decode char 2A37 --json 1F 48 00 2C 01 33 03 40 03 00 03 00 04 && { expect_json_lines char-hr 1; expect_out char-hr '"heart_rate":72'; }
+run char-bp-nan 0 "$bin" decode char 2a35 00 FF 07 FF 07 FF 07 && expect_out char-bp-nan "NaN"
+run char-truncated 1 "$bin" decode char 2a1c 07 da 03 && expect_err char-truncated "malformed characteristic value"
+run char-unknown 2 "$bin" decode char 1234 00 && expect_err char-unknown "no decoder for 1234"
+run char-battery-bad 1 "$bin" decode char 2a19 65 && expect_err char-battery-bad "malformed"
+
 for extra in "$(dirname "$0")"/run-*.sh; do
   [ -e "$extra" ] || continue
   # shellcheck source=/dev/null

@@ -1,0 +1,86 @@
+"""The health-device scenarios against a Bumble peripheral that sends encoded values."""
+import time
+import unittest
+
+from peer import Peer, hcigatt, json_lines
+
+THERMO = 'Thermo-1,service=1809,gatt=health'
+ADDR = 'F0:F1:F2:F3:F4:01/public'
+
+
+def run(peer, *args, timeout=60):
+    return hcigatt(*args, '--transport', peer.transport, timeout=timeout)
+
+
+class ScenarioTests(unittest.TestCase):
+    def test_thermometer_finds_the_device_by_service_and_decodes(self):
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'thermometer', '--count', '3', '--json', '--interval', '5')
+            self.assertEqual(rc, 0, err)
+            self.assertIn('Device Name: Thermo-1', err)
+            self.assertIn('hcigatt-test', err)
+            self.assertIn('Measurement Interval set to 5 s', err)
+            # The interval really reached the device (0x0005).
+            self.assertIsNotNone(peer.events.wait_event('written', 5, uuid='2A21', value='0500'))
+            values = json_lines(out)
+            self.assertEqual(len(values), 3)
+            # 2A1E (notify) exists, so the scenario takes intermediate temperatures: 36.2 °C.
+            self.assertEqual({v['uuid'] for v in values}, {'2A1E'})
+            self.assertAlmostEqual(values[0]['temperature'], 36.2)
+            self.assertIn('°C', str(values[0]))
+
+    def test_thermometer_out_of_range_interval_names_the_device_error(self):
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'thermometer', ADDR, '--interval', '300', '--count', '1')
+            self.assertEqual(rc, 1)
+            self.assertIn('Out of Range', err)
+
+    def test_blood_pressure(self):
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'bloodpressure', ADDR, '--count', '2')
+            self.assertEqual(rc, 0, err)
+            lines = [l for l in out.splitlines() if 'Blood Pressure Measurement' in l]
+            self.assertEqual(len(lines), 2)
+            self.assertIn('120', lines[0])
+            self.assertIn('80', lines[0])
+            self.assertIn('mmHg', lines[0])
+            self.assertIn('72', lines[0])
+            self.assertIsNotNone(peer.events.wait_event('indication-confirmed', 5, uuid='2A35'))
+
+    def test_heart_rate_found_by_service_with_a_random_address(self):
+        with Peer('--peripheral', 'Pulse-2,service=180D,gatt=health,address=C0:F1:F2:F3:F4:22,random') as peer:
+            rc, out, err = run(peer, 'heartrate', '--count', '2', '--json')
+            self.assertEqual(rc, 0, err)
+            v = json_lines(out)[0]
+            self.assertEqual(v['uuid'], '2A37')
+            self.assertIn('72', out)
+            self.assertIn('C0:F1:F2:F3:F4:22 (random-static)', err)
+
+    def test_sensortag_keys(self):
+        with Peer('--peripheral', 'SensorTag,service=FFE0,gatt=health') as peer:
+            rc, out, err = run(peer, 'keys', '--count', '4')
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(len(out.splitlines()), 4)
+
+    def test_monitor_subscribes_to_every_measurement(self):
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'monitor', ADDR, '--count', '12', '--json')
+            self.assertEqual(rc, 0, err)
+            uuids = {v['uuid'] for v in json_lines(out)}
+            self.assertGreaterEqual(len(uuids), 4, uuids)
+
+    def test_reconnect_after_the_peer_drops_the_link(self):
+        with Peer('--peripheral', THERMO, '--disconnect-after-connect', '1.5') as peer:
+            start = time.monotonic()
+            rc, out, err = run(peer, 'heartrate', ADDR, '--reconnect', '--count', '12', timeout=90)
+            self.assertEqual(rc, 0, err)
+            self.assertIn('reconnecting', err)
+            self.assertEqual(len(out.splitlines()), 12)
+            peer.events.wait_for(lambda e: False, 1)  # read what the peer printed so far
+            connects = [e for e in peer.events.events if e['event'] == 'connected']
+            self.assertGreaterEqual(len(connects), 2)
+            self.assertLess(time.monotonic() - start, 60)
+
+
+if __name__ == '__main__':
+    unittest.main()
