@@ -166,6 +166,19 @@ class FailureTests(unittest.TestCase):
             self.assertIn('disconnected by the peer', err)
             self.assertLess(time.monotonic() - start, 10)
 
+    def test_malformed_response_fails_that_request_and_the_link_stays_usable(self):
+        # Request 12 is a value read in the dump phase (after MTU + 10 discovery requests).
+        with Peer('--peripheral', THERMO, '--malform-att', '12') as peer:
+            rc, out, err = run(peer, 'gatt', ADDR, '--json')
+            self.assertEqual(rc, 0, err)
+            self.assertIsNotNone(peer.events.wait_event('att-malformed', 5))
+            chars = [c for s in json.loads(out)['services'] for c in s['characteristics']]
+            errors = [c['read_error'] for c in chars if 'read_error' in c and 'Encryption' not in c['read_error']]
+            self.assertEqual(len(errors), 1, errors)
+            self.assertIn('malformed', errors[0].lower())
+            # Every later read still worked.
+            self.assertEqual(next(c for c in chars if c['uuid'] == '2A29')['value']['text'], 'hcigatt-test')
+
     def test_request_never_answered_times_out(self):
         with Peer('--peripheral', THERMO, '--ignore-att-after', '2') as peer:
             start = time.monotonic()

@@ -168,6 +168,9 @@ async def main() -> None:
                         help='seconds after connecting before that request')
     parser.add_argument('--ignore-att-after', type=int, default=None, metavar='N',
                         help='GATT peripherals answer the first N ATT requests, then none')
+    parser.add_argument('--malform-att', type=int, default=None, metavar='N',
+                        help='GATT peripherals answer their Nth ATT request with a malformed '
+                             '(truncated) Error Response')
     parser.add_argument('--log-att', action='store_true',
                         help='an "att" event for every ATT PDU a peripheral receives')
     parser.add_argument('--dump-own-db', default=None, metavar='FILE',
@@ -213,6 +216,7 @@ async def main() -> None:
             conn_params_delay=args.conn_params_delay,
             ignore_att_after=p['ignore_att_after'] if p['ignore_att_after'] is not None
             else args.ignore_att_after,
+            malform_att=args.malform_att,
             log_att=args.log_att)
         behaviours.append(behaviour)
         await device.power_on()

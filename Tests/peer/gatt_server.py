@@ -38,7 +38,7 @@ def opcode_name(opcode: int) -> str:
 
 class GattBehaviour:
     def __init__(self, device, name, events, *, database, notify_interval, disconnect_after,
-                 conn_params, conn_params_delay, ignore_att_after, log_att):
+                 conn_params, conn_params_delay, ignore_att_after, log_att, malform_att=None):
         self.device = device
         self.name = name
         self.emit_raw = events
@@ -47,6 +47,7 @@ class GattBehaviour:
         self.conn_params = conn_params
         self.conn_params_delay = conn_params_delay
         self.ignore_att_after = ignore_att_after
+        self.malform_att = malform_att
         self.log_att = log_att
         self.att_requests = 0
         # (connection handle, value handle) -> the task sending values.
@@ -100,6 +101,12 @@ class GattBehaviour:
                 if self.ignore_att_after is not None and self.att_requests > self.ignore_att_after:
                     self.emit('att-ignored', {'connection': handle, 'opcode': pdu.op_code,
                                               'name': opcode_name(pdu.op_code), 'count': self.att_requests})
+                    return
+                if self.malform_att is not None and self.att_requests == self.malform_att:
+                    # An Error Response cut short (3 bytes instead of 5): malformed on purpose.
+                    server.send_gatt_pdu(bearer, bytes([0x01, pdu.op_code, 0x00]))
+                    self.emit('att-malformed', {'connection': handle, 'opcode': pdu.op_code,
+                                                'name': opcode_name(pdu.op_code), 'count': self.att_requests})
                     return
             original(bearer, pdu)
 
