@@ -140,7 +140,8 @@ struct Scenario: Sendable {
             } catch {
                 streamError = error
             }
-            if streamError == nil || !Self.isLinkLoss(streamError!) {
+            // Clear the CCCDs unless the link is gone (nothing to tell the device then).
+            if !(streamError.map(Self.isLinkLoss) ?? false) {
                 for (c, _) in all { try? await p.client.unsubscribe(characteristic: c) }
             }
             if let streamError, !(streamError is CancellationError) { throw streamError }

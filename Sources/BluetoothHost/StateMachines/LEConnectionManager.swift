@@ -82,7 +82,7 @@ public struct LEConnectionManager: Sendable {
 
     public var nextDeadline: UInt64? {
         var d: UInt64? = nil
-        func consider(_ t: UInt64) { if d == nil || t < d! { d = t } }
+        func consider(_ t: UInt64) { d = min(d ?? t, t) }
         for w in waiting { consider(w.deadline) }
         if let a = attempt {
             switch a.phase {
