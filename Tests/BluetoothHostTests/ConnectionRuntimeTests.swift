@@ -187,6 +187,56 @@ func connectingController(model: FakeControllerModel = .init(), handle: UInt16 =
         await host.close()
     }
 
+    @Test func connectionUpdateOnRequestReturnsTheParametersInForce() async throws {
+        let fake = FakeControllerTransport(onCommand: { opcode, fake in
+            switch opcode {
+            case .leCreateConnection: fake.injectEvent(connectionCompleteEvent(handle: 0x40))
+            case .leConnectionUpdate:
+                fake.injectEvent(eventBytes(LEConnectionUpdateComplete(status: .success, connectionHandle: 0x40, connectionInterval: 40,
+                                                                       peripheralLatency: 2, supervisionTimeout: 600)))
+            default: break
+            }
+        })
+        let host = try await HCIHost.open(transport: fake)
+        let conn = try await host.connect(to: peerA)
+        let state = try await conn.updateParameters(L2CAPConnectionParameters(intervalMin: 40, intervalMax: 40,
+                                                                              peripheralLatency: 2, timeoutMultiplier: 600))
+        #expect(state.interval == 40 && state.latency == 2 && state.supervisionTimeout == 600)
+        #expect(conn.parameters == state)
+        guard let packet = fake.commandPackets.last(where: { opcodeOf($0) == .leConnectionUpdate }) else {
+            Issue.record("no LE Connection Update sent"); return
+        }
+        // Handle 0x0040, interval 40...40, latency 2, timeout 600 (Core Vol 4 Part E §7.8.18).
+        #expect(Array(packet[4 ..< 14]) == le16(0x40) + le16(40) + le16(40) + le16(2) + le16(600))
+        // Outside the spec's limits: refused before anything is sent.
+        do {
+            _ = try await conn.updateParameters(L2CAPConnectionParameters(intervalMin: 40, intervalMax: 40,
+                                                                          peripheralLatency: 0, timeoutMultiplier: 10))
+            Issue.record("expected a refusal")
+        } catch {
+            #expect(error.kind == .notSupported)
+        }
+        await host.close()
+    }
+
+    @Test func pendingConnectionUpdateFailsWhenTheLinkDrops() async throws {
+        let fake = connectingController()
+        let host = try await HCIHost.open(transport: fake)
+        let conn = try await host.connect(to: peerA)
+        let update = Task { () -> HostError? in
+            do {
+                _ = try await conn.updateParameters(L2CAPConnectionParameters(intervalMin: 24, intervalMax: 40,
+                                                                              peripheralLatency: 0, timeoutMultiplier: 400))
+                return nil
+            } catch { return error as? HostError }
+        }
+        #expect(await eventually { fake.commands.contains(.leConnectionUpdate) })
+        fake.injectEvent(disconnectionCompleteEvent(handle: 0x40, reason: .connectionTimeout))
+        let error = await update.value
+        #expect(error?.kind == .disconnected(.connectionTimeout))
+        await host.close()
+    }
+
     @Test func twoLinksAndScanningWhileConnected() async throws {
         let next = Atomic<UInt16>(0x40)
         let fake = FakeControllerTransport(onCommand: { opcode, fake in

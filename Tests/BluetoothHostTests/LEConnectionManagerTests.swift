@@ -384,4 +384,33 @@ extension [ConnectionAction] {
                                                                       timeoutMultiplier: 100))
         }
     }
+
+    @Test func connectionUpdateProcedureEndsWithTheEventOrTheRefusal() throws {
+        var m = connected(0x40)
+        _ = try m.updateParameters(0x40, L2CAPConnectionParameters(intervalMin: 6, intervalMax: 12, peripheralLatency: 1,
+                                                                  timeoutMultiplier: 100))
+        // Success: the link's new parameters, then the procedure's result with the same state.
+        var a = feed(&m, eventBytes(LEConnectionUpdateComplete(status: .success, connectionHandle: 0x40, connectionInterval: 12,
+                                                               peripheralLatency: 1, supervisionTimeout: 100)))
+        guard a.count == 2, case .linkUpdated(let s) = a[0], case .parametersUpdated(0x40, .success(let t)) = a[1] else {
+            Issue.record("expected linkUpdated + parametersUpdated, got \(a)"); return
+        }
+        #expect(s == t && t.interval == 12 && t.latency == 1 && t.supervisionTimeout == 100)
+        // The procedure failed in the link layer: the status, the link unchanged.
+        a = feed(&m, eventBytes(LEConnectionUpdateComplete(status: .unsupportedRemoteFeature, connectionHandle: 0x40,
+                                                           connectionInterval: 0, peripheralLatency: 0, supervisionTimeout: 0)))
+        guard a.count == 1, case .parametersUpdated(0x40, .failure(let e)) = a[0] else {
+            Issue.record("expected a failed parametersUpdated, got \(a)"); return
+        }
+        #expect(e.kind == .commandFailed(.unsupportedRemoteFeature))
+        #expect(m.link(0x40)?.interval == 12)
+        // The controller refused the command (Command Status error): no event will come.
+        a = m.commandAnswered(.connectionUpdate(handle: 0x40), .failure(HostError(.commandFailed(.commandDisallowed), "Command Disallowed")), now: 0)
+        guard case .parametersUpdated(0x40, .failure(let r))? = a.first else { Issue.record("expected the refusal"); return }
+        #expect(r.kind == .commandFailed(.commandDisallowed) && r.message.hasPrefix("LE Connection Update refused"))
+        // A completion for a link we do not have is counted, not acted on.
+        a = feed(&m, eventBytes(LEConnectionUpdateComplete(status: .success, connectionHandle: 0x99, connectionInterval: 12,
+                                                           peripheralLatency: 0, supervisionTimeout: 100)))
+        #expect(a.isEmpty && m.statistics.unknownHandleEvents == 1)
+    }
 }

@@ -61,6 +61,7 @@ enum DriverRequest: @unchecked Sendable {
     case disconnect(LEConnection, HCIErrorCode, CheckedContinuation<Void, Never>)
     case startATT(LEConnection, @Sendable (UnsafeRawBufferPointer) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
     case sendACL(LEConnection, [UInt8])
+    case updateParameters(LEConnection, L2CAPConnectionParameters, CheckedContinuation<Result<LELinkState, HostError>, Never>)
 }
 
 /// Owns the transport and the state machines; runs on its own thread: a poll(2) loop on
@@ -128,6 +129,7 @@ final class HostDriver: @unchecked Sendable {
         var attClosed: (@Sendable (HCIErrorCode?, String) -> Void)?
         var buffered: [[UInt8]] = []
         var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
+        var updateWaiters: [CheckedContinuation<Result<LELinkState, HostError>, Never>] = []
     }
     private var links: [UInt16: LinkRecord] = [:]
     /// Disconnect commands sent by close, not yet answered.
@@ -179,6 +181,8 @@ final class HostDriver: @unchecked Sendable {
         case .disconnect(let conn, _, let c):
             conn.markClosed(nil, HostError.disconnectMessage(nil))
             c.resume()
+        case .updateParameters(_, _, let c):
+            c.resume(returning: .failure(error))
         case .startATT(let conn, _, let closed):
             conn.markClosed(nil, HostError.disconnectMessage(nil))
             let why = conn.closeInfo
@@ -346,6 +350,18 @@ final class HostDriver: @unchecked Sendable {
             record.attClosed = closed
             links[conn.handle] = record
             for pdu in buffered { pdu.withUnsafeBytes { received($0) } }
+        case .updateParameters(let conn, let parameters, let c):
+            guard links[conn.handle]?.connection === conn else {
+                c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
+                return
+            }
+            do throws(HostError) {
+                let actions = try connections.updateParameters(conn.handle, parameters)
+                links[conn.handle]?.updateWaiters.append(c)
+                execute(actions)
+            } catch {
+                c.resume(returning: .failure(error))
+            }
         case .sendACL(let conn, let frame):
             guard links[conn.handle]?.connection === conn else {
                 conn.queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
@@ -613,6 +629,11 @@ final class HostDriver: @unchecked Sendable {
                     links[handle]?.disconnectWaiters = []
                     for c in waiters { c.resume() }
                 }
+            case .parametersUpdated(let handle, let result):
+                if let waiters = links[handle]?.updateWaiters {
+                    links[handle]?.updateWaiters = []
+                    for c in waiters { c.resume(returning: result) }
+                }
             }
         }
     }
@@ -640,6 +661,7 @@ final class HostDriver: @unchecked Sendable {
         aclFlowRemove(conn.handle)
         record.attClosed?(reason, text)
         for c in record.disconnectWaiters { c.resume() }
+        for c in record.updateWaiters { c.resume(returning: .failure(HostError(.disconnected(reason), text))) }
     }
 
     private func sendFrame(_ frame: [UInt8], handle: UInt16, accounted: Bool) {

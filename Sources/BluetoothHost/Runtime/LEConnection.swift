@@ -62,6 +62,21 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Asks the controller to change the link's parameters (LE Connection Update, Core Vol 4
+    /// Part E §7.8.18) and returns the parameters in force once LE Connection Update
+    /// Complete arrives. Values outside the spec's limits, a refusal by the controller, a
+    /// failed procedure (its status) and the link going down are errors. No timer here:
+    /// the controller always ends the procedure, with the event or by dropping the link
+    /// (LL response timeout, Core Vol 6 Part B §5.2).
+    public func updateParameters(_ parameters: L2CAPConnectionParameters) async throws(HostError) -> LELinkState {
+        if let error = disconnectError { throw error }
+        let driver = self.driver
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<LELinkState, HostError>, Never>) in
+            driver.post(.updateParameters(self, parameters, c))  // a refused post resumes c itself
+        }
+        return try result.get()
+    }
+
     /// Starts ATT delivery: `received` gets each ATT PDU from the peer (opcode first) in
     /// order, buffered ones first, as a view valid only during the call; `closed` is called once when the link goes down, with
     /// the HCI reason (nil when the host closed) and a message for the user. Call once.

@@ -253,7 +253,12 @@ public struct LEConnectionManager: Sendable {
                 links[handle] = link
                 actions.append(.disconnectFailed(handle: handle, error))
             }
-        case .connectionUpdate, .remoteParameterReply, .readRemoteFeatures:
+        case .connectionUpdate(let handle):
+            // Refused at once (Command Status error): no completion event will follow.
+            guard case .failure(var error) = result, links[handle] != nil else { break }
+            error.message = "LE Connection Update refused: " + error.message
+            actions.append(.parametersUpdated(handle: handle, .failure(error)))
+        case .remoteParameterReply, .readRemoteFeatures:
             // Failures leave the link as it was; the completion events carry the results.
             break
         }
@@ -285,12 +290,23 @@ public struct LEConnectionManager: Sendable {
                                       interval: e.connectionInterval, latency: e.peripheralLatency,
                                       timeout: e.supervisionTimeout, now: now)
         case .connectionUpdateComplete(let e):
-            guard e.status == .success else { return [] }
-            return update(e.connectionHandle) {
+            guard links[e.connectionHandle] != nil else {
+                statistics.unknownHandleEvents += 1
+                return []
+            }
+            guard e.status == .success else {
+                return [.parametersUpdated(handle: e.connectionHandle, .failure(HostError(
+                    .commandFailed(e.status), "the connection update failed: \(e.status)")))]
+            }
+            var actions = update(e.connectionHandle) {
                 $0.interval = e.connectionInterval
                 $0.latency = e.peripheralLatency
                 $0.supervisionTimeout = e.supervisionTimeout
             }
+            if let state = links[e.connectionHandle]?.state {
+                actions.append(.parametersUpdated(handle: e.connectionHandle, .success(state)))
+            }
+            return actions
         case .dataLengthChange(let e):
             return update(e.connectionHandle) {
                 $0.maxTxOctets = e.maxTxOctets

@@ -115,6 +115,10 @@ public enum ConnectionAction: Sendable {
     case linkClosed(LELinkState, reason: HCIErrorCode)
     /// HCI_Disconnect was refused; the link stays up.
     case disconnectFailed(handle: UInt16, HostError)
+    /// A Connection Update procedure ended: LE Connection Update Complete (the parameters
+    /// now in force, or the controller's status as an error), or LE Connection Update
+    /// refused by the controller. Ends ``LEConnection/updateParameters(_:)`` calls.
+    case parametersUpdated(handle: UInt16, Result<LELinkState, HostError>)
 }
 
 extension ConnectionAction: CustomStringConvertible {
@@ -128,6 +132,7 @@ extension ConnectionAction: CustomStringConvertible {
         case .linkUpdated(let s): "linkUpdated(\(s))"
         case .linkClosed(let s, let r): "linkClosed(0x\(hex(s.handle, 4)), \(r))"
         case .disconnectFailed(let h, let e): "disconnectFailed(0x\(hex(h, 4)), \(e))"
+        case .parametersUpdated(let h, let r): "parametersUpdated(0x\(hex(h, 4)), \(r))"
         }
     }
 }
