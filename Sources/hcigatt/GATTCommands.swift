@@ -7,7 +7,8 @@ import HCIGATTFormat
 
 /// Options shared by the commands that talk to one peripheral.
 enum PeerOptions {
-    static let options: Set<String> = ControllerOptions.options.union(["scan-timeout", "connect-timeout", "att-timeout"])
+    static let options: Set<String> = ControllerOptions.options.union(["scan-timeout", "connect-timeout", "att-timeout",
+                                                                       "conn-interval", "conn-latency", "supervision-timeout"])
     static let flags: Set<String> = ControllerOptions.flags
 
     static let help = """
@@ -20,8 +21,63 @@ enum PeerOptions {
       --scan-timeout S       how long to scan for ADDR (default 5)
       --connect-timeout S    give up connecting after S seconds (default 10)
       --att-timeout S        ATT transaction timeout (default 30, the spec's)
+      --conn-interval MS[-MS]  once connected, ask for this connection interval (7.5-4000 ms,
+                             1.25 ms steps) with LE Connection Update; likewise
+      --conn-latency N       peripheral latency in connection events (0-499) and
+      --supervision-timeout MS  supervision timeout (100-32000 ms; default: the link's, or
+                             twice the least the interval and latency allow)
     \(ControllerOptions.help)
     """
+}
+
+/// `--conn-interval`, `--conn-latency`, `--supervision-timeout`: what to ask for with LE
+/// Connection Update once the link is up (Core Vol 4 Part E §7.8.18), in the spec's units.
+struct ConnectionParameterOptions: Sendable {
+    var interval: ClosedRange<UInt16>?
+    var latency: UInt16?
+    var timeout: UInt16?
+
+    init?(_ args: Arguments) throws {
+        guard ["conn-interval", "conn-latency", "supervision-timeout"].contains(where: { args.option($0) != nil }) else { return nil }
+        if let text = args.option("conn-interval") {
+            let parts = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            let units = try parts.map { part -> UInt16 in
+                guard let ms = Double(part), ms.isFinite, (7.5 ... 4000).contains(ms) else {
+                    throw UsageError("--conn-interval takes milliseconds 7.5-4000 (or MIN-MAX), not '\(text)'")
+                }
+                return UInt16((ms / 1.25).rounded())
+            }
+            guard let lo = units.first, let hi = units.last, lo <= hi else {
+                throw UsageError("--conn-interval MIN-MAX needs MIN ≤ MAX, not '\(text)'")
+            }
+            interval = lo ... hi
+        }
+        if let text = args.option("conn-latency") {
+            guard let n = UInt16(text), n <= 499 else { throw UsageError("--conn-latency takes 0-499 connection events, not '\(text)'") }
+            latency = n
+        }
+        if let text = args.option("supervision-timeout") {
+            guard let ms = Double(text), ms.isFinite, (100 ... 32000).contains(ms) else {
+                throw UsageError("--supervision-timeout takes milliseconds 100-32000, not '\(text)'")
+            }
+            timeout = UInt16((ms / 10).rounded())
+        }
+    }
+
+    /// The request for a link now at `current`: unset values keep the link's; an unset
+    /// timeout that the new interval and latency would make invalid becomes twice the least
+    /// they allow (timeout × 10 ms > (1 + latency) × interval × 2.5 ms, Core Vol 6 Part B §4.5.2).
+    func request(from current: LELinkState) -> L2CAPConnectionParameters {
+        let range = interval ?? current.interval ... current.interval
+        let lat = latency ?? current.latency
+        var p = L2CAPConnectionParameters(intervalMin: range.lowerBound, intervalMax: range.upperBound,
+                                          peripheralLatency: lat, timeoutMultiplier: timeout ?? current.supervisionTimeout)
+        if timeout == nil && !LEConnectionManager.isAcceptable(p) {
+            let least = (1 + UInt32(lat)) * UInt32(range.upperBound) / 4 + 1
+            p.timeoutMultiplier = UInt16(min(3200, max(10, least * 2)))
+        }
+        return p
+    }
 }
 
 /// A peer named on the command line.
@@ -72,7 +128,11 @@ struct PeerSession: Sendable {
         let connectTimeout = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
         let attTimeout = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
         let options = GATTClient.Options(requestTimeout: attTimeout)
+        let wantedParameters = try ConnectionParameterOptions(args)
         if let spec = args.option("transport"), spec.hasPrefix("l2cap:") {
+            if wantedParameters != nil {
+                throw UsageError("--conn-interval/--conn-latency/--supervision-timeout need an HCI transport: with \(spec) the kernel owns the link")
+            }
             return try openKernel(spec, target: target, connectTimeout: connectTimeout, options: options, args: args)
         }
         let session = try await Session.open(args)
@@ -84,6 +144,16 @@ struct PeerSession: Sendable {
                 connection = try await session.host.connect(to: peer, timeout: connectTimeout)
             } catch {
                 throw RuntimeError("cannot connect to \(peer): \(error)")
+            }
+            if let wantedParameters {
+                let request = wantedParameters.request(from: connection.parameters)
+                do {
+                    let now = try await connection.updateParameters(request)
+                    Console.err("connection parameters: interval \(formatMilliseconds(Double(now.interval) * 1.25)) ms, latency \(now.latency), supervision timeout \(Int(now.supervisionTimeout) * 10) ms")
+                } catch {
+                    await connection.disconnect()
+                    throw RuntimeError("connection update refused: \(error.message)")
+                }
             }
             let client = GATTClient(bearer: HostATTBearer(connection: connection), options: options)
             return PeerSession(client: client, peer: peer, session: session, connection: connection, kernelBearer: nil)

@@ -148,6 +148,33 @@ class SubscriptionTests(unittest.TestCase):
             updated = [e for e in peer.events.events if e['event'] == 'conn-params-updated']
             self.assertEqual([(e['interval_ms'], e['supervision_timeout_ms']) for e in updated], [(50.0, 2000.0)])
 
+    def test_connection_update_on_request(self):
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'read', ADDR, '2a19', '--conn-interval', '50', '--conn-latency', '2',
+                               '--supervision-timeout', '4000')
+            self.assertEqual(rc, 0, err)
+            self.assertIn('connection parameters: interval 50 ms, latency 2, supervision timeout 4000 ms', err)
+            e = peer.events.wait_event('conn-params-updated', 10)
+            self.assertIsNotNone(e, peer.events.events)
+            self.assertEqual((e['interval_ms'], e['latency'], e['supervision_timeout_ms']), (50.0, 2, 4000.0))
+            # Only the interval: latency kept, and the link's 4 s timeout, too short for a 2 s
+            # interval, becomes twice the least allowed.
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'read', ADDR, '2a19', '--conn-interval', '2000')
+            self.assertEqual(rc, 0, err)
+            e = peer.events.wait_event('conn-params-updated', 10)
+            self.assertIsNotNone(e, peer.events.events)
+            self.assertEqual((e['interval_ms'], e['latency'], e['supervision_timeout_ms']), (2000.0, 0, 8020.0))
+
+    def test_connection_parameter_typos_are_usage_errors(self):
+        for args, message in [(['--conn-interval', '5'], '--conn-interval takes milliseconds 7.5-4000'),
+                              (['--conn-interval', '100-50'], 'MIN ≤ MAX'),
+                              (['--conn-latency', '500'], '--conn-latency takes 0-499'),
+                              (['--supervision-timeout', '50'], '--supervision-timeout takes milliseconds 100-32000')]:
+            rc, out, err = hcigatt('read', ADDR, '2a19', '--transport', 'tcp:127.0.0.1:1', *args)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(message, err)
+
 
 class FailureTests(unittest.TestCase):
     def test_connect_timeout_with_an_absent_peer(self):
