@@ -122,8 +122,12 @@ struct PeerSession: Sendable {
     let connection: LEConnection?
     /// The kernel's L2CAP ATT socket (`--transport l2cap:hciN`).
     let kernelBearer: KernelATTBearer?
+    /// False when the session is shared with other links (closed by its opener).
+    var ownsSession = true
 
-    static func open(_ args: Arguments, target: PeerTarget) async throws -> PeerSession {
+    /// Connects to `target`: over `shared` when given (several links on one controller),
+    /// else over a session of its own (or the kernel's L2CAP socket).
+    static func open(_ args: Arguments, target: PeerTarget, shared: Session? = nil) async throws -> PeerSession {
         let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
         let connectTimeout = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
         let attTimeout = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
@@ -135,7 +139,7 @@ struct PeerSession: Sendable {
             }
             return try openKernel(spec, target: target, connectTimeout: connectTimeout, options: options, args: args)
         }
-        let session = try await Session.open(args)
+        let session = if let shared { shared } else { try await Session.open(args) }
         do {
             let peer = try await resolve(target, host: session.host, timeout: scanTimeout)
             Console.err("connecting to \(peer)...")
@@ -156,9 +160,10 @@ struct PeerSession: Sendable {
                 }
             }
             let client = GATTClient(bearer: HostATTBearer(connection: connection), options: options)
-            return PeerSession(client: client, peer: peer, session: session, connection: connection, kernelBearer: nil)
+            return PeerSession(client: client, peer: peer, session: session, connection: connection, kernelBearer: nil,
+                               ownsSession: shared == nil)
         } catch {
-            try? await session.close()
+            if shared == nil { try? await session.close() }
             throw error
         }
     }
@@ -240,7 +245,7 @@ struct PeerSession: Sendable {
     func close() async {
         client.close()
         await connection?.disconnect()
-        try? await session?.close()
+        if ownsSession { try? await session?.close() }
     }
 }
 
@@ -310,8 +315,9 @@ enum ValueFormat {
 }
 
 /// Connects, runs `body`, and disconnects whatever happens; errors come out as one clear line.
-func withPeer(_ args: Arguments, _ target: PeerTarget, _ body: (PeerSession) async throws -> Void) async throws {
-    let p = try await PeerSession.open(args, target: target)
+func withPeer(_ args: Arguments, _ target: PeerTarget, shared: Session? = nil,
+              _ body: (PeerSession) async throws -> Void) async throws {
+    let p = try await PeerSession.open(args, target: target, shared: shared)
     do {
         try await body(p)
     } catch {

@@ -30,13 +30,17 @@ struct Scenario: Sendable {
         return Command(
             name: name, summary: summary,
             help: """
-            Usage: hcigatt \(name) \(service == nil ? "ADDR" : "[ADDR]") [--reconnect] [--count N] [--json] [OPTIONS]
+            Usage: hcigatt \(name) \(service == nil ? "ADDR..." : "[ADDR...]") [--reconnect] [--count N] [--json] [OPTIONS]
 
             \(description)
 
+            Several ADDRs: every device is followed at once, each on its own link over the
+            same controller; lines are tagged with the device's address, --count applies to
+            each device, and one device's failure does not stop the others.
+
             Options:
             \(optionHelp)  --reconnect            connect again (same device) when the link drops
-              --count N              stop after N measurements
+              --count N              stop after N measurements (of each device)
               --json                 one JSON object per measurement
             \(PeerOptions.help)
             """,
@@ -46,13 +50,12 @@ struct Scenario: Sendable {
     }
 
     func run(_ args: Arguments) async throws -> Int32 {
-        var target: PeerTarget
-        switch args.positional.count {
-        case 0:
+        let targets: [PeerTarget]
+        if args.positional.isEmpty {
             guard let service else { throw UsageError("missing ADDR") }
-            target = PeerTarget(service: service)
-        case 1: target = try PeerTarget(args.positional[0])
-        default: throw UsageError("unexpected argument '\(args.positional[1])'")
+            targets = [PeerTarget(service: service)]
+        } else {
+            targets = try args.positional.map { try PeerTarget($0) }
         }
         var limit: Int?
         if let text = args.option("count") {
@@ -61,32 +64,100 @@ struct Scenario: Sendable {
         }
         try validate(args)
         let json = args.flag("json")
-        let counter = MeasurementCounter(limit: limit)
+        // --count applies to each device.
+        let counters = targets.map { _ in MeasurementCounter(limit: limit) }
         let start = monotonicNow()
-        var interrupted = false
-        var failure: (any Error)?
-        while true {
-            do {
-                let current = target
-                interrupted = try await runInterruptible {
-                    try await self.session(args, target: current, json: json, start: start, counter: counter)
+        let failures = Locked<[(String, any Error)]>([])
+        let interrupted: Bool
+        if targets.count == 1 {
+            let target = targets[0], counter = counters[0]
+            interrupted = try await runInterruptible {
+                if let f = try await self.follow(args, target, shared: nil, tagged: false, json: json, start: start, counter: counter) {
+                    failures.withLock { $0.append(("", f)) }
                 }
+            }
+        } else {
+            interrupted = try await runInterruptible {
+                try await self.followAll(args, targets, json: json, start: start, counters: counters, failures: failures)
+            }
+        }
+        let printed = counters.reduce(0) { $0 + $1.printed }
+        let dropped = counters.reduce(0) { $0 + $1.dropped }
+        let malformed = counters.reduce(0) { $0 + $1.malformed }
+        Console.err("\(printed) measurement\(printed == 1 ? "" : "s") printed"
+                    + (dropped > 0 ? ", \(dropped) dropped (consumer too slow)" : "")
+                    + (malformed > 0 ? ", \(malformed) malformed" : ""))
+        let failed = failures.withLock { $0 }
+        if !failed.isEmpty, !interrupted {
+            throw RuntimeError(failed.map { $0.0 + describeGATT($0.1) }.joined(separator: "; "))
+        }
+        return 0
+    }
+
+    /// Several devices at once over one controller: names are resolved by scanning first
+    /// (one scan at a time), then each device is followed on its own link. One device's
+    /// failure is reported and the others go on.
+    func followAll(_ args: Arguments, _ targets: [PeerTarget], json: Bool, start: UInt64, counters: [MeasurementCounter],
+                   failures: Locked<[(String, any Error)]>) async throws {
+        let kernel = args.option("transport")?.hasPrefix("l2cap:") ?? false
+        let shared: Session? = kernel ? nil : try await Session.open(args)
+        var resolved = targets
+        if let shared {
+            let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
+            do {
+                for (i, t) in targets.enumerated() {
+                    resolved[i] = PeerTarget(try await PeerSession.resolve(t, host: shared.host, timeout: scanTimeout))
+                }
+            } catch {
+                try? await shared.close()
+                throw error
+            }
+        }
+        let all = zip(resolved, counters)
+        await withTaskGroup(of: Void.self) { group in
+            for (target, counter) in all {
+                group.addTask {
+                    do {
+                        if let f = try await self.follow(args, target, shared: shared, tagged: true, json: json,
+                                                         start: start, counter: counter) {
+                            let tag = target.address.map { "\($0): " } ?? ""
+                            Console.err(tag + describeGATT(f))
+                            failures.withLock { $0.append((tag, f)) }
+                        }
+                    } catch {
+                        failures.withLock { $0.append(("", error)) }
+                    }
+                }
+            }
+        }
+        try? await shared?.close()
+    }
+
+    /// Follows one device until the count is reached, the task is cancelled, or the link
+    /// is lost without --reconnect; returns the failure that ended it, if any.
+    func follow(_ args: Arguments, _ first: PeerTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
+                counter: MeasurementCounter) async throws -> (any Error)? {
+        var target = first
+        let lastPeer = Locked<LEAddress?>(nil)
+        while true {
+            var failure: (any Error)?
+            do {
+                try await session(args, target: target, shared: shared, tagged: tagged, json: json, start: start,
+                                  counter: counter, lastPeer: lastPeer)
+            } catch is CancellationError {
+                return nil
             } catch {
                 failure = error
             }
-            if interrupted || counter.done || !args.flag("reconnect") { break }
-            if let f = failure, !Self.isLinkLoss(f) { break }
-            Console.err("link lost: \(describeGATT(failure ?? RuntimeError("closed"))); reconnecting...")
-            failure = nil
-            if let last = counter.lastPeer { target = PeerTarget(last) }
+            if Task.isCancelled || counter.done { return nil }
+            if !args.flag("reconnect") { return failure }
+            if let f = failure, !Self.isLinkLoss(f) { return f }
+            let peer = lastPeer.withLock { $0 }
+            Console.err("\(peer.map { "\($0): " } ?? "")link lost: \(describeGATT(failure ?? RuntimeError("closed"))); reconnecting...")
+            if let peer { target = PeerTarget(peer) }
             // A short pause so a device that refuses at once is not hammered.
             try await Task.sleep(for: .milliseconds(500))
         }
-        Console.err("\(counter.printed) measurement\(counter.printed == 1 ? "" : "s") printed"
-                    + (counter.dropped > 0 ? ", \(counter.dropped) dropped (consumer too slow)" : "")
-                    + (counter.malformed > 0 ? ", \(counter.malformed) malformed" : ""))
-        if let failure, !(interrupted || counter.done) { throw RuntimeError(describeGATT(failure)) }
-        return 0
     }
 
     static func isLinkLoss(_ error: any Error) -> Bool {
@@ -97,9 +168,12 @@ struct Scenario: Sendable {
 
     /// One connection: setup, subscribe, print until the link drops, the count is reached
     /// or the task is cancelled (Ctrl-C); unsubscribes before disconnecting.
-    func session(_ args: Arguments, target: PeerTarget, json: Bool, start: UInt64, counter: MeasurementCounter) async throws {
-        try await withPeer(args, target) { p in
-            counter.lastPeer = p.peer
+    func session(_ args: Arguments, target: PeerTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
+                 counter: MeasurementCounter, lastPeer: Locked<LEAddress?>) async throws {
+        try await withPeer(args, target, shared: shared) { p in
+            lastPeer.withLock { $0 = p.peer }
+            // With several devices, stderr lines and text output name the device.
+            let tag = tagged ? "\(p.peer.address): " : ""
             let db = try await p.client.discoverAll()
             for uuid in reads {
                 guard let c = db.characteristic(uuid: uuid), c.properties.contains(.read) else { continue }
@@ -107,7 +181,7 @@ struct Scenario: Sendable {
                 let text = value.withUnsafeBytes { buf in
                     (try? CharacteristicDecoder.decode(uuid: uuid, value: buf))??.summary
                 } ?? ValueFormat.line(uuid, value)
-                Console.err("\(c.name ?? uuid.description): \(text)")
+                Console.err("\(tag)\(c.name ?? uuid.description): \(text)")
             }
             try await setup(p, db, args)
             let wanted = subscriptions(db)
@@ -115,7 +189,7 @@ struct Scenario: Sendable {
             var streams: [(GATTCharacteristic, AsyncThrowingStream<GATTValue, Error>)] = []
             for (c, indicate) in wanted {
                 streams.append((c, try await p.client.subscribe(characteristic: c, indicate: indicate)))
-                Console.err("subscribed to \(uuidLabel(c.uuid)) (\(indicate ? "indications" : "notifications"))")
+                Console.err("\(tag)subscribed to \(uuidLabel(c.uuid)) (\(indicate ? "indications" : "notifications"))")
             }
             let all = streams
             var streamError: (any Error)?
@@ -125,7 +199,8 @@ struct Scenario: Sendable {
                         group.addTask {
                             for try await v in stream {
                                 if counter.take() == false { return }
-                                Self.printMeasurement(c, v, json: json, start: start, counter: counter)
+                                Self.printMeasurement(c, v, device: p.peer, tagged: tagged, json: json, start: start,
+                                                      counter: counter)
                                 if counter.done { return }
                             }
                             throw GATTError.bearerClosed(p.client.failure.flatMap {
@@ -148,10 +223,11 @@ struct Scenario: Sendable {
         }
     }
 
-    static func printMeasurement(_ c: GATTCharacteristic, _ v: GATTValue, json: Bool, start: UInt64, counter: MeasurementCounter) {
+    static func printMeasurement(_ c: GATTCharacteristic, _ v: GATTValue, device: LEAddress, tagged: Bool, json: Bool,
+                                 start: UInt64, counter: MeasurementCounter) {
         if v.droppedBefore > 0 {
             counter.countDropped(v.droppedBefore)
-            Console.err("\(v.droppedBefore) notification\(v.droppedBefore == 1 ? "" : "s") of \(uuidLabel(c.uuid)) dropped: the output could not keep up")
+            Console.err("\(tagged ? "\(device.address): " : "")\(v.droppedBefore) notification\(v.droppedBefore == 1 ? "" : "s") of \(uuidLabel(c.uuid)) dropped: the output could not keep up")
         }
         let t = Double(monotonicNow() &- start) / 1e9
         let decoded: Result<DecodedCharacteristic?, WireError> = v.value.withUnsafeBytes { buf in
@@ -170,12 +246,13 @@ struct Scenario: Sendable {
         if error != nil { counter.countMalformed() }
         let label = c.name ?? c.uuid.description
         if json {
-            var f: [Field] = [Field("time", .double(t)), Field("uuid", .text(c.uuid.description)), Field("characteristic", .text(label)),
+            var f: [Field] = [Field("time", .double(t)), Field("device", .text(device.address.description)),
+                              Field("uuid", .text(c.uuid.description)), Field("characteristic", .text(label)),
                               Field("kind", .text(v.isIndication ? "indication" : "notification"))]
             if let error { f.append(Field("error", .text(error.description))) }
             Console.out(FieldRenderer.jsonObject(f + fields))
         } else {
-            Console.out("\(formatSeconds(t).leftPad(8)) s  \(label): \(summary)")
+            Console.out("\(formatSeconds(t).leftPad(8)) s  \(tagged ? "\(device.address)  " : "")\(label): \(summary)")
         }
         Console.flush()
     }
@@ -185,7 +262,6 @@ struct Scenario: Sendable {
 final class MeasurementCounter: Sendable {
     struct State {
         var printed = 0, dropped = 0, malformed = 0
-        var lastPeer: LEAddress?
     }
     let limit: Int?
     private let state = Locked(State())
@@ -206,10 +282,6 @@ final class MeasurementCounter: Sendable {
     var malformed: Int { state.withLock { $0.malformed } }
     func countDropped(_ n: Int) { state.withLock { $0.dropped += n } }
     func countMalformed() { state.withLock { $0.malformed += 1 } }
-    var lastPeer: LEAddress? {
-        get { state.withLock { $0.lastPeer } }
-        set { state.withLock { $0.lastPeer = newValue } }
-    }
 }
 
 enum Scenarios {

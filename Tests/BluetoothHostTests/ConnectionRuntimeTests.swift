@@ -255,7 +255,8 @@ func connectingController(model: FakeControllerModel = .init(), handle: UInt16 =
         async let b = host.connect(to: peerB)
         let (ca, cb) = try await (a, b)
         #expect(Set([ca.handle, cb.handle]) == [0x40, 0x41])
-        #expect(host.statistics.links == 2)
+        // Statistics are published by the driver after it resumes the callers.
+        #expect(await eventually { host.statistics.links == 2 })
         var seen = false
         for try await e in host.scan(ScanConfiguration()) {
             if case .discovered = e { seen = true; break }

@@ -174,20 +174,23 @@ extension [ConnectionAction] {
         #expect(m2.timerFired(now: 4 * second).commands == [.leCreateConnection])
     }
 
-    @Test func oneCreateAtATimeOthersWaitAndTimeOutWhileWaiting() {
+    @Test func oneCreateAtATimeOthersWaitTheirTurnBeforeTheirTimeoutStarts() {
         var m = LEConnectionManager()
         #expect(m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: 5 * second, now: 0).commands == [.leCreateConnection])
-        #expect(m.connect(ConnectRequestID(rawValue: 2), to: peerB, timeout: 5 * second, now: 0).isEmpty)
-        #expect(m.connect(ConnectRequestID(rawValue: 3), to: peerB, timeout: second, now: 0).isEmpty)
-        // #3 times out while waiting, without any command.
-        let t = m.timerFired(now: second)
-        #expect(t.failures.map(\.0) == [3] && t.commands.isEmpty)
-        // #1 completes, #2 starts.
-        let a = feed(&m, connectionCompleteEvent(handle: 0x40), now: 2 * second)
+        #expect(m.connect(ConnectRequestID(rawValue: 2), to: peerB, timeout: second, now: 0).isEmpty)
+        #expect(m.nextDeadline == 5 * second)
+        // #2 waits past its own timeout without failing: its clock has not started.
+        #expect(m.timerFired(now: 2 * second).isEmpty)
+        // #1 completes, #2 starts and gets its full second from now.
+        let a = feed(&m, connectionCompleteEvent(handle: 0x40), now: 3 * second)
         #expect(a.connectedIDs == [1] && a.commands == [.leReadRemoteFeatures, .leCreateConnection])
-        let b = feed(&m, connectionCompleteEvent(handle: 0x41, peer: peerB), now: 2 * second)
+        #expect(m.nextDeadline == 4 * second)
+        let b = feed(&m, connectionCompleteEvent(handle: 0x41, peer: peerB), now: 3 * second + second / 2)
         #expect(b.connectedIDs == [2])
         #expect(m.linkHandles == [0x40, 0x41])
+        // A third times out a second after its create was sent, then is cancelled.
+        #expect(m.connect(ConnectRequestID(rawValue: 3), to: peerB, timeout: second, now: 4 * second).commands == [.leCreateConnection])
+        #expect(m.timerFired(now: 5 * second).commands == [.leCreateConnectionCancel])
     }
 
     @Test func cancelledByTheCallerWhileWaitingOrCreating() {

@@ -69,6 +69,51 @@ class ScenarioTests(unittest.TestCase):
             uuids = {v['uuid'] for v in json_lines(out)}
             self.assertGreaterEqual(len(uuids), 4, uuids)
 
+    def test_monitor_two_devices_at_once(self):
+        # Two links over one controller, both subscribed at the same time; one is found by name.
+        with Peer('--peripheral', THERMO, '--peripheral', 'Pulse-2,service=180D,gatt=health') as peer:
+            rc, out, err = run(peer, 'monitor', ADDR, 'Pulse-2', '--count', '15', '--json')
+            self.assertEqual(rc, 0, err)
+            values = json_lines(out)
+            self.assertEqual(len(values), 30)  # --count is per device
+            by_device = {}
+            for v in values:
+                by_device.setdefault(v['device'], set()).add(v['uuid'])
+            self.assertEqual(set(by_device), {'F0:F1:F2:F3:F4:01', 'F0:F1:F2:F3:F4:02'}, err)
+            for device, uuids in by_device.items():
+                self.assertGreaterEqual(len(uuids), 2, (device, uuids))
+            peer.events.wait_for(lambda e: False, 1)  # read what the peer printed so far
+            events = peer.events.events
+            connected = [e['peripheral'] for e in events if e['event'] == 'connected']
+            self.assertEqual(sorted(connected), ['Pulse-2', 'Thermo-1'])
+            # Both links were up together: each peripheral saw its subscription (a CCCD
+            # written on) before either link went down.
+            first_down = next((i for i, e in enumerate(events) if e['event'] == 'disconnected'), len(events))
+            subscribed = {e['peripheral'] for e in events[:first_down]
+                          if e['event'] == 'written' and e.get('uuid') == '2902' and e.get('value') != '0000'}
+            self.assertEqual(subscribed, {'Pulse-2', 'Thermo-1'})
+            # Text mode names the device on every line.
+        with Peer('--peripheral', THERMO, '--peripheral', 'Pulse-2,service=180D,gatt=health') as peer:
+            rc, out, err = run(peer, 'heartrate', ADDR, 'F0:F1:F2:F3:F4:02', '--count', '3')
+            self.assertEqual(rc, 0, err)
+            lines = out.splitlines()
+            self.assertEqual(len(lines), 6)
+            self.assertTrue(all('bpm' in line for line in lines), lines)
+            devices = [line.split()[2] for line in lines]
+            self.assertEqual(sorted(devices), ['F0:F1:F2:F3:F4:01'] * 3 + ['F0:F1:F2:F3:F4:02'] * 3)
+
+    def test_one_device_failing_does_not_stop_the_others(self):
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'heartrate', 'AA:BB:CC:DD:EE:FF/public', ADDR, '--count', '4',
+                               '--connect-timeout', '1')
+            # The device that is there gave its values; the absent one (tried first, and
+            # cancelled after 1 s) is reported and makes the exit status 1.
+            self.assertEqual(rc, 1, err)
+            self.assertEqual(len(out.splitlines()), 4)
+            self.assertIn('AA:BB:CC:DD:EE:FF: cannot connect to AA:BB:CC:DD:EE:FF (public): no connection', err)
+            self.assertNotIn('did not confirm', err)  # the controller ended the create (0x02)
+            self.assertIn('4 measurements printed', err)
+
     def test_reconnect_after_the_peer_drops_the_link(self):
         with Peer('--peripheral', THERMO, '--disconnect-after-connect', '1.5') as peer:
             start = time.monotonic()

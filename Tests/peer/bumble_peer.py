@@ -48,6 +48,31 @@ from peer_events import EventWriter
 LE_EXTENDED_ADVERTISING_BIT = 12
 
 
+class HostController(Controller):
+    """The controller hcigatt drives, with LE Create Connection Cancel as the spec has it.
+
+    Bumble's cancel only answers success: its create stays pending (so every later create
+    gets Command Disallowed) and no LE Connection Complete follows. Core Vol 4 Part E
+    §7.8.13: the pending create ends and LE Connection Complete reports it with status
+    Unknown Connection Identifier (0x02), after the Command Complete; with nothing pending
+    the answer is Command Disallowed.
+    """
+
+    def on_hci_le_create_connection_cancel_command(self, _command):
+        pending = self.pending_le_connection
+        if not pending:
+            return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.COMMAND_DISALLOWED_ERROR)
+        self.pending_le_connection = None
+        event = hci.HCI_LE_Connection_Complete_Event(
+            status=hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, connection_handle=0,
+            role=hci.Role.CENTRAL, peer_address_type=pending.peer_address_type,
+            peer_address=pending.peer_address, connection_interval=0, peripheral_latency=0,
+            supervision_timeout=0, central_clock_accuracy=0)
+        # Runs after this handler's Command Complete has been sent.
+        asyncio.get_running_loop().call_soon(self.send_hci_packet, event)
+        return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
+
+
 class PeerLink(LocalLink):
     """LocalLink with LE ACL data sent from the address of the sender's connection."""
 
@@ -189,7 +214,7 @@ async def main() -> None:
     server_socket.bind(('127.0.0.1', args.port))
     port = server_socket.getsockname()[1]
     transport = await open_tcp_server_transport_with_socket(server_socket)
-    host_controller = Controller('hcigatt', host_source=transport.source,
+    host_controller = HostController('hcigatt', host_source=transport.source,
                                  host_sink=transport.sink, link=link,
                                  public_address=args.host_address)
     if args.legacy_reports:

@@ -115,7 +115,8 @@ public final class HCIHost: Sendable {
 
     /// Connects to `peer` as central (HCI_LE_Create_Connection, or HCI_LE_Extended_Create_Connection
     /// when the controller has it). One create runs at a time in the controller; further
-    /// calls wait their turn (their timeout runs meanwhile). After `timeout` the attempt is
+    /// calls wait their turn (their timeout starts when their turn comes, so an absent
+    /// device delays the others but does not fail them). After `timeout` the attempt is
     /// cancelled in the controller and this throws `.connectTimeout`; a controller refusal
     /// throws `.commandFailed`/`.connectFailed(status)`; cancelling the task throws `.cancelled`.
     /// Scanning may go on while connecting and connected.

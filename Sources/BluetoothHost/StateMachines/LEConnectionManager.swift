@@ -30,7 +30,9 @@ public struct LEConnectionManager: Sendable {
         var id: ConnectRequestID
         var peer: LEAddress
         var parameters: LEConnectParameters
-        var deadline: UInt64
+        /// Set when the attempt reaches the controller: time spent waiting behind another
+        /// device's attempt does not count, so one absent device cannot fail the rest.
+        var deadline: UInt64 = .max
         var timeout: UInt64
         /// The caller gave up (task cancelled): fail with `.cancelled`, drop a late link.
         var abandoned = false
@@ -83,7 +85,6 @@ public struct LEConnectionManager: Sendable {
     public var nextDeadline: UInt64? {
         var d: UInt64? = nil
         func consider(_ t: UInt64) { d = min(d ?? t, t) }
-        for w in waiting { consider(w.deadline) }
         if let a = attempt {
             switch a.phase {
             case .clearing(let deadline, _): consider(min(deadline, a.request.deadline))
@@ -96,10 +97,11 @@ public struct LEConnectionManager: Sendable {
 
     // MARK: Connect
 
-    /// Requests a connection to `peer`, failing with `.connectTimeout` after `timeout` ns.
+    /// Requests a connection to `peer`, failing with `.connectTimeout` after `timeout` ns of
+    /// trying (counted from when its create reaches the controller; one runs at a time).
     public mutating func connect(_ id: ConnectRequestID, to peer: LEAddress, parameters: LEConnectParameters = .default,
                                  timeout: UInt64, now: UInt64) -> [ConnectionAction] {
-        waiting.append(PendingConnect(id: id, peer: peer, parameters: parameters, deadline: now &+ timeout, timeout: timeout))
+        waiting.append(PendingConnect(id: id, peer: peer, parameters: parameters, timeout: timeout))
         var actions: [ConnectionAction] = []
         startNext(now: now, into: &actions)
         return actions
@@ -135,11 +137,8 @@ public struct LEConnectionManager: Sendable {
 
     private mutating func startNext(now: UInt64, into actions: inout [ConnectionAction]) {
         while attempt == nil, !waiting.isEmpty {
-            let r = waiting.removeFirst()
-            if r.deadline <= now {
-                actions.append(.connectFailed(r.id, Self.timeoutError(r)))
-                continue
-            }
+            var r = waiting.removeFirst()
+            r.deadline = now &+ r.timeout
             if staleCreate {
                 staleCreate = false
                 attempt = Attempt(request: r, phase: .clearing(deadline: now &+ cancelGracePeriod, cancelAccepted: false))
@@ -172,15 +171,6 @@ public struct LEConnectionManager: Sendable {
 
     public mutating func timerFired(now: UInt64) -> [ConnectionAction] {
         var actions: [ConnectionAction] = []
-        var i = 0
-        while i < waiting.count {
-            if waiting[i].deadline <= now {
-                let r = waiting.remove(at: i)
-                actions.append(.connectFailed(r.id, Self.timeoutError(r)))
-            } else {
-                i += 1
-            }
-        }
         if var a = attempt {
             switch a.phase {
             case .creating where a.request.deadline <= now:
