@@ -164,6 +164,28 @@ def advertising_data(p: dict) -> bytes:
     return bytes(AdvertisingData(structures))
 
 
+async def start_peripheral(link, index, p, events, *, database, **behaviour_options):
+    """A Bumble controller on `link` driven by a Device that serves GATT (GattBehaviour)
+    and advertises as parse_peripheral's `p` says. Returns (device, behaviour)."""
+    controller = Controller(f'peripheral{index}', link=link, public_address=p['address'])
+    device = Device(name=p['name'], address=hci.Address(p['address']),
+                    host=Host(controller, AsyncPipeSink(controller)))
+    device.advertising_data = advertising_data(p)
+    behaviour = GattBehaviour(device, p['name'], events, database=database, **behaviour_options)
+    await device.power_on()
+    # Public addresses unless asked otherwise: the address given is then what scanners see.
+    own = hci.OwnAddressType.RANDOM if p['random'] else hci.OwnAddressType.PUBLIC
+    await device.start_advertising(auto_restart=True, own_address_type=own)
+    return device, behaviour
+
+
+def peripheral_info(p: dict, database) -> dict:
+    """What the ready line says about a peripheral."""
+    return {'name': p['name'], 'address': p['address'],
+            'address_type': 'random' if p['random'] else 'public',
+            'gatt': database}
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -226,13 +248,9 @@ async def main() -> None:
     behaviours = []
     for index, spec in enumerate(args.peripheral):
         p = parse_peripheral(spec, index)
-        controller = Controller(f'peripheral{index}', link=link, public_address=p['address'])
-        device = Device(name=p['name'], address=hci.Address(p['address']),
-                        host=Host(controller, AsyncPipeSink(controller)))
-        device.advertising_data = advertising_data(p)
         database = p['gatt'] or args.gatt
-        behaviour = GattBehaviour(
-            device, p['name'], events,
+        device, behaviour = await start_peripheral(
+            link, index, p, events,
             database=database,
             notify_interval=args.notify_interval,
             disconnect_after=p['disconnect_after'] if p['disconnect_after'] is not None
@@ -244,13 +262,7 @@ async def main() -> None:
             malform_att=args.malform_att,
             log_att=args.log_att)
         behaviours.append(behaviour)
-        await device.power_on()
-        # Public addresses unless asked otherwise: the address given is then what scanners see.
-        own = hci.OwnAddressType.RANDOM if p['random'] else hci.OwnAddressType.PUBLIC
-        await device.start_advertising(auto_restart=True, own_address_type=own)
-        devices.append({'name': p['name'], 'address': p['address'],
-                        'address_type': 'random' if p['random'] else 'public',
-                        'gatt': database})
+        devices.append(peripheral_info(p, database))
         dumps.append(dump_database(device, p['name'], p['address']))
 
     if args.dump_own_db is not None:

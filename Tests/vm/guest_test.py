@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""hcigatt against the real kernel's Bluetooth sockets. Runs INSIDE the test VM (as root;
+Tests/vm/run-tests boots it): vhci_world.py gives the kernel two adapters, hci0 and hci1,
+on one virtual link with a GATT peripheral; the tests run hcigatt (built on the host)
+over the HCI user channel (user:hci0) and over the kernel's own host and L2CAP ATT
+socket (l2cap:hci1). The tests share one world and run in order (test_1_..., test_2_...):
+one VM boot costs ~15 s and starting Bumble under emulation ~25 s.
+"""
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HCIGATT = os.environ.get('HCIGATT', os.path.join(ROOT, '.build', 'debug', 'hcigatt'))
+WORLD = os.path.join(HERE, 'vhci_world.py')
+
+PERIPHERAL = 'VM-Thermo'
+PERIPHERAL_ADDRESS = 'F0:F1:F2:F3:F4:01'
+ADAPTERS = {0: 'C0:FF:EE:00:00:01', 1: 'C0:FF:EE:00:00:02'}
+NOBODY = 65534
+
+# <linux/bluetooth/hci.h>: HCIDEVUP = _IOW('H', 201, int). (Numbers, not socket.AF_BLUETOOTH:
+# a Python built without the Bluetooth headers lacks the constants.)
+AF_BLUETOOTH = 31
+BTPROTO_HCI = 1
+HCIDEVUP = 0x400448C9
+
+world = None
+WORLD_LOG = '/tmp/vhci_world.log'
+
+
+def hcigatt(*args, timeout=120, user=None):
+    """Runs hcigatt; returns (exit code, stdout, stderr). user: run as that uid (and gid),
+    which drops every capability."""
+    extra = {}
+    if user is not None:
+        extra = dict(user=user, group=user, extra_groups=[])
+    p = subprocess.run([HCIGATT, *args], capture_output=True, text=True, timeout=timeout, **extra)
+    sys.stderr.write(f'\n$ hcigatt {" ".join(args)}{" (uid %d)" % user if user is not None else ""}'
+                     f' -> {p.returncode}\n{p.stderr}')
+    return p.returncode, p.stdout, p.stderr
+
+
+def adapter_rows():
+    rc, out, err = hcigatt('list')
+    if rc != 0:
+        raise AssertionError(f'hcigatt list failed ({rc}): {err}')
+    rows = {}
+    for line in out.splitlines()[1:]:
+        fields = line.split(None, 4)
+        rows[fields[0]] = fields
+    return rows
+
+
+def bring_up(index):
+    """HCIDEVUP, the way bluetoothd powers an adapter on; EALREADY means it is up."""
+    s = socket.socket(AF_BLUETOOTH, socket.SOCK_RAW, BTPROTO_HCI)
+    try:
+        fcntl.ioctl(s.fileno(), HCIDEVUP, index)
+    except OSError as e:
+        if e.errno != 114:  # EALREADY
+            raise
+    finally:
+        s.close()
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def setUpModule():
+    global world
+    with open(WORLD_LOG, 'w') as log:
+        world = subprocess.Popen([sys.executable, WORLD, '--controllers', '2',
+                                  '--peripheral', f'{PERIPHERAL},service=1809,gatt=health'],
+                                 stdout=subprocess.PIPE, stderr=log, text=True)
+    started = time.monotonic()
+    ready = select.select([world.stdout], [], [], 180)[0]
+    line = world.stdout.readline() if ready else ''
+    if not line:
+        world.kill()
+        raise RuntimeError(f'vhci_world did not start: {read(WORLD_LOG)}')
+    info = json.loads(line)
+    sys.stderr.write(f'vhci_world ready after {time.monotonic() - started:.1f} s: {line}')
+    got = {c['index']: c['address'] for c in info['controllers']}
+    if got != ADAPTERS:
+        raise RuntimeError(f'unexpected adapters: {got}')
+
+
+def tearDownModule():
+    if world is not None:
+        world.send_signal(signal.SIGTERM)
+        try:
+            world.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            world.kill()
+        world.stdout.close()
+        sys.stderr.write(read(WORLD_LOG))
+
+
+class RealKernel(unittest.TestCase):
+    gatt_over_user_channel = None
+
+    def test_1_list_shows_the_vhci_adapters(self):
+        # The kernel powers a new adapter on for its setup and off again 2 s later (no
+        # bluetoothd); wait for both to settle down, with the user channel free.
+        deadline = time.monotonic() + 20
+        while True:
+            rows = adapter_rows()
+            if all(rows.get(f'hci{i}', [''] * 5)[2:5:2] == ['down', 'free'] for i in ADAPTERS) \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertEqual(sorted(rows), ['hci0', 'hci1'])
+        for index, address in ADAPTERS.items():
+            self.assertEqual(rows[f'hci{index}'], [f'hci{index}', address, 'down', 'virtual', 'free'])
+
+    def test_2_scan_over_the_user_channel_finds_the_peripheral(self):
+        rc, out, err = hcigatt('scan', '--transport', 'user:hci0', '--duration', '3', '--json')
+        self.assertEqual(rc, 0, err)
+        records = [json.loads(line) for line in out.splitlines() if line.strip()]
+        found = [r for r in records if r.get('name') == PERIPHERAL]
+        self.assertEqual(len(found), 1, out)
+        self.assertEqual(found[0]['address'], PERIPHERAL_ADDRESS)
+        self.assertEqual(found[0]['address_type'], 'public')
+        self.assertEqual(found[0]['services'], ['1809'])
+        self.assertIn('via user:hci0', err)
+
+    def test_3_gatt_over_the_user_channel(self):
+        rc, out, err = hcigatt('gatt', PERIPHERAL_ADDRESS, '--transport', 'user:hci0', '--json')
+        self.assertEqual(rc, 0, err)
+        db = json.loads(out)
+        self.assertEqual(db['mtu'], 517)
+        self.assertEqual(len(db['services']), 9)
+        by_uuid = {c['uuid']: c for s in db['services'] for c in s['characteristics']}
+        self.assertEqual(by_uuid['2A00']['value']['text'], PERIPHERAL)
+        self.assertEqual(by_uuid['2A29']['value']['text'], 'hcigatt-test')
+        RealKernel.gatt_over_user_channel = db
+
+    def test_4_subscribe_over_the_user_channel(self):
+        rc, out, err = hcigatt('subscribe', PERIPHERAL_ADDRESS, '2a1c', '2a37', '--count', '6',
+                               '--json', '--transport', 'user:hci0')
+        self.assertEqual(rc, 0, err)
+        values = [json.loads(line) for line in out.splitlines() if line.strip()]
+        self.assertEqual(len(values), 6)
+        kinds = {(v['uuid'], v['kind']) for v in values}
+        self.assertIn(('2A1C', 'indication'), kinds)
+        self.assertIn(('2A37', 'notification'), kinds)
+        temp = next(v for v in values if v['uuid'] == '2A1C')
+        self.assertTrue(temp['hex'].startswith('066c0100ff'), temp)  # flags 06, FLOAT 36.4
+
+    def test_5_gatt_over_the_kernel_l2cap_socket(self):
+        # hci1 is down: the L2CAP transport brings it up (HCIDEVUP) and the kernel's own
+        # host makes the LE link; hcigatt speaks ATT on the socket.
+        rc, out, err = hcigatt('gatt', PERIPHERAL_ADDRESS, '--transport', 'l2cap:hci1', '--json')
+        self.assertEqual(rc, 0, err)
+        db = json.loads(out)
+        self.assertEqual(db['mtu'], 517)
+        mine = self.gatt_over_user_channel
+        self.assertIsNotNone(mine, 'test_3 (gatt over user:hci0) did not pass')
+
+        def layout(d):
+            return [(s['start_handle'], s['end_handle'], s['uuid'],
+                     [(c['declaration_handle'], c['value_handle'], c['uuid'], c.get('value'),
+                       [(x['handle'], x['uuid']) for x in c['descriptors']])
+                      for c in s['characteristics']]) for s in d['services']]
+        self.assertEqual(layout(db), layout(mine))
+        self.assertEqual(adapter_rows()['hci1'][2], 'up')
+
+    def test_6_user_channel_refused_while_the_kernel_has_the_adapter_up(self):
+        bring_up(1)
+        rc, out, err = hcigatt('info', '--transport', 'user:hci1')
+        self.assertEqual(rc, 1, out)
+        self.assertIn("user:hci1: hci1 is up: the kernel's Bluetooth host (bluetoothd) is using it, "
+                      "and the user channel needs it down. Pass hcigatt's --bring-down option", err)
+        rc, out, err = hcigatt('info', '--transport', 'user:hci1', '--bring-down')
+        self.assertEqual(rc, 0, err)
+        self.assertIn(f'Address         {ADAPTERS[1]}', out)
+        self.assertEqual(adapter_rows()['hci1'][2], 'down')
+
+    def test_7_without_cap_net_admin_the_messages_say_so(self):
+        rc, out, err = hcigatt('info', '--transport', 'user:hci0', user=NOBODY)
+        self.assertEqual(rc, 1, out)
+        self.assertIn('user:hci0: the HCI user channel needs CAP_NET_ADMIN: run as root or '
+                      '`sudo setcap cap_net_admin+ep` on the hcigatt binary', err)
+        # The L2CAP transport needs it too, to bring a down adapter up.
+        rc, out, err = hcigatt('gatt', PERIPHERAL_ADDRESS, '--transport', 'l2cap:hci0', user=NOBODY)
+        self.assertEqual(rc, 1, out)
+        self.assertIn('hci0 is down and bringing it up needs CAP_NET_ADMIN', err)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
