@@ -8,7 +8,10 @@ public struct ScanFormatter: Sendable {
     public var json: Bool
     /// Time origin (ns) for the `time` field: the scan start or the first packet.
     public var origin: UInt64
-    public private(set) var devicesShown: Set<BluetoothAddress> = []
+    /// NEW lines so far: devices discovered. A device the scanner forgot (60 s unheard, or
+    /// evicted from its 4096-device table) counts again when it comes back; a set of every
+    /// address ever shown would grow without bound in a crowd of rotating addresses.
+    public private(set) var devicesShown = 0
     public private(set) var linesFormatted = 0
 
     public init(json: Bool, origin: UInt64) {
@@ -22,7 +25,7 @@ public struct ScanFormatter: Sendable {
         case .discovered(let d): (d, true)
         case .updated(let d): (d, false)
         }
-        devicesShown.insert(device.address.address)
+        if isNew { devicesShown += 1 }
         linesFormatted += 1
         return json ? jsonLine(device, isNew: isNew) : textLine(device, isNew: isNew)
     }

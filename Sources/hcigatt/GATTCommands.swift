@@ -226,7 +226,7 @@ struct PeerSession: Sendable {
                     guard let wanted else { found.withLock { $0 = d.address }; return }
                     guard let name = d.name?.lowercased() else { continue }
                     if name == wanted { found.withLock { $0 = d.address }; return }
-                    if partial == nil && name.contains(wanted) { partial = d.address }
+                    if partial == nil && name.containsBytes(wanted) { partial = d.address }
                 }
                 found.withLock { $0 = $0 ?? partial }
             }

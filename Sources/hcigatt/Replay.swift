@@ -96,7 +96,7 @@ enum ReplayCommand {
                 Field("packets", .uint(UInt64(packets))),
                 Field("events", .uint(UInt64(events))),
                 Field("advertising_reports", .uint(UInt64(reports))),
-                Field("devices", .uint(UInt64(printer?.devicesShown.count ?? 0))),
+                Field("devices", .uint(UInt64(printer?.devicesShown ?? 0))),
                 Field("lines", .uint(UInt64(printer?.linesFormatted ?? 0))),
                 Field("malformed", .uint(UInt64(malformed))),
                 Field("seconds", .double(elapsed)),

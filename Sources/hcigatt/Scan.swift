@@ -111,7 +111,7 @@ enum ScanCommand {
                         for try await event in session.host.scan(config) {
                             let count = state.withLock { p in
                                 Console.out(p.format(event))
-                                return p.devicesShown.count
+                                return p.devicesShown
                             }
                             live.update(devices: count)
                         }
@@ -132,7 +132,7 @@ enum ScanCommand {
         let stats = session.host.statistics
         do { try await session.close() } catch { failure = failure ?? error }
         let elapsed = Double(monotonicNow() &- start) / 1e9
-        let shown = state.withLock { $0.devicesShown.count }
+        let shown = state.withLock { $0.devicesShown }
         let seconds = formatSeconds(elapsed)
         Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports) via \(session.transportName)\(interrupted ? ", stopped by the user" : "")")
         if let failure {

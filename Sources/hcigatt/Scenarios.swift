@@ -162,7 +162,7 @@ struct Scenario: Sendable {
 
     static func isLinkLoss(_ error: any Error) -> Bool {
         if case .bearerClosed? = error as? GATTError { return true }
-        if let r = error as? RuntimeError { return r.message.contains("disconnected") || r.message.contains("link") }
+        if let r = error as? RuntimeError { return r.message.containsBytes("disconnected") || r.message.containsBytes("link") }
         return false
     }
 

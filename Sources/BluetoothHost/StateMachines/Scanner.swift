@@ -286,9 +286,19 @@ public struct Scanner: Sendable {
         }
         if let needle = lowercasedName {
             guard let name = d.name else { return false }
-            if !needle.isEmpty && !Array(name.lowercased().utf8).contains(needle) { return false }
+            if !needle.isEmpty && !Self.bytes(Array(name.lowercased().utf8), contain: needle) { return false }
         }
         return true
+    }
+
+    /// Substring test on bytes (`Collection.contains(_: some Collection)` is in
+    /// _StringProcessing, which would add over 1 MB to the static CLI).
+    private static func bytes(_ hay: [UInt8], contain needle: [UInt8]) -> Bool {
+        if needle.count > hay.count { return false }
+        for start in 0 ... hay.count - needle.count where hay[start ..< start + needle.count].elementsEqual(needle) {
+            return true
+        }
+        return false
     }
 
     private func snapshot(_ address: LEAddress, _ e: Entry) -> DiscoveredDevice {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The embedded binary: builds it (scripts/build-static), then checks
+#   * stripped size <= 8 MB (8 000 000 bytes, so it holds for MiB readers too);
+#   * run-time dependencies: only the C library set (glibc's libc/libm/libpthread/libdl/
+#     librt, ld-linux, libstdc++, libgcc_s): no libbluetooth, libpython, Swift or Foundation;
+#   * no _StringProcessing/_RegexParser code linked in (1.4 MB for one String.contains);
+#   * it works: scan + GATT read against the Bumble peer (bumble_scan.py);
+#   * memory: RSS while scanning 30 000 distinct advertisers (rss.py).
+#   Tests/static/run.sh            BUMBLE_PYTHON defaults to .venv/bin/python
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=.build/static/hcigatt
+scripts/build-static "$bin"
+
+limit=8000000
+size=$(stat -c %s "$bin")
+if [ "$size" -gt "$limit" ]; then
+  echo "static: FAIL: $bin is $size bytes, over $limit" >&2
+  exit 1
+fi
+echo "static: size $size bytes <= $limit"
+
+bad=$(ldd "$bin" | awk '{print $1}' | grep -vE '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|ld-linux[-a-z0-9_.]*\.so\.[0-9]+|lib(c|m|pthread|dl|rt|stdc\+\+|gcc_s)\.so\.[0-9]+)$' || true)
+if [ -n "$bad" ]; then
+  echo "static: FAIL: $bin needs libraries outside the C library set:" >&2
+  echo "$bad" >&2
+  exit 1
+fi
+if ldd "$bin" | grep -q "not found"; then
+  echo "static: FAIL: unresolved libraries:" >&2; ldd "$bin" >&2; exit 1
+fi
+echo "static: needs only $(ldd "$bin" | awk '$1 !~ /vdso/ {print $1}' | xargs basename -a | tr '\n' ' ')"
+
+unstripped=$(swift build -c release --product hcigatt --static-swift-stdlib --scratch-path .build/static-build --show-bin-path)/hcigatt
+if nm "$unstripped" | grep -qE '12_RegexParser|17_StringProcessing'; then
+  echo "static: FAIL: _StringProcessing is linked in (about 1.4 MB); the code using it:" >&2
+  for o in .build/static-build/release/*.build/*.o; do
+    nm -u "$o" 2>/dev/null | grep -qE '17_StringProcessing' && echo "  $o" >&2
+  done
+  exit 1
+fi
+echo "static: no _StringProcessing/_RegexParser"
+
+BUMBLE_PYTHON=${BUMBLE_PYTHON:-$PWD/.venv/bin/python} python3 Tests/static/bumble_scan.py "$bin"
+python3 Tests/static/rss.py "$bin"
