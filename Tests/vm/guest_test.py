@@ -34,7 +34,7 @@ BTPROTO_HCI = 1
 HCIDEVUP = 0x400448C9
 
 world = None
-WORLD_LOG = '/tmp/vhci_world.log'
+WORLD_LOG = os.path.join(os.environ.get('TMPDIR', '/tmp'), 'vhci_world.log')
 
 
 def hcigatt(*args, timeout=120, user=None):
