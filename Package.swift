@@ -75,5 +75,6 @@ let package = Package(
         .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport"]),
         .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport"]),
+        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire"]),
     ]
 )

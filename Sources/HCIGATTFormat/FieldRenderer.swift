@@ -106,10 +106,7 @@ struct JSONBytes {
         case .text(let t): string(t)
         case .bytes(let b):
             bytes.append(UInt8(ascii: "\""))
-            for x in b {
-                bytes.append(Self.hexDigits[Int(x >> 4)])
-                bytes.append(Self.hexDigits[Int(x & 0xF)])
-            }
+            hex(b)
             bytes.append(UInt8(ascii: "\""))
         case .named(let raw, let name):
             self.raw("{\"value\":")
@@ -138,24 +135,50 @@ struct JSONBytes {
 
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
+    /// Two lowercase hex digits per byte, written in place (one growth, no per-byte append).
+    mutating func hex(_ b: [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 2 * b.count))
+        bytes.withUnsafeMutableBufferPointer { out in
+            Self.hexDigits.withUnsafeBufferPointer { digits in
+                var k = start
+                for x in b {
+                    out[k] = digits[Int(x >> 4)]
+                    out[k + 1] = digits[Int(x & 0xF)]
+                    k += 2
+                }
+            }
+        }
+    }
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped. Runs of
+    /// bytes that need no escape are copied at once (this is most of a scan's JSON line).
     mutating func string(_ t: String) {
+        var t = t
+        t.withUTF8 { escaped($0) }
+    }
+
+    mutating func escaped(_ utf8: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
-        for c in t.utf8 {
+        var run = 0
+        for i in 0 ..< utf8.count {
+            let c = utf8[i]
+            if c >= 0x20 && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") { continue }
+            if run < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run ..< i])) }
+            run = i + 1
             switch c {
             case UInt8(ascii: "\""): raw("\\\"")
             case UInt8(ascii: "\\"): raw("\\\\")
             case UInt8(ascii: "\n"): raw("\\n")
             case UInt8(ascii: "\r"): raw("\\r")
             case UInt8(ascii: "\t"): raw("\\t")
-            case 0 ..< 0x20:
+            default:
                 raw("\\u00")
                 bytes.append(Self.hexDigits[Int(c >> 4)])
                 bytes.append(Self.hexDigits[Int(c & 0xF)])
-            default:
-                bytes.append(c)
             }
         }
+        if run < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...])) }
         bytes.append(UInt8(ascii: "\""))
     }
 }
