@@ -5,6 +5,7 @@ import Glibc
 
 // hcigatt-bench: micro-benchmarks of the parsing hot path.
 //   swift run -c release hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check]
+//   hcigatt-bench --list | --run CASE N      (for Benchmarks/instructions)
 // --check exits 1 when any case allocates on the heap (allocation counts are exact and
 // deterministic, so the test suite runs it; timing targets are reported, not enforced).
 
@@ -28,8 +29,24 @@ while argIndex < argv.count {
         _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
         fclose(f)
         exit(0)
+    case "--list":
+        // Name, tab, items per operation.
+        for c in allCases() { print("\(c.name)\t\(max(c.itemsPerOp, 1))") }
+        exit(0)
+    case "--run" where argIndex + 2 < argv.count:
+        // One case, exactly N operations, nothing else: Benchmarks/instructions runs this
+        // under valgrind twice (N and 2N) and takes the difference, so setup cancels out.
+        let name = argv[argIndex + 1]
+        guard let c = allCases().first(where: { $0.name == name }), let n = Int(argv[argIndex + 2]), n > 0 else {
+            print("hcigatt-bench: --run takes a case name from --list and a positive count")
+            exit(2)
+        }
+        checksumSink &+= c.run(n)
+        // The same output whatever N is, so it does not differ between the two counted runs.
+        print(checksumSink == 0x5EED_5EED_5EED_5EED ? "" : "done")
+        exit(0)
     default:
-        print("usage: hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check] [--quick] [--write-capture FILE]")
+        print("usage: hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check] [--quick] [--write-capture FILE] [--list] [--run CASE N]")
         exit(2)
     }
     argIndex += 1
