@@ -10,17 +10,20 @@ public struct KernelATTBearerOptions: Sendable {
     /// How long to wait for the LE connection (the kernel's own LE connection attempt
     /// gives up after about 20 s).
     public var connectTimeoutMilliseconds: Int32
-    /// How long `send` waits for room in the socket. The kernel holds writes while it
-    /// raises security (pairing), so this covers a pairing round too.
+    /// How long `send` waits for room in the socket.
     public var sendTimeoutMilliseconds: Int32
+    /// How long raising security may take (encryption, or pairing first): SMP's own
+    /// timeout is 30 s (Core Vol 3 Part H §3.4).
+    public var securityTimeoutMilliseconds: Int32
     /// Bring the adapter up (HCIDEVUP) when it is down; needs CAP_NET_ADMIN.
     public var bringUp: Bool
 
     public init(system: SystemCalls = .live, connectTimeoutMilliseconds: Int32 = 20_000,
-                sendTimeoutMilliseconds: Int32 = 30_000, bringUp: Bool = true) {
+                sendTimeoutMilliseconds: Int32 = 30_000, securityTimeoutMilliseconds: Int32 = 30_000, bringUp: Bool = true) {
         self.system = system
         self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
         self.sendTimeoutMilliseconds = sendTimeoutMilliseconds
+        self.securityTimeoutMilliseconds = securityTimeoutMilliseconds
         self.bringUp = bringUp
     }
 }
@@ -90,6 +93,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
 
     private let system: SystemCalls
     private let sendTimeoutMilliseconds: Int32
+    private let securityTimeoutMilliseconds: Int32
     private let fd: Int32
 
     private enum State: Sendable {
@@ -116,6 +120,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         self.peer = peer
         self.system = system
         self.sendTimeoutMilliseconds = options.sendTimeoutMilliseconds
+        self.securityTimeoutMilliseconds = options.securityTimeoutMilliseconds
 
         let own = try Self.prepareAdapter(index: index, label: label, system: system, bringUp: options.bringUp)
         self.adapterAddress = own
@@ -306,10 +311,13 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         }
     }
 
-    /// Asks the kernel for `level` on this link (setsockopt BT_SECURITY): it encrypts
-    /// with a stored key or pairs (SMP), holding writes until it is done; then the
-    /// failed request can be sent again. Needs a pairing agent (bluetoothd) when pairing
-    /// asks for user input.
+    /// Asks the kernel for `level` on this link (setsockopt BT_SECURITY) and waits until it
+    /// is done: it encrypts with a stored key or pairs (SMP) first. Meanwhile the ATT
+    /// socket is in BT_CONFIG and refuses writes (ENOTCONN); it becomes writable again
+    /// when the link is encrypted, and hangs up when pairing fails. Then the failed request
+    /// can be sent again. Pairing that asks for user input needs an agent (bluetoothd);
+    /// without bluetoothd the kernel has SMP only on adapters powered on through its
+    /// management interface (`btmgmt power on`), not with HCIDEVUP.
     public func raiseSecurity(level: SecurityLevel) throws(TransportError) {
         var value = bt_security(level: level.rawValue, key_size: 0)
         let length = socklen_t(MemoryLayout<bt_security>.size)
@@ -318,11 +326,40 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         let r = withUnsafePointer(to: &value) { p in retryingOnInterrupt { system.setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, p, length) } }
         switch r {
         case .success:
-            return
+            try waitForSecurity(level)
         case .failure(let e) where e == .permissionDenied || e == .accessDenied:
             throw TransportError(.permissionDenied, "\(description): the kernel refused security level \(level) (\(e))", errno: e.rawValue)
+        case .failure(let e) where e == .invalidArgument:
+            // smp_conn_security() found no SMP channel on this link.
+            throw TransportError(
+                .io,
+                "\(description): the kernel cannot encrypt this link (EINVAL: no SMP on hci\(adapterIndex)); without bluetoothd, power the adapter on through the kernel's management interface (`btmgmt --index \(adapterIndex) power on`), not HCIDEVUP",
+                errno: e.rawValue)
         case .failure(let e):
             throw TransportError(.io, "\(description): raising security to \(level) failed: \(e)", errno: e.rawValue)
+        }
+    }
+
+    private func ms(_ v: Int32) -> String { v % 1000 == 0 ? "\(v / 1000) s" : "\(v) ms" }
+
+    /// Waits for the socket to leave BT_CONFIG: writable again (done) or hung up (failed).
+    private func waitForSecurity(_ level: SecurityLevel) throws(TransportError) {
+        switch Self.waitFor(fd, events: Int16(POLLOUT), timeoutMilliseconds: securityTimeoutMilliseconds, system: system) {
+        case .success(0):
+            throw TransportError(.timedOut, "\(description): security level \(level) not reached within \(ms(securityTimeoutMilliseconds)) (pairing did not finish)")
+        case .success(let revents) where revents & Int16(POLLHUP | POLLERR) != 0:
+            var soError: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            let fd = self.fd
+            let system = self.system
+            _ = retryingOnInterrupt { system.getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length) }
+            let why = soError != 0 ? ": \(Errno(soError))" : ""
+            throw TransportError(.io, "\(description): the link dropped while raising security to \(level) (pairing or encryption failed\(why))",
+                                 errno: soError != 0 ? soError : nil)
+        case .success:
+            return
+        case .failure(let e):
+            throw TransportError(.io, "\(description): waiting for security level \(level) failed: \(e)", errno: e.rawValue)
         }
     }
 

@@ -54,6 +54,8 @@ public struct TransportError: Error, CustomStringConvertible, Sendable {
         public static let adapterDown = Kind(rawValue: 10)
         /// A file (btsnoop capture) is not in the expected format.
         public static let malformedFile = Kind(rawValue: 11)
+        /// Something the kernel was asked for did not finish in time (e.g. raising security).
+        public static let timedOut = Kind(rawValue: 12)
     }
 
     public var kind: Kind

@@ -199,8 +199,17 @@ struct PeerSession: Sendable {
             return try await op()
         } catch let e as GATTError {
             guard let bearer = kernelBearer, let code = e.attErrorCode,
-                  let level = try? bearer.raiseSecurity(after: code) else { throw e }
-            Console.err("raising security to \(level) and retrying...")
+                  let current = try? bearer.securityLevel(),
+                  let level = KernelATTBearer.SecurityLevel.after(code, current: current) else { throw e }
+            Console.err("raising security to \(level) (the kernel encrypts, pairing first if needed)...")
+            do {
+                try bearer.raiseSecurity(level: level)
+            } catch {
+                // The request's own error stands (a dump goes on with the next value).
+                Console.err("cannot raise security: \(error.message)")
+                throw e
+            }
+            Console.err("security is \((try? bearer.securityLevel())?.description ?? "\(level)"); retrying")
             return try await op()
         }
     }

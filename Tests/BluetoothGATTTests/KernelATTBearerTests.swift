@@ -39,6 +39,12 @@ private final class FakeBluetoothKernel: @unchecked Sendable {
     var soError: Int32 = 0
     /// poll for POLLOUT never succeeds (a peer that never answers).
     var neverConnects = false
+    /// After BT_SECURITY is set, poll for POLLOUT never succeeds (pairing never finishes).
+    var securityNeverCompletes = false
+    /// Raising security hangs the socket up (pairing failed: the kernel drops the link).
+    var securityFails = false
+    /// POLLOUT polls after BT_SECURITY was set.
+    var securityWaits = 0
     var imtu: UInt16 = 672
     var securityLevel: UInt8 = 1
     var securitySets: [bt_security] = []
@@ -98,7 +104,13 @@ private final class FakeBluetoothKernel: @unchecked Sendable {
             return 0
         }
         s.poll = { fds, count, timeout in
-            if self.neverConnects && count == 1 && fds.pointee.events == Int16(POLLOUT) { return 0 }
+            if count == 1 && fds.pointee.events == Int16(POLLOUT) {
+                if self.neverConnects { return 0 }
+                if !self.securitySets.isEmpty {
+                    self.securityWaits += 1
+                    if self.securityNeverCompletes { return 0 }
+                }
+            }
             return Glibc.poll(fds, count, timeout)
         }
         s.getsockopt = { _, level, name, value, length in
@@ -124,6 +136,11 @@ private final class FakeBluetoothKernel: @unchecked Sendable {
             let sec = value.load(as: bt_security.self)
             self.securitySets.append(sec)
             self.securityLevel = sec.level
+            if self.securityFails {
+                self.soError = ECONNREFUSED
+                Glibc.close(self.peerEnd)
+                self.peerEnd = -1
+            }
             return 0
         }
         s.close = { fd in
@@ -134,7 +151,8 @@ private final class FakeBluetoothKernel: @unchecked Sendable {
     }
 
     func open(peer: LEAddress = peerAddress, connectTimeout: Int32 = 1000) throws(TransportError) -> KernelATTBearer {
-        try KernelATTBearer(adapter: 1, peer: peer, options: KernelATTBearerOptions(system: system, connectTimeoutMilliseconds: connectTimeout))
+        try KernelATTBearer(adapter: 1, peer: peer, options: KernelATTBearerOptions(
+            system: system, connectTimeoutMilliseconds: connectTimeout, securityTimeoutMilliseconds: 200))
     }
 }
 
@@ -285,7 +303,7 @@ private func expectError(_ kind: TransportError.Kind, containing text: String, _
         expectError(.permissionDenied, containing: "refused the connection") { () throws(TransportError) in try k.open() }
     }
 
-    @Test func raiseSecuritySetsBTSecurity() throws {
+    @Test func raiseSecuritySetsBTSecurityAndWaitsForTheSocket() throws {
         let k = FakeBluetoothKernel()
         let bearer = try k.open()
         defer { bearer.close() }
@@ -293,6 +311,35 @@ private func expectError(_ kind: TransportError.Kind, containing text: String, _
         #expect(k.securitySets.count == 1)
         #expect(k.securitySets.first?.level == UInt8(BT_SECURITY_HIGH))
         #expect(k.securitySets.first?.key_size == 0)
+        // It returned only once the socket was writable again (the kernel's BT_CONFIG over).
+        #expect(k.securityWaits == 1)
+    }
+
+    @Test func pairingThatNeverFinishesTimesOut() throws {
+        let k = FakeBluetoothKernel()
+        let bearer = try k.open()
+        defer { bearer.close() }
+        k.securityNeverCompletes = true
+        #expect(throws: TransportError.self) { try bearer.raiseSecurity(level: .medium) }
+        do { try bearer.raiseSecurity(level: .medium) } catch {
+            #expect(error.kind == .timedOut)
+            #expect(error.message.contains("security level medium (encrypted) not reached within 200 ms (pairing did not finish)"))
+        }
+    }
+
+    @Test func pairingFailureHangsUpAndSaysSo() throws {
+        let k = FakeBluetoothKernel()
+        let bearer = try k.open()
+        defer { bearer.close() }
+        k.securityFails = true
+        do {
+            try bearer.raiseSecurity(level: .medium)
+            Issue.record("expected a failure")
+        } catch {
+            #expect(error.kind == .io)
+            #expect(error.message.contains("the link dropped while raising security to medium (encrypted)"))
+            #expect(error.message.contains("Connection refused"))
+        }
     }
 
     @Test func raiseSecurityAfterATTErrors() throws {

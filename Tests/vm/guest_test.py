@@ -26,6 +26,7 @@ PERIPHERAL = 'VM-Thermo'
 PERIPHERAL_ADDRESS = 'F0:F1:F2:F3:F4:01'
 ADAPTERS = {0: 'C0:FF:EE:00:00:01', 1: 'C0:FF:EE:00:00:02'}
 NOBODY = 65534
+SECRET = '68636967-6174-7400-8000-00805F9B0003'  # needs an encrypted link (gatt_db.py)
 
 # <linux/bluetooth/hci.h>: HCIDEVUP = _IOW('H', 201, int). (Numbers, not socket.AF_BLUETOOTH:
 # a Python built without the Bluetooth headers lacks the constants.)
@@ -175,6 +176,14 @@ class RealKernel(unittest.TestCase):
                       for c in s['characteristics']]) for s in d['services']]
         self.assertEqual(layout(db), layout(mine))
         self.assertEqual(adapter_rows()['hci1'][2], 'up')
+        # The characteristic that needs encryption: hcigatt raised BT_SECURITY, and this
+        # kernel, with the adapter brought up by HCIDEVUP and no bluetoothd, has no SMP for
+        # it (EINVAL): the dump says why and keeps the value's own ATT error.
+        self.assertIn('raising security to medium (encrypted)', err)
+        self.assertIn('the kernel cannot encrypt this link (EINVAL: no SMP on hci1)', err)
+        secret = [c for s in db['services'] for c in s['characteristics'] if c['uuid'] == SECRET]
+        self.assertEqual(len(secret), 1)
+        self.assertIn('Insufficient Encryption', secret[0]['read_error'])
 
     def test_6_user_channel_refused_while_the_kernel_has_the_adapter_up(self):
         bring_up(1)
