@@ -301,15 +301,8 @@ public final class GATTClient: Sendable {
         var out: [ATTHandleValue] = []
         var start = range.lowerBound
         while true {
-            let list: [ATTHandleValue]
-            do throws(GATTError) {
-                let r = try await request(.readByType(start: start, end: range.upperBound, type: uuid))
-                guard case .readByType(let l) = r else { throw wrongResponse(.readByTypeRequest) }
-                list = l
-            } catch {
-                if error.attErrorCode == .attributeNotFound, !out.isEmpty { break }
-                throw error
-            }
+            // Attribute Not Found ends the read once something was found; at first it is the answer.
+            guard let list = try await readByTypePage(from: start, to: range.upperBound, type: uuid, notFoundEnds: !out.isEmpty) else { break }
             guard let last = list.last?.handle, last >= start, list.allSatisfy({ range.contains($0.handle) }) else {
                 throw .malformedResponse(request: .readByTypeRequest, detail: "handles outside 0x\(hex(start, 4))-0x\(hex(range.upperBound, 4))")
             }
@@ -835,19 +828,26 @@ public final class GATTClient: Sendable {
         return services
     }
 
+    /// One Read By Type request from `start` to `end` (Core Vol 3 Part G §4.5.1, §4.6.1,
+    /// §4.8.2); nil when the server answers Attribute Not Found and `notFoundEnds` (no more
+    /// attributes of that type), else that error is thrown like any other.
+    private func readByTypePage(from start: UInt16, to end: UInt16, type: BluetoothUUID,
+                                notFoundEnds: Bool = true) async throws(GATTError) -> [ATTHandleValue]? {
+        do throws(GATTError) {
+            let r = try await request(.readByType(start: start, end: end, type: type))
+            guard case .readByType(let list) = r else { throw wrongResponse(.readByTypeRequest) }
+            return list
+        } catch {
+            if notFoundEnds, error.attErrorCode == .attributeNotFound { return nil }
+            throw error
+        }
+    }
+
     private func includes(in range: ClosedRange<UInt16>) async throws(GATTError) -> [GATTIncludedService] {
         var out: [GATTIncludedService] = []
         var start = range.lowerBound
         while true {
-            let list: [ATTHandleValue]
-            do throws(GATTError) {
-                let r = try await request(.readByType(start: start, end: range.upperBound, type: GATTAttributeType.include))
-                guard case .readByType(let l) = r else { throw wrongResponse(.readByTypeRequest) }
-                list = l
-            } catch {
-                if error.attErrorCode == .attributeNotFound { break }
-                throw error
-            }
+            guard let list = try await readByTypePage(from: start, to: range.upperBound, type: GATTAttributeType.include) else { break }
             var last = start
             for e in list {
                 let v = e.value
@@ -880,15 +880,7 @@ public final class GATTClient: Sendable {
         var out: [GATTCharacteristic] = []
         var start = range.lowerBound
         while true {
-            let list: [ATTHandleValue]
-            do throws(GATTError) {
-                let r = try await request(.readByType(start: start, end: range.upperBound, type: GATTAttributeType.characteristic))
-                guard case .readByType(let l) = r else { throw wrongResponse(.readByTypeRequest) }
-                list = l
-            } catch {
-                if error.attErrorCode == .attributeNotFound { break }
-                throw error
-            }
+            guard let list = try await readByTypePage(from: start, to: range.upperBound, type: GATTAttributeType.characteristic) else { break }
             var last = start
             for e in list {
                 let v = e.value
