@@ -167,10 +167,10 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
                     "\(label): no connection to \(target) within \(options.connectTimeoutMilliseconds / 1000) s: is it in range, advertising and connectable?",
                     errno: ETIMEDOUT))
             case .success:
-                var code: Int32 = 0
-                var length = socklen_t(MemoryLayout<Int32>.size)
-                let got = retryingOnInterrupt { system.getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) }
-                if case .failure(let ge) = got {
+                let code: Int32
+                switch Self.pendingError(fd, system: system) {
+                case .success(let c): code = c
+                case .failure(let ge):
                     throw fail(TransportError(.io, "\(label): reading the connection result failed: \(ge)", errno: ge.rawValue))
                 }
                 if code != 0 {
@@ -348,11 +348,7 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         case .success(0):
             throw TransportError(.timedOut, "\(description): security level \(level) not reached within \(ms(securityTimeoutMilliseconds)) (pairing did not finish)")
         case .success(let revents) where revents & Int16(POLLHUP | POLLERR) != 0:
-            var soError: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            let fd = self.fd
-            let system = self.system
-            _ = retryingOnInterrupt { system.getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length) }
+            let soError = (try? Self.pendingError(fd, system: system).get()) ?? 0
             let why = soError != 0 ? ": \(Errno(soError))" : ""
             throw TransportError(.io, "\(description): the link dropped while raising security to \(level) (pairing or encryption failed\(why))",
                                  errno: soError != 0 ? soError : nil)
@@ -581,6 +577,13 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         default:
             ATTBearerClosed(message: "\(description): the link failed: \(e)")
         }
+    }
+
+    /// The socket's pending error (SO_ERROR): how a connect or the link ended; 0 for none.
+    static func pendingError(_ fd: Int32, system: SystemCalls) -> Result<Int32, Errno> {
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return retryingOnInterrupt { system.getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) }.map { _ in code }
     }
 
     /// poll for `events`; 0 after the timeout. EINTR restarts with the time left.
