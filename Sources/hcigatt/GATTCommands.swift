@@ -153,7 +153,7 @@ struct PeerSession: Sendable {
                 let request = wantedParameters.request(from: connection.parameters)
                 do {
                     let now = try await connection.updateParameters(request)
-                    Console.err("connection parameters: interval \(formatMilliseconds(Double(now.interval) * 1.25)) ms, latency \(now.latency), supervision timeout \(Int(now.supervisionTimeout) * 10) ms")
+                    Console.err("connection parameters: interval \(now.intervalMilliseconds) ms, latency \(now.latency), supervision timeout \(Int(now.supervisionTimeout) * 10) ms")
                 } catch {
                     await connection.disconnect()
                     throw RuntimeError("connection update refused: \(error.message)")

@@ -180,15 +180,6 @@ func formatSeconds(_ s: Double) -> String {
     return "\(tenths / 10).\(tenths % 10)"
 }
 
-/// 50, 7.5, 11.25: connection intervals are 1.25 ms steps.
-func formatMilliseconds(_ ms: Double) -> String {
-    let hundredths = Int((ms * 100).rounded())
-    let whole = hundredths / 100, frac = hundredths % 100
-    if frac == 0 { return "\(whole)" }
-    if frac % 10 == 0 { return "\(whole).\(frac / 10)" }
-    return "\(whole).\(frac < 10 ? "0" : "")\(frac)"
-}
-
 func describe(_ error: any Error) -> String {
     switch error {
     case let e as HostError: e.description

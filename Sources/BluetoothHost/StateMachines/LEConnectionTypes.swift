@@ -68,12 +68,16 @@ public struct LELinkState: Sendable, Equatable, CustomStringConvertible {
         self.supervisionTimeout = supervisionTimeout
     }
 
-    /// "handle 0x0040 central, interval 50 ms, latency 0, timeout 4000 ms, 1M/1M, 27/27 octets"
-    public var description: String {
+    /// The connection interval in milliseconds as text, exact: "50", "7.5", "11.25".
+    public var intervalMilliseconds: String {
         let hundredths = Int(interval) * 125  // 1.25 ms units in 1/100 ms
         let whole = hundredths / 100, frac = hundredths % 100
-        let intervalText = frac == 0 ? "\(whole)" : frac % 10 == 0 ? "\(whole).\(frac / 10)" : "\(whole).\(frac < 10 ? "0" : "")\(frac)"
-        return "handle 0x\(hex(handle, 4)) \(role), interval \(intervalText) ms, latency \(latency), "
+        return frac == 0 ? "\(whole)" : frac % 10 == 0 ? "\(whole).\(frac / 10)" : "\(whole).\(frac < 10 ? "0" : "")\(frac)"
+    }
+
+    /// "handle 0x0040 central, interval 50 ms, latency 0, timeout 4000 ms, 1M/1M, 27/27 octets"
+    public var description: String {
+        "handle 0x\(hex(handle, 4)) \(role), interval \(intervalMilliseconds) ms, latency \(latency), "
             + "timeout \(Int(supervisionTimeout) * 10) ms, \(txPHY)/\(rxPHY), \(maxTxOctets)/\(maxRxOctets) octets"
     }
 }
