@@ -24,6 +24,13 @@ let package = Package(
             path: "Sources/CBluetooth",
             providers: [.apt(["libbluetooth-dev"])]
         ),
+        // OpenSSL libcrypto (libssl-dev) for AES-128 and AES-CMAC; linked statically into
+        // the embedded binary by scripts/build-static.
+        .systemLibrary(
+            name: "CCrypto",
+            path: "Sources/CCrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // Counts heap allocations for the benchmark suite (malloc interposition).
         .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
 
@@ -35,6 +42,8 @@ let package = Package(
         ),
         // Host core: sans-I/O state machines (command flow, init, scanning) in
         // StateMachines/, and the one I/O driver with the async API in Runtime/.
+        // AES-128 and AES-CMAC from libcrypto (Database Hash now; SMP's functions next).
+        .target(name: "BluetoothCrypto", dependencies: ["CCrypto"]),
         .target(
             name: "BluetoothHost",
             dependencies: ["BluetoothWire", "BluetoothTransport"],
@@ -44,7 +53,7 @@ let package = Package(
         // (HCI) or the kernel's L2CAP ATT socket.
         .target(
             name: "BluetoothGATT",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "CBluetooth"],
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothCrypto", "CBluetooth"],
             swiftSettings: optimize
         ),
         // Characteristic value decoders/encoders (GATT Specification Supplement): pure,
@@ -74,7 +83,7 @@ let package = Package(
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
         .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport"]),
         .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
-        .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport"]),
+        .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire"]),
     ]
 )

@@ -1,0 +1,518 @@
+import BluetoothHost
+import BluetoothWire
+
+/// One client of an ``ATTServer``: one ATT bearer (an LE link's fixed ATT channel).
+public struct ATTServerClientID: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { "client \(rawValue)" }
+}
+
+/// Client Characteristic Configuration bits. Core Vol 3 Part G §3.3.3.3.
+public struct GATTClientConfiguration: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public static let notify = GATTClientConfiguration(rawValue: 0x0001)
+    public static let indicate = GATTClientConfiguration(rawValue: 0x0002)
+    public var description: String {
+        switch (contains(.notify), contains(.indicate)) {
+        case (true, true): "notify+indicate"
+        case (true, false): "notify"
+        case (false, true): "indicate"
+        case (false, false): "off"
+        }
+    }
+}
+
+/// Client Supported Features bits. Core Vol 3 Part G §7.2.
+public struct GATTClientFeatures: OptionSet, Sendable, Hashable {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public static let robustCaching = GATTClientFeatures(rawValue: 0x01)
+    public static let enhancedATTBearer = GATTClientFeatures(rawValue: 0x02)
+    public static let multipleHandleValueNotifications = GATTClientFeatures(rawValue: 0x04)
+    static let defined: GATTClientFeatures = [.robustCaching, .enhancedATTBearer, .multipleHandleValueNotifications]
+}
+
+/// What happened on the server, for the application.
+public enum ATTServerEvent: Sendable, Equatable {
+    /// Exchange MTU set the client's ATT_MTU.
+    case mtuChanged(ATTServerClientID, mtu: Int)
+    /// A characteristic value or descriptor was written (and stored, for stored values).
+    case wrote(ATTServerClientID, handle: UInt16, value: [UInt8], withResponse: Bool)
+    /// The client changed a CCCD; `valueHandle` is the characteristic value's handle.
+    case subscriptionChanged(ATTServerClientID, valueHandle: UInt16, GATTClientConfiguration)
+    /// The client confirmed the indication of `handle`.
+    case indicationConfirmed(ATTServerClientID, handle: UInt16)
+    /// No confirmation within the timeout: the bearer is dead and must be closed
+    /// (Core Vol 3 Part F §3.3.3); the server sends nothing more to this client.
+    case indicationTimedOut(ATTServerClientID, handle: UInt16)
+    /// The client sent something malformed or unexpected that was dropped (no response is due).
+    case peerFault(ATTServerClientID, String)
+}
+
+/// Why the server could not send a notification or indication.
+public enum ATTServerError: Error, Sendable, Equatable, CustomStringConvertible {
+    case unknownClient(ATTServerClientID)
+    /// An indication timed out on this client; its bearer is dead.
+    case bearerDead(ATTServerClientID)
+    case invalidHandle(UInt16)
+    /// The client has not enabled notifications (or indications) for this characteristic.
+    case notSubscribed(ATTServerClientID, handle: UInt16)
+    /// One indication is already waiting for its confirmation (Core Vol 3 Part F §3.4.7.2).
+    case indicationPending(ATTServerClientID, handle: UInt16)
+    /// The client did not say it supports this (Client Supported Features).
+    case notSupportedByClient(ATTServerClientID, String)
+
+    public var description: String {
+        switch self {
+        case .unknownClient(let c): "no such client (\(c))"
+        case .bearerDead(let c): "the ATT bearer of \(c) is dead (an indication was never confirmed)"
+        case .invalidHandle(let h): "no attribute at handle 0x\(hex(h, 4))"
+        case .notSubscribed(let c, let h): "\(c) has not subscribed to handle 0x\(hex(h, 4))"
+        case .indicationPending(let c, let h): "\(c) has not confirmed the indication of 0x\(hex(h, 4)) yet"
+        case .notSupportedByClient(let c, let what): "\(c) does not support \(what)"
+        }
+    }
+}
+
+/// The server side of the Attribute Protocol with a GATT database, sans-I/O.
+/// Core Vol 3 Part F §3.4 (every request, command, notification and indication) and Part G
+/// (§4 procedures, §7 Generic Attribute service and robust caching).
+///
+/// One database, many clients: each client (ATT bearer) has its own ATT_MTU, CCCDs,
+/// prepare queue, outstanding indication, Client Supported Features and change-awareness.
+/// Requests are answered at once through `respond` (a view valid during the call, built
+/// on the stack: answering a read of a stored value allocates nothing).
+///
+/// Errors follow the specification and the stacks PTS trusts (BlueZ, Zephyr): Invalid
+/// Handle for handle 0, a missing handle and start > end; Attribute Not Found for empty
+/// ranges; Read/Write Not Permitted first, then Insufficient Authentication, Insufficient
+/// Encryption, Encryption Key Size; Invalid PDU for a malformed request; Request Not
+/// Supported for an unknown request; commands with errors and unknown commands are dropped.
+///
+/// Time is an input: `now` is a monotonic clock in nanoseconds.
+public struct ATTServer: Sendable {
+    public struct Options: Sendable {
+        /// The largest ATT_MTU this server accepts (offered in Exchange MTU): 23...517.
+        public var maximumMTU: UInt16
+        /// Prepared writes queued per client before Prepare Queue Full (BlueZ: 30, Bumble: 64).
+        public var prepareQueueLimit: Int
+        /// How long an indication may wait for its confirmation (Core: 30 s).
+        public var confirmationTimeout: Duration
+        /// Smallest encryption key (octets) that satisfies an encryption requirement.
+        public var minimumKeySize: Int
+
+        public init(maximumMTU: UInt16 = 517, prepareQueueLimit: Int = 32, confirmationTimeout: Duration = .seconds(30),
+                    minimumKeySize: Int = 16) {
+            self.maximumMTU = min(max(maximumMTU, UInt16(ATT.defaultMTU)), 517)
+            self.prepareQueueLimit = max(1, prepareQueueLimit)
+            self.confirmationTimeout = confirmationTimeout
+            self.minimumKeySize = min(max(7, minimumKeySize), 16)
+        }
+    }
+
+    struct PreparedWrite: Sendable {
+        var handle: UInt16
+        var offset: Int
+        var value: [UInt8]
+    }
+
+    struct Session: Sendable {
+        var security: LinkSecurity
+        var mtu = ATT.defaultMTU
+        var mtuExchanged = false
+        /// CCCD handle → bits.
+        var cccd: [UInt16: UInt16] = [:]
+        var prepared: [PreparedWrite] = []
+        var pendingIndication: (handle: UInt16, deadline: UInt64)?
+        var dead = false
+        var features = GATTClientFeatures()
+        var changeAware = true
+        var outOfSyncSent = false
+    }
+
+    public let options: Options
+    public internal(set) var table: GATTAttributeTable
+    var sessions: [ATTServerClientID: Session] = [:]
+    let confirmationTimeoutNanoseconds: UInt64
+    /// Requests answered with an Error Response.
+    public private(set) var errorResponses = 0
+    /// PDUs dropped as malformed or unexpected.
+    public private(set) var peerFaults = 0
+
+    public init(table: GATTAttributeTable, options: Options = .init()) {
+        self.table = table
+        self.options = options
+        confirmationTimeoutNanoseconds = options.confirmationTimeout.nanosecondsClamped
+    }
+
+    // MARK: Clients
+
+    /// A client's bearer opened (a link came up).
+    public mutating func connect(_ client: ATTServerClientID, security: LinkSecurity = .unencrypted) {
+        sessions[client] = Session(security: security)
+    }
+
+    /// The bearer closed: the client's prepared writes are dropped, nothing is written.
+    public mutating func disconnect(_ client: ATTServerClientID) {
+        sessions[client] = nil
+    }
+
+    /// The link's security changed (encryption, key refresh).
+    public mutating func setSecurity(_ security: LinkSecurity, for client: ATTServerClientID) {
+        sessions[client]?.security = security
+    }
+
+    public var clients: [ATTServerClientID] { sessions.keys.sorted() }
+    public func mtu(of client: ATTServerClientID) -> Int? { sessions[client]?.mtu }
+    public func features(of client: ATTServerClientID) -> GATTClientFeatures? { sessions[client]?.features }
+    public func isChangeAware(_ client: ATTServerClientID) -> Bool? { sessions[client]?.changeAware }
+    public func hasPendingIndication(_ client: ATTServerClientID) -> Bool { sessions[client]?.pendingIndication != nil }
+
+    /// What `client` enabled in the CCCD of the characteristic whose value is at `valueHandle`.
+    public func configuration(of client: ATTServerClientID, valueHandle: UInt16) -> GATTClientConfiguration {
+        guard let cccd = cccdHandle(ofValue: valueHandle), let bits = sessions[client]?.cccd[cccd] else { return [] }
+        return GATTClientConfiguration(rawValue: bits)
+    }
+
+    /// Clients that enabled notifications or indications of `valueHandle`, in client order.
+    public func subscribers(of valueHandle: UInt16) -> [(ATTServerClientID, GATTClientConfiguration)] {
+        guard let cccd = cccdHandle(ofValue: valueHandle) else { return [] }
+        return sessions.compactMap { id, s in
+            guard let bits = s.cccd[cccd], bits & 3 != 0 else { return nil }
+            return (id, GATTClientConfiguration(rawValue: bits))
+        }.sorted { $0.0 < $1.0 }
+    }
+
+    func cccdHandle(ofValue valueHandle: UInt16) -> UInt16? {
+        guard let i = table.index(of: valueHandle), case .value(_, _, let cccd) = table[i].role, cccd != 0 else { return nil }
+        return cccd
+    }
+
+    // MARK: Values
+
+    /// Sets the stored value of a characteristic or descriptor (what clients read next).
+    public mutating func setValue(_ value: [UInt8], for handle: UInt16) throws(ATTServerError) {
+        guard let i = table.index(of: handle), table[i].read == nil else { throw .invalidHandle(handle) }
+        switch table[i].role {
+        case .value, .descriptor: break
+        default: throw .invalidHandle(handle)
+        }
+        table.setStoredValue(Array(value.prefix(ATT.maximumAttributeValueLength)), at: i)
+    }
+
+    /// Replaces the database (services added or removed). Every client becomes
+    /// change-unaware (Core Vol 3 Part G §2.5.2.1) and loses its CCCDs except Service
+    /// Changed's; returns the clients that asked for Service Changed indications, which
+    /// the caller then sends with ``serviceChangedIndication(to:range:now:send:)``.
+    public mutating func replaceTable(_ new: GATTAttributeTable) -> [ATTServerClientID] {
+        let oldSC = table.serviceChangedHandle.flatMap { cccdHandle(ofValue: $0) }
+        table = new
+        let newSC = new.serviceChangedHandle.flatMap { cccdHandle(ofValue: $0) }
+        var indicate: [ATTServerClientID] = []
+        for id in sessions.keys.sorted() {
+            guard var s = sessions[id] else { continue }
+            let scBits = oldSC.flatMap { s.cccd[$0] } ?? 0
+            s.cccd = [:]
+            if let newSC, scBits != 0 { s.cccd[newSC] = scBits }
+            s.prepared = []
+            s.changeAware = false
+            s.outOfSyncSent = false
+            sessions[id] = s
+            if newSC != nil, scBits & GATTClientConfiguration.indicate.rawValue != 0 { indicate.append(id) }
+        }
+        return indicate
+    }
+
+    // MARK: Notifications and indications
+
+    /// Sends ATT_HANDLE_VALUE_NTF of `value` (truncated to ATT_MTU−3, Core Vol 3 Part F
+    /// §3.4.7.1) to a client that enabled notifications. Returns true when it was truncated.
+    @discardableResult
+    public mutating func notify(_ client: ATTServerClientID, handle: UInt16, value: UnsafeRawBufferPointer,
+                                send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
+        try valueUpdate(client, handle: handle, value: value, indication: false, now: 0, send: send)
+    }
+
+    /// Sends ATT_HANDLE_VALUE_IND of `value` (truncated to ATT_MTU−3) to a client that
+    /// enabled indications; one may be outstanding per client (`.indicationPending`).
+    @discardableResult
+    public mutating func indicate(_ client: ATTServerClientID, handle: UInt16, value: UnsafeRawBufferPointer, now: UInt64,
+                                  send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
+        try valueUpdate(client, handle: handle, value: value, indication: true, now: now, send: send)
+    }
+
+    /// ``notify(_:handle:value:send:)`` for a value in an array.
+    @discardableResult
+    public mutating func notify(_ client: ATTServerClientID, handle: UInt16, value: [UInt8],
+                                send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
+        try Self.withBytes(value) { (b) throws(ATTServerError) in try notify(client, handle: handle, value: b, send: send) }
+    }
+
+    /// ``indicate(_:handle:value:now:send:)`` for a value in an array.
+    @discardableResult
+    public mutating func indicate(_ client: ATTServerClientID, handle: UInt16, value: [UInt8], now: UInt64,
+                                  send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
+        try Self.withBytes(value) { (b) throws(ATTServerError) in try indicate(client, handle: handle, value: b, now: now, send: send) }
+    }
+
+    /// `Array.withUnsafeBytes` for a body with typed throws.
+    private static func withBytes<R>(_ value: [UInt8], _ body: (UnsafeRawBufferPointer) throws(ATTServerError) -> R) throws(ATTServerError) -> R {
+        var result: Result<R, ATTServerError>!
+        value.withUnsafeBytes { b in
+            do throws(ATTServerError) { result = .success(try body(b)) } catch { result = .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Indicates Service Changed with the affected handle range (Core Vol 3 Part G §7.1).
+    public mutating func serviceChangedIndication(to client: ATTServerClientID, range: ClosedRange<UInt16> = 0x0001 ... 0xFFFF,
+                                                  now: UInt64, send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) {
+        guard let handle = table.serviceChangedHandle else { throw .invalidHandle(0) }
+        let v: [UInt8] = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8),
+                          UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]
+        try indicate(client, handle: handle, value: v, now: now, send: send)
+    }
+
+    /// ATT_MULTIPLE_HANDLE_VALUE_NTF (Core Vol 3 Part F §3.4.7.4) for clients that set the
+    /// Multiple Handle Value Notifications feature; values that do not fit ATT_MTU are left
+    /// out (returned count tells how many went).
+    public mutating func notifyMultiple(_ client: ATTServerClientID, _ values: [(handle: UInt16, value: [UInt8])],
+                                        send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Int {
+        guard let s = sessions[client] else { throw .unknownClient(client) }
+        guard !s.dead else { throw .bearerDead(client) }
+        guard s.features.contains(.multipleHandleValueNotifications) else {
+            throw .notSupportedByClient(client, "Multiple Handle Value Notifications")
+        }
+        for v in values {
+            guard cccdHandle(ofValue: v.handle) != nil else { throw .invalidHandle(v.handle) }
+            guard configuration(of: client, valueHandle: v.handle).contains(.notify) else {
+                throw .notSubscribed(client, handle: v.handle)
+            }
+        }
+        var sent = 0
+        emit(send, capacity: s.mtu) { (w) throws(WireError) in
+            try w.u8(ATTOpcode.multipleHandleValueNotification.rawValue)
+            for v in values {
+                guard w.remaining >= 4 + v.value.count else { break }
+                try w.u16(v.handle)
+                try w.u16(UInt16(v.value.count))
+                try w.bytes(v.value)
+                sent += 1
+            }
+        }
+        return sent
+    }
+
+    private mutating func valueUpdate(_ client: ATTServerClientID, handle: UInt16, value: UnsafeRawBufferPointer,
+                                      indication: Bool, now: UInt64,
+                                      send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
+        guard var s = sessions[client] else { throw .unknownClient(client) }
+        guard !s.dead else { throw .bearerDead(client) }
+        guard let cccd = cccdHandle(ofValue: handle) else { throw .invalidHandle(handle) }
+        let bit = indication ? GATTClientConfiguration.indicate.rawValue : GATTClientConfiguration.notify.rawValue
+        guard (s.cccd[cccd] ?? 0) & bit != 0 else { throw .notSubscribed(client, handle: handle) }
+        if indication {
+            if let p = s.pendingIndication { throw .indicationPending(client, handle: p.handle) }
+            s.pendingIndication = (handle, now &+ confirmationTimeoutNanoseconds)
+            sessions[client] = s
+        }
+        let room = s.mtu - 3
+        let n = min(value.count, room)
+        emit(send, capacity: 3 + n) { (w) throws(WireError) in
+            try w.u8(indication ? ATTOpcode.handleValueIndication.rawValue : ATTOpcode.handleValueNotification.rawValue)
+            try w.u16(handle)
+            try w.bytes(UnsafeRawBufferPointer(rebasing: value[0 ..< n]))
+        }
+        return n < value.count
+    }
+
+    // MARK: Time
+
+    /// The earliest indication confirmation deadline, or nil.
+    public var nextDeadline: UInt64? {
+        sessions.values.compactMap { $0.dead ? nil : $0.pendingIndication?.deadline }.min()
+    }
+
+    /// Indications whose confirmation did not come in time kill their client's bearer.
+    public mutating func timerFired(now: UInt64) -> [ATTServerEvent] {
+        var events: [ATTServerEvent] = []
+        for id in sessions.keys.sorted() {
+            guard var s = sessions[id], !s.dead, let p = s.pendingIndication, p.deadline <= now else { continue }
+            s.dead = true
+            s.pendingIndication = nil
+            sessions[id] = s
+            events.append(.indicationTimedOut(id, handle: p.handle))
+        }
+        return events
+    }
+
+    // MARK: Receiving
+
+    /// True for PDUs a server handles: requests, commands, confirmations and unknown
+    /// opcodes. Responses, notifications and indications belong to the client side of
+    /// the same bearer.
+    @inlinable
+    public static func isServerBound(_ opcode: UInt8) -> Bool {
+        switch opcode {
+        case 0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x1B, 0x1D, 0x21, 0x23: false
+        default: true
+        }
+    }
+
+    /// One PDU from `client` (opcode first). The response, if one is due, goes to `respond`
+    /// before this returns.
+    public mutating func receive(from client: ATTServerClientID, pdu bytes: UnsafeRawBufferPointer, now: UInt64,
+                                 respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+        guard var s = sessions[client], !s.dead else { return [] }
+        guard let first = bytes.first else { return fault(client, "empty ATT PDU") }
+        let opcode = ATTOpcode(rawValue: first)
+        // Requests want an answer; commands, confirmations and client-bound PDUs never get one.
+        let isRequest = !opcode.isCommand && opcode != .handleValueConfirmation && Self.isServerBound(first)
+        if bytes.count > s.mtu && opcode != .exchangeMTURequest {
+            if isRequest { return error(opcode, 0, .invalidPDU, respond) }
+            return fault(client, "\(opcode) of \(bytes.count) bytes exceeds ATT_MTU \(s.mtu); dropped")
+        }
+        let pdu: ATTPDU
+        do throws(WireError) {
+            pdu = try ATTPDU(parsing: bytes)
+        } catch {
+            if isRequest, opcode.name != nil { return self.error(opcode, 0, .invalidPDU, respond) }
+            if isRequest { return self.error(opcode, 0, .requestNotSupported, respond) }
+            return fault(client, "malformed \(opcode) dropped: \(error)")
+        }
+
+        // Robust caching (Core Vol 3 Part G §2.5.2.1): a change-unaware client that enabled
+        // it gets Database Out Of Sync once; its next request makes it change-aware.
+        if s.features.contains(.robustCaching), !s.changeAware {
+            if opcode.isCommand { return fault(client, "\(opcode) from a change-unaware client ignored") }
+            if isRequest, opcode != .exchangeMTURequest, !Self.readsDatabaseHash(pdu) {
+                if s.outOfSyncSent {
+                    s.changeAware = true
+                    sessions[client] = s
+                } else {
+                    s.outOfSyncSent = true
+                    sessions[client] = s
+                    return error(opcode, 0, .databaseOutOfSync, respond)
+                }
+            }
+        }
+
+        switch pdu {
+        case .exchangeMTURequest(let r):
+            return exchangeMTU(client, r.clientRxMTU, respond)
+        case .findInformationRequest(let r):
+            return findInformation(client, r.startHandle, r.endHandle, respond)
+        case .findByTypeValueRequest(let r):
+            return findByTypeValue(client, r, respond)
+        case .readByTypeRequest(let r):
+            return readByType(client, r.startHandle, r.endHandle, r.attributeType, respond)
+        case .readByGroupTypeRequest(let r):
+            return readByGroupType(client, r.startHandle, r.endHandle, r.attributeGroupType, respond)
+        case .readRequest(let r):
+            return read(client, opcode, r.handle, offset: 0, respond)
+        case .readBlobRequest(let r):
+            return read(client, opcode, r.handle, offset: Int(r.offset), respond)
+        case .readMultipleRequest(let r):
+            return readMultiple(client, opcode, r.handles, variable: false, respond)
+        case .readMultipleVariableRequest(let r):
+            return readMultiple(client, opcode, r.handles, variable: true, respond)
+        case .writeRequest(let r):
+            return write(client, r.handle, r.value, withResponse: true, respond)
+        case .writeCommand(let c):
+            return write(client, c.handle, c.value, withResponse: false, respond)
+        case .signedWriteCommand(let c):
+            return fault(client, "Signed Write Command to 0x\(hex(c.handle, 4)) dropped: no CSRK (pairing is not supported yet)")
+        case .prepareWriteRequest(let r):
+            return prepareWrite(client, r.handle, Int(r.offset), r.partValue, respond)
+        case .executeWriteRequest(let r):
+            return executeWrite(client, r.flags, respond)
+        case .handleValueConfirmation:
+            return confirmation(client)
+        case .unknown(let op, _):
+            if op.isCommand { return fault(client, "unknown command \(op) ignored") }
+            return error(op, 0, .requestNotSupported, respond)
+        case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse,
+             .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse,
+             .readByGroupTypeResponse, .readMultipleVariableResponse, .writeResponse,
+             .prepareWriteResponse, .executeWriteResponse, .handleValueNotification,
+             .handleValueIndication, .multipleHandleValueNotification:
+            return fault(client, "\(opcode) is for the client side; the server ignored it")
+        }
+    }
+
+    static func readsDatabaseHash(_ pdu: ATTPDU) -> Bool {
+        if case .readByTypeRequest(let r) = pdu { return r.attributeType == GATTServerUUID.databaseHash }
+        return false
+    }
+
+    // MARK: Response helpers
+
+    /// Builds a PDU of at most `capacity` bytes on the stack and hands it to `respond`.
+    @inline(__always)
+    func emit(_ respond: (UnsafeRawBufferPointer) -> Void, capacity: Int,
+              _ body: (inout ByteWriter) throws(WireError) -> Void) {
+        withUnsafeTemporaryAllocation(byteCount: max(capacity, 1), alignment: 1) { buffer in
+            var w = ByteWriter(buffer)
+            do throws(WireError) {
+                try body(&w)
+            } catch {
+                // Every builder checks `remaining` first; a PDU cut short is still well formed.
+            }
+            respond(w.written)
+        }
+    }
+
+    mutating func error(_ request: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode,
+                        _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+        errorResponses += 1
+        emit(respond, capacity: 5) { (w) throws(WireError) in
+            try ATTErrorResponse(requestOpcode: request, handle: handle, error: code).encode(into: &w)
+        }
+        return []
+    }
+
+    mutating func fault(_ client: ATTServerClientID, _ detail: String) -> [ATTServerEvent] {
+        peerFaults += 1
+        return [.peerFault(client, detail)]
+    }
+
+    /// Permission checks in the order PTS expects: Read/Write Not Permitted, then
+    /// Insufficient Authentication, Insufficient Encryption, Encryption Key Size.
+    func check(_ permissions: GATTPermissions, write: Bool, _ security: LinkSecurity) -> ATTErrorCode? {
+        if write {
+            guard permissions.contains(.writeable) else { return .writeNotPermitted }
+        } else {
+            guard permissions.contains(.readable) else { return .readNotPermitted }
+        }
+        let needAuthentication = permissions.contains(write ? .writeAuthenticationRequired : .readAuthenticationRequired)
+        let needEncryption = needAuthentication || permissions.contains(write ? .writeEncryptionRequired : .readEncryptionRequired)
+        if needAuthentication && !(security.encrypted && security.authenticated) { return .insufficientAuthentication }
+        if needEncryption && !security.encrypted { return .insufficientEncryption }
+        if needEncryption && security.keySize < options.minimumKeySize { return .encryptionKeySizeTooShort }
+        return nil
+    }
+
+    /// Handle range checks shared by the Find and Read By (Group) Type requests (Core Vol 3
+    /// Part F §3.4.3.1): 0 or start > end is Invalid Handle.
+    static func validRange(_ start: UInt16, _ end: UInt16) -> Bool { start != 0 && start <= end }
+
+    /// Indices of the attributes in `start...end`.
+    func indices(_ start: UInt16, _ end: UInt16) -> Range<Int> {
+        let last = min(Int(end), table.attributes.count)
+        let first = Int(start) - 1
+        return first < last ? first ..< last : 0 ..< 0
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, saturating at 0 and UInt64.max.
+    var nanosecondsClamped: UInt64 {
+        let (s, a) = components
+        guard s >= 0 else { return 0 }
+        let (ns, overflow) = UInt64(s).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : ns &+ UInt64(max(0, a / 1_000_000_000))
+    }
+}
