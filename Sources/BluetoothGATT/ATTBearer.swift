@@ -1,3 +1,4 @@
+import BluetoothHost
 import BluetoothWire
 
 /// A channel that carries ATT PDUs to one peer: the fixed ATT channel (CID 4) of an LE
@@ -26,6 +27,22 @@ public protocol ATTBearer: AnyObject, Sendable {
 
     /// For messages, e.g. "F0:F1:F2:F3:F4:01 (public) via tcp:127.0.0.1:9001".
     var description: String { get }
+
+    /// The link's security, for a server's permission checks.
+    var security: LinkSecurity { get }
+
+    /// An ATT_MTU already settled on this bearer by the other side (client or server) of
+    /// the same link, or nil.
+    var negotiatedMTU: Int? { get }
+
+    /// Tells the bearer an Exchange MTU settled `mtu`, so the other side uses it too.
+    func mtuNegotiated(_ mtu: Int)
+}
+
+extension ATTBearer {
+    public var security: LinkSecurity { .unencrypted }
+    public var negotiatedMTU: Int? { nil }
+    public func mtuNegotiated(_ mtu: Int) {}
 }
 
 /// Why a bearer closed, said for the user (e.g. "disconnected by the peer: Remote User

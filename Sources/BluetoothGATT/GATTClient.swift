@@ -559,7 +559,10 @@ public final class GATTClient: Sendable {
                 deliver(handle: handle, value: value, indication: false, &s, &fx)
             case .indication(let handle, let value):
                 deliver(handle: handle, value: value, indication: true, &s, &fx)
-            case .mtuChanged, .peerFault:
+            case .mtuChanged(let mtu):
+                let bearer = self.bearer
+                fx.append { bearer.mtuNegotiated(mtu) }
+            case .peerFault:
                 break
             case .failed(let error):
                 terminate(error, &s, &fx)

@@ -2,17 +2,28 @@ import BluetoothHost
 import BluetoothWire
 
 /// The ATT fixed channel (CID 4) of an LE link run by our own host over HCI.
+/// A bearer takes one side (``ATTRole``) of the link's ATT channel: a GATT client the
+/// client side, a ``GATTServer`` the server side; both may run on one link.
 public final class HostATTBearer: ATTBearer {
     public let connection: LEConnection
+    public let role: ATTRole
 
-    public init(connection: LEConnection) {
+    public init(connection: LEConnection, role: ATTRole = .client) {
         self.connection = connection
+        self.role = role
     }
+
+    public var security: LinkSecurity { connection.security }
+    public var negotiatedMTU: Int? {
+        let m = connection.attMTU
+        return m > ATT.defaultMTU ? m : nil
+    }
+    public func mtuNegotiated(_ mtu: Int) { connection.noteATTMTU(mtu) }
 
     public var maximumMTU: UInt16 { connection.maximumATTMTU }
 
     public func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
-        connection.startATT(received: received) { reason, message in
+        connection.startATT(role: role, received: received) { reason, message in
             closed(ATTBearerClosed(reason: reason, message: message))
         }
     }

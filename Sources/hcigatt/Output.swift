@@ -3,6 +3,9 @@ import BluetoothWire
 import Glibc
 #endif
 
+/// The tool's version (a global outside main.swift: initialised on first use, not in file order).
+let version = "0.1.0"
+
 /// Line-oriented output without Foundation: stdout through the stdlib's buffered `print`,
 /// stderr unbuffered with write(2) so errors interleave correctly with progress.
 enum Console {

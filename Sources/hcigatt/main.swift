@@ -7,7 +7,7 @@ import Glibc
 let commands: [Command] = [
     ScanCommand.command, InfoCommand.command, ListCommand.command, CmdCommand.command,
     GATTDumpCommand.command, ReadCommand.command, WriteCommand.command, SubscribeCommand.command,
-    ReplayCommand.command, DecodeCommand.command,
+    ReplayCommand.command, DecodeCommand.command, ServeCommand.command, AskCommand.command,
 ] + Scenarios.all.map(\.command)
 
 struct Command: Sendable {
@@ -17,8 +17,6 @@ struct Command: Sendable {
     var spec: Arguments.Spec
     var run: @Sendable (Arguments) async throws -> Int32
 }
-
-let version = "0.1.0"
 
 func usage() -> String {
     var s = """

@@ -88,6 +88,21 @@ class PeerLink(LocalLink):
         super().send_acl_data(sender_controller, destination_address, transport, data)
 
 
+async def start_host_controller(link, port, address, legacy_reports):
+    """A HostController on `link` served as H4 on a TCP socket bound to 127.0.0.1:port
+    (0: any). Returns (socket, transport, controller)."""
+    server_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server_socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server_socket.bind(('127.0.0.1', port))
+    transport = await open_tcp_server_transport_with_socket(server_socket)
+    controller = HostController('hcigatt', host_source=transport.source, host_sink=transport.sink,
+                                link=link, public_address=address)
+    if legacy_reports:
+        controller.le_features = hci.LeFeatureMask(
+            controller.le_features.value & ~(1 << LE_EXTENDED_ADVERTISING_BIT))
+    return server_socket, transport, controller
+
+
 def parse_conn_params(value: str) -> tuple:
     """MIN,MAX,LATENCY,TIMEOUT in Core units (1.25 ms, 1.25 ms, events, 10 ms)."""
     try:
@@ -196,6 +211,9 @@ async def main() -> None:
                         help='NAME[,service=UUID]...[,address=ADDR][,mfr=CCCC:HEX][,txpower=N][,random]'
                              '[,gatt=health][,disconnect_after=S][,conn_params[=MIN:MAX:LAT:TO]]'
                              '[,ignore_att_after=N]')
+    parser.add_argument('--hosts', type=int, default=1,
+                        help='TCP controllers for hcigatt (the ready line lists their ports; the '
+                             'n-th has --host-address + n)')
     parser.add_argument('--legacy-reports', action='store_true',
                         help='clear the LE Extended Advertising feature bit so the controller '
                              'sends legacy LE Advertising Reports')
@@ -230,18 +248,14 @@ async def main() -> None:
     link = PeerLink()
     events = EventWriter(sys.stdout)
 
-    # The controller hcigatt drives, on a TCP server socket we bind first so the port is known.
-    server_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server_socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server_socket.bind(('127.0.0.1', args.port))
+    # The controllers hcigatt drives, on TCP server sockets we bind first so the ports are known.
+    server_socket, transport, _ = await start_host_controller(link, args.port, args.host_address, args.legacy_reports)
     port = server_socket.getsockname()[1]
-    transport = await open_tcp_server_transport_with_socket(server_socket)
-    host_controller = HostController('hcigatt', host_source=transport.source,
-                                 host_sink=transport.sink, link=link,
-                                 public_address=args.host_address)
-    if args.legacy_reports:
-        host_controller.le_features = hci.LeFeatureMask(
-            host_controller.le_features.value & ~(1 << LE_EXTENDED_ADVERTISING_BIT))
+    extra_ports = []
+    for n in range(1, args.hosts):
+        address = args.host_address[:-2] + f'{int(args.host_address[-2:], 16) + n:02X}'
+        extra_socket, _, _ = await start_host_controller(link, 0, address, args.legacy_reports)
+        extra_ports.append(extra_socket.getsockname()[1])
 
     devices = []
     dumps = []
@@ -269,7 +283,7 @@ async def main() -> None:
         with open(args.dump_own_db, 'w') as f:
             json.dump({'peripherals': dumps}, f, indent=1)
 
-    print(json.dumps({'ready': True, 'port': port, 'peripherals': devices}), flush=True)
+    print(json.dumps({'ready': True, 'port': port, 'ports': [port] + extra_ports, 'peripherals': devices}), flush=True)
     events.start(asyncio.get_running_loop())
 
     if args.close_after is not None:

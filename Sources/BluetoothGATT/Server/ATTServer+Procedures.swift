@@ -49,9 +49,10 @@ extension ATTServer {
         // (a client sending it twice gets the same answer and the same MTU).
         guard !s.mtuExchanged else { return [] }
         s.mtuExchanged = true
-        s.mtu = max(ATT.defaultMTU, Int(min(clientRx, ours)))
+        let before = s.mtu
+        s.mtu = max(s.mtu, Int(min(clientRx, ours)))
         sessions[client] = s
-        return s.mtu == ATT.defaultMTU ? [] : [.mtuChanged(client, mtu: s.mtu)]
+        return s.mtu == before ? [] : [.mtuChanged(client, mtu: s.mtu)]
     }
 
     // MARK: Find Information (§3.4.3.1)

@@ -165,6 +165,19 @@ public struct ATTServer: Sendable {
         sessions[client]?.security = security
     }
 
+    /// Takes an ATT_MTU the other side of the bearer settled (our client's Exchange MTU):
+    /// one ATT_MTU per bearer, and it never shrinks.
+    public mutating func adoptMTU(_ mtu: Int, for client: ATTServerClientID) {
+        guard var s = sessions[client] else { return }
+        s.mtu = max(s.mtu, min(mtu, Int(options.maximumMTU)))
+        sessions[client] = s
+    }
+
+    /// Forgets the outstanding indication of `client` (its PDU never left: the bearer refused it).
+    public mutating func cancelIndication(_ client: ATTServerClientID) {
+        sessions[client]?.pendingIndication = nil
+    }
+
     public var clients: [ATTServerClientID] { sessions.keys.sorted() }
     public func mtu(of client: ATTServerClientID) -> Int? { sessions[client]?.mtu }
     public func features(of client: ATTServerClientID) -> GATTClientFeatures? { sessions[client]?.features }
@@ -351,16 +364,9 @@ public struct ATTServer: Sendable {
 
     // MARK: Receiving
 
-    /// True for PDUs a server handles: requests, commands, confirmations and unknown
-    /// opcodes. Responses, notifications and indications belong to the client side of
-    /// the same bearer.
+    /// True for PDUs a server handles (``ATTOpcode/isClientToServer``).
     @inlinable
-    public static func isServerBound(_ opcode: UInt8) -> Bool {
-        switch opcode {
-        case 0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x1B, 0x1D, 0x21, 0x23: false
-        default: true
-        }
-    }
+    public static func isServerBound(_ opcode: UInt8) -> Bool { ATTOpcode(rawValue: opcode).isClientToServer }
 
     /// One PDU from `client` (opcode first). The response, if one is due, goes to `respond`
     /// before this returns.

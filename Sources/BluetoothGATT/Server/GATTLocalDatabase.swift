@@ -20,7 +20,8 @@ public struct GATTPermissions: OptionSet, Sendable, Hashable, CustomStringConver
 
     public static let readWrite: GATTPermissions = [.readable, .writeable]
 
-    static let names: [(GATTPermissions, String)] = [
+    /// Every permission with its name.
+    public static let names: [(GATTPermissions, String)] = [
         (.readable, "read"), (.writeable, "write"),
         (.readEncryptionRequired, "read-encrypted"), (.writeEncryptionRequired, "write-encrypted"),
         (.readAuthenticationRequired, "read-authenticated"), (.writeAuthenticationRequired, "write-authenticated"),

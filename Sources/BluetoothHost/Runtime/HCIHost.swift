@@ -134,6 +134,31 @@ public final class HCIHost: Sendable {
         return try result.get()
     }
 
+    /// Starts advertising as a peripheral (legacy advertising: LE Set Advertising
+    /// Parameters, Data, Scan Response Data, Enable; Core Vol 4 Part E §7.8.5–7.8.9) and
+    /// returns once the controller advertises. When a central connects the controller
+    /// stops; the host restarts it until ``AdvertisingConfiguration/maximumConnections``
+    /// centrals are connected and again after one leaves. Calling it again replaces the
+    /// configuration. Links arrive on ``incomingConnections``.
+    public func startAdvertising(_ configuration: AdvertisingConfiguration) async throws(HostError) {
+        try configuration.validate()
+        let driver = self.driver
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
+            driver.post(.startAdvertising(configuration, c))
+        }
+        try result.get()
+    }
+
+    /// Stops advertising; connected links stay up.
+    public func stopAdvertising() async {
+        let driver = self.driver
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in driver.post(.stopAdvertising(c)) }
+    }
+
+    /// Links centrals opened to us (the peripheral role), each with its role, peer address
+    /// and parameters, as they come up. Ends when the host closes. One consumer.
+    public var incomingConnections: AsyncStream<LEConnection> { driver.incomingStream }
+
     /// Disables scanning if it runs, disconnects every link (their bearers close with reason
     /// nil), stops the driver and closes the transport.
     public func close() async {

@@ -59,7 +59,9 @@ enum DriverRequest: @unchecked Sendable {
                  CheckedContinuation<Result<LEConnection, HostError>, Never>)
     case cancelConnect(ConnectRequestID)
     case disconnect(LEConnection, HCIErrorCode, CheckedContinuation<Void, Never>)
-    case startATT(LEConnection, @Sendable (UnsafeRawBufferPointer) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
+    case startATT(LEConnection, ATTRole, @Sendable (UnsafeRawBufferPointer) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
+    case startAdvertising(AdvertisingConfiguration, CheckedContinuation<Result<Void, HostError>, Never>)
+    case stopAdvertising(CheckedContinuation<Void, Never>)
     case sendACL(LEConnection, [UInt8])
     case updateParameters(LEConnection, L2CAPConnectionParameters, CheckedContinuation<Result<LELinkState, HostError>, Never>)
 }
@@ -97,6 +99,7 @@ final class HostDriver: @unchecked Sendable {
         case scanEnable(id: UInt64)
         case scanDisable(continuation: CheckedContinuation<Result<Void, HostError>, Never>?)
         case connection(ConnectionCommandPurpose)
+        case advertising(AdvertisingCommandPurpose)
     }
     private var waiters: [CommandToken: Waiter] = [:]
 
@@ -123,15 +126,30 @@ final class HostDriver: @unchecked Sendable {
     private var reassembler = L2CAPReassembler()
     private var connectWaiters: [ConnectRequestID: CheckedContinuation<Result<LEConnection, HostError>, Never>] = [:]
 
+    /// One consumer of a link's ATT channel (client or server side).
+    private struct ATTConsumer {
+        var received: @Sendable (UnsafeRawBufferPointer) -> Void
+        var closed: @Sendable (HCIErrorCode?, String) -> Void
+    }
+
     private struct LinkRecord {
         var connection: LEConnection
-        var attReceived: (@Sendable (UnsafeRawBufferPointer) -> Void)?
-        var attClosed: (@Sendable (HCIErrorCode?, String) -> Void)?
+        /// ATT PDUs go by direction (``ATTOpcode/isClientToServer``): requests, commands and
+        /// confirmations to the server side, the rest to the client side. With no server
+        /// attached the client side gets everything (it refuses requests itself).
+        var attClient: ATTConsumer?
+        var attServer: ATTConsumer?
         var buffered: [[UInt8]] = []
         var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
         var updateWaiters: [CheckedContinuation<Result<LELinkState, HostError>, Never>] = []
     }
     private var links: [UInt16: LinkRecord] = [:]
+    /// Incoming links (we are peripheral), for ``HCIHost/incomingConnections``.
+    let incoming: AsyncStream<LEConnection>.Continuation
+    let incomingStream: AsyncStream<LEConnection>
+    private var advertiser = Advertiser()
+    private var advertisingStart: CheckedContinuation<Result<Void, HostError>, Never>?
+    private var advertisingStops: [CheckedContinuation<Void, Never>] = []
     /// Disconnect commands sent by close, not yet answered.
     private var closingDisconnects = 0
 
@@ -146,6 +164,7 @@ final class HostDriver: @unchecked Sendable {
         self.transportName = transport.description
         self.observer = options.packetObserver
         self.flow = HCICommandFlow(defaultTimeout: options.commandTimeout.nanoseconds)
+        (incomingStream, incoming) = AsyncStream<LEConnection>.makeStream()
     }
 
     func nextToken() -> CommandToken {
@@ -183,10 +202,12 @@ final class HostDriver: @unchecked Sendable {
             c.resume()
         case .updateParameters(_, _, let c):
             c.resume(returning: .failure(error))
-        case .startATT(let conn, _, let closed):
+        case .startATT(let conn, _, _, let closed):
             conn.markClosed(nil, HostError.disconnectMessage(nil))
             let why = conn.closeInfo
             closed(why.reason, why.message)
+        case .startAdvertising(_, let c): c.resume(returning: .failure(error))
+        case .stopAdvertising(let c): c.resume()
         }
     }
 
@@ -338,18 +359,46 @@ final class HostDriver: @unchecked Sendable {
             }
             links[conn.handle]?.disconnectWaiters.append(c)
             execute(connections.disconnect(conn.handle, reason: reason))
-        case .startATT(let conn, let received, let closed):
+        case .startATT(let conn, let role, let received, let closed):
             guard var record = links[conn.handle], record.connection === conn else {
                 let why = conn.closeInfo
                 closed(why.reason, why.message)
                 return
             }
-            let buffered = record.buffered
-            record.buffered = []
-            record.attReceived = received
-            record.attClosed = closed
+            let consumer = ATTConsumer(received: received, closed: closed)
+            switch role {
+            case .client: record.attClient = consumer
+            case .server: record.attServer = consumer
+            }
+            // Hand over what waited for this side (for the client: everything, unless a server is there).
+            var mine: [[UInt8]] = []
+            var rest: [[UInt8]] = []
+            for pdu in record.buffered {
+                let toServer = pdu.first.map { ATTOpcode(rawValue: $0).isClientToServer } ?? false
+                if role == .server ? toServer : (!toServer || record.attServer == nil) { mine.append(pdu) } else { rest.append(pdu) }
+            }
+            record.buffered = rest
             links[conn.handle] = record
-            for pdu in buffered { pdu.withUnsafeBytes { received($0) } }
+            for pdu in mine { pdu.withUnsafeBytes { received($0) } }
+        case .startAdvertising(let config, let c):
+            guard !closing, info != nil else {
+                c.resume(returning: .failure(.hostClosed))
+                return
+            }
+            guard advertisingStart == nil else {
+                c.resume(returning: .failure(HostError(.busy, "advertising is already being started")))
+                return
+            }
+            do throws(HostError) {
+                let actions = try advertiser.start(config)
+                advertisingStart = c
+                execute(actions)
+            } catch {
+                c.resume(returning: .failure(error))
+            }
+        case .stopAdvertising(let c):
+            advertisingStops.append(c)
+            execute(advertiser.stop())
         case .updateParameters(let conn, let parameters, let c):
             guard links[conn.handle]?.connection === conn else {
                 c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
@@ -482,6 +531,16 @@ final class HostDriver: @unchecked Sendable {
                 initializer = nil
             }
             if scan != nil { stopScan(continuation: nil) }
+            if advertiser.isActive {
+                // Leave the controller quiet: no advertising once the host is gone.
+                disabling += 1
+                if submit(LESetAdvertisingEnableCommand(advertisingEnable: false), waiter: .scanDisable(continuation: nil)) != nil {
+                    disabling -= 1
+                }
+                execute(advertiser.closeAll(.hostClosed))
+                for c in advertisingStops { c.resume() }
+                advertisingStops = []
+            }
             // Fail connects still waiting; take the links down (their closes follow).
             for action in connections.closeAll(.hostClosed) {
                 if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
@@ -525,6 +584,10 @@ final class HostDriver: @unchecked Sendable {
         }
         for c in connectWaiters.values { c.resume(returning: .failure(error)) }
         connectWaiters.removeAll()
+        execute(advertiser.closeAll(error))
+        for c in advertisingStops { c.resume() }
+        advertisingStops = []
+        incoming.finish()
         for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
         let actions = flow.failAll(error)
         outbox.removeAll()
@@ -582,6 +645,8 @@ final class HostDriver: @unchecked Sendable {
             case .failure(let e): c?.resume(returning: .failure(e))
             }
             maybeFinishClose()
+        case .advertising(let purpose):
+            execute(advertiser.commandAnswered(purpose, result))
         case .connection(let purpose):
             if closing, case .disconnect = purpose {
                 if closingDisconnects > 0 { closingDisconnects -= 1 }
@@ -614,7 +679,9 @@ final class HostDriver: @unchecked Sendable {
             case .connectFailed(let id, let error):
                 connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(error))
             case .linkOpened(let state):
-                _ = openLink(state)
+                let conn = openLink(state)
+                incoming.yield(conn)
+                execute(advertiser.peripheralLinkOpened())
             case .linkUpdated(let state):
                 links[state.handle]?.connection.update(state)
             case .linkClosed(let state, let reason):
@@ -634,6 +701,23 @@ final class HostDriver: @unchecked Sendable {
                     links[handle]?.updateWaiters = []
                     for c in waiters { c.resume(returning: result) }
                 }
+            }
+        }
+    }
+
+    private func execute(_ actions: [AdvertisingAction]) {
+        for action in actions {
+            switch action {
+            case .send(let command, let purpose):
+                if let error = submit(command, waiter: .advertising(purpose)) {
+                    execute(advertiser.commandAnswered(purpose, .failure(error)))
+                }
+            case .started(let result):
+                advertisingStart?.resume(returning: result)
+                advertisingStart = nil
+            case .stopped:
+                for c in advertisingStops { c.resume() }
+                advertisingStops = []
             }
         }
     }
@@ -659,7 +743,9 @@ final class HostDriver: @unchecked Sendable {
         conn.markClosed(reason, text)
         conn.queuedBytes.store(0, ordering: .relaxed)
         aclFlowRemove(conn.handle)
-        record.attClosed?(reason, text)
+        record.attClient?.closed(reason, text)
+        record.attServer?.closed(reason, text)
+        if record.connection.role == .peripheral { execute(advertiser.peripheralLinkClosed()) }
         for c in record.disconnectWaiters { c.resume() }
         for c in record.updateWaiters { c.resume(returning: .failure(HostError(.disconnected(reason), text))) }
     }
@@ -692,9 +778,11 @@ final class HostDriver: @unchecked Sendable {
         }
         switch cid {
         case .att:
-            if let received = links[handle]?.attReceived {
-                received(payload)  // a view: the receiver copies what it keeps
-            } else if (links[handle]?.buffered.count ?? 0) < LEConnection.bufferedATTLimit {
+            guard let record = links[handle] else { return }
+            let toServer = payload.first.map { ATTOpcode(rawValue: $0).isClientToServer } ?? false
+            if let consumer = toServer ? (record.attServer ?? record.attClient) : record.attClient {
+                consumer.received(payload)  // a view: the receiver copies what it keeps
+            } else if record.buffered.count < LEConnection.bufferedATTLimit {
                 links[handle]?.buffered.append(Array(payload))
             } else {
                 stats.droppedATT += 1

@@ -1,6 +1,12 @@
 import BluetoothWire
 import Synchronization
 
+/// The side of an ATT bearer a consumer takes (Core Vol 3 Part F §2).
+public enum ATTRole: Sendable, Hashable {
+    case client
+    case server
+}
+
 /// One LE link of an ``HCIHost``: its state, disconnection, and the primitives an ATT
 /// bearer is built on (the fixed ATT channel, CID 4).
 ///
@@ -22,7 +28,10 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     struct State {
         var link: LELinkState
         var closed: (reason: HCIErrorCode?, message: String)?
-        var attStarted = false
+        var attClientStarted = false
+        var attServerStarted = false
+        var security = LinkSecurity.unencrypted
+        var attMTU = 23
     }
 
     let driver: HostDriver
@@ -40,6 +49,21 @@ public final class LEConnection: Sendable, CustomStringConvertible {
 
     /// Current parameters: interval, latency, supervision timeout, data length, PHY.
     public var parameters: LELinkState { state.withLock { $0.link } }
+    /// The link's security (unencrypted until pairing or encryption).
+    public var security: LinkSecurity { state.withLock { $0.security } }
+    /// The ATT_MTU of the link's ATT bearer: 23 until an Exchange MTU (by either side's
+    /// client) completes. Client and server on the link share it.
+    public var attMTU: Int { state.withLock { $0.attMTU } }
+
+    /// Records the ATT_MTU an Exchange MTU settled on (called by the side that ran it).
+    public func noteATTMTU(_ mtu: Int) {
+        state.withLock { $0.attMTU = max($0.attMTU, min(mtu, Int(maximumATTMTU))) }
+    }
+
+    /// Sets the link's security (pairing and encryption do; tests may).
+    public func setSecurity(_ security: LinkSecurity) {
+        state.withLock { $0.security = security }
+    }
     public var isConnected: Bool { state.withLock { $0.closed == nil } }
     /// Why the link went down (HCI reason of the Disconnection Complete); nil while it is up
     /// or when the host itself was closed.
@@ -77,17 +101,29 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         return try result.get()
     }
 
-    /// Starts ATT delivery: `received` gets each ATT PDU from the peer (opcode first) in
-    /// order, buffered ones first, as a view valid only during the call; `closed` is called once when the link goes down, with
-    /// the HCI reason (nil when the host closed) and a message for the user. Call once.
-    public func startATT(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void,
+    /// Starts ATT delivery for one side of the link's ATT bearer: `received` gets each
+    /// ATT PDU from the peer (opcode first) for that side, in order, buffered ones first, as
+    /// a view valid only during the call; `closed` is called once when the link goes down,
+    /// with the HCI reason (nil when the host closed) and a message for the user.
+    ///
+    /// The server side gets requests, commands and confirmations; the client side gets
+    /// responses, notifications and indications, and everything while no server side has
+    /// started (it refuses requests itself). Start the server side first on a link that
+    /// serves. Each side once per link.
+    public func startATT(role: ATTRole = .client, received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void,
                          closed: @escaping @Sendable (HCIErrorCode?, String) -> Void) {
         let first = state.withLock { s in
-            defer { s.attStarted = true }
-            return !s.attStarted
+            switch role {
+            case .client:
+                defer { s.attClientStarted = true }
+                return !s.attClientStarted
+            case .server:
+                defer { s.attServerStarted = true }
+                return !s.attServerStarted
+            }
         }
-        precondition(first, "startATT called twice on \(self)")
-        driver.post(.startATT(self, received, closed))
+        precondition(first, "startATT(role: \(role)) called twice on \(self)")
+        driver.post(.startATT(self, role, received, closed))
     }
 
     /// Queues one ATT PDU for the peer in an L2CAP frame on CID 4, fragmented and

@@ -10,7 +10,7 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
             switch (a, b) {
             case (.commandTimeout, .commandTimeout), (.transportClosed, .transportClosed),
                  (.notSupported, .notSupported), (.cancelled, .cancelled), (.connectTimeout, .connectTimeout),
-                 (.sendQueueFull, .sendQueueFull): true
+                 (.sendQueueFull, .sendQueueFull), (.invalidParameters, .invalidParameters), (.busy, .busy): true
             case (.commandFailed(let x), .commandFailed(let y)), (.connectFailed(let x), .connectFailed(let y)): x == y
             case (.disconnected(let x), .disconnected(let y)): x == y
             case (.transport(let x), .transport(let y)): x.kind == y.kind
@@ -42,6 +42,10 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         case disconnected(HCIErrorCode?)
         /// Too much data waits to be sent on the link.
         case sendQueueFull
+        /// The caller's parameters are out of range or do not fit (the message says which).
+        case invalidParameters
+        /// Another operation of the same kind is in progress.
+        case busy
     }
 
     public var kind: Kind

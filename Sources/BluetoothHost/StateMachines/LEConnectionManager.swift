@@ -73,6 +73,9 @@ public struct LEConnectionManager: Sendable {
     }
 
     /// Supported_Commands octet 37 bit 7: HCI_LE_Extended_Create_Connection [v1].
+    /// Connection_Handle range (Core Vol 4 Part E §5.4.2).
+    public static let maximumConnectionHandle: UInt16 = 0x0EFF
+
     public static func supportsExtendedCreate(_ info: ControllerInfo) -> Bool {
         info.supportsCommand(octet: 37, bit: 7)
     }
@@ -335,6 +338,25 @@ public struct LEConnectionManager: Sendable {
                                              interval: UInt16, latency: UInt16, timeout: UInt16,
                                              now: UInt64) -> [ConnectionAction] {
         var actions: [ConnectionAction] = []
+                if status == .success && handle > Self.maximumConnectionHandle {
+            // Core Vol 4 Part E §7.7.65.1: 0x0000-0x0EFF. A controller that reports more is
+            // broken; the handle cannot be used (nor disconnected), so the link is refused.
+            statistics.invalidConnectionHandles += 1
+            guard let a = attempt else { return actions }
+            switch a.phase {
+            case .clearing:
+                // The old create's completion: ours goes out now.
+                attempt = Attempt(request: a.request, phase: .creating)
+                actions.append(.sendCommand(createCommand(a.request), .createConnection))
+            case .creating, .cancelling:
+                attempt = nil
+                actions.append(.connectFailed(a.request.id, HostError(
+                    .malformedPacket(WireError(.valueOutOfRange, at: 1, "Connection_Handle above 0x0EFF")),
+                    "the controller reported Connection_Handle 0x\(hex(handle, 4)) (above 0x0EFF) for \(a.request.peer); the link is refused")))
+                startNext(now: now, into: &actions)
+            }
+            return actions
+        }
         let state = LELinkState(handle: handle, role: role, peer: peer, interval: interval, latency: latency,
                                 supervisionTimeout: timeout)
         if status == .success && role == .peripheral {

@@ -159,5 +159,7 @@ public struct ConnectionStatistics: Sendable, Equatable {
     public var orphanConnections = 0
     /// Events for a handle we do not know.
     public var unknownHandleEvents = 0
+    /// LE Connection Complete events with a Connection_Handle above 0x0EFF (refused).
+    public var invalidConnectionHandles = 0
     public init() {}
 }

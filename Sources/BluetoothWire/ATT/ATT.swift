@@ -48,6 +48,17 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// Bits 0-5.
     @inlinable public var method: UInt8 { rawValue & 0x3F }
 
+    /// True for PDUs a client sends to a server: requests, commands, Handle Value
+    /// Confirmation, and unknown opcodes (a server answers those); false for responses,
+    /// notifications and indications, which a server sends (Core Vol 3 Part F §3.3).
+    /// On a bearer where both sides run, this says which side a received PDU is for.
+    @inlinable public var isClientToServer: Bool {
+        switch rawValue {
+        case 0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x1B, 0x1D, 0x21, 0x23: false
+        default: true
+        }
+    }
+
     /// The Core Specification name, e.g. "ATT_READ_BY_TYPE_REQ"; nil for unassigned opcodes.
     public var name: String? {
         switch rawValue {

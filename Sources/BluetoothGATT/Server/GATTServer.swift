@@ -1,0 +1,389 @@
+import BluetoothHost
+import BluetoothWire
+import Synchronization
+
+/// A client of a ``GATTServer``: one ATT bearer and who is behind it.
+public struct GATTServerClient: Sendable, Hashable, CustomStringConvertible {
+    public var id: ATTServerClientID
+    /// The peer ("F0:F1:F2:F3:F4:01 (public)"), as its bearer describes it.
+    public var peer: String
+    public var description: String { peer }
+}
+
+/// What happened on a ``GATTServer``, in order.
+public enum GATTServerEvent: Sendable {
+    case connected(GATTServerClient)
+    /// The bearer closed; `reason` says why ("disconnected by the peer: ...").
+    case disconnected(GATTServerClient, reason: String)
+    case mtuChanged(GATTServerClient, mtu: Int)
+    /// A characteristic value or descriptor was written.
+    case wrote(GATTServerClient, handle: UInt16, value: [UInt8], withResponse: Bool)
+    /// The client enabled or disabled notifications/indications of the value at `valueHandle`.
+    case subscriptionChanged(GATTServerClient, valueHandle: UInt16, GATTClientConfiguration)
+    case indicationConfirmed(GATTServerClient, handle: UInt16)
+    /// No confirmation within 30 s: the server closed the client's bearer.
+    case indicationTimedOut(GATTServerClient, handle: UInt16)
+    /// The client sent something malformed or unexpected (dropped; no answer was due).
+    case peerFault(GATTServerClient, String)
+}
+
+/// Why a value update did not reach a client.
+public enum GATTServerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The server state machine refused (not subscribed, unknown handle, dead bearer...).
+    case server(ATTServerError)
+    /// The bearer refused the PDU (link down, or its send queue is full: try later).
+    case bearer(ATTBearerClosed)
+    /// Too many indications wait for this client's confirmations.
+    case indicationQueueFull(ATTServerClientID)
+
+    public var description: String {
+        switch self {
+        case .server(let e): e.description
+        case .bearer(let e): e.description
+        case .indicationQueueFull(let c): "too many indications wait for \(c) to confirm"
+        }
+    }
+}
+
+/// A GATT server (Core Vol 3 Part G) on any number of ATT bearers: the ``ATTServer`` state
+/// machine under a lock, fed by each bearer's receive callback, its PDUs sent after the lock
+/// is released. Shaped like CoreBluetooth's `CBPeripheralManager`: a database of services,
+/// events for writes and subscriptions, and value updates sent to subscribed clients.
+///
+/// Back-pressure: ``notify(_:value:to:)`` fails with `.bearer` when a link's send queue is
+/// full instead of growing memory; ``indicate(_:value:to:)`` waits for the confirmation and
+/// keeps at most ``indicationQueueLimit`` waiting per client.
+public final class GATTServer: Sendable {
+    struct Client {
+        var info: GATTServerClient
+        var bearer: any ATTBearer
+        /// Indications waiting for the one outstanding to be confirmed.
+        var queued: [(handle: UInt16, value: [UInt8], done: CheckedContinuation<Result<Void, GATTServerError>, Never>)] = []
+        var outstanding: CheckedContinuation<Result<Void, GATTServerError>, Never>?
+    }
+
+    struct State {
+        var server: ATTServer
+        var clients: [ATTServerClientID: Client] = [:]
+        var nextID: UInt64 = 1
+        var timer: Task<Void, Never>?
+        var timerDeadline: UInt64?
+        var droppedEvents = 0
+    }
+
+    typealias Effect = () -> Void
+
+    /// Indications that may wait per client behind the outstanding one.
+    public static let indicationQueueLimit = 32
+
+    private let state: Mutex<State>
+    private let clockBase = ContinuousClock.now
+    /// Everything that happens, in order; buffers the newest 4096 (older ones are counted
+    /// in ``droppedEvents``).
+    public let events: AsyncStream<GATTServerEvent>
+    private let eventSink: AsyncStream<GATTServerEvent>.Continuation
+    /// The attribute layout (handles of every service, characteristic and descriptor).
+    public let layout: GATTDatabase
+
+    public init(services: [GATTLocalService], options: ATTServer.Options = .init()) throws(GATTDatabaseError) {
+        let table = try GATTAttributeTable(services: services)
+        layout = table.layout
+        state = Mutex(State(server: ATTServer(table: table, options: options)))
+        (events, eventSink) = AsyncStream.makeStream(of: GATTServerEvent.self, bufferingPolicy: .bufferingNewest(4096))
+    }
+
+    deinit {
+        state.withLock { $0.timer?.cancel() }
+        eventSink.finish()
+    }
+
+    /// Events that did not fit the event buffer.
+    public var droppedEvents: Int { state.withLock { $0.droppedEvents } }
+    /// The Database Hash (most significant octet first).
+    public var databaseHash: [UInt8] { state.withLock { $0.server.table.hash } }
+    /// Connected clients.
+    public var clients: [GATTServerClient] { state.withLock { s in s.server.clients.compactMap { s.clients[$0]?.info } } }
+
+    /// The value handle of the first characteristic with `uuid` (in `service`, if given).
+    public func valueHandle(of uuid: BluetoothUUID, in service: BluetoothUUID? = nil) -> UInt16? {
+        layout.services.lazy.filter { service == nil || $0.uuid == service }
+            .flatMap(\.characteristics).first { $0.uuid == uuid }?.valueHandle
+    }
+
+    /// Clients subscribed to the value at `handle`.
+    public func subscribers(of handle: UInt16) -> [(GATTServerClient, GATTClientConfiguration)] {
+        state.withLock { s in s.server.subscribers(of: handle).compactMap { id, c in s.clients[id].map { ($0.info, c) } } }
+    }
+
+    // MARK: Bearers
+
+    /// Serves `bearer` (its server side). Returns the client it became.
+    @discardableResult
+    public func attach(_ bearer: any ATTBearer) -> GATTServerClient {
+        let info: GATTServerClient = locked { s, fx in
+            let id = ATTServerClientID(rawValue: s.nextID)
+            s.nextID &+= 1
+            let info = GATTServerClient(id: id, peer: bearer.description)
+            s.server.connect(id, security: bearer.security)
+            s.clients[id] = Client(info: info, bearer: bearer)
+            emit(.connected(info), &s)
+            return info
+        }
+        bearer.start(received: { [weak self] pdu in self?.received(info.id, pdu) },
+                     closed: { [weak self] reason in self?.closed(info.id, reason) })
+        return info
+    }
+
+    /// Serves the ATT channel of a link of our host (the server side of its bearer).
+    @discardableResult
+    public func attach(_ connection: LEConnection) -> GATTServerClient {
+        attach(HostATTBearer(connection: connection, role: .server))
+    }
+
+    // MARK: Values
+
+    /// Sets a stored value (what clients read next). Does not notify.
+    public func setValue(_ value: [UInt8], for handle: UInt16) throws(ATTServerError) {
+        let r: Result<Void, ATTServerError> = state.withLock { s in
+            do throws(ATTServerError) { try s.server.setValue(value, for: handle); return .success(()) } catch { return .failure(error) }
+        }
+        try r.get()
+    }
+
+    /// Stores `value` and sends it as a notification to every client that enabled
+    /// notifications of `handle` (or only `clients`). Returns the clients it was sent to;
+    /// failures per client are in the second list (e.g. a full send queue).
+    @discardableResult
+    public func notify(_ handle: UInt16, value: [UInt8], to clients: [ATTServerClientID]? = nil,
+                       store: Bool = true) -> (sent: [ATTServerClientID], failed: [(ATTServerClientID, GATTServerError)]) {
+        // PDUs are built under the lock and sent after it (a bearer's send may block: the
+        // kernel socket); concurrent callers' updates may interleave, each one's stay in order.
+        var failed: [(ATTServerClientID, GATTServerError)] = []
+        let outgoing: [(ATTServerClientID, any ATTBearer, [UInt8])] = locked { s, fx in
+            if store { try? s.server.setValue(value, for: handle) }
+            var out: [(ATTServerClientID, any ATTBearer, [UInt8])] = []
+            let targets = clients ?? s.server.subscribers(of: handle).filter { $0.1.contains(.notify) }.map(\.0)
+            for id in targets {
+                guard let bearer = s.clients[id]?.bearer else {
+                    failed.append((id, .server(.unknownClient(id))))
+                    continue
+                }
+                var pdu: [UInt8] = []
+                do throws(ATTServerError) {
+                    try s.server.notify(id, handle: handle, value: value) { pdu = Array($0) }
+                    out.append((id, bearer, pdu))
+                } catch {
+                    failed.append((id, .server(error)))
+                }
+            }
+            return out
+        }
+        var sent: [ATTServerClientID] = []
+        for (id, bearer, pdu) in outgoing {
+            do throws(ATTBearerClosed) {
+                try bearer.send(pdu)
+                sent.append(id)
+            } catch {
+                failed.append((id, .bearer(error)))
+            }
+        }
+        return (sent, failed)
+    }
+
+    /// Sends `value` as an indication to one client and returns once it is confirmed (or
+    /// fails: not subscribed, bearer gone, confirmation timeout). One indication is
+    /// outstanding per client; later ones wait in order.
+    public func indicate(_ handle: UInt16, value: [UInt8], to client: ATTServerClientID, store: Bool = true) async throws(GATTServerError) {
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, GATTServerError>, Never>) in
+            locked { s, fx in
+                if store { try? s.server.setValue(value, for: handle) }
+                guard var cl = s.clients[client] else {
+                    fx.append { c.resume(returning: .failure(.server(.unknownClient(client)))) }
+                    return
+                }
+                guard s.server.configuration(of: client, valueHandle: handle).contains(.indicate) else {
+                    fx.append { c.resume(returning: .failure(.server(.notSubscribed(client, handle: handle)))) }
+                    return
+                }
+                guard cl.queued.count < Self.indicationQueueLimit else {
+                    fx.append { c.resume(returning: .failure(.indicationQueueFull(client))) }
+                    return
+                }
+                cl.queued.append((handle, value, c))
+                s.clients[client] = cl
+                pumpIndications(client, &s, &fx)
+            }
+        }
+        try result.get()
+    }
+
+    /// Indicates `value` to every client that enabled indications of `handle`; returns
+    /// the clients that confirmed.
+    public func indicateAll(_ handle: UInt16, value: [UInt8]) async -> [ATTServerClientID] {
+        let targets = state.withLock { s in s.server.subscribers(of: handle).filter { $0.1.contains(.indicate) }.map(\.0) }
+        var confirmed: [ATTServerClientID] = []
+        await withTaskGroup(of: ATTServerClientID?.self) { group in
+            for id in targets {
+                group.addTask {
+                    do throws(GATTServerError) {
+                        try await self.indicate(handle, value: value, to: id)
+                        return id
+                    } catch {
+                        return nil
+                    }
+                }
+            }
+            for await id in group { if let id { confirmed.append(id) } }
+        }
+        return confirmed.sorted()
+    }
+
+    // MARK: Internals
+
+    func now() -> UInt64 {
+        let (s, a) = (ContinuousClock.now - clockBase).components
+        return UInt64(max(0, s)) &* 1_000_000_000 &+ UInt64(max(0, a / 1_000_000_000))
+    }
+
+    private func locked<R: Sendable>(_ body: (inout State, inout [Effect]) -> R) -> R {
+        var fx: [Effect] = []
+        let r = state.withLock { s -> R in
+            let r = body(&s, &fx)
+            rearm(&s)
+            return r
+        }
+        for f in fx { f() }
+        return r
+    }
+
+    private func emit(_ e: GATTServerEvent, _ s: inout State) {
+        if case .dropped = eventSink.yield(e) { s.droppedEvents += 1 }
+    }
+
+    private func pumpIndications(_ id: ATTServerClientID, _ s: inout State, _ fx: inout [Effect]) {
+        guard var cl = s.clients[id], cl.outstanding == nil, !cl.queued.isEmpty else { return }
+        let next = cl.queued.removeFirst()
+        var pdu: [UInt8] = []
+        do throws(ATTServerError) {
+            try s.server.indicate(id, handle: next.handle, value: next.value, now: now()) { pdu = Array($0) }
+        } catch {
+            s.clients[id] = cl
+            fx.append { next.done.resume(returning: .failure(.server(error))) }
+            pumpIndications(id, &s, &fx)
+            return
+        }
+        cl.outstanding = next.done
+        s.clients[id] = cl
+        let bearer = cl.bearer
+        fx.append { [weak self] in
+            do throws(ATTBearerClosed) {
+                try bearer.send(pdu)
+            } catch {
+                self?.indicationSendFailed(id, error)
+            }
+        }
+    }
+
+    private func indicationSendFailed(_ id: ATTServerClientID, _ error: ATTBearerClosed) {
+        locked { s, fx in
+            guard var cl = s.clients[id], let c = cl.outstanding else { return }
+            cl.outstanding = nil
+            s.clients[id] = cl
+            s.server.cancelIndication(id)
+            fx.append { c.resume(returning: .failure(.bearer(error))) }
+            pumpIndications(id, &s, &fx)
+        }
+    }
+
+    private func received(_ id: ATTServerClientID, _ pdu: UnsafeRawBufferPointer) {
+        locked { s, fx in
+            guard let cl = s.clients[id] else { return }
+            s.server.setSecurity(cl.bearer.security, for: id)
+            if let shared = cl.bearer.negotiatedMTU, shared > (s.server.mtu(of: id) ?? 0) { s.server.adoptMTU(shared, for: id) }
+            var out: [UInt8]?
+            let events = s.server.receive(from: id, pdu: pdu, now: now()) { out = Array($0) }
+            if let out {
+                let bearer = cl.bearer
+                fx.append { try? bearer.send(out) }
+            }
+            handle(events, &s, &fx)
+        }
+    }
+
+    private func handle(_ events: [ATTServerEvent], _ s: inout State, _ fx: inout [Effect]) {
+        for e in events {
+            switch e {
+            case .mtuChanged(let id, let mtu):
+                guard let cl = s.clients[id] else { continue }
+                cl.bearer.mtuNegotiated(mtu)
+                emit(.mtuChanged(cl.info, mtu: mtu), &s)
+            case .wrote(let id, let handle, let value, let withResponse):
+                if let info = s.clients[id]?.info { emit(.wrote(info, handle: handle, value: value, withResponse: withResponse), &s) }
+            case .subscriptionChanged(let id, let valueHandle, let config):
+                if let info = s.clients[id]?.info { emit(.subscriptionChanged(info, valueHandle: valueHandle, config), &s) }
+            case .indicationConfirmed(let id, let handle):
+                guard var cl = s.clients[id] else { continue }
+                if let c = cl.outstanding { fx.append { c.resume(returning: .success(())) } }
+                cl.outstanding = nil
+                s.clients[id] = cl
+                emit(.indicationConfirmed(cl.info, handle: handle), &s)
+                pumpIndications(id, &s, &fx)
+            case .indicationTimedOut(let id, let handle):
+                guard let cl = s.clients[id] else { continue }
+                emit(.indicationTimedOut(cl.info, handle: handle), &s)
+                // Core Vol 3 Part F §3.3.3: the bearer is dead; close it (as BlueZ does).
+                let bearer = cl.bearer
+                fx.append { bearer.close() }
+            case .peerFault(let id, let detail):
+                if let info = s.clients[id]?.info { emit(.peerFault(info, detail), &s) }
+            }
+        }
+    }
+
+    private func closed(_ id: ATTServerClientID, _ reason: ATTBearerClosed) {
+        locked { s, fx in
+            guard let cl = s.clients.removeValue(forKey: id) else { return }
+            s.server.disconnect(id)
+            let error = GATTServerError.bearer(reason)
+            if let c = cl.outstanding { fx.append { c.resume(returning: .failure(error)) } }
+            for q in cl.queued { fx.append { q.done.resume(returning: .failure(error)) } }
+            emit(.disconnected(cl.info, reason: reason.message), &s)
+        }
+    }
+
+    private func rearm(_ s: inout State) {
+        let d = s.server.nextDeadline
+        guard d != s.timerDeadline else { return }
+        s.timer?.cancel()
+        s.timerDeadline = d
+        guard let d else {
+            s.timer = nil
+            return
+        }
+        let instant = clockBase.advanced(by: .nanoseconds(Int64(clamping: d)))
+        s.timer = Task { [weak self] in
+            do {
+                try await Task.sleep(until: instant, clock: .continuous)
+            } catch {
+                return
+            }
+            self?.timerFired()
+        }
+    }
+
+    private func timerFired() {
+        locked { s, fx in
+            s.timerDeadline = nil
+            let events = s.server.timerFired(now: now())
+            // A timed-out indication fails its caller; the bearer closes (events handle it).
+            for e in events {
+                if case .indicationTimedOut(let id, _) = e, var cl = s.clients[id], let c = cl.outstanding {
+                    cl.outstanding = nil
+                    s.clients[id] = cl
+                    fx.append { c.resume(returning: .failure(.server(.bearerDead(id)))) }
+                }
+            }
+            handle(events, &s, &fx)
+        }
+    }
+}

@@ -1,0 +1,351 @@
+import BluetoothGATT
+import BluetoothHost
+import BluetoothWire
+import HCIGATTFormat
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Lines for what happens on the server, text or JSON Lines, flushed one by one (a script
+/// reading the pipe sees each as it happens).
+final class ServeOutput: Sendable {
+    let json: Bool
+    let layout: GATTDatabase
+
+    init(json: Bool, layout: GATTDatabase) {
+        self.json = json
+        self.layout = layout
+    }
+
+    private func emit(_ event: String, _ fields: [Field], text: String) {
+        if json {
+            Console.out(FieldRenderer.jsonObject([Field("event", .text(event))] + fields))
+        } else {
+            Console.out(text)
+        }
+        Console.flush()
+    }
+
+    private func clientFields(_ c: GATTServerClient) -> [Field] {
+        [Field("client", .uint(c.id.rawValue)), Field("peer", .text(c.peer))]
+    }
+
+    /// "2A1C Temperature Measurement" for the characteristic a handle belongs to.
+    func label(_ handle: UInt16) -> (uuid: String, text: String) {
+        guard let c = layout.characteristic(containing: handle) else { return ("", "handle 0x\(Hex.pad(handle, 4))") }
+        let what = handle == c.valueHandle ? "" : (c.descriptors.first { $0.handle == handle }.map { " \($0.name ?? $0.uuid.description)" } ?? "")
+        return (c.uuid.description, "\(uuidLabel(c.uuid))\(what)")
+    }
+
+    func advertising(name: String, address: String, profiles: [String]) {
+        emit("advertising", [Field("name", .text(name)), Field("address", .text(address)),
+                             Field("profiles", .list(profiles.map { .text($0) }))],
+             text: "advertising \"\(name)\" as \(address): \(profiles.joined(separator: ", "))")
+    }
+
+    func note(_ s: String) {
+        if json { emit("note", [Field("message", .text(s))], text: s) } else { Console.err(s) }
+    }
+
+    func question(_ c: GATTServerClient, _ q: String) {
+        emit("question", clientFields(c) + [Field("question", .text(q))], text: "question from \(c.peer): \"\(q)\"")
+    }
+
+    func answer(_ c: GATTServerClient, _ a: String) {
+        emit("answer", clientFields(c) + [Field("answer", .text(a))], text: "answer to \(c.peer): \"\(a)\"")
+    }
+
+    func event(_ e: GATTServerEvent) {
+        switch e {
+        case .connected(let c):
+            emit("connected", clientFields(c), text: "connected \(c.peer) [client \(c.id.rawValue)]")
+        case .disconnected(let c, let reason):
+            emit("disconnected", clientFields(c) + [Field("reason", .text(reason))], text: "disconnected \(c.peer): \(reason)")
+        case .mtuChanged(let c, let mtu):
+            emit("mtu", clientFields(c) + [Field("mtu", .uint(UInt64(mtu)))], text: "mtu \(mtu) with \(c.peer)")
+        case .wrote(let c, let handle, let value, let withResponse):
+            let l = label(handle)
+            emit("write", clientFields(c) + [Field("handle", .uint(UInt64(handle))), Field("uuid", .text(l.uuid)),
+                                              Field("value", .bytes(value)), Field("with_response", .bool(withResponse))],
+                 text: "write \(l.text) by \(c.peer): \(value.isEmpty ? "(empty)" : Hex.string(value, separator: " "))\(withResponse ? "" : " (without response)")")
+        case .subscriptionChanged(let c, let valueHandle, let config):
+            let l = label(valueHandle)
+            emit("subscription", clientFields(c) + [Field("handle", .uint(UInt64(valueHandle))), Field("uuid", .text(l.uuid)),
+                                                     Field("notify", .bool(config.contains(.notify))),
+                                                     Field("indicate", .bool(config.contains(.indicate)))],
+                 text: "\(config.isEmpty ? "unsubscribed" : "subscribed") \(c.peer) to \(l.text)\(config.isEmpty ? "" : " (\(config))")")
+        case .indicationConfirmed(let c, let handle):
+            let l = label(handle)
+            emit("confirmed", clientFields(c) + [Field("handle", .uint(UInt64(handle))), Field("uuid", .text(l.uuid))],
+                 text: "confirmed \(l.text) by \(c.peer)")
+        case .indicationTimedOut(let c, let handle):
+            let l = label(handle)
+            emit("indication-timeout", clientFields(c) + [Field("handle", .uint(UInt64(handle))), Field("uuid", .text(l.uuid))],
+                 text: "no confirmation of \(l.text) from \(c.peer) within 30 s: closing its link")
+        case .peerFault(let c, let detail):
+            emit("peer-fault", clientFields(c) + [Field("detail", .text(detail))], text: "\(c.peer): \(detail)")
+        }
+    }
+}
+
+enum ServeCommand {
+    static var command: Command {
+        Command(
+            name: "serve", summary: "Be a peripheral: advertise and serve GATT profiles",
+            help: """
+            Usage: hcigatt serve --profile NAME[,NAME...] [--name N] [--json] [OPTIONS]
+                   hcigatt serve --db FILE [--name N] [OPTIONS]
+
+            Advertises, accepts centrals (up to --max-connections at once, advertising again
+            after each connection) and serves a GATT database: Generic Access (the name),
+            Generic Attribute (Service Changed, Client Supported Features, Database Hash) and
+            the chosen profiles, which send realistic changing values to subscribers. Prints
+            connections, MTU exchanges, subscriptions, writes and confirmations as they
+            happen. Runs until interrupted (Ctrl-C), then stops advertising and disconnects.
+
+            Profiles:
+            \(ServeProfile.all.map { "  \($0.name.padding(16))\($0.summary)" }.joined(separator: "\n"))
+
+            Options:
+              --profile NAME         a profile above; repeat or separate with commas
+              --db FILE              a database from a JSON description (see README)
+              --name N               the device name advertised and in Device Name (default hcigatt)
+              --appearance N         the Appearance value (e.g. 0x0300 thermometer; default 0)
+              --max-connections N    centrals served at once (default 4)
+              --adv-interval MS      advertising interval (20-10240 ms, default 100)
+              --random-address       advertise from a fresh random static address
+              --manual               8ball: type each answer on stdin instead of a random one
+              --json                 one JSON object per event
+            \(ControllerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: ControllerOptions.flags.union(["json", "manual", "random-address"]),
+                                 options: ControllerOptions.options.union(["profile", "db", "name", "appearance",
+                                                                           "max-connections", "adv-interval"])),
+            run: { args in try await run(args) })
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        guard args.positional.isEmpty else { throw UsageError("unexpected argument '\(args.positional[0])' (profiles go after --profile)") }
+        let names = args.all("profile").flatMap { $0.split(separator: ",").map(String.init) }
+        var profiles: [ServeProfile] = []
+        for n in names {
+            guard let p = ServeProfile.named(n) else {
+                throw UsageError("unknown profile '\(n)'; profiles: \(ServeProfile.all.map(\.name).joined(separator: ", "))")
+            }
+            if !profiles.contains(where: { $0.name == p.name }) { profiles.append(p) }
+        }
+        var extra: [GATTLocalService] = []
+        if let path = args.option("db") { extra = try DatabaseFile.load(path) }
+        guard !profiles.isEmpty || !extra.isEmpty else { throw UsageError("give at least one --profile (or --db FILE)") }
+        let name = args.option("name") ?? "hcigatt"
+        guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
+        var appearance: UInt16 = 0
+        if let text = args.option("appearance") {
+            guard let v = parseInteger(text).flatMap(UInt16.init(exactly:)) else { throw UsageError("--appearance takes 0-0xFFFF, not '\(text)'") }
+            appearance = v
+        }
+        var maxConnections = 4
+        if let text = args.option("max-connections") {
+            guard let n = Int(text), (1 ... 32).contains(n) else { throw UsageError("--max-connections takes 1-32, not '\(text)'") }
+            maxConnections = n
+        }
+        var intervalMs = 100.0
+        if let text = args.option("adv-interval") {
+            guard let v = Double(text), v.isFinite, (20 ... 10240).contains(v) else { throw UsageError("--adv-interval takes 20-10240 ms, not '\(text)'") }
+            intervalMs = v
+        }
+        if args.flag("manual") && !profiles.contains(where: { $0.name == "8ball" }) {
+            throw UsageError("--manual answers the 8ball profile's questions; add --profile 8ball")
+        }
+
+        let services = [GATTLocalService.genericAccess(deviceName: name, appearance: appearance), .genericAttribute()]
+            + profiles.flatMap(\.services) + extra
+        let server: GATTServer
+        do { server = try GATTServer(services: services) } catch { throw RuntimeError("cannot build the GATT database: \(error)") }
+        let advertised = profiles.flatMap(\.advertised) + extra.filter(\.isPrimary).map(\.uuid)
+        let (adv, scanResponse) = advertisingPayload(name: name, services: advertised, appearance: appearance)
+
+        let session = try await Session.open(args)
+        let out = ServeOutput(json: args.flag("json"), layout: server.layout)
+        var own = AdvertisingConfiguration.OwnAddress.public
+        var ownText = "\(LEAddress(session.host.info.address, type: .public))"
+        if args.flag("random-address") || session.host.info.address == .zero {
+            var g = SystemRandomNumberGenerator()
+            let a = BluetoothAddress.randomStatic(using: &g)
+            own = .randomStatic(a)
+            ownText = "\(LEAddress(a, type: .random))"
+        }
+        let config = AdvertisingConfiguration(advertisingData: adv, scanResponseData: scanResponse,
+                                              interval: .milliseconds(intervalMs) ... .milliseconds(intervalMs * 1.5 > 10240 ? 10240 : intervalMs * 1.5),
+                                              ownAddress: own, maximumConnections: maxConnections)
+        let ctx = ProfileContext(server: server, out: out, manual: args.flag("manual"),
+                                 answers: args.flag("manual") ? AnswerSource() : nil)
+        let host = session.host
+        let chosen = profiles, address = ownText, profileNames = profiles.map(\.name) + (extra.isEmpty ? [] : ["db"])
+        var failure: (any Error)?
+        do {
+            try await runInterruptible {
+                // Child tasks say whether serving must end when they do (profile loops may
+                // finish early; the connection and event loops end only with the host).
+                try await withThrowingTaskGroup(of: Bool.self) { group in
+                    group.addTask {
+                        for await connection in host.incomingConnections { server.attach(connection) }
+                        throw RuntimeError("the controller went away")
+                    }
+                    group.addTask {
+                        for await event in server.events {
+                            out.event(event)
+                            for p in chosen { await p.onEvent(event, ctx) }
+                        }
+                        return true
+                    }
+                    do throws(HostError) {
+                        try await host.startAdvertising(config)
+                    } catch {
+                        throw RuntimeError(error.message)
+                    }
+                    out.advertising(name: name, address: address, profiles: profileNames)
+                    for p in chosen {
+                        group.addTask {
+                            await p.run(ctx)
+                            return false
+                        }
+                    }
+                    for try await ends in group where ends { break }
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            failure = error
+        }
+        await host.stopAdvertising()
+        try await session.close()
+        if let failure { throw failure }
+        return 0
+    }
+
+    /// Flags, the name, then as many service UUIDs as fit in 31 bytes; what does not fit
+    /// (UUIDs, the whole name when it had to be shortened) goes to the scan response. The
+    /// name comes first: centrals find devices by name, and a scan response is not always
+    /// seen (passive scanning, some controllers).
+    static func advertisingPayload(name: String, services: [BluetoothUUID], appearance: UInt16) -> ([UInt8], [UInt8]) {
+        var adv = AdvertisingDataBuilder()
+        adv.append(.flags([.leGeneralDiscoverable, .brEdrNotSupported]))
+        var scan = AdvertisingDataBuilder()
+        func length(_ s: [ADStructureValue]) -> Int { s.reduce(0) { $0 + $1.encodedLength } }
+        let nameBytes = Array(name.utf8)
+        if adv.encodedLength + 2 + nameBytes.count <= 31 {
+            adv.append(.localName(name, complete: true))
+        } else {
+            var cut = 31 - adv.encodedLength - 2 - 4  // leave room for one 16-bit UUID
+            while cut > 0, nameBytes[cut] & 0xC0 == 0x80 { cut -= 1 }  // whole UTF-8 characters
+            adv.append(ADStructureValue(type: .shortenedLocalName, data: Array(nameBytes[0 ..< cut])))
+            scan.append(.localName(String(decoding: nameBytes.prefix(29), as: UTF8.self), complete: nameBytes.count <= 29))
+        }
+        // UUIDs in the order given (the first profile's first), as many as fit.
+        var inAdv: [BluetoothUUID] = []
+        var inScan: [BluetoothUUID] = []
+        let base = adv.encodedLength
+        for u in services {
+            if base + length(ADStructureValue.serviceUUIDs(inAdv + [u], complete: false)) <= 31 {
+                inAdv.append(u)
+            } else if scan.encodedLength + length(ADStructureValue.serviceUUIDs(inScan + [u], complete: false)) <= 31 {
+                inScan.append(u)
+            }
+        }
+        let all = inAdv.count + inScan.count == services.count
+        adv.append(contentsOf: ADStructureValue.serviceUUIDs(inAdv, complete: all && inScan.isEmpty))
+        scan.append(contentsOf: ADStructureValue.serviceUUIDs(inScan, complete: false))
+        if appearance != 0, scan.encodedLength + 4 <= 31 {
+            scan.append(ADStructureValue(type: .appearance, data: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]))
+        }
+        return ((try? adv.encoded()) ?? [], (try? scan.encoded()) ?? [])
+    }
+}
+
+/// "0x0300", "768".
+func parseInteger(_ text: String) -> Int? {
+    if text.hasPrefix("0x") || text.hasPrefix("0X") { return Int(text.dropFirst(2), radix: 16) }
+    return Int(text)
+}
+
+enum AskCommand {
+    static var command: Command {
+        Command(
+            name: "ask", summary: "Ask a Magic 8-Ball peripheral a question and print its answer",
+            help: """
+            Usage: hcigatt ask [ADDR|NAME] "QUESTION" [OPTIONS]
+
+            The 8-Ball's central (the `serve --profile 8ball` peripheral, or any device with
+            its service): connects (to the first device advertising the 8-Ball service when
+            no ADDR is given), subscribes to the answer, writes the question without
+            response, prints the answer and disconnects.
+
+            Options:
+              --timeout S            how long to wait for the answer (default 10)
+              --json                 the answer as a JSON object
+            \(PeerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["json"]), options: PeerOptions.options.union(["timeout"])),
+            run: { args in try await run(args) })
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        let target: PeerTarget
+        let question: String
+        switch args.positional.count {
+        case 1: (target, question) = (PeerTarget(service: ServeProfile.eightBallService), args.positional[0])
+        case 2: (target, question) = (try PeerTarget(args.positional[0]), args.positional[1])
+        default: throw UsageError("give the question (and optionally ADDR or NAME before it)")
+        }
+        guard !question.isEmpty else { throw UsageError("the question is empty") }
+        let timeout = try ControllerOptions.seconds(args, "timeout", default: 10, range: 0.1 ... 600)
+        let peer = try await PeerSession.open(args, target: target)
+        do {
+            let answer = try await ask(peer, question, timeout: timeout)
+            if args.flag("json") {
+                Console.out(FieldRenderer.jsonObject([Field("device", .text(peer.peer.description)), Field("question", .text(question)),
+                                                      Field("answer", .text(answer))]))
+            } else {
+                Console.out(answer)
+            }
+        } catch {
+            await peer.close()
+            throw error
+        }
+        await peer.close()
+        return 0
+    }
+
+    static func ask(_ peer: PeerSession, _ question: String, timeout: Duration) async throws -> String {
+        let client = peer.client
+        let services = try await client.discoverPrimaryServices(uuid: ServeProfile.eightBallService)
+        guard let service = services.first else { throw RuntimeError("\(peer.peer) has no Magic 8-Ball service (\(ServeProfile.eightBallService))") }
+        let chars = try await client.discoverCharacteristics(of: service)
+        guard let q = chars.first(where: { $0.uuid == ServeProfile.eightBallQuestion }),
+              let a = chars.first(where: { $0.uuid == ServeProfile.eightBallAnswer }) else {
+            throw RuntimeError("\(peer.peer)'s 8-Ball service lacks the question or answer characteristic")
+        }
+        let answers = try await client.subscribe(characteristic: a)
+        let bytes = Array(question.utf8)
+        let mtu = try await client.exchangeMTU()
+        guard bytes.count <= mtu - 3 else { throw RuntimeError("the question is \(bytes.count) bytes; at most \(mtu - 3) fit in one write at ATT_MTU \(mtu)") }
+        try await client.writeWithoutResponse(handle: q.valueHandle, value: bytes)
+        let answer: String? = try await withThrowingTaskGroup(of: String?.self) { group in
+            group.addTask {
+                for try await v in answers { return String(decoding: v.value, as: UTF8.self) }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        try? await client.unsubscribe(characteristic: a)
+        guard let answer else { throw RuntimeError("no answer from \(peer.peer) within \(timeout)") }
+        return answer
+    }
+}
