@@ -1,10 +1,13 @@
 import BluetoothWire
 #if canImport(Glibc)
-import Glibc
+@preconcurrency import Glibc
 #endif
 
 /// The tool's version (a global outside main.swift: initialised on first use, not in file order).
 let version = "0.1.0"
+
+/// The C stdout stream, read once (the global is a C variable Swift cannot prove safe).
+nonisolated(unsafe) let standardOutput = stdout
 
 /// Line-oriented output without Foundation: stdout through the stdlib's buffered `print`,
 /// stderr unbuffered with write(2) so errors interleave correctly with progress.
@@ -28,5 +31,9 @@ enum Console {
     }
 
     static func flush() { fflush(nil) }
+
+    /// Flushes stdout only. (fflush(NULL) also locks stdin, which a thread blocked in
+    /// readLine holds: `serve --manual` would stop printing.)
+    static func flushOut() { fflush(standardOutput) }
 }
 

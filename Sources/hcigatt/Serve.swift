@@ -23,7 +23,7 @@ final class ServeOutput: Sendable {
         } else {
             Console.out(text)
         }
-        Console.flush()
+        Console.flushOut()
     }
 
     private func clientFields(_ c: GATTServerClient) -> [Field] {
@@ -190,7 +190,8 @@ enum ServeCommand {
                 try await withThrowingTaskGroup(of: Bool.self) { group in
                     group.addTask {
                         for await connection in host.incomingConnections { server.attach(connection) }
-                        throw RuntimeError("the controller went away")
+                        if Task.isCancelled { return true }  // interrupted: a clean stop
+                        throw RuntimeError("the controller went away: \(host.terminationReason?.message ?? "the host stopped")")
                     }
                     group.addTask {
                         for await event in server.events {

@@ -295,8 +295,24 @@ final class AnswerSource: Sendable {
 
     init() {
         lines = AsyncStream { continuation in
+            // read(2) on descriptor 0, not readLine: a thread blocked inside stdio would hold
+            // the stdin FILE lock, which fflush(NULL) and exit() take.
             let thread = Thread { continuation in
-                while let line = readLine(strippingNewline: true) { continuation.yield(line) }
+                var pending: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { break }
+                    pending += buffer[0 ..< n]
+                    while let nl = pending.firstIndex(of: 0x0A) {
+                        var line = Array(pending[..<nl])
+                        if line.last == 0x0D { line.removeLast() }
+                        continuation.yield(String(decoding: line, as: UTF8.self))
+                        pending.removeSubrange(...nl)
+                    }
+                }
+                if !pending.isEmpty { continuation.yield(String(decoding: pending, as: UTF8.self)) }
                 continuation.finish()
             }
             thread.start(continuation)

@@ -166,6 +166,11 @@ public final class HCIHost: Sendable {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in driver.post(.close(c)) }
     }
 
+    /// Why the host stopped (transport closed or failed, or closed by us), or nil while it runs.
+    public var terminationReason: HostError? {
+        driver.mailbox.withLock { m in m.stopped ? (m.terminalError ?? .hostClosed) : nil }
+    }
+
     /// Counters, updated by the driver after each batch of I/O.
     public var statistics: HostStatistics { driver.statistics }
 }

@@ -1,0 +1,321 @@
+"""hcigatt serve (the peripheral role) against Bumble centrals and against hcigatt itself."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from peer import HCIGATT, PYTHON, ROOT, Peer, hcigatt, json_lines
+
+CENTRALS = os.path.join(ROOT, 'Tests', 'peer', 'bumble_centrals.py')
+EIGHT_BALL_ANSWER = '8BA11002-1D7E-4D2E-9F3A-0B8BA1100000'
+ALL_PROFILES = 'thermometer,bloodpressure,heartrate,battery,device-info,sensortag-keys,8ball'
+
+
+class Serve:
+    """A running `hcigatt serve --json`; its event lines are read on a thread."""
+
+    def __init__(self, transport, *args):
+        self.log = tempfile.TemporaryFile(mode='w+')
+        self.proc = subprocess.Popen([HCIGATT, 'serve', '--transport', transport, '--json', *args],
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.events = []
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+        if self.wait('advertising', 15) is None:
+            self.close()
+            raise RuntimeError(f'hcigatt serve did not start advertising: {self.stderr()}')
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.strip():
+                with self.cond:
+                    self.events.append(json.loads(line))
+                    self.cond.notify_all()
+
+    def wait(self, event, timeout, **match):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for e in self.events:
+                    if e['event'] == event and all(e.get(k) == v for k, v in match.items()):
+                        return e
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None and not self.thread.is_alive():
+                    return None
+                self.cond.wait(left)
+
+    def all(self, event):
+        with self.cond:
+            return [e for e in self.events if e['event'] == event]
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def close(self):
+        """SIGINT, as Ctrl-C: serve stops advertising, disconnects and exits 0."""
+        rc = self.proc.poll()
+        if rc is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                rc = self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                rc = self.proc.wait()
+        self.thread.join(timeout=5)
+        return rc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Centrals:
+    """bumble_centrals.py: the controller for hcigatt plus N Bumble centrals."""
+
+    def __init__(self, *args):
+        self.log = tempfile.TemporaryFile(mode='w+')
+        self.proc = subprocess.Popen([PYTHON, CENTRALS, *args], stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True, cwd=os.path.dirname(CENTRALS))
+        line = self.proc.stdout.readline()
+        if not line:
+            self.log.seek(0)
+            raise RuntimeError(f'bumble centrals did not start: {self.log.read()}')
+        self.port = json.loads(line)['port']
+        self.transport = f'tcp:127.0.0.1:{self.port}'
+
+    def results(self, count, timeout=120):
+        """The result line of each of `count` centrals."""
+        lines = []
+        deadline = time.monotonic() + timeout
+        while len(lines) < count and time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            lines.append(json.loads(line))
+        self.log.seek(0)
+        return lines, self.log.read()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+
+
+class BumbleCentralTests(unittest.TestCase):
+    def test_two_bumble_centrals_discover_read_write_and_subscribe_every_profile(self):
+        centrals = Centrals('--centrals', '2', '--target', 'Serve-1', '--listen', '6',
+                            '--write', '2A21=0200',   # 2 s: inside the Valid Range 1...60
+                            '--write', '2A21=3d00',   # 61 s: Out of Range (0xFF)
+                            '--write', '2A00=41',     # Device Name is read-only here
+                            '--write', '2A19=10',     # Battery Level too
+                            '--write', '2A39=01',     # Heart Rate Control Point: reset
+                            '--write', '2A39=02',     # not a defined command: 0x80
+                            '--write', f'8BA11001-1D7E-4D2E-9F3A-0B8BA1100000!={b"Rain?".hex()}')
+        try:
+            with Serve(centrals.transport, '--profile', ALL_PROFILES, '--name', 'Serve-1') as serve:
+                results, log = centrals.results(2)
+                self.assertEqual(len(results), 2, log)
+                for r in results:
+                    self.assertIsNone(r['error'], f'central {r["central"]}: {r["error"]}\n{log}\n{serve.stderr()}')
+                    self.check_central(r)
+                # What serve printed, per client.
+                connected = serve.all('connected')
+                self.assertEqual(len(connected), 2, serve.events)
+                self.assertEqual({e['mtu'] for e in serve.all('mtu')}, {517})
+                self.assertIsNotNone(serve.wait('confirmed', 5, uuid='2A1C'))
+                self.assertIsNotNone(serve.wait('confirmed', 5, uuid='2A35'))
+                self.assertIsNotNone(serve.wait('write', 5, uuid='2A21', value='0200'))
+                self.assertIsNone(serve.wait('write', 0, uuid='2A21', value='3d00'), 'a refused write is not reported as written')
+                # The centrals asked before subscribing to the answer: asked, not answered.
+                self.assertEqual([e['question'] for e in serve.all('question')], ['Rain?', 'Rain?'])
+                self.assertEqual(serve.all('answer'), [])
+                self.assertEqual(len([e for e in serve.all('note') if 'without subscribing' in e['message']]), 2)
+                subs = {(e['client'], e['uuid']) for e in serve.all('subscription') if e['notify'] or e['indicate']}
+                for c in connected:
+                    for uuid in ('2A1C', '2A37', 'FFE1', '2A35'):
+                        self.assertIn((c['client'], uuid), subs)
+                self.assertIsNotNone(serve.wait('disconnected', 10))
+                deadline = time.monotonic() + 10
+                while len(serve.all('disconnected')) < 2 and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                self.assertEqual(len(serve.all('disconnected')), 2)
+                self.assertEqual(serve.close(), 0, serve.stderr())
+        finally:
+            centrals.close()
+
+    def check_central(self, r):
+        self.assertEqual(r['mtu'], 517)
+        uuids = [s['uuid'] for s in r['services']]
+        self.assertEqual(uuids, ['1800', '1801', '1809', '1810', '180D', '180F', '180A', 'FFE0',
+                                 '8BA11000-1D7E-4D2E-9F3A-0B8BA1100000'])
+        chars = {c['uuid']: c for s in r['services'] for c in s['characteristics']}
+        # Properties as the profiles define them; CCCDs where they notify or indicate.
+        self.assertEqual(chars['2A1C']['properties'], 0x20)
+        self.assertEqual(chars['2A21']['properties'], 0x2A)
+        self.assertEqual(chars['2A21']['descriptors'], ['2902', '2906'])
+        self.assertEqual(chars['2A37']['properties'], 0x10)
+        self.assertEqual(chars['FFE1']['descriptors'], ['2902', '2901'])
+        reads = r['reads']
+        self.assertEqual(bytes.fromhex(reads['2A00']), b'Serve-1')
+        self.assertEqual(reads['2A1D'], '02')                 # body
+        self.assertEqual(reads['2A21/2906'], '01003c00')      # Valid Range 1...60 s
+        self.assertEqual(reads['2A38'], '01')                 # chest
+        self.assertEqual(reads['2A19'], '64')                 # 100 %
+        self.assertEqual(bytes.fromhex(reads['2A29']), b'hcigatt')
+        self.assertEqual(bytes.fromhex(reads['FFE1/2901']), b'Key Press State')
+        self.assertEqual(len(bytes.fromhex(reads['2B2A'])), 16)  # Database Hash
+        writes = {(w['uuid'], w['value']): w for w in r['writes']}
+        self.assertIsNone(writes[('2A21', '0200')]['error'])
+        self.assertEqual(writes[('2A21', '0200')]['read_back'], '0200')
+        self.assertEqual(writes[('2A21', '3d00')]['error'], 0xFF)
+        self.assertEqual(writes[('2A00', '41')]['error'], 0x03)    # Write Not Permitted
+        self.assertEqual(writes[('2A19', '10')]['error'], 0x03)
+        self.assertIsNone(writes[('2A39', '01')]['error'])
+        self.assertEqual(writes[('2A39', '02')]['error'], 0x80)    # Control Point Not Supported
+        values = r['values']
+        self.assertGreaterEqual(len(values['2A1C']), 1, values)    # indications, every 2 s
+        for v in values['2A1C']:
+            b = bytes.fromhex(v)
+            self.assertEqual(b[0], 0x06)                           # Celsius, timestamp, type
+            self.assertEqual(b[4], 0xFF)                           # FLOAT exponent -1
+            self.assertTrue(355 <= int.from_bytes(b[1:4], 'little') <= 375)
+        self.assertGreaterEqual(len(values['2A1E']), 3)
+        self.assertGreaterEqual(len(values['2A37']), 3)
+        self.assertTrue(all(bytes.fromhex(v)[0] == 0x1E for v in values['2A37']))
+        self.assertGreaterEqual(len(values['FFE1']), 5)
+        self.assertGreaterEqual(len(values['2A36']), 3)
+        self.assertGreaterEqual(len(values['2A35']), 1)
+        answers = values[EIGHT_BALL_ANSWER]
+        self.assertEqual(answers, [], 'the answer was notified before the central subscribed')
+
+
+class HcigattAgainstServeTests(unittest.TestCase):
+    """hcigatt's own client (gatt, read, write, subscribe, ask) against hcigatt serve."""
+
+    def test_gatt_read_write_subscribe_and_ask(self):
+        with Peer('--hosts', '2') as world:
+            server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+            with Serve(server, '--profile', '8ball,thermometer,heartrate,battery', '--name', '8ball') as serve:
+                rc, out, err = hcigatt('gatt', '8ball', '--json', '--transport', client)
+                self.assertEqual(rc, 0, err)
+                db = json.loads(out)
+                self.assertEqual(db['mtu'], 517)
+                self.assertEqual([s['uuid'] for s in db['services']],
+                                 ['1800', '1801', '8BA11000-1D7E-4D2E-9F3A-0B8BA1100000', '1809', '180D', '180F'])
+                by_uuid = {c['uuid']: c for s in db['services'] for c in s['characteristics']}
+                self.assertEqual(by_uuid['2A00']['value']['text'], '8ball')
+
+                rc, out, err = hcigatt('read', '8ball', '2a19', '--json', '--transport', client)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(json.loads(out)['hex'], '64')
+
+                rc, out, err = hcigatt('write', '8ball', '2a21', '0300', '--transport', client)
+                self.assertEqual(rc, 0, err)
+                self.assertIsNotNone(serve.wait('write', 5, uuid='2A21', value='0300'))
+                rc, out, err = hcigatt('write', '8ball', '2a21', 'ff00', '--transport', client)
+                self.assertEqual(rc, 1)
+                self.assertIn('Out of Range (0xFF)', err)
+                rc, out, err = hcigatt('write', '8ball', '2a00', '41', '--transport', client)
+                self.assertEqual(rc, 1)
+                self.assertIn('Write Not Permitted', err)
+
+                rc, out, err = hcigatt('subscribe', '8ball', '2a1c', '2a37', '--count', '6', '--json',
+                                       '--transport', client, timeout=60)
+                self.assertEqual(rc, 0, err)
+                values = json_lines(out)
+                kinds = {(v['uuid'], v['kind']) for v in values}
+                self.assertIn(('2A1C', 'indication'), kinds)
+                self.assertIn(('2A37', 'notification'), kinds)
+                self.assertIsNotNone(serve.wait('confirmed', 5, uuid='2A1C'))
+
+                # The 8-Ball answers the client that asked: found by its service, then by name.
+                rc, out, err = hcigatt('ask', 'Will it work?', '--json', '--transport', client)
+                self.assertEqual(rc, 0, err)
+                answer = json.loads(out)
+                self.assertEqual(answer['question'], 'Will it work?')
+                self.assertIn(answer['answer'], EIGHT_BALL_ANSWERS)
+                rc, out, err = hcigatt('ask', '8ball', 'And now?', '--transport', client)
+                self.assertEqual(rc, 0, err)
+                self.assertIn(out.strip(), EIGHT_BALL_ANSWERS)
+                questions = [e['question'] for e in serve.all('question')]
+                self.assertEqual(questions, ['Will it work?', 'And now?'])
+                self.assertEqual(serve.close(), 0, serve.stderr())
+
+    def test_manual_answers_come_from_stdin(self):
+        with Peer('--hosts', '2') as world:
+            server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+            log = tempfile.TemporaryFile(mode='w+')
+            proc = subprocess.Popen([HCIGATT, 'serve', '--transport', server, '--profile', '8ball', '--name', 'm8',
+                                     '--manual'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+            try:
+                self.assertIn('advertising', proc.stdout.readline())
+                proc.stdin.write('Typed by a person.\n')
+                proc.stdin.flush()
+                rc, out, err = hcigatt('ask', 'm8', 'Who answers?', '--transport', client)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out.strip(), 'Typed by a person.')
+            finally:
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=15)
+
+    def test_usage_errors(self):
+        for args in (['serve'], ['serve', '--profile', 'toaster'], ['serve', '--profile', 'battery', 'extra'],
+                     ['serve', '--profile', 'battery', '--max-connections', '0'],
+                     ['serve', '--profile', 'battery', '--adv-interval', '5'],
+                     ['serve', '--profile', 'battery', '--manual'], ['ask'], ['ask', 'a', 'b', 'c']):
+            rc, out, err = hcigatt(*args, '--transport', 'tcp:127.0.0.1:1')
+            self.assertEqual(rc, 2, f'{args}: {err}')
+
+    def test_db_file_serves_its_database_and_reports_mistakes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            good = os.path.join(tmp, 'db.json')
+            with open(good, 'w') as f:
+                json.dump({'services': [{'uuid': '181A', 'characteristics': [
+                    {'uuid': '2A6E', 'properties': ['read', 'notify'], 'value': {'hex': '3408'},
+                     'descriptors': [{'uuid': '2901', 'value': 'Outside'}]},
+                    {'uuid': '2A6F', 'properties': ['read', 'write'], 'value': [0x10, 0x27], 'max_length': 2}]}]}, f)
+            bad = os.path.join(tmp, 'bad.json')
+            with open(bad, 'w') as f:
+                f.write('{"services": [{"uuid": "181A", "characteristics": [{"uuid": "2A6E", "properties": ["reed"]}]}]}')
+            rc, out, err = hcigatt('serve', '--db', bad, '--transport', 'tcp:127.0.0.1:1')
+            self.assertEqual(rc, 1)
+            self.assertIn('services[0].characteristics[0].properties[0]', err)
+            with open(bad, 'w') as f:
+                f.write('{"services": [')
+            rc, out, err = hcigatt('serve', '--db', bad, '--transport', 'tcp:127.0.0.1:1')
+            self.assertEqual(rc, 1)
+            self.assertIn('invalid JSON at byte', err)
+            with Peer('--hosts', '2') as world:
+                server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+                with Serve(server, '--db', good, '--name', 'Env'):
+                    rc, out, err = hcigatt('read', 'Env', '2a6e', '--json', '--transport', client)
+                    self.assertEqual(rc, 0, err)
+                    self.assertEqual(json.loads(out)['hex'], '3408')
+                    rc, out, err = hcigatt('write', 'Env', '2a6f', '112233', '--transport', client)
+                    self.assertEqual(rc, 1)
+                    self.assertIn('Invalid Attribute Value Length', err)
+
+
+EIGHT_BALL_ANSWERS = [
+    "It is certain.", "It is decidedly so.", "Without a doubt.", "Yes definitely.", "You may rely on it.",
+    "As I see it, yes.", "Most likely.", "Outlook good.", "Yes.", "Signs point to yes.",
+    "Reply hazy, try again.", "Ask again later.", "Better not tell you now.", "Cannot predict now.",
+    "Concentrate and ask again.", "Don't count on it.", "My reply is no.", "My sources say no.",
+    "Outlook not so good.", "Very doubtful.",
+]
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Bumble GATT centrals against `hcigatt serve`, on one simulated link.
+
+Creates the TCP controller hcigatt drives (as bumble_peer.py does) and --centrals N Bumble
+Devices on controllers of their own. Prints {"ready": true, "port": N} once up; then each
+central scans for the advertiser named --target, connects, exchanges MTU 517, discovers
+everything, reads every readable characteristic and descriptor, runs the writes asked
+for with --write UUID=HEX (and reports the ATT error of refused ones), subscribes to
+every characteristic that notifies or indicates, collects values for --listen seconds,
+unsubscribes and disconnects. Each central prints one JSON result line:
+
+  {"central": i, "mtu": 517, "services": [...], "reads": {uuid: hex | "error 0xNN"},
+   "writes": [{"uuid", "value", "error"}], "values": {uuid: [hex, ...]}, "error": null}
+
+then keeps the world up until SIGTERM (checks are the test's business).
+"""
+import argparse
+import asyncio
+import json
+import logging
+import signal
+
+from bumble import att, hci
+from bumble.controller import Controller
+from bumble.device import Device, Peer
+from bumble.host import Host
+from bumble.transport.common import AsyncPipeSink
+
+from bumble_peer import PeerLink, start_host_controller
+
+
+def uuid_text(uuid) -> str:
+    return uuid.to_hex_str('-')
+
+
+async def find(device: Device, name: str, timeout: float):
+    """Scans until an advertiser with this complete or shortened local name shows up."""
+    found = asyncio.get_running_loop().create_future()
+
+    def on_advertisement(advertisement):
+        local = advertisement.data.get(0x09) or advertisement.data.get(0x08)
+        if isinstance(local, bytes):
+            local = local.decode(errors='replace')
+        if local == name and not found.done():
+            found.set_result(advertisement.address)
+
+    device.on('advertisement', on_advertisement)
+    await device.start_scanning(active=False, filter_duplicates=False)
+    try:
+        return await asyncio.wait_for(found, timeout)
+    finally:
+        device.remove_listener('advertisement', on_advertisement)
+        await device.stop_scanning()
+
+
+async def run_central(index: int, device: Device, args, turns) -> dict:
+    result = {'central': index, 'error': None}
+    try:
+        # Bumble's link completes a central's connection even when the peripheral stopped
+        # advertising for another one a moment before (a radio would not): the centrals
+        # connect one after the other, --stagger seconds apart, and then run at once.
+        if index > 0:
+            await turns[index - 1].wait()
+            await asyncio.sleep(args.stagger)
+        try:
+            address = await find(device, args.target, args.scan_timeout)
+            connection = await asyncio.wait_for(device.connect(address, own_address_type=hci.OwnAddressType.PUBLIC), 15)
+        finally:
+            turns[index].set()
+        peer = Peer(connection)
+        result['mtu'] = await peer.request_mtu(517)
+        services = []
+        chars = {}
+        for service in await peer.discover_services():
+            await service.discover_characteristics()
+            entry = {'uuid': uuid_text(service.uuid), 'handle': service.handle,
+                     'end_handle': service.end_group_handle, 'characteristics': []}
+            for c in service.characteristics:
+                await c.discover_descriptors()
+                chars.setdefault(uuid_text(c.uuid), c)
+                entry['characteristics'].append({
+                    'uuid': uuid_text(c.uuid), 'handle': c.handle, 'properties': int(c.properties),
+                    'descriptors': [uuid_text(d.type) for d in c.descriptors]})
+            services.append(entry)
+        result['services'] = services
+
+        reads = {}
+        for uuid, c in chars.items():
+            if c.properties & 0x02:
+                try:
+                    reads[uuid] = bytes(await peer.read_value(c)).hex()
+                except att.ATT_Error as e:
+                    reads[uuid] = f'error 0x{e.error_code:02x}'
+            for d in c.descriptors:
+                if uuid_text(d.type) in ('2901', '2906', '2904'):
+                    try:
+                        reads[f'{uuid}/{uuid_text(d.type)}'] = bytes(await peer.read_value(d)).hex()
+                    except att.ATT_Error as e:
+                        reads[f'{uuid}/{uuid_text(d.type)}'] = f'error 0x{e.error_code:02x}'
+        result['reads'] = reads
+
+        writes = []
+        for spec in args.write:
+            uuid, _, value = spec.partition('=')
+            with_response = True
+            if uuid.endswith('!'):
+                uuid, with_response = uuid[:-1], False
+            w = {'uuid': uuid, 'value': value, 'error': None}
+            c = chars.get(uuid)
+            if c is None:
+                w['error'] = 'no such characteristic'
+            else:
+                try:
+                    await peer.write_value(c, bytes.fromhex(value), with_response=with_response)
+                    if with_response and c.properties & 0x02:
+                        w['read_back'] = bytes(await peer.read_value(c)).hex()
+                except att.ATT_Error as e:
+                    w['error'] = e.error_code
+            writes.append(w)
+        result['writes'] = writes
+
+        values = {}
+        subscribed = []
+        for uuid, c in chars.items():
+            if uuid == '2A05' or not c.properties & 0x30:
+                continue
+            values[uuid] = []
+            await peer.subscribe(c, lambda v, u=uuid: values[u].append(bytes(v).hex()),
+                                 prefer_notify=bool(c.properties & 0x10))
+            subscribed.append(c)
+        await asyncio.sleep(args.listen)
+        for c in subscribed:
+            await peer.unsubscribe(c)
+        result['values'] = values
+        await connection.disconnect()
+    except Exception as e:  # reported in the result line; the test fails on it
+        result['error'] = f'{type(e).__name__}: {e}'
+    return result
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--port', type=int, default=0)
+    parser.add_argument('--host-address', default='C0:FF:EE:00:00:01')
+    parser.add_argument('--centrals', type=int, default=1)
+    parser.add_argument('--target', required=True, help='advertised name of the peripheral')
+    parser.add_argument('--write', action='append', default=[], metavar='UUID[!]=HEX',
+                        help='write HEX to the characteristic (! = without response)')
+    parser.add_argument('--listen', type=float, default=3.0)
+    parser.add_argument('--stagger', type=float, default=0.5,
+                        help='seconds between the centrals starting (see run_central)')
+    parser.add_argument('--scan-timeout', type=float, default=30.0)
+    parser.add_argument('--verbose', action='store_true')
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
+
+    link = PeerLink()
+    server_socket, _, _ = await start_host_controller(link, args.port, args.host_address, False)
+    devices = []
+    for i in range(args.centrals):
+        address = f'D0:D1:D2:D3:D4:{i + 1:02X}'
+        controller = Controller(f'central{i}', link=link, public_address=address)
+        device = Device(name=f'central{i}', address=hci.Address(address),
+                        host=Host(controller, AsyncPipeSink(controller)))
+        await device.power_on()
+        devices.append(device)
+    print(json.dumps({'ready': True, 'port': server_socket.getsockname()[1]}), flush=True)
+    turns = [asyncio.Event() for _ in devices]
+    results = await asyncio.gather(*(run_central(i, d, args, turns) for i, d in enumerate(devices)))
+    for r in results:
+        print(json.dumps(r), flush=True)
+    # Keep the world up (hcigatt's controller with it) until told to stop, so hcigatt ends
+    # on its own terms rather than seeing its controller vanish.
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+if __name__ == '__main__':
+    asyncio.run(main())
