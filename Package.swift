@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
         .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport"]),
         .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
-        .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto"]),
+        .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire"]),
     ]
 )

@@ -1,8 +1,9 @@
 import CCrypto
 
-/// The cryptographic building blocks of the host (AES-128 and AES-CMAC), computed by
-/// OpenSSL's libcrypto: never a home-made cipher. Controllers are not asked (Bumble's
-/// virtual controller, like some real ones, has no LE Encrypt).
+/// The cryptographic building blocks of the host (AES-128 and AES-CMAC) on OpenSSL's
+/// libcrypto: the cipher is OpenSSL's AES; CMAC is the RFC 4493 mode around it (see
+/// `CCrypto/shim.h` for why not EVP). Controllers are not asked (Bumble's virtual
+/// controller, like some real ones, has no LE Encrypt).
 ///
 /// Byte order: keys, blocks and results are in the byte order of the algorithm (RFC 4493,
 /// FIPS-197: first byte = most significant). The Bluetooth functions built on them say

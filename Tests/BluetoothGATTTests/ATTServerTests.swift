@@ -1,4 +1,5 @@
 import BluetoothCrypto
+import CCrypto
 import BluetoothHost
 import BluetoothWire
 import Testing
@@ -561,6 +562,24 @@ func hexString(_ b: [UInt8]) -> String { b.map { String($0, radix: 16, uppercase
         #expect(try BluetoothCrypto.aes128(key: bytes("000102030405060708090a0b0c0d0e0f"),
                                            block: bytes("00112233445566778899aabbccddeeff"))
                 == bytes("69c4e0d8 6a7b0430 d8cdb780 70b4c55a"))
+    }
+
+    @Test("AES-CMAC agrees with OpenSSL's EVP CMAC on every length 0...80 and random keys")
+    func cmacAgreesWithEVP() throws {
+        var rng = SplitMix(seed: 7)
+        for n in 0 ... 80 {
+            let key = (0 ..< 16).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            let m = (0 ..< n).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            // The reference: OpenSSL's EVP CMAC (in the test binary only; see CCrypto/shim.h).
+            var reference = [UInt8](repeating: 0, count: 16)
+            let ok = key.withUnsafeBufferPointer { k in
+                m.withUnsafeBufferPointer { mb in
+                    reference.withUnsafeMutableBufferPointer { o in hcigatt_aes_cmac_evp(k.baseAddress, mb.baseAddress, mb.count, o.baseAddress) }
+                }
+            }
+            #expect(ok == 1)
+            #expect(try BluetoothCrypto.aesCMAC(key: key, message: m) == reference, "length \(n)")
+        }
     }
 
     @Test("The hash changes when the database does, and not otherwise")
