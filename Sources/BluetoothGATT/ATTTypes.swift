@@ -189,7 +189,3 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-func hex(_ v: some BinaryInteger, _ width: Int) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
-}

@@ -135,10 +135,14 @@ public struct TransportOptions: Sendable {
 }
 
 extension Duration {
-    var nanoseconds: UInt64 {
+    /// Whole nanoseconds, saturating; negative durations count as 0.
+    public var nanoseconds: UInt64 {
         let (s, a) = components
         guard s >= 0 else { return 0 }
-        return UInt64(s) &* 1_000_000_000 &+ UInt64(max(a, 0) / 1_000_000_000)
+        let (ns, overflow) = UInt64(s).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return UInt64.max }
+        let (sum, over) = ns.addingReportingOverflow(UInt64(max(a, 0) / 1_000_000_000))
+        return over ? UInt64.max : sum
     }
 
     var milliseconds: Int32 { Int32(clamping: (nanoseconds + 999_999) / 1_000_000) }

@@ -84,6 +84,18 @@ extension [ConnectionAction] {
         #expect(m.nextDeadline == nil && !m.isConnecting)
     }
 
+    @Test func aConnectionHandleAbove0x0EFFFailsTheAttemptAndOpensNoLink() {
+        var m = LEConnectionManager()
+        _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: 5 * second, now: 0)
+        _ = m.commandAnswered(.createConnection, ok, now: 0)
+        let a = feed(&m, connectionCompleteEvent(handle: 0x0F00))
+        #expect(a.failures.map(\.0) == [1])
+        #expect(a.failures.first?.1.message.contains("above 0x0EFF") == true)
+        #expect(m.linkHandles.isEmpty && !m.isConnecting)
+        #expect(feed(&m, connectionCompleteEvent(handle: 0xFFFF, role: .peripheral)).isEmpty)
+        #expect(m.statistics.invalidConnectionHandles == 2)
+    }
+
     @Test func extendedCreateWhenTheControllerHasIt() {
         var info = ControllerInfo()
         #expect(!LEConnectionManager.supportsExtendedCreate(info))

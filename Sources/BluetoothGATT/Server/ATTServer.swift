@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothTransport
 import BluetoothWire
 
 /// One client of an ``ATTServer``: one ATT bearer (an LE link's fixed ATT channel).
@@ -145,7 +146,7 @@ public struct ATTServer: Sendable {
     public init(table: GATTAttributeTable, options: Options = .init()) {
         self.table = table
         self.options = options
-        confirmationTimeoutNanoseconds = options.confirmationTimeout.nanosecondsClamped
+        confirmationTimeoutNanoseconds = options.confirmationTimeout.nanoseconds
     }
 
     // MARK: Clients
@@ -510,15 +511,5 @@ public struct ATTServer: Sendable {
         let last = min(Int(end), table.attributes.count)
         let first = Int(start) - 1
         return first < last ? first ..< last : 0 ..< 0
-    }
-}
-
-extension Duration {
-    /// Whole nanoseconds, saturating at 0 and UInt64.max.
-    var nanosecondsClamped: UInt64 {
-        let (s, a) = components
-        guard s >= 0 else { return 0 }
-        let (ns, overflow) = UInt64(s).multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : ns &+ UInt64(max(0, a / 1_000_000_000))
     }
 }

@@ -901,14 +901,3 @@ final class HostDriver: @unchecked Sendable {
         }
     }
 }
-
-extension Duration {
-    /// Whole nanoseconds, saturating; negative durations count as 0.
-    var nanoseconds: UInt64 {
-        let c = components
-        guard c.seconds >= 0 else { return 0 }
-        let (s, overflow) = UInt64(c.seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return UInt64.max }
-        return s &+ UInt64(max(0, c.attoseconds / 1_000_000_000))
-    }
-}

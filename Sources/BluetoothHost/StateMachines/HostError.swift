@@ -123,10 +123,6 @@ func formatDuration(_ ns: UInt64) -> String {
     return "\(ns / 1_000) µs"
 }
 
-func hex<T: BinaryInteger>(_ v: T, _ digits: Int) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return s.count >= digits ? s : String(repeating: "0", count: digits - s.count) + s
-}
 
 /// The answer to a command: its Command Complete return parameters (owned copy), or the
 /// status of its Command Status.

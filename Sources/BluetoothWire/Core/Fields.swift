@@ -37,6 +37,9 @@ extension FieldValue {
 }
 
 /// Hex helpers shared by descriptions (not the hot path).
+/// `v` in uppercase hex, zero-padded to `width` digits ("0x" not included): for messages.
+public func hex(_ v: some BinaryInteger, _ width: Int) -> String { Hex.pad(v, width) }
+
 public enum Hex {
     static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
