@@ -49,7 +49,28 @@ enum Inputs {
                                               0xC0, 0x11, 0x01, 0x00]
     static let sfloat: [UInt8] = [0x6C, 0xF1]               // 36.4
     static let float32: [UInt8] = [0x72, 0x01, 0x00, 0xFF]  // 37.0 (mantissa 370, exponent -1)
+    /// ATT Read Request for handle 0x0003 (Device Name, "hcigatt-bench").
+    static let readRequest: [UInt8] = [0x0A, 0x03, 0x00]
     static let uuid128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x0D, 0x18, 0x00, 0x00]
+}
+
+/// A GATT server with Generic Access (Device Name at 0x0003) and a Temperature Measurement
+/// that notifies (value 0x0010, CCCD 0x0011), one client subscribed.
+func benchmarkServer() -> ATTServer {
+    let services: [GATTLocalService] = [
+        .genericAccess(deviceName: "hcigatt-bench"), .genericAttribute(),
+        GATTLocalService(uuid: BluetoothUUID(0x1809), characteristics: [
+            GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A1C), properties: [.read, .notify], value: .stored(Inputs.temperatureMeasurement)),
+        ]),
+    ]
+    guard let table = try? GATTAttributeTable(services: services) else { fatalError("benchmark database") }
+    var server = ATTServer(table: table)
+    let client = ATTServerClientID(rawValue: 1)
+    server.connect(client)
+    let subscribe: [UInt8] = [0x12, 0x11, 0x00, 0x01, 0x00]
+    _ = subscribe.withUnsafeBytes { server.receive(from: client, pdu: $0, now: 0) { _ in } }
+    precondition(server.configuration(of: client, valueHandle: 0x0010) == .notify, "benchmark server not subscribed")
+    return server
 }
 
 /// Reads every field the scan path shows from AD bytes; returns a checksum of them.
@@ -140,6 +161,27 @@ func allCases() -> [BenchmarkCase] {
                         guard cid == .att, let v = att.receiveNotification(bytes: frame) else { return }
                         sum &+= UInt64(v.handle) &+ UInt64(v.value.count)
                     }
+                } catch {}
+                return sum
+            }
+        },
+        BenchmarkCase(name: "ATT server: Read Request, static value", targetNanos: nil) { [input = RotatingInput(Inputs.readRequest)] n in
+            // The server answers from the stored value into a stack buffer: no allocation.
+            var server = benchmarkServer()
+            let client = ATTServerClientID(rawValue: 1)
+            return input.run(n) { buf in
+                var sum: UInt64 = 0
+                _ = server.receive(from: client, pdu: buf, now: 0) { out in sum &+= UInt64(out.count) &+ UInt64(out[1]) }
+                return sum
+            }
+        },
+        BenchmarkCase(name: "ATT server: notification sent", targetNanos: nil) { [input = RotatingInput(Inputs.temperatureMeasurement)] n in
+            var server = benchmarkServer()
+            let client = ATTServerClientID(rawValue: 1)
+            return input.run(n) { buf in
+                var sum: UInt64 = 0
+                do throws(ATTServerError) {
+                    try server.notify(client, handle: 0x0010, value: buf) { out in sum &+= UInt64(out.count) &+ UInt64(out[3]) }
                 } catch {}
                 return sum
             }
