@@ -206,6 +206,43 @@ class RealKernel(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn('hci0 is down and bringing it up needs CAP_NET_ADMIN', err)
 
+    def test_8_serve_over_the_user_channel_read_by_the_kernels_att_socket(self):
+        # Our peripheral on hci0 (user channel); the kernel's host on hci1 connects as
+        # central and hcigatt's client speaks ATT on the kernel's L2CAP socket to our server.
+        log = open(os.path.join(os.environ.get('TMPDIR', '/tmp'), 'serve.log'), 'w+')
+        serve = subprocess.Popen([HCIGATT, 'serve', '--transport', 'user:hci0', '--profile', 'thermometer,battery',
+                                  '--name', 'VM-Serve', '--json'], stdout=subprocess.PIPE, stderr=log, text=True)
+        events = []
+        try:
+            line = serve.stdout.readline() if select.select([serve.stdout], [], [], 60)[0] else ''
+            self.assertIn('"advertising"', line, read(log.name))
+            rc, out, err = hcigatt('gatt', ADAPTERS[0], '--transport', 'l2cap:hci1', '--json')
+            self.assertEqual(rc, 0, err)
+            db = json.loads(out)
+            self.assertEqual([s['uuid'] for s in db['services']], ['1800', '1801', '1809', '180F'])
+            by_uuid = {c['uuid']: c for s in db['services'] for c in s['characteristics']}
+            self.assertEqual(by_uuid['2A00']['value']['text'], 'VM-Serve')
+            self.assertEqual(by_uuid['2A19']['value']['hex'], '64')
+            self.assertEqual(by_uuid['2A1D']['value']['hex'], '02')
+            self.assertEqual(len(by_uuid['2B2A']['value']['hex']), 32)
+            rc, out, err = hcigatt('write', ADAPTERS[0], '2a21', '0500', '--transport', 'l2cap:hci1')
+            self.assertEqual(rc, 0, err)
+        finally:
+            serve.send_signal(signal.SIGINT)
+            try:
+                out, _ = serve.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                serve.kill()
+                out, _ = serve.communicate()
+            events = [json.loads(l) for l in out.splitlines() if l.strip()]
+            log.close()
+            sys.stderr.write(f'\nserve: {events}\n{read(log.name)}')
+        kinds = [e['event'] for e in events]
+        self.assertIn('connected', kinds)
+        self.assertIn({'event': 'write', 'uuid': '2A21', 'value': '0500'},
+                      [{k: e[k] for k in ('event', 'uuid', 'value')} for e in events if e['event'] == 'write'])
+        self.assertEqual(serve.returncode, 0)
+
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)
