@@ -84,8 +84,7 @@ public final class GATTClient: Sendable {
         var att: ATTClient
         var waiters: [ATTRequestID: Waiter] = [:]
         var terminal: GATTError?
-        var timer: Task<Void, Never>?
-        var timerDeadline: UInt64?
+        var timer = DeadlineTimer()
         var mtuState: MTUState = .idle
         var subscribers: [UInt64: Subscriber] = [:]
         var cccds: [UInt16: CCCD] = [:]
@@ -122,7 +121,7 @@ public final class GATTClient: Sendable {
     }
 
     deinit {
-        state.withLock { $0.timer?.cancel() }
+        state.withLock { $0.timer.cancel() }
         databaseChangedContinuation.finish()
     }
 
@@ -448,10 +447,7 @@ public final class GATTClient: Sendable {
 
     // MARK: - Internals: the ATT request path
 
-    func now() -> UInt64 {
-        let (s, a) = (ContinuousClock.now - clockBase).components
-        return UInt64(max(0, s)) &* 1_000_000_000 &+ UInt64(max(0, a / 1_000_000_000))
-    }
+    func now() -> UInt64 { DeadlineTimer.now(since: clockBase) }
 
     private func currentMTU() -> Int { state.withLock { $0.att.mtu } }
 
@@ -497,29 +493,13 @@ public final class GATTClient: Sendable {
     }
 
     private func rearm(_ s: inout State) {
-        let d = s.att.nextDeadline
-        guard d != s.timerDeadline else { return }
-        s.timer?.cancel()
-        s.timerDeadline = d
-        guard let d, s.terminal == nil else {
-            s.timer = nil
-            return
-        }
-        let instant = clockBase.advanced(by: .nanoseconds(Int64(clamping: d)))
-        s.timer = Task { [weak self] in
-            do {
-                try await Task.sleep(until: instant, clock: .continuous)
-            } catch {
-                return
-            }
-            self?.timerFired()
-        }
+        s.timer.arm(s.terminal == nil ? s.att.nextDeadline : nil, base: clockBase) { [weak self] in self?.timerFired() }
     }
 
     private func timerFired() {
         locked { s, fx in
             let actions = s.att.timerFired(now: now())
-            s.timerDeadline = nil // re-arm even if the clock read a hair early
+            s.timer.fired()
             apply(actions, &s, &fx)
         }
     }
@@ -597,8 +577,7 @@ public final class GATTClient: Sendable {
     private func terminate(_ error: GATTError, _ s: inout State, _ fx: inout [Effect]) {
         guard s.terminal == nil else { return }
         s.terminal = error
-        s.timer?.cancel()
-        s.timer = nil
+        s.timer.cancel()
         for (id, waiter) in s.waiters {
             if case .request(let c) = waiter { fx.append { c.resume(returning: .failure(error)) } }
             s.waiters[id] = nil

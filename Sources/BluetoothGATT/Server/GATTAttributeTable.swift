@@ -97,16 +97,7 @@ public struct GATTAttributeTable: Sendable {
                 if c.uuid == GATTServerUUID.clientSupportedFeatures { role = .clientSupportedFeatures }
                 if c.uuid == GATTServerUUID.databaseHash { role = .databaseHash }
                 if c.uuid == GATTServerUUID.serviceChanged, s.uuid == GATTServerUUID.genericAttribute { serviceChanged = valueHandle }
-                var value: [UInt8] = []
-                var read: GATTReadHandler?
-                switch c.value {
-                case .stored(let v):
-                    guard v.count <= ATT.maximumAttributeValueLength else {
-                        throw GATTDatabaseError(message: "characteristic \(c.uuid): value of \(v.count) bytes is over 512")
-                    }
-                    value = v
-                case .computed(let h): read = h
-                }
+                let (value, read) = try Self.source(c.value, "characteristic \(c.uuid)")
                 attrs.append(Attribute(handle: valueHandle, type: c.uuid, permissions: c.permissions, role: role,
                                        value: value, read: read, onWrite: c.onWrite))
                 var descriptors: [GATTDescriptor] = []
@@ -117,16 +108,7 @@ public struct GATTAttributeTable: Sendable {
                     descriptors.append(GATTDescriptor(handle: cccdHandle, uuid: GATTServerUUID.clientCharacteristicConfiguration))
                 }
                 for d in c.descriptors {
-                    var dv: [UInt8] = []
-                    var dr: GATTReadHandler?
-                    switch d.value {
-                    case .stored(let v):
-                        guard v.count <= ATT.maximumAttributeValueLength else {
-                            throw GATTDatabaseError(message: "descriptor \(d.uuid): value of \(v.count) bytes is over 512")
-                        }
-                        dv = v
-                    case .computed(let h): dr = h
-                    }
+                    let (dv, dr) = try Self.source(d.value, "descriptor \(d.uuid)")
                     descriptors.append(GATTDescriptor(handle: handle(), uuid: d.uuid))
                     attrs.append(Attribute(handle: handle(), type: d.uuid, permissions: d.permissions,
                                            role: .descriptor(maximumLength: ATT.maximumAttributeValueLength),
@@ -145,6 +127,19 @@ public struct GATTAttributeTable: Sendable {
             hash = try Self.computeHash(attrs)
         } catch {
             throw GATTDatabaseError(message: "cannot compute the Database Hash: \(error)")
+        }
+    }
+
+    /// A stored value (checked against the 512-byte limit) or a read handler.
+    static func source(_ v: GATTLocalValue, _ what: String) throws(GATTDatabaseError) -> ([UInt8], GATTReadHandler?) {
+        switch v {
+        case .stored(let bytes):
+            guard bytes.count <= ATT.maximumAttributeValueLength else {
+                throw GATTDatabaseError(message: "\(what): value of \(bytes.count) bytes is over 512")
+            }
+            return (bytes, nil)
+        case .computed(let handler):
+            return ([], handler)
         }
     }
 

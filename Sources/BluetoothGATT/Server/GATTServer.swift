@@ -66,8 +66,7 @@ public final class GATTServer: Sendable {
         var server: ATTServer
         var clients: [ATTServerClientID: Client] = [:]
         var nextID: UInt64 = 1
-        var timer: Task<Void, Never>?
-        var timerDeadline: UInt64?
+        var timer = DeadlineTimer()
         var droppedEvents = 0
     }
 
@@ -93,7 +92,7 @@ public final class GATTServer: Sendable {
     }
 
     deinit {
-        state.withLock { $0.timer?.cancel() }
+        state.withLock { $0.timer.cancel() }
         eventSink.finish()
     }
 
@@ -240,10 +239,7 @@ public final class GATTServer: Sendable {
 
     // MARK: Internals
 
-    func now() -> UInt64 {
-        let (s, a) = (ContinuousClock.now - clockBase).components
-        return UInt64(max(0, s)) &* 1_000_000_000 &+ UInt64(max(0, a / 1_000_000_000))
-    }
+    func now() -> UInt64 { DeadlineTimer.now(since: clockBase) }
 
     private func locked<R: Sendable>(_ body: (inout State, inout [Effect]) -> R) -> R {
         var fx: [Effect] = []
@@ -352,28 +348,12 @@ public final class GATTServer: Sendable {
     }
 
     private func rearm(_ s: inout State) {
-        let d = s.server.nextDeadline
-        guard d != s.timerDeadline else { return }
-        s.timer?.cancel()
-        s.timerDeadline = d
-        guard let d else {
-            s.timer = nil
-            return
-        }
-        let instant = clockBase.advanced(by: .nanoseconds(Int64(clamping: d)))
-        s.timer = Task { [weak self] in
-            do {
-                try await Task.sleep(until: instant, clock: .continuous)
-            } catch {
-                return
-            }
-            self?.timerFired()
-        }
+        s.timer.arm(s.server.nextDeadline, base: clockBase) { [weak self] in self?.timerFired() }
     }
 
     private func timerFired() {
         locked { s, fx in
-            s.timerDeadline = nil
+            s.timer.fired()
             let events = s.server.timerFired(now: now())
             // A timed-out indication fails its caller; the bearer closes (events handle it).
             for e in events {
