@@ -91,6 +91,20 @@ final class H4Stream {
         }
     }
 
+    /// One write(2)/send(2): the bytes taken, 0 when the descriptor is full.
+    func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int {
+        guard fd >= 0 else { throw TransportError(.closed, "\(label): the transport is closed") }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
+        let fd = self.fd, useSend = self.useSend, system = self.system
+        switch system.valueOrErrno({
+            useSend ? system.send(fd, base, bytes.count, Int32(MSG_NOSIGNAL)) : system.write(fd, base, bytes.count)
+        }) {
+        case .success(let n): return n
+        case .failure(let e) where e == .wouldBlock: return 0
+        case .failure(let e): throw streamError(e, reading: false)
+        }
+    }
+
     private func streamError(_ e: Errno, reading: Bool) -> TransportError {
         switch e {
         case .connectionReset, .brokenPipe:
@@ -132,6 +146,7 @@ public final class TCPTransport: HCITransport {
         try stream.readAvailable(body)
     }
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try stream.write(packet) }
+    public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try stream.writeAvailable(bytes) }
     public func close() { stream.close() }
 
     static func connect(host: String, port: UInt16, label: String, options: TransportOptions) throws(TransportError) -> Int32 {
@@ -307,5 +322,6 @@ public final class SerialTransport: HCITransport {
         try stream.readAvailable(body)
     }
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try stream.write(packet) }
+    public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try stream.writeAvailable(bytes) }
     public func close() { stream.close() }
 }

@@ -51,6 +51,20 @@ final class HCIPacketSocket {
         }
     }
 
+    /// One write(2) of a whole packet: its length, or 0 when the socket is full.
+    func writeAvailable(_ packet: UnsafeRawBufferPointer) throws(TransportError) -> Int {
+        guard fd >= 0 else { throw TransportError(.closed, "\(label): the transport is closed") }
+        guard let base = packet.baseAddress, packet.count > 0 else { return 0 }
+        let fd = self.fd
+        switch system.valueOrErrno({ system.write(fd, base, packet.count) }) {
+        case .success(let n) where n == packet.count: return n
+        case .success(let n):
+            throw TransportError(.io, "\(label): the kernel took \(n) of \(packet.count) bytes of a packet")
+        case .failure(let e) where e == .wouldBlock: return 0
+        case .failure(let e): throw error(e, reading: false)
+        }
+    }
+
     func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) {
         guard fd >= 0 else { throw TransportError(.closed, "\(label): the transport is closed") }
         guard let base = packet.baseAddress, packet.count > 0 else { return }
@@ -287,6 +301,7 @@ public final class UserChannelTransport: HCITransport {
         try socket.readAvailable(body)
     }
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try socket.write(packet) }
+    public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try socket.writeAvailable(bytes) }
     public func close() { socket.close() }
 }
 
@@ -355,5 +370,6 @@ public final class RawChannelTransport: HCITransport {
         try socket.readAvailable(body)
     }
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try socket.write(packet) }
+    public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try socket.writeAvailable(bytes) }
     public func close() { socket.close() }
 }

@@ -19,11 +19,24 @@ public protocol HCITransport: AnyObject {
     /// descriptor to become writable if needed.
     func write(_ packet: UnsafeRawBufferPointer) throws(TransportError)
 
+    /// Writes what the descriptor takes now without waiting and returns how many bytes
+    /// went (0 when it is full: wait for POLLOUT and call again with the rest). Packet
+    /// sockets take a packet whole or not at all; byte streams may take part of it.
+    func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int
+
     /// Closes the descriptor. Idempotent.
     func close()
 
     /// Human description for messages, e.g. "tcp:127.0.0.1:9001" or "user:hci0".
     var description: String { get }
+}
+
+extension HCITransport {
+    /// For transports that only have a blocking write (test doubles): writes it all.
+    public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int {
+        try write(bytes)
+        return bytes.count
+    }
 }
 
 /// Why a transport could not be opened or stopped working. `message` is written for the

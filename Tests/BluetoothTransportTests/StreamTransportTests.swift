@@ -88,6 +88,28 @@ final class TestListener {
         #expect(readExactly(peer, 4) == reset)
     }
 
+    @Test func writeAvailableNeverWaitsForAPeerThatDoesNotRead() throws {
+        let listener = try TestListener()
+        let t = try TCPTransport(host: "127.0.0.1", port: listener.port)
+        defer { t.close() }
+        let peer = listener.accept()
+        defer { close(peer) }
+        // Fill the socket buffers: writes take less and less, then nothing, and return at once.
+        let chunk = [UInt8](repeating: 0x5A, count: 1 << 20)
+        var total = 0
+        var sawFull = false
+        for _ in 0 ..< 64 {
+            let n = try chunk.withUnsafeBytes { try t.writeAvailable($0) }
+            total += n
+            if n == 0 { sawFull = true; break }
+        }
+        #expect(sawFull && total > 0)
+        // The peer drains some; the transport takes more again.
+        #expect(readExactly(peer, min(total, 65536)).count == min(total, 65536))
+        usleep(10_000)
+        #expect(try chunk.withUnsafeBytes { try t.writeAvailable($0) } > 0)
+    }
+
     @Test func peerCloseEndsTheStream() throws {
         let listener = try TestListener()
         let t = try TCPTransport(host: "127.0.0.1", port: listener.port)

@@ -118,7 +118,19 @@ final class HostDriver: @unchecked Sendable {
     private var running = true
     private var stats = HostStatistics()
     private var reading = false
-    private var outbox: [[UInt8]] = []
+    /// Packets accepted for the transport and not yet fully written, in order (the first
+    /// may be partly written, up to `pendingOffset`). The driver never waits for the
+    /// transport: it writes what the descriptor takes and polls for POLLOUT for the rest.
+    /// Bounded by the controller's command and ACL credits, which hold everything else in
+    /// the state machines.
+    private var pending: [[UInt8]] = []
+    private var pendingHead = 0
+    private var pendingOffset = 0
+    /// When the transport last stopped taking bytes with some pending; after
+    /// `writeStallTimeout` of that the transport is declared dead.
+    private var stalledSince: UInt64?
+    static let writeStallTimeout: UInt64 = 5_000_000_000
+    private var hasPending: Bool { pendingHead < pending.count }
 
     // Connections (driver thread).
     private var connections = LEConnectionManager()
@@ -239,6 +251,7 @@ final class HostDriver: @unchecked Sendable {
                    pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         while running {
             let timeout = pollTimeout(now: Sys.now())
+            fds[0].events = Int16(POLLIN) | (hasPending ? Int16(POLLOUT) : 0)
             fds[0].revents = 0
             fds[1].revents = 0
             switch Sys.poll(&fds, timeoutMilliseconds: timeout) {
@@ -252,7 +265,10 @@ final class HostDriver: @unchecked Sendable {
                 Sys.drain(wakePipe: wakeFD)
                 processRequests()
             }
-            if running, fds[0].revents != 0 {
+            if running, hasPending, fds[0].revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 {
+                flushPending()
+            }
+            if running, fds[0].revents & ~Int16(POLLOUT) != 0 {
                 readTransport()
             }
             if running { fireTimers(now: Sys.now()) }
@@ -269,7 +285,8 @@ final class HostDriver: @unchecked Sendable {
     }
 
     private func pollTimeout(now: UInt64) -> Int32 {
-        let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline, connections.nextDeadline].compactMap { $0 }
+        let stall = stalledSince.map { $0 &+ Self.writeStallTimeout }
+        let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline, connections.nextDeadline, stall].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
@@ -277,6 +294,11 @@ final class HostDriver: @unchecked Sendable {
     }
 
     private func fireTimers(now: UInt64) {
+        if let since = stalledSince, now &- since >= Self.writeStallTimeout {
+            terminate(HostError(.transport(TransportError(.io, "\(transportName): could not write for \(Self.writeStallTimeout / 1_000_000_000) s: the controller is not taking packets")),
+                                "\(transportName): could not write for \(Self.writeStallTimeout / 1_000_000_000) s: the controller (or the other side of the connection) is not taking packets"))
+            return
+        }
         if let d = flow.nextDeadline, d <= now {
             let actions = flow.timerFired(now: now)
             stats.commandTimeouts = flow.timeouts
@@ -590,7 +612,10 @@ final class HostDriver: @unchecked Sendable {
         incoming.finish()
         for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
         let actions = flow.failAll(error)
-        outbox.removeAll()
+        pending.removeAll()
+        pendingHead = 0
+        pendingOffset = 0
+        stalledSince = nil
         execute(actions)
         transport.close()
     }
@@ -818,23 +843,59 @@ final class HostDriver: @unchecked Sendable {
 
     private func write(_ packet: [UInt8]) {
         guard running else { return }
-        if reading {
-            outbox.append(packet)
-            return
-        }
         stats.packetsOut += 1
         stats.bytesOut += packet.count
         if packet.first == 0x01 { stats.commandsSent += 1 }
-        let failure: TransportError? = packet.withUnsafeBytes { buffer in
-            observer?(buffer, true)
-            do throws(TransportError) {
-                try transport.write(buffer)
-                return nil
-            } catch {
-                return error
+        packet.withUnsafeBytes { observer?($0, true) }
+        // In order: behind what waits, and never from inside a read (flushed after it).
+        if reading || hasPending {
+            pending.append(packet)
+            return
+        }
+        let taken: Result<Int, TransportError> = packet.withUnsafeBytes { buffer in
+            do throws(TransportError) { return .success(try transport.writeAvailable(buffer)) } catch { return .failure(error) }
+        }
+        switch taken {
+        case .success(let n) where n >= packet.count:
+            return
+        case .success(let n):
+            pending.append(packet)
+            pendingOffset = n
+            stalledSince = Sys.now()
+        case .failure(let e):
+            terminate(HostError.from(e, transport: transportName))
+        }
+    }
+
+    /// Writes what waits, as far as the transport takes it now.
+    private func flushPending() {
+        while running, pendingHead < pending.count {
+            let offset = pendingOffset
+            let taken: Result<Int, TransportError> = pending[pendingHead].withUnsafeBytes { buffer in
+                do throws(TransportError) {
+                    return .success(try transport.writeAvailable(UnsafeRawBufferPointer(rebasing: buffer[offset...])))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch taken {
+            case .failure(let e):
+                terminate(HostError.from(e, transport: transportName))
+                return
+            case .success(let n):
+                if n > 0 { stalledSince = nil }
+                pendingOffset += n
+                guard pendingOffset >= pending[pendingHead].count else {
+                    if stalledSince == nil { stalledSince = Sys.now() }
+                    return
+                }
+                pendingHead += 1
+                pendingOffset = 0
             }
         }
-        if let failure { terminate(HostError.from(failure, transport: transportName)) }
+        pending.removeAll(keepingCapacity: true)
+        pendingHead = 0
+        stalledSince = nil
     }
 
     // MARK: Reading
@@ -850,9 +911,7 @@ final class HostDriver: @unchecked Sendable {
         reading = false
         switch result {
         case .success(true):
-            let pending = outbox
-            outbox.removeAll(keepingCapacity: true)
-            for p in pending { write(p) }
+            flushPending()
         case .success(false):
             terminate(HostError.transportClosed(transportName))
         case .failure(let error):
