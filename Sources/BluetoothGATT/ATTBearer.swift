@@ -18,8 +18,8 @@ public protocol ATTBearer: AnyObject, Sendable {
 
     /// Queues one ATT PDU for the peer. Fails when the bearer is closed.
     ///
-    /// Must not block and must not call `received` or `closed` from inside the call: the
-    /// GATT client sends while holding its lock so that PDUs leave in order.
+    /// Must not call `received` or `closed` from inside the call. The GATT client and
+    /// server call it outside their locks.
     func send(_ pdu: [UInt8]) throws(ATTBearerClosed)
 
     /// Closes the bearer (disconnects the link for our host; closes the socket).

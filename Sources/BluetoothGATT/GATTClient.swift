@@ -4,8 +4,9 @@ import Synchronization
 /// A GATT client (Core Vol 3 Part G §4) over any ``ATTBearer``.
 ///
 /// One ``ATTClient`` state machine runs under a lock; bearer callbacks and API calls feed it
-/// and act on what it returns (PDUs are sent while the lock is held, so they leave in
-/// order; continuations are resumed after it is released). The transaction timer is one
+/// and act on what it returns; PDUs are sent and continuations resumed after the lock is
+/// released, in the order the machine produced them (a caller's PDUs leave in its order;
+/// one request is outstanding, so responses cannot overtake). The transaction timer is one
 /// task per deadline change, cancelled and re-armed.
 ///
 /// Every procedure first exchanges the MTU once (offering the bearer's ``ATTBearer/maximumMTU``)
@@ -528,10 +529,14 @@ public final class GATTClient: Sendable {
         for action in actions {
             switch action {
             case .send(let pdu):
-                do throws(ATTBearerClosed) {
-                    try bearer.send(pdu)
-                } catch {
-                    apply(s.att.bearerClosed(error), &s, &fx)
+                // After the lock is released: a bearer's send may block (the kernel socket).
+                let bearer = self.bearer
+                fx.append { [weak self] in
+                    do throws(ATTBearerClosed) {
+                        try bearer.send(pdu)
+                    } catch {
+                        self?.closed(error)
+                    }
                 }
             case .complete(let id, let result):
                 complete(id, result, &s, &fx)
