@@ -135,7 +135,14 @@ final class HostDriver: @unchecked Sendable {
     // Connections (driver thread).
     private var connections = LEConnectionManager()
     private var aclFlow: ACLFlowControl?
-    private var reassembler = L2CAPReassembler()
+    /// L2CAP: reassembly and routing by channel; the fixed channels are registered below.
+    private var l2cap: L2CAPChannels = {
+        var c = L2CAPChannels()
+        c.register(.att, to: .att)
+        c.register(.leSignaling, to: .leSignaling)
+        c.register(.smp, to: .smp)
+        return c
+    }()
     private var connectWaiters: [ConnectRequestID: CheckedContinuation<Result<LEConnection, HostError>, Never>] = [:]
 
     /// One consumer of a link's ATT channel (client or server side).
@@ -751,12 +758,12 @@ final class HostDriver: @unchecked Sendable {
         let conn = LEConnection(driver: self, link: state)
         links[state.handle] = LinkRecord(connection: conn)
         aclFlow?.addLink(state.handle)
-        reassembler.removeLink(state.handle)
+        l2cap.resetLink(state.handle)
         return conn
     }
 
     private func aclFlowRemove(_ handle: UInt16) {
-        reassembler.removeLink(handle)
+        l2cap.resetLink(handle)
         if let packets = aclFlow?.removeLink(handle) { writeACL(packets) }
     }
 
@@ -795,15 +802,14 @@ final class HostDriver: @unchecked Sendable {
         }
     }
 
-    /// A complete L2CAP frame from the reassembler. Must not touch `reassembler`.
-    private func dispatchFrame(_ handle: UInt16, _ cid: L2CAPChannelID, _ payload: UnsafeRawBufferPointer) {
-        guard links[handle] != nil else {
+    /// A complete L2CAP frame of a registered channel. Must not touch `l2cap`.
+    private func dispatchFrame(_ handle: UInt16, _ consumer: L2CAPChannelConsumer, _ payload: UnsafeRawBufferPointer) {
+        guard let record = links[handle] else {
             stats.unroutedFrames += 1
             return
         }
-        switch cid {
+        switch consumer {
         case .att:
-            guard let record = links[handle] else { return }
             let toServer = payload.first.map { ATTOpcode(rawValue: $0).isClientToServer } ?? false
             if let consumer = toServer ? (record.attServer ?? record.attClient) : record.attClient {
                 consumer.received(payload)  // a view: the receiver copies what it keeps
@@ -816,8 +822,6 @@ final class HostDriver: @unchecked Sendable {
             execute(connections.receivedSignaling(handle: handle, payload: payload))
         case .smp:
             execute(connections.receivedSMP(handle: handle, payload: payload))
-        default:
-            stats.unroutedFrames += 1
         }
     }
 
@@ -831,10 +835,12 @@ final class HostDriver: @unchecked Sendable {
             stats.lastMalformed = "malformed HCI ACL packet: \(error)"
             return
         }
-        let failures = reassembler.append(handle: packet.header.handle, boundary: packet.header.packetBoundary,
-                                          fragment: packet.payload) { h, cid, payload in
-            self.dispatchFrame(h, cid, payload)
+        let unroutedBefore = l2cap.unroutedFrames
+        let failures = l2cap.receive(handle: packet.header.handle, boundary: packet.header.packetBoundary,
+                                     fragment: packet.payload) { h, consumer, payload in
+            self.dispatchFrame(h, consumer, payload)
         }
+        stats.unroutedFrames += l2cap.unroutedFrames - unroutedBefore
         for f in failures {
             stats.l2capErrors += 1
             stats.lastL2CAPError = f.description

@@ -134,13 +134,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         guard pdu.count <= 65535 else {
             throw HostError(.notSupported, "ATT PDU of \(pdu.count) bytes does not fit an L2CAP frame")
         }
-        var frame = [UInt8]()
-        frame.reserveCapacity(4 + pdu.count)
-        frame.append(UInt8(truncatingIfNeeded: pdu.count))
-        frame.append(UInt8(truncatingIfNeeded: pdu.count >> 8))
-        frame.append(UInt8(truncatingIfNeeded: L2CAPChannelID.att.rawValue))
-        frame.append(UInt8(truncatingIfNeeded: L2CAPChannelID.att.rawValue >> 8))
-        frame.append(contentsOf: pdu)
+        let frame = try L2CAPChannels.frame(.att, pdu)
         let before = queuedBytes.wrappingAdd(frame.count, ordering: .relaxed).oldValue
         if before + frame.count > Self.maximumQueuedBytes {
             queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
