@@ -1,3 +1,4 @@
+import BluetoothTransport
 import BluetoothWire
 
 /// What an ``ATTClient`` asks its driver to do.
@@ -59,7 +60,9 @@ public struct ATTClient: Sendable {
     }
 
     /// Nanoseconds a request may wait for its response (Core: 30 s).
-    public let transactionTimeout: UInt64
+    public let transactionTimeout: Duration
+    /// The same in the nanoseconds `now` comes in.
+    private let timeoutNanoseconds: UInt64
     /// The largest ATT_MTU this side can receive (offered in Exchange MTU).
     public let maximumMTU: UInt16
     /// The most indications the peer may leave unconfirmed before the bearer is declared
@@ -83,10 +86,11 @@ public struct ATTClient: Sendable {
     /// PDUs from the peer that were malformed or unexpected and were ignored.
     public private(set) var peerFaults = 0
 
-    public init(maximumMTU: UInt16 = 517, transactionTimeout: UInt64 = 30_000_000_000) {
-        precondition(transactionTimeout > 0, "transaction timeout must be positive")
+    public init(maximumMTU: UInt16 = 517, transactionTimeout: Duration = .seconds(30)) {
+        precondition(transactionTimeout > .zero, "transaction timeout must be positive")
         self.maximumMTU = max(maximumMTU, UInt16(ATT.defaultMTU))
         self.transactionTimeout = transactionTimeout
+        self.timeoutNanoseconds = max(1, transactionTimeout.nanoseconds)
     }
 
     /// The error that killed the bearer, or nil while it is usable.
@@ -151,7 +155,7 @@ public struct ATTClient: Sendable {
     /// Time passed: fails the outstanding request if its transaction timed out.
     public mutating func timerFired(now: UInt64) -> [ATTClientAction] {
         guard let o = outstanding, now >= o.deadline else { return [] }
-        return kill(.transactionTimeout(request: o.request.opcode, timeoutNanoseconds: transactionTimeout))
+        return kill(.transactionTimeout(request: o.request.opcode, timeout: transactionTimeout))
     }
 
     /// The bearer closed: everything pending fails with the reason.
@@ -246,7 +250,7 @@ public struct ATTClient: Sendable {
             queue.removeFirst(queueHead)
             queueHead = 0
         }
-        outstanding = Outstanding(id: next.id, request: next.request, deadline: now &+ transactionTimeout)
+        outstanding = Outstanding(id: next.id, request: next.request, deadline: now &+ timeoutNanoseconds)
         requestsSent += 1
         actions.append(.send(next.pdu))
     }

@@ -1,3 +1,4 @@
+import BluetoothTransport
 import BluetoothWire
 
 /// Identifies one request submitted to an ``ATTClient``.
@@ -152,7 +153,7 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
     case attError(ATTErrorCode, request: ATTOpcode, handle: UInt16)
     /// No response within the transaction timeout (Core Vol 3 Part F §3.3.3). The bearer is
     /// dead: this request and every pending and later one fails with this error.
-    case transactionTimeout(request: ATTOpcode, timeoutNanoseconds: UInt64)
+    case transactionTimeout(request: ATTOpcode, timeout: Duration)
     /// The bearer closed (link lost, disconnected, socket error).
     case bearerClosed(ATTBearerClosed)
     /// The response to the request could not be parsed or made no sense; only that
@@ -168,8 +169,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .attError(let code, let request, let handle):
             "ATT error \(code) (0x\(hex(code.rawValue, 2))) for \(request), handle 0x\(hex(handle, 4))"
-        case .transactionTimeout(let request, let ns):
-            "ATT transaction timeout: no response to \(request) within \(Self.seconds(ns)); the ATT bearer is dead (Core Vol 3 Part F §3.3.3)"
+        case .transactionTimeout(let request, let timeout):
+            "ATT transaction timeout: no response to \(request) within \(Self.seconds(timeout.nanoseconds)); the ATT bearer is dead (Core Vol 3 Part F §3.3.3)"
         case .bearerClosed(let reason): "ATT bearer closed: \(reason)"
         case .malformedResponse(let request, let detail): "malformed response to \(request): \(detail)"
         case .protocolViolation(let detail): "ATT protocol violation by the peer: \(detail); the ATT bearer is dead"

@@ -112,9 +112,7 @@ public final class GATTClient: Sendable {
     public init(bearer: any ATTBearer, options: Options = .init()) {
         self.bearer = bearer
         self.options = options
-        let (c, s) = options.requestTimeout.components
-        let ns = UInt64(max(0, c)) &* 1_000_000_000 &+ UInt64(max(0, s / 1_000_000_000))
-        state = Mutex(State(att: ATTClient(maximumMTU: bearer.maximumMTU, transactionTimeout: max(1, ns))))
+        state = Mutex(State(att: ATTClient(maximumMTU: bearer.maximumMTU, transactionTimeout: options.requestTimeout)))
         (databaseChanged, databaseChangedContinuation) = AsyncStream.makeStream(of: GATTDatabaseChange.self,
                                                                                 bufferingPolicy: .bufferingNewest(16))
         bearer.start(received: { [weak self] pdu in self?.received(pdu) },

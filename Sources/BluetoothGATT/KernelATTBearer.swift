@@ -9,21 +9,21 @@ public struct KernelATTBearerOptions: Sendable {
     public var system: SystemCalls
     /// How long to wait for the LE connection (the kernel's own LE connection attempt
     /// gives up after about 20 s).
-    public var connectTimeoutMilliseconds: Int32
+    public var connectTimeout: Duration
     /// How long `send` waits for room in the socket.
-    public var sendTimeoutMilliseconds: Int32
+    public var sendTimeout: Duration
     /// How long raising security may take (encryption, or pairing first): SMP's own
     /// timeout is 30 s (Core Vol 3 Part H §3.4).
-    public var securityTimeoutMilliseconds: Int32
+    public var securityTimeout: Duration
     /// Bring the adapter up (HCIDEVUP) when it is down; needs CAP_NET_ADMIN.
     public var bringUp: Bool
 
-    public init(system: SystemCalls = .live, connectTimeoutMilliseconds: Int32 = 20_000,
-                sendTimeoutMilliseconds: Int32 = 30_000, securityTimeoutMilliseconds: Int32 = 30_000, bringUp: Bool = true) {
+    public init(system: SystemCalls = .live, connectTimeout: Duration = .seconds(20),
+                sendTimeout: Duration = .seconds(30), securityTimeout: Duration = .seconds(30), bringUp: Bool = true) {
         self.system = system
-        self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
-        self.sendTimeoutMilliseconds = sendTimeoutMilliseconds
-        self.securityTimeoutMilliseconds = securityTimeoutMilliseconds
+        self.connectTimeout = connectTimeout
+        self.sendTimeout = sendTimeout
+        self.securityTimeout = securityTimeout
         self.bringUp = bringUp
     }
 }
@@ -119,8 +119,8 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         self.adapterIndex = index
         self.peer = peer
         self.system = system
-        self.sendTimeoutMilliseconds = options.sendTimeoutMilliseconds
-        self.securityTimeoutMilliseconds = options.securityTimeoutMilliseconds
+        self.sendTimeoutMilliseconds = options.sendTimeout.milliseconds
+        self.securityTimeoutMilliseconds = options.securityTimeout.milliseconds
 
         let own = try Self.prepareAdapter(index: index, label: label, system: system, bringUp: options.bringUp)
         self.adapterAddress = own
@@ -157,14 +157,14 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         case .success:
             break
         case .failure(let e) where e == .inProgress || e == .wouldBlock || e == .alreadyInProgress:
-            let ready = Self.waitFor(fd, events: Int16(POLLOUT), timeoutMilliseconds: options.connectTimeoutMilliseconds, system: system)
+            let ready = Self.waitFor(fd, events: Int16(POLLOUT), timeoutMilliseconds: options.connectTimeout.milliseconds, system: system)
             switch ready {
             case .failure(let pe):
                 throw fail(TransportError(.io, "\(label): waiting for the connection to \(target) failed: \(pe)", errno: pe.rawValue))
             case .success(0):
                 throw fail(TransportError(
                     .connectionFailed,
-                    "\(label): no connection to \(target) within \(options.connectTimeoutMilliseconds / 1000) s: is it in range, advertising and connectable?",
+                    "\(label): no connection to \(target) within \(options.connectTimeout.milliseconds / 1000) s: is it in range, advertising and connectable?",
                     errno: ETIMEDOUT))
             case .success:
                 let code: Int32

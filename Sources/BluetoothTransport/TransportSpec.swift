@@ -145,7 +145,8 @@ extension Duration {
         return over ? UInt64.max : sum
     }
 
-    var milliseconds: Int32 { Int32(clamping: (nanoseconds + 999_999) / 1_000_000) }
+    /// Whole milliseconds rounded up, for poll(2) timeouts (saturating).
+    public var milliseconds: Int32 { Int32(clamping: nanoseconds / 1_000_000 + (nanoseconds % 1_000_000 == 0 ? 0 : 1)) }
 }
 
 /// Opens the transport `spec` describes.

@@ -181,7 +181,7 @@ struct PeerSession: Sendable {
         if args.option("snoop") != nil { throw UsageError("--snoop records HCI traffic; the kernel owns it with l2cap:hciN (use btmon)") }
         let peer = LEAddress(address, type: target.type ?? .public)
         var kopts = KernelATTBearerOptions()
-        kopts.connectTimeoutMilliseconds = Int32(clamping: connectTimeout.components.seconds * 1000 + connectTimeout.components.attoseconds / 1_000_000_000_000_000)
+        kopts.connectTimeout = connectTimeout
         Console.err("connecting to \(peer) via \(spec)...")
         let bearer: KernelATTBearer
         do { bearer = try KernelATTBearer(adapter: index, peer: peer, options: kopts) } catch {
@@ -223,7 +223,7 @@ struct PeerSession: Sendable {
         var scanConfig = ScanConfiguration()
         scanConfig.address = target.address
         if let service = target.service { scanConfig.services = [service] }
-        scanConfig.scanResponseWait = 0
+        scanConfig.scanResponseWait = .zero
         let config = scanConfig
         let wanted = target.name?.lowercased()
         let found = Locked<LEAddress?>(nil)

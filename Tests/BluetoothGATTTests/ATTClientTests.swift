@@ -62,14 +62,14 @@ import Testing
     }
 
     @Test func transactionTimeoutKillsTheBearer() {
-        var c = ATTClient(transactionTimeout: 100_000_000)
+        var c = ATTClient(transactionTimeout: .milliseconds(100))
         let (a, _) = c.submit(.read(handle: 1), now: 0)
         let (b, _) = c.submit(.read(handle: 2), now: 0)
         #expect(c.timerFired(now: 99_999_999).isEmpty)
         let t = c.timerFired(now: 100_000_000)
         let failed = completions(t)
         #expect(failed.map(\.0) == [a, b])
-        let expected = GATTError.transactionTimeout(request: .readRequest, timeoutNanoseconds: 100_000_000)
+        let expected = GATTError.transactionTimeout(request: .readRequest, timeout: .milliseconds(100))
         for (_, r) in failed {
             if case .failure(let e) = r { #expect(e == expected) } else { Issue.record("succeeded") }
         }

@@ -251,12 +251,12 @@ import Testing
             _ = try await client.read(handle: h)
             Issue.record("read succeeded")
         } catch {
-            guard case .transactionTimeout(let op, let ns) = error else {
+            guard case .transactionTimeout(let op, let timeout) = error else {
                 Issue.record("unexpected \(error)")
                 return
             }
             #expect(op == .readRequest)
-            #expect(ns == 100_000_000)
+            #expect(timeout == .milliseconds(100))
             #expect(error.description.contains("timeout"))
         }
         #expect(clock.now - start >= .milliseconds(100))

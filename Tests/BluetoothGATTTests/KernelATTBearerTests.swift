@@ -152,7 +152,7 @@ private final class FakeBluetoothKernel: @unchecked Sendable {
 
     func open(peer: LEAddress = peerAddress, connectTimeout: Int32 = 1000) throws(TransportError) -> KernelATTBearer {
         try KernelATTBearer(adapter: 1, peer: peer, options: KernelATTBearerOptions(
-            system: system, connectTimeoutMilliseconds: connectTimeout, securityTimeoutMilliseconds: 200))
+            system: system, connectTimeout: .milliseconds(Int64(connectTimeout)), securityTimeout: .milliseconds(200)))
     }
 }
 

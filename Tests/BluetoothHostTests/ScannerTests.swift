@@ -14,7 +14,7 @@ import BluetoothWire
     }
 
     @Test func legacyEventWithTwoReports() {
-        var s = Scanner(configuration: .init(scanResponseWait: 0), extended: false)
+        var s = Scanner(configuration: .init(scanResponseWait: .zero), extended: false)
         let events = feed(&s, legacyReportEvent([
             LR(eventType: .advInd, address: addr(1), data: ad(name: "Alpha", services16: [0x180D]), rssi: -40),
             LR(eventType: .advNonconnInd, address: addr(2, .random), data: ad(name: "Beta"), rssi: -70),
@@ -110,7 +110,7 @@ import BluetoothWire
     }
 
     @Test func duplicatesFilteredRSSIAloneIsSilent() {
-        var s = Scanner(configuration: .init(scanResponseWait: 0), extended: false)
+        var s = Scanner(configuration: .init(scanResponseWait: .zero), extended: false)
         let r = { (rssi: Int8, name: String) in legacyReportEvent([LR(eventType: .advInd, address: addr(8), data: ad(name: name), rssi: rssi)]) }
         #expect(feed(&s, r(-40, "A")).count == 1)
         #expect(feed(&s, r(-45, "A")).isEmpty)
@@ -130,7 +130,7 @@ import BluetoothWire
     }
 
     @Test func devicesAgeOut() {
-        var s = Scanner(configuration: .init(deviceTimeout: 10 * second, scanResponseWait: 0), extended: false)
+        var s = Scanner(configuration: .init(deviceTimeout: .seconds(10), scanResponseWait: .zero), extended: false)
         let r = legacyReportEvent([LR(eventType: .advInd, address: addr(9), data: ad(name: "A"), rssi: -40)])
         #expect(feed(&s, r, now: 0).count == 1)
         #expect(s.nextDeadline == 10 * second)
@@ -146,7 +146,7 @@ import BluetoothWire
     }
 
     @Test func tableCapEvictsLeastRecentlySeen() {
-        var s = Scanner(configuration: .init(maximumDevices: 3, scanResponseWait: 0), extended: false)
+        var s = Scanner(configuration: .init(maximumDevices: 3, scanResponseWait: .zero), extended: false)
         for i: UInt8 in 1...3 {
             _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(i), data: ad(name: "D\(i)"), rssi: -40)]), now: UInt64(i))
         }
@@ -169,7 +169,7 @@ import BluetoothWire
         ])
         func names(_ c: ScanConfiguration) -> [UInt8] {
             var c = c
-            c.scanResponseWait = 0
+            c.scanResponseWait = .zero
             var s = Scanner(configuration: c, extended: false)
             return feed(&s, reports).map { UInt8(truncatingIfNeeded: $0.device.address.address.rawValue) }
         }

@@ -54,12 +54,16 @@ class Serve:
             return [e for e in self.events if e['event'] == event]
 
     def stderr(self):
+        if self.log.closed:
+            return ''
         self.log.seek(0)
         return self.log.read()
 
     def close(self):
         """SIGINT, as Ctrl-C: serve stops advertising, disconnects and exits 0."""
         rc = self.proc.poll()
+        if self.log.closed:
+            return rc
         if rc is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -68,6 +72,8 @@ class Serve:
                 self.proc.kill()
                 rc = self.proc.wait()
         self.thread.join(timeout=5)
+        self.proc.stdout.close()
+        self.log.close()
         return rc
 
     def __enter__(self):

@@ -28,21 +28,21 @@ public struct ScanConfiguration: Sendable, Equatable {
     public var address: BluetoothAddress?
     /// Only reports at least this strong (dBm).
     public var minimumRSSI: Int8?
-    /// A device not heard for this long (ns) is forgotten: heard again, it is new.
-    public var deviceTimeout: UInt64
+    /// A device not heard for this long is forgotten: heard again, it is new.
+    public var deviceTimeout: Duration
     /// At most this many devices are remembered; the least recently seen goes first.
     public var maximumDevices: Int
     /// nil: extended scanning when the controller supports it; true/false forces a mode.
     public var useExtendedScanning: Bool?
-    /// Active scanning: how long (ns) a new scannable device is held back waiting for its
-    /// scan response, so it is reported once with both. 0 reports at once.
-    public var scanResponseWait: UInt64
+    /// Active scanning: how long a new scannable device is held back waiting for its
+    /// scan response, so it is reported once with both. Zero reports at once.
+    public var scanResponseWait: Duration
 
     public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, phys: ScanPHYs = .le1M,
                 reportDuplicates: Bool = false, services: [BluetoothUUID] = [], nameSubstring: String? = nil,
-                address: BluetoothAddress? = nil, minimumRSSI: Int8? = nil, deviceTimeout: UInt64 = 60_000_000_000,
+                address: BluetoothAddress? = nil, minimumRSSI: Int8? = nil, deviceTimeout: Duration = .seconds(60),
                 maximumDevices: Int = 4096, useExtendedScanning: Bool? = nil,
-                scanResponseWait: UInt64 = 150_000_000) {
+                scanResponseWait: Duration = .milliseconds(150)) {
         self.active = active
         self.interval = interval
         self.window = window

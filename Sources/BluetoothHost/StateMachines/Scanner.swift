@@ -1,3 +1,4 @@
+import BluetoothTransport
 import BluetoothWire
 
 /// Scanner counters.
@@ -38,6 +39,9 @@ public struct ScannerStatistics: Sendable, Equatable {
 ///   recently seen is evicted at `maximumDevices`.
 public struct Scanner: Sendable {
     public let configuration: ScanConfiguration
+    /// The configuration's durations in the nanoseconds `now` comes in.
+    private let deviceTimeout: UInt64
+    private let scanResponseWait: UInt64
     /// Whether the enable/disable commands use the extended scanning commands.
     public let extended: Bool
     public private(set) var statistics = ScannerStatistics()
@@ -76,6 +80,8 @@ public struct Scanner: Sendable {
 
     public init(configuration: ScanConfiguration, extended: Bool) {
         self.configuration = configuration
+        self.deviceTimeout = configuration.deviceTimeout.nanoseconds
+        self.scanResponseWait = configuration.scanResponseWait.nanoseconds
         self.extended = extended
         self.lowercasedName = configuration.nameSubstring.map { Array($0.lowercased().utf8) }
     }
@@ -195,7 +201,7 @@ public struct Scanner: Sendable {
             return
         }
         var index = devices.index(forKey: address)
-        if let i = index, now &- devices.values[i].lastSeen >= configuration.deviceTimeout {
+        if let i = index, now &- devices.values[i].lastSeen >= deviceTimeout {
             // Aged out but not swept yet: heard again, it is new.
             devices.remove(at: i)
             statistics.expired &+= 1
@@ -212,7 +218,7 @@ public struct Scanner: Sendable {
             guard let inserted = devices.index(forKey: address) else { return }
             i = inserted
             changed = true
-            if sweepAt == nil { sweepAt = now &+ configuration.deviceTimeout }
+            if sweepAt == nil { sweepAt = now &+ deviceTimeout }
         }
         // Update in place; copy the data only when it differs.
         devices.values[i].lastSeen = now
@@ -245,8 +251,8 @@ public struct Scanner: Sendable {
                 held.removeAll { $0 == address }
             } else if configuration.active && !configuration.reportDuplicates && !isScanResponse
                         && mayAnswerScanRequests(info) && entry.scanResponseData.isEmpty
-                        && configuration.scanResponseWait > 0 {
-                devices.values[i].holdUntil = now &+ configuration.scanResponseWait
+                        && scanResponseWait > 0 {
+                devices.values[i].holdUntil = now &+ scanResponseWait
                 held.append(address)
                 return
             }
@@ -367,7 +373,7 @@ public struct Scanner: Sendable {
 
     private mutating func sweep(now: UInt64) {
         guard let at = sweepAt, at <= now else { return }
-        let timeout = configuration.deviceTimeout
+        let timeout = deviceTimeout
         let before = devices.count
         devices = devices.filter { now &- $0.value.lastSeen < timeout }
         held.removeAll { devices[$0] == nil }
