@@ -31,6 +31,11 @@ public protocol ATTBearer: AnyObject, Sendable {
     /// The link's security, for a server's permission checks.
     var security: LinkSecurity { get }
 
+    /// True when `send` only queues (never waits on a socket): the GATT server then sends
+    /// under its lock, so its PDUs leave exactly in the order its state machine made them
+    /// (an Exchange MTU response before anything sized by the new MTU).
+    var sendsWithoutBlocking: Bool { get }
+
     /// An ATT_MTU already settled on this bearer by the other side (client or server) of
     /// the same link, or nil.
     var negotiatedMTU: Int? { get }
@@ -41,6 +46,7 @@ public protocol ATTBearer: AnyObject, Sendable {
 
 extension ATTBearer {
     public var security: LinkSecurity { .unencrypted }
+    public var sendsWithoutBlocking: Bool { false }
     public var negotiatedMTU: Int? { nil }
     public func mtuNegotiated(_ mtu: Int) {}
 }

@@ -14,6 +14,8 @@ public final class HostATTBearer: ATTBearer {
     }
 
     public var security: LinkSecurity { connection.security }
+    /// `sendATT` posts to the host's driver thread; it never waits.
+    public var sendsWithoutBlocking: Bool { true }
     public var negotiatedMTU: Int? {
         let m = connection.attMTU
         return m > ATT.defaultMTU ? m : nil

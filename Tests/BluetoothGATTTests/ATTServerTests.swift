@@ -2,6 +2,7 @@ import BluetoothCrypto
 import CCrypto
 import BluetoothHost
 import BluetoothWire
+import Synchronization
 import Testing
 @testable import BluetoothGATT
 
@@ -406,6 +407,25 @@ func hexString(_ b: [UInt8]) -> String { b.map { String($0, radix: 16, uppercase
                                    .wrote(h.a, handle: 0x19, value: [1, 2, 3, 4, 5, 6], withResponse: true)])
     }
 
+    @Test("Execute Write asks the application once per value, and stores what it accepted")
+    func executeWriteAsksOnce() throws {
+        let calls = Counter()
+        let services = [GATTLocalService(uuid: BluetoothUUID(0x180F), characteristics: [
+            GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .write],
+                                    onWrite: { _, _ in calls.increment(); return nil }),
+        ])]
+        var s = ATTServer(table: try GATTAttributeTable(services: services))
+        let c = ATTServerClientID(rawValue: 1)
+        s.connect(c)
+        var out: [UInt8] = []
+        for pdu in [bytes("16 03 00 00 00 01 02"), bytes("16 03 00 02 00 03"), bytes("18 01")] {
+            _ = pdu.withUnsafeBytes { s.receive(from: c, pdu: $0, now: 0) { out = Array($0) } }
+        }
+        #expect(out == [0x19])
+        #expect(calls.value == 1)
+        #expect(s.table.storedValue(0x03) == [1, 2, 3])
+    }
+
     @Test("GATT/SR/GAW/BV-11-C: Execute Write with nothing prepared")
     func executeNothing() throws {
         var h = try ServerHarness()
@@ -754,6 +774,12 @@ func hexString(_ b: [UInt8]) -> String { b.map { String($0, radix: 16, uppercase
         }
         #expect(h.server.sessions[h.a]!.prepared.count <= 32)
     }
+}
+
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 struct SplitMix {

@@ -96,6 +96,24 @@ extension [ConnectionAction] {
         #expect(m.statistics.invalidConnectionHandles == 2)
     }
 
+    @Test func aRepeatedConnectionCompleteLeavesTheLinkAsItIs() {
+        var m = connected(0x40)
+        let a = feed(&m, connectionCompleteEvent(handle: 0x40, peer: peerB, role: .peripheral))
+        #expect(a.isEmpty && m.link(0x40)?.peer == peerA)
+        #expect(feed(&m, connectionCompleteEvent(handle: 0x40)).isEmpty)
+        #expect(m.statistics.unknownHandleEvents == 2)
+    }
+
+    @Test func aFailedPeripheralCompletionDoesNotEndAConnectAttempt() {
+        var m = LEConnectionManager()
+        _ = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: 5 * second, now: 0)
+        _ = m.commandAnswered(.createConnection, ok, now: 0)
+        // Directed advertising timed out (0x3C): about our advertising, not the create.
+        #expect(feed(&m, connectionCompleteEvent(status: .advertisingTimeout, handle: 0, role: .peripheral)).isEmpty)
+        #expect(m.isConnecting)
+        #expect(feed(&m, connectionCompleteEvent(handle: 0x40)).connectedIDs == [1])
+    }
+
     @Test func extendedCreateWhenTheControllerHasIt() {
         var info = ControllerInfo()
         #expect(!LEConnectionManager.supportsExtendedCreate(info))

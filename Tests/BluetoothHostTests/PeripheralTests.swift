@@ -72,9 +72,24 @@ extension [AdvertisingAction] {
         let done = a.commandAnswered(actions.purposes[0], refused)
         guard case .started(.failure(let e)) = done.first else { Issue.record("\(done)"); return }
         #expect(e.message.hasPrefix("cannot start advertising"))
+        // The later steps were already queued: a disable makes sure nothing advertises.
+        #expect(done.opcodes == [.leSetAdvertisingEnable])
         #expect(!a.isActive)
         // Answers to the rest of the old setup are ignored.
         #expect(a.commandAnswered(actions.purposes[3], commandOK).isEmpty)
+    }
+
+    @Test func stopDuringAStartEndsTheStartCancelled() throws {
+        var a = Advertiser()
+        let setup = try a.start(config)
+        let r = a.stop()
+        guard case .started(.failure(let e)) = r.first else { Issue.record("\(r)"); return }
+        #expect(e.kind == .cancelled)
+        #expect(r.opcodes == [.leSetAdvertisingEnable])
+        // The old setup's answers change nothing; the disable's ends the stop.
+        for p in setup.purposes { #expect(a.commandAnswered(p, commandOK).isEmpty) }
+        guard case .stopped = a.commandAnswered(r.purposes[0], commandOK).first else { Issue.record("not stopped"); return }
+        #expect(!a.isActive)
     }
 
     @Test func stopDisablesAndReports() throws {

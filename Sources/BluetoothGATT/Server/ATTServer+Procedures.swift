@@ -262,8 +262,10 @@ extension ATTServer {
     }
 
     /// Checks and stores one whole value (offset 0); what writes and executed prepared writes share.
+    /// `validateOnly`: check everything (the application's handler included) and store
+    /// nothing; `validated`: the checks passed already, store without asking again.
     mutating func store(_ client: ATTServerClientID, _ handle: UInt16, _ value: [UInt8],
-                        withResponse: Bool, check validateOnly: Bool = false) -> Result<[ATTServerEvent], ATTErrorCode> {
+                        withResponse: Bool, check validateOnly: Bool = false, validated: Bool = false) -> Result<[ATTServerEvent], ATTErrorCode> {
         guard let i = table.index(of: handle) else { return .failure(.invalidHandle) }
         guard var s = sessions[client] else { return .success([]) }
         let a = table.attributes[i]
@@ -297,7 +299,7 @@ extension ATTServer {
         case .descriptor(let maximumLength):
             guard value.count <= maximumLength else { return .failure(.invalidAttributeValueLength) }
         }
-        if let handler = a.onWrite {
+        if let handler = a.onWrite, !validated {
             let ctx = GATTRequestContext(client: client, handle: handle, offset: 0, security: s.security)
             if let code = handler(ctx, value) { return .failure(code) }
         }
@@ -369,7 +371,7 @@ extension ATTServer {
         }
         var events: [ATTServerEvent] = []
         for h in order {
-            if case .success(let e) = store(client, h, values[h] ?? [], withResponse: true) { events += e }
+            if case .success(let e) = store(client, h, values[h] ?? [], withResponse: true, validated: true) { events += e }
         }
         emit(respond, capacity: 1) { (w) throws(WireError) in try w.u8(ATTOpcode.executeWriteResponse.rawValue) }
         return events

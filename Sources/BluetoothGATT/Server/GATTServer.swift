@@ -155,9 +155,11 @@ public final class GATTServer: Sendable {
     @discardableResult
     public func notify(_ handle: UInt16, value: [UInt8], to clients: [ATTServerClientID]? = nil,
                        store: Bool = true) -> (sent: [ATTServerClientID], failed: [(ATTServerClientID, GATTServerError)]) {
-        // PDUs are built under the lock and sent after it (a bearer's send may block: the
-        // kernel socket); concurrent callers' updates may interleave, each one's stay in order.
+        // PDUs are built under the lock and sent under it when the bearer only queues (our
+        // host's links), else after it (a socket's send may block); then concurrent
+        // callers' updates may interleave, each one's staying in order.
         var failed: [(ATTServerClientID, GATTServerError)] = []
+        var sentNow: [ATTServerClientID] = []
         let outgoing: [(ATTServerClientID, any ATTBearer, [UInt8])] = locked { s, fx in
             if store { try? s.server.setValue(value, for: handle) }
             var out: [(ATTServerClientID, any ATTBearer, [UInt8])] = []
@@ -170,14 +172,24 @@ public final class GATTServer: Sendable {
                 var pdu: [UInt8] = []
                 do throws(ATTServerError) {
                     try s.server.notify(id, handle: handle, value: value) { pdu = Array($0) }
-                    out.append((id, bearer, pdu))
                 } catch {
                     failed.append((id, .server(error)))
+                    continue
+                }
+                guard bearer.sendsWithoutBlocking else {
+                    out.append((id, bearer, pdu))
+                    continue
+                }
+                do throws(ATTBearerClosed) {
+                    try bearer.send(pdu)
+                    sentNow.append(id)
+                } catch {
+                    failed.append((id, .bearer(error)))
                 }
             }
             return out
         }
-        var sent: [ATTServerClientID] = []
+        var sent = sentNow
         for (id, bearer, pdu) in outgoing {
             do throws(ATTBearerClosed) {
                 try bearer.send(pdu)
@@ -271,6 +283,18 @@ public final class GATTServer: Sendable {
         cl.outstanding = next.done
         s.clients[id] = cl
         let bearer = cl.bearer
+        if bearer.sendsWithoutBlocking {
+            do throws(ATTBearerClosed) {
+                try bearer.send(pdu)
+            } catch {
+                cl.outstanding = nil
+                s.clients[id] = cl
+                s.server.cancelIndication(id)
+                fx.append { next.done.resume(returning: .failure(.bearer(error))) }
+                pumpIndications(id, &s, &fx)
+            }
+            return
+        }
         fx.append { [weak self] in
             do throws(ATTBearerClosed) {
                 try bearer.send(pdu)
@@ -299,8 +323,16 @@ public final class GATTServer: Sendable {
             var out: [UInt8]?
             let events = s.server.receive(from: id, pdu: pdu, now: now()) { out = Array($0) }
             if let out {
+                // A response that cannot go leaves the client waiting 30 s for nothing:
+                // close its bearer instead (the link is down or hopelessly backed up).
                 let bearer = cl.bearer
-                fx.append { try? bearer.send(out) }
+                if bearer.sendsWithoutBlocking {
+                    do throws(ATTBearerClosed) { try bearer.send(out) } catch { fx.append { bearer.close() } }
+                } else {
+                    fx.append {
+                        do throws(ATTBearerClosed) { try bearer.send(out) } catch { bearer.close() }
+                    }
+                }
             }
             handle(events, &s, &fx)
         }

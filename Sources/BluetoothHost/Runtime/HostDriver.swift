@@ -893,6 +893,11 @@ final class HostDriver: @unchecked Sendable {
                 pendingOffset += n
                 guard pendingOffset >= pending[pendingHead].count else {
                     if stalledSince == nil { stalledSince = Sys.now() }
+                    // A transport that never quite catches up must not keep what it took.
+                    if pendingHead >= 32 {
+                        pending.removeFirst(pendingHead)
+                        pendingHead = 0
+                    }
                     return
                 }
                 pendingHead += 1

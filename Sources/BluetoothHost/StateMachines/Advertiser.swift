@@ -178,9 +178,12 @@ public struct Advertiser: Sendable {
         case .idle: return [.stopped]
         case .stopping: return []
         case .starting, .running:
+            let wasStarting = state == .starting
             generation &+= 1
             state = .stopping
-            return [.send(LESetAdvertisingEnableCommand(advertisingEnable: false), .disable(generation: generation))]
+            let disable = AdvertisingAction.send(LESetAdvertisingEnableCommand(advertisingEnable: false), .disable(generation: generation))
+            // A start still in progress ends now, cancelled.
+            return wasStarting ? [.started(.failure(HostError(.cancelled, "advertising was stopped before it started"))), disable] : [disable]
         }
     }
 
@@ -195,7 +198,10 @@ public struct Advertiser: Sendable {
                 state = .idle
                 configuration = nil
                 e.message = "cannot start advertising: " + e.message
-                return [.started(.failure(e))]
+                // The steps were queued together: make sure the later ones did not leave
+                // the controller advertising (its answer is ignored: we are idle).
+                return [.started(.failure(e)),
+                        .send(LESetAdvertisingEnableCommand(advertisingEnable: false), .disable(generation: generation))]
             case .success:
                 guard index == count - 1 else { return [] }
                 state = .running(enabled: true)

@@ -338,7 +338,22 @@ public struct LEConnectionManager: Sendable {
                                              interval: UInt16, latency: UInt16, timeout: UInt16,
                                              now: UInt64) -> [ConnectionAction] {
         var actions: [ConnectionAction] = []
-                if status == .success && handle > Self.maximumConnectionHandle {
+                if role == .peripheral {
+            // Not the answer to a create of ours (Core Vol 4 Part E §7.7.65.1): a central
+            // connected to our advertising, or advertising ended (e.g. directed advertising
+            // timeout). Connect attempts are not touched.
+            guard status == .success else { return actions }
+            guard handle <= Self.maximumConnectionHandle else {
+                statistics.invalidConnectionHandles += 1
+                return actions
+            }
+        }
+        if status == .success, links[handle] != nil {
+            // A controller repeating itself: the link we have stays as it is.
+            statistics.unknownHandleEvents += 1
+            return actions
+        }
+        if status == .success && handle > Self.maximumConnectionHandle {
             // Core Vol 4 Part E §7.7.65.1: 0x0000-0x0EFF. A controller that reports more is
             // broken; the handle cannot be used (nor disconnected), so the link is refused.
             statistics.invalidConnectionHandles += 1
