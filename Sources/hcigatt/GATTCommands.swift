@@ -217,38 +217,22 @@ struct PeerSession: Sendable {
     /// Finds the peer's address type (or address, for a name) by scanning.
     static func resolve(_ target: PeerTarget, host: HCIHost, timeout: Duration) async throws -> LEAddress {
         if let a = target.address, let t = target.type { return LEAddress(a, type: t) }
-        let what = target.name.map { "\"\($0)\"" } ?? target.address?.description
-            ?? target.service.map { "a device with service \(uuidLabel($0))" } ?? "a device"
+        let query: DeviceQuery
+        if let name = target.name { query = .name(name) } else if let a = target.address { query = .address(a) }
+        else if let service = target.service { query = .service(service) } else { throw UsageError("missing ADDR") }
+        let what = if case .service(let u) = query { "a device with service \(uuidLabel(u))" } else { query.description }
         Console.err("scanning for \(what)...")
-        var scanConfig = ScanConfiguration()
-        scanConfig.address = target.address
-        if let service = target.service { scanConfig.services = [service] }
-        scanConfig.scanResponseWait = .zero
-        let config = scanConfig
-        let wanted = target.name?.lowercased()
-        let found = Locked<LEAddress?>(nil)
-        try? await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                var partial: LEAddress?
-                for try await event in host.scan(config) {
-                    let d = event.device
-                    guard let wanted else { found.withLock { $0 = d.address }; return }
-                    guard let name = d.name?.lowercased() else { continue }
-                    if name == wanted { found.withLock { $0 = d.address }; return }
-                    if partial == nil && name.containsBytes(wanted) { partial = d.address }
-                }
-                found.withLock { $0 = $0 ?? partial }
+        do throws(HostError) {
+            return try await host.findDevice(query, timeout: timeout).address
+        } catch where error.kind == .notFound {
+            if let a = target.address {
+                Console.err("\(a) not seen while scanning; assuming a public address")
+                return LEAddress(a, type: .public)
             }
-            group.addTask { try await Task.sleep(for: timeout) }
-            try await group.next()
-            group.cancelAll()
+            throw RuntimeError("no \(what) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
+        } catch {
+            throw RuntimeError("scanning for \(what) failed: \(error.message)")
         }
-        if let address = found.withLock({ $0 }) { return address }
-        if let a = target.address {
-            Console.err("\(a) not seen while scanning; assuming a public address")
-            return LEAddress(a, type: .public)
-        }
-        throw RuntimeError("no \(what) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
     }
 
     func close() async {

@@ -10,7 +10,7 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
             switch (a, b) {
             case (.commandTimeout, .commandTimeout), (.transportClosed, .transportClosed),
                  (.notSupported, .notSupported), (.cancelled, .cancelled), (.connectTimeout, .connectTimeout),
-                 (.sendQueueFull, .sendQueueFull), (.invalidParameters, .invalidParameters), (.busy, .busy): true
+                 (.sendQueueFull, .sendQueueFull), (.invalidParameters, .invalidParameters), (.busy, .busy), (.notFound, .notFound): true
             case (.commandFailed(let x), .commandFailed(let y)), (.connectFailed(let x), .connectFailed(let y)): x == y
             case (.disconnected(let x), .disconnected(let y)): x == y
             case (.transport(let x), .transport(let y)): x.kind == y.kind
@@ -46,6 +46,8 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         case invalidParameters
         /// Another operation of the same kind is in progress.
         case busy
+        /// What was looked for (a device by name, address or service) was not seen.
+        case notFound
     }
 
     public var kind: Kind

@@ -1,0 +1,86 @@
+import BluetoothWire
+import Synchronization
+
+/// What ``HCIHost/findDevice(_:timeout:)`` looks for.
+public enum DeviceQuery: Sendable, Hashable, CustomStringConvertible {
+    /// The device with this address (its address type is learned from its advertising).
+    case address(BluetoothAddress)
+    /// A device with this name: an exact (case-insensitive) match, else the first whose
+    /// name contains it.
+    case name(String)
+    /// The first device advertising this service.
+    case service(BluetoothUUID)
+
+    public var description: String {
+        switch self {
+        case .address(let a): "\(a)"
+        case .name(let n): "\"\(n)\""
+        case .service(let u): "a device with service \(u)"
+        }
+    }
+}
+
+/// The outcome of a find, shared between its scan task and the caller.
+private final class FindResult: Sendable {
+    let value = Mutex<Result<DiscoveredDevice, HostError>?>(nil)
+}
+
+extension HCIHost {
+    /// Scans until a device matching `query` is seen and returns it (the way a central
+    /// looks up a peripheral by name or service before connecting). Throws `.notFound`
+    /// when nothing matches within `timeout`, or the scan's own error. Scanning stops
+    /// before this returns.
+    public func findDevice(_ query: DeviceQuery, timeout: Duration) async throws(HostError) -> DiscoveredDevice {
+        var config = ScanConfiguration(scanResponseWait: .zero)
+        switch query {
+        case .address(let a): config.address = a
+        case .service(let u): config.services = [u]
+        case .name: break
+        }
+        let wanted: [UInt8]? = if case .name(let n) = query { Self.lowercased(Array(n.utf8)) } else { nil }
+        let stream = scan(config)
+        let result = FindResult()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var partial: DiscoveredDevice?
+                do {
+                    for try await event in stream {
+                        let d = event.device
+                        guard let wanted else {
+                            result.value.withLock { $0 = .success(d) }
+                            return
+                        }
+                        guard let name = d.name.map({ Self.lowercased(Array($0.utf8)) }) else { continue }
+                        if name == wanted {
+                            result.value.withLock { $0 = .success(d) }
+                            return
+                        }
+                        if partial == nil && Self.contains(name, wanted) { partial = d }
+                    }
+                } catch let e as HostError {
+                    result.value.withLock { $0 = $0 ?? .failure(e) }
+                } catch {
+                    result.value.withLock { $0 = $0 ?? .failure(HostError(.cancelled, "scanning failed: \(error)")) }
+                }
+                if let partial { result.value.withLock { $0 = $0 ?? .success(partial) } }
+            }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+        }
+        try? await stopScan()
+        if let r = result.value.withLock({ $0 }) { return try r.get() }
+        throw HostError(.notFound, "no \(query) found in \(timeout) of scanning")
+    }
+
+    /// ASCII case folding (names are compared byte-wise: no String search, which would
+    /// link the regex engine into the embedded binary).
+    static func lowercased(_ b: [UInt8]) -> [UInt8] { b.map { (0x41 ... 0x5A).contains($0) ? $0 | 0x20 : $0 } }
+
+    static func contains(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty else { return true }
+        guard needle.count <= hay.count else { return false }
+        for start in 0 ... hay.count - needle.count where hay[start ..< start + needle.count].elementsEqual(needle) { return true }
+        return false
+    }
+}
