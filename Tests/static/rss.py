@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
-"""Memory while scanning a crowd: hcigatt scan against 30 000 distinct advertisers.
+"""Memory while scanning a crowd: hcigatt scan against 32 000 distinct advertisers.
 
   Tests/static/rss.py HCIGATT
 
 advertisers.py (a fake H4 controller on TCP) streams LE Advertising Reports from
-distinct addresses in three batches of 10 000; after each batch this script waits until
+distinct addresses in four batches of 8 000; after each batch this script waits until
 hcigatt has printed a NEW line for every advertiser so far, then reads VmRSS from
 /proc/PID/status. A sampler thread reads VmRSS every 20 ms throughout. Asserts:
-  * every advertiser was printed exactly once (hcigatt really saw 30 000 devices);
+  * every advertiser was printed exactly once (hcigatt really saw 32 000 devices);
   * peak RSS (VmHWM) <= 16 MiB;
-  * RSS after 30 000 advertisers is within 512 KiB of RSS after 10 000 (the device table
-    holds at most 4096 devices, so memory must stop growing well before 10 000).
+  * RSS after 32 000 advertisers is within 512 KiB of RSS after 8 000 (the device table
+    holds at most 4096 devices, so memory must stop growing well before 8 000).
+A batch is smaller than the scan event stream's buffer (8192 events): until the stream
+has back-pressure (issue 13), a batch larger than that is lost in part whenever the
+printing falls behind the burst, and the test would wait for lines that never come.
+A line that does not come within 20 s fails the test (it never hangs).
 Exit status 0 when all hold; prints the measurements either way.
 """
 import json
 import os
 import pty
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -24,8 +29,9 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BATCH = 10000
-BATCHES = 3
+BATCH = 8000
+BATCHES = 4
+LINE_TIMEOUT = 20
 PEAK_LIMIT_KIB = 16 * 1024
 GROWTH_LIMIT_KIB = 512
 LINE = re.compile(r'^NEW ([0-9A-F]{2}(?::[0-9A-F]{2}){5}) ')
@@ -46,6 +52,8 @@ class PtyLines:
 
     def readline(self) -> str:
         while b'\n' not in self.buf:
+            if not select.select([self.fd], [], [], LINE_TIMEOUT)[0]:
+                raise RuntimeError(f'no output from hcigatt for {LINE_TIMEOUT} s')
             try:
                 chunk = os.read(self.fd, 65536)
             except OSError:  # EIO: the other side is closed

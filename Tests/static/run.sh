@@ -5,7 +5,7 @@
 #     librt, ld-linux, libstdc++, libgcc_s): no libbluetooth, libpython, Swift or Foundation;
 #   * no _StringProcessing/_RegexParser code linked in (1.4 MB for one String.contains);
 #   * it works: scan + GATT read against the Bumble peer (bumble_scan.py);
-#   * memory: RSS while scanning 30 000 distinct advertisers (rss.py).
+#   * memory: RSS while scanning 32 000 distinct advertisers (rss.py).
 #   Tests/static/run.sh            BUMBLE_PYTHON defaults to .venv/bin/python
 set -euo pipefail
 cd "$(dirname "$0")/../.."
