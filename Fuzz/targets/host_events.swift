@@ -51,9 +51,9 @@ struct Glue {
             case .linkOpened(let s):
                 precondition(s.handle <= 0x0EFF, "a link with an invalid handle was opened")
                 open(s.handle)
-                run(advertiser.peripheralLinkOpened())
+                run(advertiser.peripheralLinkOpened(handle: s.handle))
             case .linkClosed(let s, _):
-                if links.remove(s.handle) != nil, s.role == .peripheral { run(advertiser.peripheralLinkClosed()) }
+                if links.remove(s.handle) != nil, s.role == .peripheral { run(advertiser.peripheralLinkClosed(handle: s.handle)) }
                 _ = acl.removeLink(s.handle)
                 reassembler.removeLink(s.handle)
             case .connectFailed, .linkUpdated, .disconnectFailed, .parametersUpdated: break
@@ -77,6 +77,7 @@ struct Glue {
         guard let e = try? HCIEvent(parsing: bytes) else { return }
         switch e {
         case .commandComplete, .commandStatus: run(flow.handleEvent(e, now: now))
+        case .leMeta(.advertisingSetTerminated(let t)): run(advertiser.advertisingSetTerminated(t))
         case .leMeta(let meta): run(connections.handle(meta, now: now))
         case .disconnectionComplete: run(connections.handle(e, now: now))
         case .numberOfCompletedPackets(let n): _ = acl.handle(n)
@@ -100,6 +101,10 @@ struct Glue {
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var input = UnsafeRawBufferPointer(start: data, count: size)[...]
     var g = Glue()
+    // The first byte picks legacy or extended advertising (4 sets, 300 bytes).
+    if let first = input.popFirst(), first & 1 == 1 {
+        g.advertiser = Advertiser(capabilities: AdvertisingCapabilities(extendedCommands: true, sets: 4, maximumDataLength: 300))
+    }
     func take(_ n: Int) -> [UInt8] {
         let b = Array(input.prefix(n))
         input = input.dropFirst(min(n, input.count))
@@ -129,10 +134,13 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             g.run(g.connections.timerFired(now: g.now))
         case 8:
             if step & 0x10 != 0 {
-                let config = AdvertisingConfiguration(advertisingData: [2, 1, 6], maximumConnections: Int(step >> 5) + 1)
+                let long = step & 0x20 != 0
+                let config = AdvertisingConfiguration(advertisingData: [UInt8](repeating: 0, count: long ? 280 : 3),
+                                                      maximumConnections: Int(step >> 6) + 1,
+                                                      advertisingSet: step >> 6)
                 if let actions = try? g.advertiser.start(config) { g.run(actions) }
             } else {
-                g.run(g.advertiser.stop())
+                g.run(g.advertiser.stop(step & 0x20 != 0 ? nil : step >> 6))
             }
         default:
             if let h = g.links.sorted().first {

@@ -37,10 +37,17 @@ final class ServeOutput: Sendable {
         return (c.uuid.description, "\(uuidLabel(c.uuid))\(what)")
     }
 
-    func advertising(name: String, address: String, profiles: [String]) {
-        emit("advertising", [Field("name", .text(name)), Field("address", .text(address)),
-                             Field("profiles", .list(profiles.map { .text($0) }))],
-             text: "advertising \"\(name)\" as \(address): \(profiles.joined(separator: ", "))")
+    func advertising(name: String, address: String, profiles: [String], set: AdvertisingSetInfo) {
+        var fields = [Field("name", .text(name)), Field("address", .text(address)),
+                      Field("profiles", .list(profiles.map { .text($0) })),
+                      Field("pdus", .text(set.legacyPDUs ? "legacy" : "extended"))]
+        var how = set.legacyPDUs ? "" : " (extended advertising)"
+        if let p = set.selectedTxPower {
+            fields.append(Field("tx_power", .int(Int64(p))))
+            how += " at \(p) dBm"
+        }
+        emit("advertising", fields,
+             text: "advertising \"\(name)\" as \(address)\(how): \(profiles.joined(separator: ", "))")
     }
 
     func note(_ s: String) {
@@ -114,13 +121,17 @@ enum ServeCommand {
               --max-connections N    centrals served at once (default 4)
               --adv-interval MS      advertising interval (20-10240 ms, default 100)
               --random-address       advertise from a fresh random static address
+              --extended             extended advertising PDUs (Bluetooth 5): the whole name and
+                                     every service UUID in one advertisement, no scan response
+              --legacy               legacy PDUs only (default: legacy, unless the data needs more)
+              --tx-power DBM         requested transmit power (-127...20; extended commands only)
               --manual               8ball: type each answer on stdin instead of a random one
               --json                 one JSON object per event
             \(ControllerOptions.help)
             """,
-            spec: Arguments.Spec(flags: ControllerOptions.flags.union(["json", "manual", "random-address"]),
+            spec: Arguments.Spec(flags: ControllerOptions.flags.union(["json", "manual", "random-address", "extended", "legacy"]),
                                  options: ControllerOptions.options.union(["profile", "db", "name", "appearance",
-                                                                           "max-connections", "adv-interval"])),
+                                                                           "max-connections", "adv-interval", "tx-power"])),
             run: { args in try await run(args) })
     }
 
@@ -154,6 +165,12 @@ enum ServeCommand {
             guard let v = Double(text), v.isFinite, (20 ... 10240).contains(v) else { throw UsageError("--adv-interval takes 20-10240 ms, not '\(text)'") }
             intervalMs = v
         }
+        if args.flag("extended") && args.flag("legacy") { throw UsageError("--extended and --legacy exclude each other") }
+        var txPower: Int8?
+        if let text = args.option("tx-power") {
+            guard let v = Int8(text), (-127 ... 20).contains(v) else { throw UsageError("--tx-power takes -127...20 dBm, not '\(text)'") }
+            txPower = v
+        }
         if args.flag("manual") && !profiles.contains(where: { $0.name == "8ball" }) {
             throw UsageError("--manual answers the 8ball profile's questions; add --profile 8ball")
         }
@@ -163,7 +180,10 @@ enum ServeCommand {
         let server: GATTServer
         do { server = try GATTServer(services: services) } catch { throw RuntimeError("cannot build the GATT database: \(error)") }
         let advertised = profiles.flatMap(\.advertised) + extra.filter(\.isPrimary).map(\.uuid)
-        let (adv, scanResponse) = advertisingPayload(name: name, services: advertised, appearance: appearance)
+        let extended = args.flag("extended")
+        let (adv, scanResponse) = extended
+            ? (try extendedAdvertisingPayload(name: name, services: advertised, appearance: appearance), [])
+            : advertisingPayload(name: name, services: advertised, appearance: appearance)
 
         let session = try await Session.open(args)
         let out = ServeOutput(json: args.flag("json"), layout: server.layout)
@@ -177,7 +197,9 @@ enum ServeCommand {
         }
         let config = AdvertisingConfiguration(advertisingData: adv, scanResponseData: scanResponse,
                                               interval: .milliseconds(intervalMs) ... .milliseconds(intervalMs * 1.5 > 10240 ? 10240 : intervalMs * 1.5),
-                                              ownAddress: own, maximumConnections: maxConnections)
+                                              ownAddress: own, maximumConnections: maxConnections,
+                                              pdus: extended ? .extended : (args.flag("legacy") ? .legacy : .automatic),
+                                              txPower: txPower)
         let ctx = ProfileContext(server: server, out: out, manual: args.flag("manual"),
                                  answers: args.flag("manual") ? AnswerSource() : nil)
         let host = session.host
@@ -200,12 +222,13 @@ enum ServeCommand {
                         }
                         return true
                     }
+                    let set: AdvertisingSetInfo
                     do throws(HostError) {
-                        try await host.startAdvertising(config)
+                        set = try await host.startAdvertising(config)
                     } catch {
                         throw RuntimeError(error.message)
                     }
-                    out.advertising(name: name, address: address, profiles: profileNames)
+                    out.advertising(name: name, address: address, profiles: profileNames, set: set)
                     for p in chosen {
                         group.addTask {
                             await p.run(ctx)
@@ -223,6 +246,19 @@ enum ServeCommand {
         try await session.close()
         if let failure { throw failure }
         return 0
+    }
+
+    /// Extended advertising: flags, the complete name, every service UUID and the appearance
+    /// in one advertising data (no scan response: connectable extended advertising has none).
+    static func extendedAdvertisingPayload(name: String, services: [BluetoothUUID], appearance: UInt16) throws -> [UInt8] {
+        var adv = AdvertisingDataBuilder(maximumLength: AdvertisingData.extendedMaximumLength)
+        adv.append(.flags([.leGeneralDiscoverable, .brEdrNotSupported]))
+        adv.append(.localName(name, complete: true))
+        adv.append(contentsOf: ADStructureValue.serviceUUIDs(services, complete: true))
+        if appearance != 0 {
+            adv.append(ADStructureValue(type: .appearance, data: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]))
+        }
+        do { return try adv.encoded() } catch { throw RuntimeError("cannot build the extended advertising data: \(error)") }
     }
 
     /// Flags, the name, then as many service UUIDs as fit in 31 bytes; what does not fit

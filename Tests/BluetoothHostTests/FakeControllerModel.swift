@@ -8,6 +8,8 @@ struct FakeControllerModel: Sendable {
     var leFeatures: LEFeatures = [.leEncryption, .leExtendedAdvertising]
     /// Supported_Commands bits to set: (octet, bit).
     var supportedCommandBits: [(Int, Int)] = [(37, 5), (37, 6), (41, 5)]
+    /// The Supported_Commands bits of a controller with extended advertising sets.
+    static let extendedAdvertisingBits: [(Int, Int)] = [(36, 1), (36, 2), (36, 3), (36, 4), (36, 5), (36, 6), (36, 7), (37, 0)]
     /// LE Read Buffer Size [v2] answers Unknown HCI Command.
     var v2Unknown = false
     var leACLLength: UInt16 = 251
@@ -49,6 +51,12 @@ struct FakeControllerModel: Sendable {
             return [0] + le16(leACLLength) + [leACLCount]
         case .readBufferSize:
             return [0] + le16(1021) + [64] + le16(8) + le16(0)
+        case .leReadMaximumAdvertisingDataLength:
+            return [0] + le16(0x0672)
+        case .leReadNumberOfSupportedAdvertisingSets:
+            return [0, 4]
+        case .leSetExtendedAdvertisingParameters:
+            return [0, 5]  // Selected_TX_Power: 5 dBm
         default:
             return [0]
         }

@@ -23,7 +23,7 @@ extension [AdvertisingAction] {
         #expect(actions.opcodes == [.leSetAdvertisingParameters, .leSetAdvertisingData, .leSetScanResponseData, .leSetAdvertisingEnable])
         var done: [AdvertisingAction] = []
         for p in actions.purposes { done += a.commandAnswered(p, commandOK) }
-        guard case .started(.success) = done.first else { Issue.record("not started: \(done)"); return a }
+        guard case .started(_, .success) = done.first else { Issue.record("not started: \(done)"); return a }
         #expect(a.isAdvertising)
         return a
     }
@@ -43,26 +43,26 @@ extension [AdvertisingAction] {
     @Test func restartsAfterEachConnectionUpToTheMaximumAndAfterADisconnection() throws {
         var a = try running()
         // The controller stopped advertising for the first central: enable again.
-        var r = a.peripheralLinkOpened()
+        var r = a.peripheralLinkOpened(handle: 1)
         #expect(r.opcodes == [.leSetAdvertisingEnable])
         for p in r.purposes { _ = a.commandAnswered(p, commandOK) }
         #expect(a.isAdvertising && a.restarts == 1)
         // The second central reaches the maximum (2): stay off.
-        r = a.peripheralLinkOpened()
+        r = a.peripheralLinkOpened(handle: 2)
         #expect(r.isEmpty && !a.isAdvertising)
         // One leaves: advertise again.
-        r = a.peripheralLinkClosed()
+        r = a.peripheralLinkClosed(handle: 1)
         #expect(r.opcodes == [.leSetAdvertisingEnable])
         #expect(a.peripheralLinks == 1)
     }
 
     @Test func aRefusedRestartIsRetriedAtTheNextDisconnection() throws {
         var a = try running()
-        let r = a.peripheralLinkOpened()
+        let r = a.peripheralLinkOpened(handle: 1)
         let refused = Result<CommandReturn, HostError>.failure(HostError(.commandFailed(.commandDisallowed), "disallowed"))
         for p in r.purposes { _ = a.commandAnswered(p, refused) }
         #expect(!a.isAdvertising)
-        #expect(a.peripheralLinkClosed().opcodes == [.leSetAdvertisingEnable])
+        #expect(a.peripheralLinkClosed(handle: 1).opcodes == [.leSetAdvertisingEnable])
     }
 
     @Test func aFailedSetupFailsTheStartAndLeavesItIdle() throws {
@@ -70,7 +70,7 @@ extension [AdvertisingAction] {
         let actions = try a.start(config)
         let refused = Result<CommandReturn, HostError>.failure(HostError(.commandFailed(.invalidHCICommandParameters), "bad"))
         let done = a.commandAnswered(actions.purposes[0], refused)
-        guard case .started(.failure(let e)) = done.first else { Issue.record("\(done)"); return }
+        guard case .started(_, .failure(let e)) = done.first else { Issue.record("\(done)"); return }
         #expect(e.message.hasPrefix("cannot start advertising"))
         // The later steps were already queued: a disable makes sure nothing advertises.
         #expect(done.opcodes == [.leSetAdvertisingEnable])
@@ -83,7 +83,7 @@ extension [AdvertisingAction] {
         var a = Advertiser()
         let setup = try a.start(config)
         let r = a.stop()
-        guard case .started(.failure(let e)) = r.first else { Issue.record("\(r)"); return }
+        guard case .started(_, .failure(let e)) = r.first else { Issue.record("\(r)"); return }
         #expect(e.kind == .cancelled)
         #expect(r.opcodes == [.leSetAdvertisingEnable])
         // The old setup's answers change nothing; the disable's ends the stop.
@@ -100,7 +100,7 @@ extension [AdvertisingAction] {
         #expect(!e.advertisingEnable)
         guard case .stopped = a.commandAnswered(p, commandOK).first else { Issue.record("not stopped"); return }
         #expect(!a.isActive)
-        #expect(a.peripheralLinkOpened().isEmpty, "no restart once stopped")
+        #expect(a.peripheralLinkOpened(handle: 1).isEmpty, "no restart once stopped")
     }
 
     @Test func configurationsThatCannotWorkAreRefusedWithTheReason() {
@@ -125,6 +125,141 @@ extension [AdvertisingAction] {
     }
 }
 
+func answered(_ opcode: HCIOpcode, _ parameters: [UInt8] = [0]) -> Result<CommandReturn, HostError> {
+    .success(CommandReturn(opcode: opcode, status: .success, returnParameters: parameters))
+}
+
+/// Extended advertising sets (Core Vol 4 Part E §7.8.53–7.8.60), sans-I/O.
+@Suite struct ExtendedAdvertiserTests {
+    let caps = AdvertisingCapabilities(extendedCommands: true, sets: 4, maximumDataLength: 1650)
+
+    /// Answers every send in `actions` (parameters with a Selected_TX_Power) and returns what followed.
+    func answerAll(_ a: inout Advertiser, _ actions: [AdvertisingAction]) -> [AdvertisingAction] {
+        var out: [AdvertisingAction] = []
+        for case .send(let c, let p) in actions {
+            let op = type(of: c).opcode
+            out += a.commandAnswered(p, answered(op, op == .leSetExtendedAdvertisingParameters ? [0, 0xFC] : [0]))
+        }
+        return out
+    }
+
+    @Test func dataThatFitsGoesOutAsLegacyPDUsThroughTheExtendedCommands() throws {
+        var a = Advertiser(capabilities: caps)
+        let c = AdvertisingConfiguration(advertisingData: [2, 1, 6], scanResponseData: [3, 9, 0x41, 0x42])
+        let actions = try a.start(c)
+        #expect(actions.opcodes == [.leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData,
+                                    .leSetExtendedScanResponseData, .leSetExtendedAdvertisingEnable])
+        guard case .send(let p, _) = actions[0], let params = p as? LESetExtendedAdvertisingParametersCommand else { return }
+        #expect(params.advertisingEventProperties == [.legacy, .connectable, .scannable])
+        #expect(params.primaryAdvertisingIntervalMin == 160 && params.primaryAdvertisingIntervalMax == 240)
+        #expect(params.advertisingTxPower == 0x7F, "no preference")
+        let done = answerAll(&a, actions)
+        guard case .started(0, .success(let info)) = done.first else { Issue.record("\(done)"); return }
+        #expect(info.extendedCommands && info.legacyPDUs && info.selectedTxPower == -4)
+    }
+
+    @Test func longDataIsFragmentedInto251ByteOperations() throws {
+        var a = Advertiser(capabilities: caps)
+        let data = (0 ..< 600).map { UInt8(truncatingIfNeeded: $0) }
+        let actions = try a.start(AdvertisingConfiguration(advertisingData: data, txPower: -10))
+        #expect(actions.opcodes == [.leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData,
+                                    .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingEnable])
+        guard case .send(let p, _) = actions[0], let params = p as? LESetExtendedAdvertisingParametersCommand else { return }
+        #expect(params.advertisingEventProperties == [.connectable, .includeTxPower], "connectable, not scannable")
+        #expect(params.advertisingTxPower == -10)
+        let parts = actions.compactMap { if case .send(let c, _) = $0 { c as? LESetExtendedAdvertisingDataCommand } else { nil } }
+        #expect(parts.map(\.operation) == [.firstFragment, .intermediateFragment, .lastFragment])
+        #expect(parts.map(\.advertisingData.count) == [251, 251, 98])
+        #expect(parts.flatMap(\.advertisingData) == data)
+        // Every fragment encodes (at most 251 bytes each).
+        for part in parts { #expect(throws: Never.self) { _ = try part.encodedH4() } }
+    }
+
+    @Test func aRandomStaticAddressIsSetOnTheSetAfterItsParameters() throws {
+        var a = Advertiser(capabilities: caps)
+        var g = SystemRandomNumberGenerator()
+        let address = BluetoothAddress.randomStatic(using: &g)
+        let actions = try a.start(AdvertisingConfiguration(advertisingData: [], connectable: false, ownAddress: .randomStatic(address), advertisingSet: 2))
+        #expect(actions.opcodes.prefix(2) == [.leSetExtendedAdvertisingParameters, .leSetAdvertisingSetRandomAddress])
+        guard case .send(let c, _) = actions[1], let r = c as? LESetAdvertisingSetRandomAddressCommand else { return }
+        #expect(r.advertisingHandle == 2 && r.randomAddress == address)
+        guard case .send(let p, _) = actions[0], let params = p as? LESetExtendedAdvertisingParametersCommand else { return }
+        #expect(params.ownAddressType == .random && params.advertisingEventProperties == [.legacy] && params.advertisingSID == 2)
+    }
+
+    @Test func twoSetsRunAtOnceAndEachRestartsAfterItsOwnConnection() throws {
+        var a = Advertiser(capabilities: caps)
+        _ = answerAll(&a, try a.start(AdvertisingConfiguration(advertisingData: [2, 1, 6], maximumConnections: 1)))
+        _ = answerAll(&a, try a.start(AdvertisingConfiguration(advertisingData: [2, 1, 6], maximumConnections: 2, advertisingSet: 1)))
+        #expect(a.isAdvertising(0) && a.isAdvertising(1))
+        // A central connects through set 1: the link first, then Advertising Set Terminated.
+        #expect(a.peripheralLinkOpened(handle: 0x40).isEmpty, "which set is not known yet")
+        let r = a.advertisingSetTerminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 1, connectionHandle: 0x40, numCompletedExtendedAdvertisingEvents: 3))
+        #expect(r.opcodes == [.leSetExtendedAdvertisingEnable])
+        guard case .send(let c, _) = r.first, let e = c as? LESetExtendedAdvertisingEnableCommand else { return }
+        #expect(e.enable && e.sets.map(\.advertisingHandle) == [1])
+        #expect(a.isAdvertising(0), "set 0 was not touched")
+        // Set 0 takes one central only.
+        _ = a.peripheralLinkOpened(handle: 0x41)
+        #expect(a.advertisingSetTerminated(LEAdvertisingSetTerminated(status: .success, advertisingHandle: 0, connectionHandle: 0x41, numCompletedExtendedAdvertisingEvents: 1)).isEmpty)
+        #expect(!a.isAdvertising(0))
+        // Its central leaves: set 0 advertises again.
+        let back = a.peripheralLinkClosed(handle: 0x41)
+        guard case .send(let c2, _) = back.first, let e2 = c2 as? LESetExtendedAdvertisingEnableCommand else { Issue.record("\(back)"); return }
+        #expect(e2.sets.map(\.advertisingHandle) == [0])
+        // A set that ended for its duration stays off.
+        _ = a.advertisingSetTerminated(LEAdvertisingSetTerminated(status: HCIErrorCode(rawValue: 0x3C), advertisingHandle: 1, connectionHandle: 0, numCompletedExtendedAdvertisingEvents: 9))
+        #expect(!a.isAdvertising(1))
+    }
+
+    @Test func stoppingOneSetDisablesAndRemovesOnlyIt() throws {
+        var a = Advertiser(capabilities: caps)
+        _ = answerAll(&a, try a.start(AdvertisingConfiguration(advertisingData: [])))
+        _ = answerAll(&a, try a.start(AdvertisingConfiguration(advertisingData: [], advertisingSet: 3)))
+        let r = a.stop(3)
+        #expect(r.opcodes == [.leSetExtendedAdvertisingEnable, .leRemoveAdvertisingSet])
+        let done = answerAll(&a, r)
+        guard case .stopped(3) = done.first, done.count == 1 else { Issue.record("\(done)"); return }
+        #expect(a.isAdvertising(0) && !a.isAdvertising(3) && a.pendingSets(nil) == [0])
+        // Stopping all: one disable for every set.
+        guard case .send(let c, _) = a.stop().first, let e = c as? LESetExtendedAdvertisingEnableCommand else { return }
+        #expect(!e.enable && e.sets.map(\.advertisingHandle) == [0])
+    }
+
+    @Test func configurationsTheControllerCannotRunAreRefusedWithTheReason() {
+        var a = Advertiser(capabilities: caps)
+        let both = AdvertisingConfiguration(advertisingData: [UInt8](repeating: 0, count: 40), scanResponseData: [2, 9, 0x41])
+        #expect { try a.start(both) } throws: { ($0 as? HostError)?.message.contains("no scan response") == true }
+        let noSet = AdvertisingConfiguration(advertisingData: [], advertisingSet: 4)
+        #expect { try a.start(noSet) } throws: { ($0 as? HostError)?.message.contains("does not exist") == true }
+        let huge = AdvertisingConfiguration(advertisingData: [UInt8](repeating: 0, count: 1651))
+        #expect { try a.start(huge) } throws: { ($0 as? HostError)?.message.contains("at most 1650") == true }
+        let hot = AdvertisingConfiguration(advertisingData: [], txPower: 21)
+        #expect(throws: HostError.self) { try a.start(hot) }
+        // Legacy PDUs asked for: 31 bytes, even on this controller.
+        let legacyLong = AdvertisingConfiguration(advertisingData: [UInt8](repeating: 0, count: 32), pdus: .legacy)
+        #expect { try a.start(legacyLong) } throws: { ($0 as? HostError)?.message.contains("at most 31") == true }
+        // A controller before Bluetooth 5 has one set and no extended PDUs.
+        var old = Advertiser()
+        #expect { try old.start(AdvertisingConfiguration(advertisingData: [], pdus: .extended)) } throws: { ($0 as? HostError)?.kind == .notSupported }
+        #expect { try old.start(AdvertisingConfiguration(advertisingData: [], advertisingSet: 1)) } throws: { ($0 as? HostError)?.kind == .notSupported }
+    }
+
+    @Test func theInitializerReadsTheAdvertisingLimitsWhenTheControllerHasExtendedAdvertising() {
+        var model = FakeControllerModel()
+        model.supportedCommandBits += FakeControllerModel.extendedAdvertisingBits
+        let (result, sent) = runInit(model)
+        guard case .success(let info) = result else { Issue.record("\(result)"); return }
+        #expect(sent.contains(.leReadMaximumAdvertisingDataLength) && sent.contains(.leReadNumberOfSupportedAdvertisingSets))
+        #expect(info.maximumAdvertisingDataLength == 1650 && info.advertisingSets == 4)
+        #expect(AdvertisingCapabilities(info) == AdvertisingCapabilities(extendedCommands: true, sets: 4, maximumDataLength: 1650))
+        // Without the commands: legacy.
+        let (plain, plainSent) = runInit(FakeControllerModel())
+        #expect(!plainSent.contains(.leReadMaximumAdvertisingDataLength))
+        if case .success(let i) = plain { #expect(AdvertisingCapabilities(i) == .legacy) }
+    }
+}
+
 /// The peripheral side of the host at run time, against a fake controller.
 @Suite struct PeripheralRuntimeTests {
     /// A controller that answers every command and lets the test inject connections.
@@ -146,6 +281,25 @@ extension [AdvertisingAction] {
         #expect(await eventually { fake.commands.filter { $0 == .leSetAdvertisingEnable }.count == 2 })
         await host.close()
         #expect(await incoming.next() == nil, "the stream ends with the host")
+    }
+
+    @Test func extendedSetsRestartAfterAdvertisingSetTerminated() async throws {
+        var model = FakeControllerModel()
+        model.supportedCommandBits += FakeControllerModel.extendedAdvertisingBits
+        let fake = controller(model)
+        let host = try await HCIHost.open(transport: fake)
+        #expect(host.advertisingCapabilities.extendedCommands)
+        let info = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: [UInt8](repeating: 0, count: 100), connectable: true, advertisingSet: 1))
+        #expect(!info.legacyPDUs && info.selectedTxPower == 5)
+        #expect(!fake.commands.contains(.leSetAdvertisingEnable), "no legacy command once extended ones are used")
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        fake.injectEvent(connectionCompleteEvent(handle: 0x41, peer: peerB, role: .peripheral))
+        fake.injectEvent(advertisingSetTerminatedEvent(set: 1, handle: 0x41))
+        #expect(await incoming.next()?.handle == 0x41)
+        #expect(await eventually { fake.commands.filter { $0 == .leSetExtendedAdvertisingEnable }.count == 2 })
+        await host.stopAdvertising(set: 1)
+        #expect(fake.commands.suffix(2) == [.leSetExtendedAdvertisingEnable, .leRemoveAdvertisingSet])
+        await host.close()
     }
 
     @Test func attPDUsGoToTheClientOrTheServerSideByDirection() async throws {
@@ -195,4 +349,9 @@ extension [AdvertisingAction] {
         #expect(host.statistics.links == 0)
         await host.close()
     }
+}
+
+/// HCI_LE_Advertising_Set_Terminated as an event packet (no H4 indicator).
+func advertisingSetTerminatedEvent(set: UInt8, handle: UInt16, status: UInt8 = 0) -> [UInt8] {
+    [0x3E, 6, 0x12, status, set, UInt8(handle & 0xFF), UInt8(handle >> 8), 1]
 }

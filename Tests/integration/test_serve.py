@@ -162,6 +162,26 @@ class BumbleCentralTests(unittest.TestCase):
         finally:
             centrals.close()
 
+    def test_extended_advertising_carries_a_long_name_and_every_uuid(self):
+        # 40 bytes of name: legacy advertising would shorten it; extended carries it whole.
+        name = 'Extended-advertising-peripheral-with-a-l'
+        centrals = Centrals('--centrals', '1', '--target', name, '--listen', '1', '--extended-advertising')
+        try:
+            with Serve(centrals.transport, '--profile', 'battery,heartrate,thermometer', '--name', name,
+                       '--extended', '--tx-power', '-6') as serve:
+                adv = serve.wait('advertising', 1)
+                self.assertEqual(adv['pdus'], 'extended')
+                self.assertIn('tx_power', adv)   # what the controller chose
+                results, log = centrals.results(1)
+                self.assertEqual(len(results), 1, log)
+                self.assertIsNone(results[0]['error'], f'{results[0]["error"]}\n{log}\n{serve.stderr()}')
+                self.assertEqual(bytes.fromhex(results[0]['reads']['2A00']), name.encode())
+                self.assertEqual(results[0]['reads']['2A19'], '64')
+                self.assertIsNotNone(serve.wait('connected', 5))
+                self.assertEqual(serve.close(), 0, serve.stderr())
+        finally:
+            centrals.close()
+
     def check_central(self, r):
         self.assertEqual(r['mtu'], 517)
         uuids = [s['uuid'] for s in r['services']]
@@ -260,6 +280,16 @@ class HcigattAgainstServeTests(unittest.TestCase):
                 self.assertEqual(questions, ['Will it work?', 'And now?'])
                 self.assertEqual(serve.close(), 0, serve.stderr())
 
+    def test_gatt_finds_an_extended_advertiser_by_its_long_name(self):
+        name = 'A-peripheral-name-too-long-for-legacy-advertising'
+        with Peer('--hosts', '2', '--extended-advertising') as world:
+            server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+            with Serve(server, '--profile', 'battery', '--name', name, '--extended') as serve:
+                rc, out, err = hcigatt('read', name, '2a00', '--json', '--transport', client)
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(bytes.fromhex(json.loads(out)['hex']), name.encode())
+                self.assertEqual(serve.close(), 0, serve.stderr())
+
     def test_manual_answers_come_from_stdin(self):
         with Peer('--hosts', '2') as world:
             server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
@@ -281,7 +311,9 @@ class HcigattAgainstServeTests(unittest.TestCase):
         for args in (['serve'], ['serve', '--profile', 'toaster'], ['serve', '--profile', 'battery', 'extra'],
                      ['serve', '--profile', 'battery', '--max-connections', '0'],
                      ['serve', '--profile', 'battery', '--adv-interval', '5'],
-                     ['serve', '--profile', 'battery', '--manual'], ['ask'], ['ask', 'a', 'b', 'c']):
+                     ['serve', '--profile', 'battery', '--manual'], ['ask'], ['ask', 'a', 'b', 'c'],
+                     ['serve', '--profile', 'battery', '--extended', '--legacy'],
+                     ['serve', '--profile', 'battery', '--tx-power', '30']):
             rc, out, err = hcigatt(*args, '--transport', 'tcp:127.0.0.1:1')
             self.assertEqual(rc, 2, f'{args}: {err}')
 

@@ -150,12 +150,15 @@ async def main() -> None:
     parser.add_argument('--stagger', type=float, default=0.5,
                         help='seconds between the centrals starting (see run_central)')
     parser.add_argument('--scan-timeout', type=float, default=30.0)
+    parser.add_argument('--extended-advertising', action='store_true',
+                        help="hcigatt's controller claims the extended advertising commands (Bluetooth 5)")
     parser.add_argument('--verbose', action='store_true')
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
 
     link = PeerLink()
-    server_socket, _, _ = await start_host_controller(link, args.port, args.host_address, False)
+    server_socket, _, _ = await start_host_controller(link, args.port, args.host_address, False,
+                                                      args.extended_advertising)
     devices = []
     for i in range(args.centrals):
         address = f'D0:D1:D2:D3:D4:{i + 1:02X}'

@@ -88,7 +88,22 @@ class PeerLink(LocalLink):
         super().send_acl_data(sender_controller, destination_address, transport, data)
 
 
-async def start_host_controller(link, port, address, legacy_reports):
+# Bumble's controller handles the extended advertising commands but does not claim them in
+# Supported_Commands; claimed, it behaves as a Bluetooth 5 controller with advertising sets.
+EXTENDED_ADVERTISING_COMMANDS = {
+    hci.HCI_LE_SET_ADVERTISING_SET_RANDOM_ADDRESS_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_PARAMETERS_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_DATA_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_SCAN_RESPONSE_DATA_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_ENABLE_COMMAND,
+    hci.HCI_LE_READ_MAXIMUM_ADVERTISING_DATA_LENGTH_COMMAND,
+    hci.HCI_LE_READ_NUMBER_OF_SUPPORTED_ADVERTISING_SETS_COMMAND,
+    hci.HCI_LE_REMOVE_ADVERTISING_SET_COMMAND,
+    hci.HCI_LE_CLEAR_ADVERTISING_SETS_COMMAND,
+}
+
+
+async def start_host_controller(link, port, address, legacy_reports, extended_advertising=False):
     """A HostController on `link` served as H4 on a TCP socket bound to 127.0.0.1:port
     (0: any). Returns (socket, transport, controller)."""
     server_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -100,6 +115,8 @@ async def start_host_controller(link, port, address, legacy_reports):
     if legacy_reports:
         controller.le_features = hci.LeFeatureMask(
             controller.le_features.value & ~(1 << LE_EXTENDED_ADVERTISING_BIT))
+    if extended_advertising:
+        controller.supported_commands = set(controller.supported_commands) | EXTENDED_ADVERTISING_COMMANDS
     return server_socket, transport, controller
 
 
@@ -214,6 +231,8 @@ async def main() -> None:
     parser.add_argument('--hosts', type=int, default=1,
                         help='TCP controllers for hcigatt (the ready line lists their ports; the '
                              'n-th has --host-address + n)')
+    parser.add_argument('--extended-advertising', action='store_true',
+                        help="hcigatt's controllers claim the extended advertising commands (Bluetooth 5)")
     parser.add_argument('--legacy-reports', action='store_true',
                         help='clear the LE Extended Advertising feature bit so the controller '
                              'sends legacy LE Advertising Reports')
@@ -249,12 +268,13 @@ async def main() -> None:
     events = EventWriter(sys.stdout)
 
     # The controllers hcigatt drives, on TCP server sockets we bind first so the ports are known.
-    server_socket, transport, _ = await start_host_controller(link, args.port, args.host_address, args.legacy_reports)
+    server_socket, transport, _ = await start_host_controller(link, args.port, args.host_address, args.legacy_reports,
+                                                              args.extended_advertising)
     port = server_socket.getsockname()[1]
     extra_ports = []
     for n in range(1, args.hosts):
         address = args.host_address[:-2] + f'{int(args.host_address[-2:], 16) + n:02X}'
-        extra_socket, _, _ = await start_host_controller(link, 0, address, args.legacy_reports)
+        extra_socket, _, _ = await start_host_controller(link, 0, address, args.legacy_reports, args.extended_advertising)
         extra_ports.append(extra_socket.getsockname()[1])
 
     devices = []

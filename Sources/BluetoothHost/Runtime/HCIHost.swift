@@ -134,25 +134,33 @@ public final class HCIHost: Sendable {
         return try result.get()
     }
 
-    /// Starts advertising as a peripheral (legacy advertising: LE Set Advertising
-    /// Parameters, Data, Scan Response Data, Enable; Core Vol 4 Part E §7.8.5–7.8.9) and
-    /// returns once the controller advertises. When a central connects the controller
-    /// stops; the host restarts it until ``AdvertisingConfiguration/maximumConnections``
-    /// centrals are connected and again after one leaves. Calling it again replaces the
-    /// configuration. Links arrive on ``incomingConnections``.
-    public func startAdvertising(_ configuration: AdvertisingConfiguration) async throws(HostError) {
-        try configuration.validate()
+    /// What the controller offers for advertising: extended advertising sets (several at
+    /// once, data up to its maximum) or legacy advertising only.
+    public var advertisingCapabilities: AdvertisingCapabilities { AdvertisingCapabilities(info) }
+
+    /// Starts advertising set ``AdvertisingConfiguration/advertisingSet`` as a peripheral
+    /// and returns once the controller advertises. With extended advertising (Bluetooth 5
+    /// controllers: LE Set Extended Advertising Parameters, Data, Scan Response Data, Enable;
+    /// Core Vol 4 Part E §7.8.53–7.8.56) several sets run at once and data longer than 251
+    /// bytes is sent in fragments; otherwise the legacy commands (§7.8.5–7.8.9) run one set.
+    /// When a central connects the controller stops the set; the host restarts it until
+    /// ``AdvertisingConfiguration/maximumConnections`` centrals are connected through it and
+    /// again after one leaves. Starting a set again replaces its configuration. Links arrive
+    /// on ``incomingConnections``.
+    @discardableResult
+    public func startAdvertising(_ configuration: AdvertisingConfiguration) async throws(HostError) -> AdvertisingSetInfo {
+        try configuration.validate(for: advertisingCapabilities)
         let driver = self.driver
-        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<AdvertisingSetInfo, HostError>, Never>) in
             driver.post(.startAdvertising(configuration, c))
         }
-        try result.get()
+        return try result.get()
     }
 
-    /// Stops advertising; connected links stay up.
-    public func stopAdvertising() async {
+    /// Stops advertising set `set`, or every set with nil; connected links stay up.
+    public func stopAdvertising(set: UInt8? = nil) async {
         let driver = self.driver
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in driver.post(.stopAdvertising(c)) }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in driver.post(.stopAdvertising(set, c)) }
     }
 
     /// Links centrals opened to us (the peripheral role), each with its role, peer address

@@ -60,8 +60,8 @@ enum DriverRequest: @unchecked Sendable {
     case cancelConnect(ConnectRequestID)
     case disconnect(LEConnection, HCIErrorCode, CheckedContinuation<Void, Never>)
     case startATT(LEConnection, ATTRole, @Sendable (UnsafeRawBufferPointer) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
-    case startAdvertising(AdvertisingConfiguration, CheckedContinuation<Result<Void, HostError>, Never>)
-    case stopAdvertising(CheckedContinuation<Void, Never>)
+    case startAdvertising(AdvertisingConfiguration, CheckedContinuation<Result<AdvertisingSetInfo, HostError>, Never>)
+    case stopAdvertising(UInt8?, CheckedContinuation<Void, Never>)
     case sendACL(LEConnection, [UInt8])
     case updateParameters(LEConnection, L2CAPConnectionParameters, CheckedContinuation<Result<LELinkState, HostError>, Never>)
 }
@@ -167,8 +167,10 @@ final class HostDriver: @unchecked Sendable {
     let incoming: AsyncStream<LEConnection>.Continuation
     let incomingStream: AsyncStream<LEConnection>
     private var advertiser = Advertiser()
-    private var advertisingStart: CheckedContinuation<Result<Void, HostError>, Never>?
-    private var advertisingStops: [CheckedContinuation<Void, Never>] = []
+    /// Starts in progress, by advertising set.
+    private var advertisingStarts: [UInt8: CheckedContinuation<Result<AdvertisingSetInfo, HostError>, Never>] = [:]
+    /// Stops in progress: the sets each still waits for.
+    private var advertisingStops: [(sets: Set<UInt8>, continuation: CheckedContinuation<Void, Never>)] = []
     /// Disconnect commands sent by close, not yet answered.
     private var closingDisconnects = 0
 
@@ -226,7 +228,7 @@ final class HostDriver: @unchecked Sendable {
             let why = conn.closeInfo
             closed(why.reason, why.message)
         case .startAdvertising(_, let c): c.resume(returning: .failure(error))
-        case .stopAdvertising(let c): c.resume()
+        case .stopAdvertising(_, let c): c.resume()
         }
     }
 
@@ -414,20 +416,25 @@ final class HostDriver: @unchecked Sendable {
                 c.resume(returning: .failure(.hostClosed))
                 return
             }
-            guard advertisingStart == nil else {
-                c.resume(returning: .failure(HostError(.busy, "advertising is already being started")))
+            guard advertisingStarts[config.advertisingSet] == nil else {
+                c.resume(returning: .failure(HostError(.busy, "advertising set \(config.advertisingSet) is already being started")))
                 return
             }
             do throws(HostError) {
                 let actions = try advertiser.start(config)
-                advertisingStart = c
+                advertisingStarts[config.advertisingSet] = c
                 execute(actions)
             } catch {
                 c.resume(returning: .failure(error))
             }
-        case .stopAdvertising(let c):
-            advertisingStops.append(c)
-            execute(advertiser.stop())
+        case .stopAdvertising(let set, let c):
+            let pending = advertiser.pendingSets(set)
+            guard !pending.isEmpty else {
+                c.resume()
+                return
+            }
+            advertisingStops.append((Set(pending), c))
+            execute(advertiser.stop(set))
         case .updateParameters(let conn, let parameters, let c):
             guard links[conn.handle]?.connection === conn else {
                 c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
@@ -479,6 +486,7 @@ final class HostDriver: @unchecked Sendable {
             aclFlow = ACLFlowControl(bufferLength: info.aclBufferLength, bufferCount: info.aclBufferCount,
                                      maximumQueuedBytesPerLink: 2 * LEConnection.maximumQueuedBytes)
             connections.useExtendedCreate = LEConnectionManager.supportsExtendedCreate(info)
+            advertiser = Advertiser(capabilities: AdvertisingCapabilities(info))
             initializer = nil
             initContinuation?.resume(returning: .success(info))
             initContinuation = nil
@@ -563,11 +571,11 @@ final class HostDriver: @unchecked Sendable {
             if advertiser.isActive {
                 // Leave the controller quiet: no advertising once the host is gone.
                 disabling += 1
-                if submit(LESetAdvertisingEnableCommand(advertisingEnable: false), waiter: .scanDisable(continuation: nil)) != nil {
+                if submit(advertiser.quietCommand(), waiter: .scanDisable(continuation: nil)) != nil {
                     disabling -= 1
                 }
                 execute(advertiser.closeAll(.hostClosed))
-                for c in advertisingStops { c.resume() }
+                for w in advertisingStops { w.continuation.resume() }
                 advertisingStops = []
             }
             // Fail connects still waiting; take the links down (their closes follow).
@@ -614,7 +622,7 @@ final class HostDriver: @unchecked Sendable {
         for c in connectWaiters.values { c.resume(returning: .failure(error)) }
         connectWaiters.removeAll()
         execute(advertiser.closeAll(error))
-        for c in advertisingStops { c.resume() }
+        for w in advertisingStops { w.continuation.resume() }
         advertisingStops = []
         incoming.finish()
         for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
@@ -713,7 +721,7 @@ final class HostDriver: @unchecked Sendable {
             case .linkOpened(let state):
                 let conn = openLink(state)
                 incoming.yield(conn)
-                execute(advertiser.peripheralLinkOpened())
+                execute(advertiser.peripheralLinkOpened(handle: state.handle))
             case .linkUpdated(let state):
                 links[state.handle]?.connection.update(state)
             case .linkClosed(let state, let reason):
@@ -744,12 +752,15 @@ final class HostDriver: @unchecked Sendable {
                 if let error = submit(command, waiter: .advertising(purpose)) {
                     execute(advertiser.commandAnswered(purpose, .failure(error)))
                 }
-            case .started(let result):
-                advertisingStart?.resume(returning: result)
-                advertisingStart = nil
-            case .stopped:
-                for c in advertisingStops { c.resume() }
-                advertisingStops = []
+            case .started(let set, let result):
+                advertisingStarts.removeValue(forKey: set)?.resume(returning: result)
+            case .stopped(let set):
+                var waiting: [(sets: Set<UInt8>, continuation: CheckedContinuation<Void, Never>)] = []
+                for var w in advertisingStops {
+                    w.sets.remove(set)
+                    if w.sets.isEmpty { w.continuation.resume() } else { waiting.append(w) }
+                }
+                advertisingStops = waiting
             }
         }
     }
@@ -777,7 +788,7 @@ final class HostDriver: @unchecked Sendable {
         aclFlowRemove(conn.handle)
         record.attClient?.closed(reason, text)
         record.attServer?.closed(reason, text)
-        if record.connection.role == .peripheral { execute(advertiser.peripheralLinkClosed()) }
+        if record.connection.role == .peripheral { execute(advertiser.peripheralLinkClosed(handle: conn.handle)) }
         for c in record.disconnectWaiters { c.resume() }
         for c in record.updateWaiters { c.resume(returning: .failure(HostError(.disconnected(reason), text))) }
     }
@@ -959,6 +970,8 @@ final class HostDriver: @unchecked Sendable {
                 // Mutate in place through the optional: copying the scanner would copy its table.
                 guard let events = scan?.scanner.handle(meta, now: Sys.now()) else { return }
                 deliver(events)
+            case .advertisingSetTerminated(let e):
+                execute(advertiser.advertisingSetTerminated(e))
             default:
                 execute(connections.handle(meta, now: Sys.now()))
             }

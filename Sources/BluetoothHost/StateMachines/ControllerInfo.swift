@@ -22,6 +22,12 @@ public struct ControllerInfo: Sendable, Equatable {
     public var isoBuffer: ISOBuffer?
     /// Which LE Read Buffer Size the sizes came from (2 = v2, 1 = v1, 0 = Read Buffer Size).
     public var bufferSizeSource: Int
+    /// Advertising sets the controller supports (LE Read Number of Supported Advertising
+    /// Sets); 0 when it has no extended advertising (legacy commands, one set).
+    public var advertisingSets: Int = 0
+    /// The longest advertising or scan response data one set takes (LE Read Maximum
+    /// Advertising Data Length); 31 with legacy advertising.
+    public var maximumAdvertisingDataLength: Int = 31
 
     public init(hciVersion: HCICoreVersion = HCICoreVersion(rawValue: 0), hciRevision: UInt16 = 0,
                 lmpVersion: HCICoreVersion = HCICoreVersion(rawValue: 0), manufacturer: UInt16 = 0,
@@ -54,6 +60,9 @@ public struct ControllerInfo: Sendable, Equatable {
 
     /// Supported_Commands bits this host looks at (Core Vol 4 Part E §6.27).
     public enum CommandBit {
+        public static let leSetExtendedAdvertisingParameters = (octet: 36, bit: 2)
+        public static let leReadMaximumAdvertisingDataLength = (octet: 36, bit: 6)
+        public static let leReadNumberOfSupportedAdvertisingSets = (octet: 36, bit: 7)
         public static let leSetExtendedScanParameters = (octet: 37, bit: 5)
         public static let leSetExtendedScanEnable = (octet: 37, bit: 6)
         public static let leReadBufferSizeV2 = (octet: 41, bit: 5)
@@ -67,6 +76,12 @@ public struct ControllerInfo: Sendable, Equatable {
         leFeatures.contains(.leExtendedAdvertising) && supports(CommandBit.leSetExtendedScanParameters)
     }
 
+    /// True when the controller has LE Extended Advertising and claims the extended
+    /// advertising commands: the host then advertises with them (Core Vol 4 Part E §3.1.1:
+    /// a controller refuses legacy advertising commands once extended ones were used).
+    public var supportsExtendedAdvertising: Bool {
+        leFeatures.contains(.leExtendedAdvertising) && supports(CommandBit.leSetExtendedAdvertisingParameters)
+    }
 }
 
 /// ISO data buffers (HCI_LE_Read_Buffer_Size [v2]).

@@ -12,14 +12,18 @@ import BluetoothWire
 /// 7. HCI_LE_Read_Buffer_Size [v2] when Supported_Commands octet 41 bit 5 is set; on any
 ///    failure (Unknown Command, timeout, ...) HCI_LE_Read_Buffer_Size [v1]
 /// 8. HCI_Read_Buffer_Size when the LE ACL length is 0 (shared BR/EDR buffers)
-/// 9. HCI_Set_Event_Mask, 10. HCI_LE_Set_Event_Mask
+/// 9. With extended advertising: HCI_LE_Read_Maximum_Advertising_Data_Length and
+///    HCI_LE_Read_Number_of_Supported_Advertising_Sets (failures tolerated: legacy advertising)
+/// 10. HCI_Set_Event_Mask, 11. HCI_LE_Set_Event_Mask
 ///
 /// Drive it with ``start()`` then ``handle(_:)`` with each command's result until it
 /// returns `.finished` or `.failed`.
 public struct ControllerInitializer: Sendable {
     public enum Step: Sendable, Equatable {
         case reset, readLocalVersion, readBDADDR, readSupportedCommands, readFeatures, leReadFeatures
-        case leReadBufferSizeV2, leReadBufferSizeV1, readBufferSize, setEventMask, leSetEventMask, done
+        case leReadBufferSizeV2, leReadBufferSizeV1, readBufferSize
+        case leReadMaximumAdvertisingDataLength, leReadNumberOfSupportedAdvertisingSets
+        case setEventMask, leSetEventMask, done
     }
 
     /// A command to submit to the command flow.
@@ -129,6 +133,22 @@ public struct ControllerInitializer: Sendable {
             info.aclBufferLength = v.aclDataPacketLength
             info.aclBufferCount = v.totalNumACLDataPackets
             info.bufferSizeSource = 0
+            return afterBuffers()
+        case .leReadMaximumAdvertisingDataLength:
+            guard case .success(let r) = result, let v = try? r.decode(as: LEReadMaximumAdvertisingDataLengthReturn.self),
+                  v.maxAdvertisingDataLength >= 31 else {
+                return send(SetEventMaskCommand(eventMask: Self.eventMask))
+            }
+            // At most 1650 bytes fit an advertising chain (Core Vol 4 Part E §7.8.57).
+            info.maximumAdvertisingDataLength = min(Int(v.maxAdvertisingDataLength), AdvertisingData.extendedMaximumLength)
+            return send(LEReadNumberOfSupportedAdvertisingSetsCommand())
+        case .leReadNumberOfSupportedAdvertisingSets:
+            if case .success(let r) = result, let v = try? r.decode(as: LEReadNumberOfSupportedAdvertisingSetsReturn.self),
+               v.numSupportedAdvertisingSets > 0 {
+                info.advertisingSets = Int(v.numSupportedAdvertisingSets)
+            } else {
+                info.maximumAdvertisingDataLength = AdvertisingData.legacyMaximumLength
+            }
             return send(SetEventMaskCommand(eventMask: Self.eventMask))
         case .setEventMask:
             _ = try required(result)
@@ -145,6 +165,13 @@ public struct ControllerInitializer: Sendable {
     private mutating func afterLEBufferSize() -> Action {
         if info.aclBufferLength == 0 || info.aclBufferCount == 0 {
             return send(ReadBufferSizeCommand())
+        }
+        return afterBuffers()
+    }
+
+    private mutating func afterBuffers() -> Action {
+        if info.supportsExtendedAdvertising {
+            return send(LEReadMaximumAdvertisingDataLengthCommand())
         }
         return send(SetEventMaskCommand(eventMask: Self.eventMask))
     }
@@ -192,6 +219,8 @@ public struct ControllerInitializer: Sendable {
         case .leReadBufferSizeV2: .leReadBufferSizeV2
         case .leReadBufferSizeV1: .leReadBufferSizeV1
         case .readBufferSize: .readBufferSize
+        case .leReadMaximumAdvertisingDataLength: .leReadMaximumAdvertisingDataLength
+        case .leReadNumberOfSupportedAdvertisingSets: .leReadNumberOfSupportedAdvertisingSets
         case .setEventMask: .setEventMask
         case .leSetEventMask: .leSetEventMask
         default: .done

@@ -437,3 +437,54 @@ public struct LESetExtendedAdvertisingEnableCommand: HCICommandEncodable {
         ]
     }
 }
+
+/// HCI_LE_Set_Advertising_Set_Random_Address (Core Vol 4 Part E §7.8.52): the random
+/// address one extended advertising set uses (sent after the set's parameters).
+public struct LESetAdvertisingSetRandomAddressCommand: HCICommandEncodable {
+    public static let opcode = HCIOpcode.leSetAdvertisingSetRandomAddress
+    public var advertisingHandle: UInt8
+    public var randomAddress: BluetoothAddress
+
+    public init(advertisingHandle: UInt8, randomAddress: BluetoothAddress) {
+        self.advertisingHandle = advertisingHandle
+        self.randomAddress = randomAddress
+    }
+
+    public var parameterLength: Int { 7 }
+    public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
+        try w.u8(advertisingHandle)
+        try randomAddress.write(&w)
+    }
+    public init(parameters r: inout ByteReader) throws(WireError) {
+        advertisingHandle = try r.u8("Advertising_Handle")
+        randomAddress = try BluetoothAddress.read(&r)
+    }
+    public var parameterFields: [Field] {
+        [Field("advertising_handle", HCIParam.uint(advertisingHandle)), Field("random_address", HCIParam.address(randomAddress))]
+    }
+}
+
+/// HCI_LE_Remove_Advertising_Set (Core Vol 4 Part E §7.8.59).
+public struct LERemoveAdvertisingSetCommand: HCICommandEncodable {
+    public static let opcode = HCIOpcode.leRemoveAdvertisingSet
+    public var advertisingHandle: UInt8
+
+    public init(advertisingHandle: UInt8) { self.advertisingHandle = advertisingHandle }
+
+    public var parameterLength: Int { 1 }
+    public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try w.u8(advertisingHandle) }
+    public init(parameters r: inout ByteReader) throws(WireError) { advertisingHandle = try r.u8("Advertising_Handle") }
+    public var parameterFields: [Field] { [Field("advertising_handle", HCIParam.uint(advertisingHandle))] }
+}
+
+/// HCI_LE_Read_Maximum_Advertising_Data_Length (Core Vol 4 Part E §7.8.57).
+public struct LEReadMaximumAdvertisingDataLengthCommand: HCIParameterlessCommand {
+    public static let opcode = HCIOpcode.leReadMaximumAdvertisingDataLength
+    public init() {}
+}
+
+/// HCI_LE_Read_Number_of_Supported_Advertising_Sets (Core Vol 4 Part E §7.8.58).
+public struct LEReadNumberOfSupportedAdvertisingSetsCommand: HCIParameterlessCommand {
+    public static let opcode = HCIOpcode.leReadNumberOfSupportedAdvertisingSets
+    public init() {}
+}
