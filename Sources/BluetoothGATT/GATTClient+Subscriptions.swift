@@ -1,0 +1,271 @@
+import BluetoothWire
+import Synchronization
+
+// Notifications and indications (Core Vol 3 Part G §4.10–4.11): reference-counted
+// subscriptions with bounded per-subscriber buffers, and Service Changed (§7.1).
+extension GATTClient {
+    // MARK: Notifications and indications
+
+    /// Subscribes to a characteristic's notifications (or indications with `indicate`):
+    /// writes its CCCD (0x0001 / 0x0002) unless another subscriber already enabled that,
+    /// and returns the values. The CCCD is cleared when the last stream for the
+    /// characteristic ends (iteration finished, task cancelled, stream released).
+    /// Descriptors are discovered first when the characteristic has none listed.
+    public func subscribe(characteristic: GATTCharacteristic, indicate: Bool = false) async throws(GATTError)
+        -> AsyncThrowingStream<GATTValue, Error>
+    {
+        try await exchangeMTU()
+        let needed: GATTCharacteristicProperties = indicate ? .indicate : .notify
+        guard characteristic.properties.contains(needed) else {
+            throw .invalidRequest("characteristic \(characteristic.uuid) at 0x\(hex(characteristic.valueHandle, 4)) does not support \(indicate ? "indications" : "notifications")")
+        }
+        var cccd = characteristic.cccdHandle
+        if cccd == nil {
+            cccd = try await discoverDescriptors(of: characteristic)
+                .first { $0.uuid == GATTAttributeType.clientCharacteristicConfiguration }?.handle
+        }
+        guard let cccd else {
+            throw .invalidRequest("characteristic \(characteristic.uuid) at 0x\(hex(characteristic.valueHandle, 4)) has no Client Characteristic Configuration descriptor")
+        }
+        let id = subscriberIDs.add(1, ordering: .relaxed).oldValue
+        let valueHandle = characteristic.valueHandle
+        let result = await withCheckedContinuation { (c: ResponseContinuation) in
+            locked { s, fx in
+                if let e = s.terminal {
+                    fx.append { c.resume(returning: .failure(e)) }
+                    return
+                }
+                s.subscribers[id] = Subscriber(valueHandle: valueHandle, indicate: indicate)
+                var entry = s.cccds[valueHandle] ?? CCCD(cccdHandle: cccd)
+                entry.subscribers.append(id)
+                s.cccds[valueHandle] = entry
+                if !updateCCCD(valueHandle: valueHandle, waiter: .request(c), &s, &fx) {
+                    fx.append { c.resume(returning: .success(.write)) }
+                }
+            }
+        }
+        switch result {
+        case .success:
+            let lifetime = SubscriptionLifetime(client: self, id: id)
+            return AsyncThrowingStream(unfolding: { try await lifetime.next() })
+        case .failure(let error):
+            locked { s, fx in removeSubscriber(id, &s, &fx, writeFailed: true) }
+            throw error
+        }
+    }
+
+    /// Ends every subscription stream of `characteristic` and waits until its CCCD is
+    /// cleared on the server, so a tool can disconnect right after, having unsubscribed
+    /// cleanly. Does nothing when nobody is subscribed.
+    public func unsubscribe(characteristic: GATTCharacteristic) async throws(GATTError) {
+        let valueHandle = characteristic.valueHandle
+        let result = await withCheckedContinuation { (c: ResponseContinuation) in
+            locked { s, fx in
+                guard let entry = s.cccds[valueHandle], !entry.subscribers.isEmpty else {
+                    fx.append { c.resume(returning: .success(.write)) }
+                    return
+                }
+                for id in entry.subscribers {
+                    guard let sub = s.subscribers.removeValue(forKey: id) else { continue }
+                    for e in sub.buffer { if let t = e.token { taken(t, &s, &fx) } }
+                    if let w = sub.waiting { fx.append { w.resume(returning: .success(nil)) } }
+                }
+                s.cccds[valueHandle]?.subscribers = []
+                if !updateCCCD(valueHandle: valueHandle, waiter: .request(c), &s, &fx) {
+                    fx.append { c.resume(returning: .success(.write)) }
+                }
+            }
+        }
+        _ = try result.get()
+    }
+
+    // MARK: Internals: subscribers
+
+    func deliver(handle: UInt16, value: [UInt8], indication: Bool, _ s: inout State, _ fx: inout [Effect]) {
+        if indication, handle == s.serviceChangedHandle { serviceChanged(value, &s) }
+        let ids = s.cccds[handle]?.subscribers ?? []
+        guard !ids.isEmpty else {
+            if handle != s.serviceChangedHandle { s.unhandledNotifications += 1 }
+            if indication { apply(s.att.confirmIndication(), &s, &fx) }
+            return
+        }
+        var token: UInt64?
+        if indication {
+            token = s.nextToken
+            s.nextToken += 1
+            s.indicationTakers[s.nextToken - 1] = ids.count
+        }
+        let item = GATTValue(handle: handle, value: value, isIndication: indication)
+        for id in ids {
+            guard var sub = s.subscribers[id] else { continue }
+            if let w = sub.waiting {
+                sub.waiting = nil
+                var v = item
+                v.droppedBefore = sub.dropped
+                sub.dropped = 0
+                s.subscribers[id] = sub
+                fx.append { w.resume(returning: .success(v)) }
+                if let token { taken(token, &s, &fx) }
+                continue
+            }
+            if !indication, sub.bufferedNotifications >= options.notificationBufferSize,
+               let oldest = sub.buffer.firstIndex(where: { $0.token == nil }) {
+                sub.buffer.remove(at: oldest)
+                sub.bufferedNotifications -= 1
+                sub.dropped += 1
+                s.droppedNotifications += 1
+            }
+            sub.buffer.append(Entry(value: item, token: token))
+            if !indication { sub.bufferedNotifications += 1 }
+            s.subscribers[id] = sub
+        }
+    }
+
+    /// One subscriber took (or gave up) an indication; the last one confirms it.
+    func taken(_ token: UInt64, _ s: inout State, _ fx: inout [Effect]) {
+        guard let n = s.indicationTakers[token] else { return }
+        if n > 1 {
+            s.indicationTakers[token] = n - 1
+        } else {
+            s.indicationTakers[token] = nil
+            apply(s.att.confirmIndication(), &s, &fx)
+        }
+    }
+
+    func nextValue(_ id: UInt64) async throws(GATTError) -> GATTValue? {
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: ValueContinuation) in
+                locked { s, fx in
+                    guard var sub = s.subscribers[id] else {
+                        fx.append { c.resume(returning: .success(nil)) }
+                        return
+                    }
+                    if !sub.buffer.isEmpty {
+                        let e = sub.buffer.removeFirst()
+                        if e.token == nil { sub.bufferedNotifications -= 1 }
+                        var v = e.value
+                        v.droppedBefore = sub.dropped
+                        sub.dropped = 0
+                        s.subscribers[id] = sub
+                        if let t = e.token { taken(t, &s, &fx) }
+                        fx.append { c.resume(returning: .success(v)) }
+                    } else if let e = sub.ended {
+                        removeSubscriber(id, &s, &fx, writeFailed: false)
+                        fx.append { c.resume(returning: .failure(e)) }
+                    } else if Task.isCancelled {
+                        removeSubscriber(id, &s, &fx, writeFailed: false)
+                        fx.append { c.resume(returning: .success(nil)) }
+                    } else {
+                        sub.waiting = c
+                        s.subscribers[id] = sub
+                    }
+                }
+            }
+        } onCancel: {
+            subscriberEnded(id)
+        }
+        return try result.get()
+    }
+
+    func subscriberEnded(_ id: UInt64) {
+        locked { s, fx in removeSubscriber(id, &s, &fx, writeFailed: false) }
+    }
+
+    func removeSubscriber(_ id: UInt64, _ s: inout State, _ fx: inout [Effect], writeFailed: Bool) {
+        guard let sub = s.subscribers.removeValue(forKey: id) else { return }
+        for e in sub.buffer { if let t = e.token { taken(t, &s, &fx) } }
+        if let w = sub.waiting { fx.append { w.resume(returning: .success(nil)) } }
+        guard var entry = s.cccds[sub.valueHandle] else { return }
+        entry.subscribers.removeAll { $0 == id }
+        if writeFailed { entry.requested = 0 }
+        s.cccds[sub.valueHandle] = entry
+        if !writeFailed { _ = updateCCCD(valueHandle: sub.valueHandle, waiter: .ignore, &s, &fx) }
+    }
+
+    /// Writes the CCCD if the wanted bits changed; returns false when nothing was written.
+    func updateCCCD(valueHandle: UInt16, waiter: Waiter, _ s: inout State, _ fx: inout [Effect]) -> Bool {
+        guard var entry = s.cccds[valueHandle], s.terminal == nil else { return false }
+        var bits: UInt16 = entry.internalIndications ? 0x0002 : 0
+        for id in entry.subscribers {
+            if let sub = s.subscribers[id] { bits |= sub.indicate ? 0x0002 : 0x0001 }
+        }
+        guard bits != entry.requested else { return false }
+        entry.requested = bits
+        s.cccds[valueHandle] = entry
+        let (id, actions) = s.att.submit(.write(handle: entry.cccdHandle, value: [UInt8(bits & 0xFF), UInt8(bits >> 8)]), now: now())
+        s.waiters[id] = waiter
+        apply(actions, &s, &fx)
+        return true
+    }
+
+    // MARK: Internals: Service Changed
+
+    func enableServiceChanged(valueHandle: UInt16, cccdHandle: UInt16) async throws(GATTError) {
+        let result = await withCheckedContinuation { (c: ResponseContinuation) in
+            locked { s, fx in
+                s.serviceChangedHandle = valueHandle
+                var entry = s.cccds[valueHandle] ?? CCCD(cccdHandle: cccdHandle)
+                entry.internalIndications = true
+                s.cccds[valueHandle] = entry
+                if !updateCCCD(valueHandle: valueHandle, waiter: .request(c), &s, &fx) {
+                    fx.append { c.resume(returning: .success(.write)) }
+                }
+            }
+        }
+        if case .failure(let e) = result {
+            // A server that refuses is still usable; only a dead bearer is an error here.
+            switch e {
+            case .attError, .malformedResponse, .invalidRequest: return
+            case .transactionTimeout, .bearerClosed, .protocolViolation: throw e
+            }
+        }
+    }
+
+    func serviceChanged(_ value: [UInt8], _ s: inout State) {
+        let range: ClosedRange<UInt16>
+        if value.count == 4 {
+            let start = UInt16(value[0]) | UInt16(value[1]) << 8
+            let end = UInt16(value[2]) | UInt16(value[3]) << 8
+            range = min(start, end) ... max(start, end)
+        } else {
+            range = 0x0001 ... 0xFFFF
+        }
+        let cached = s.database != nil
+        Task { [weak self] in await self?.rediscover(range, cached: cached) }
+    }
+
+    func rediscover(_ range: ClosedRange<UInt16>, cached: Bool) async {
+        guard cached else {
+            databaseChangedContinuation.yield(GATTDatabaseChange(range: range, database: nil))
+            return
+        }
+        do throws(GATTError) {
+            let fresh = try await discoverDatabase(in: range)
+            let db: GATTDatabase = locked { s, _ in
+                var services = (s.database?.services ?? []).filter {
+                    !($0.startHandle <= range.upperBound && range.lowerBound <= $0.endHandle)
+                }
+                services += fresh
+                let db = GATTDatabase(services: services)
+                s.database = db
+                return db
+            }
+            databaseChangedContinuation.yield(GATTDatabaseChange(range: range, database: db))
+        } catch {
+            databaseChangedContinuation.yield(GATTDatabaseChange(range: range, database: nil, error: error))
+        }
+    }
+
+}
+
+/// Keeps a subscription alive while its stream (or an iterator of it) exists.
+final class SubscriptionLifetime: Sendable {
+    let client: GATTClient
+    let id: UInt64
+    init(client: GATTClient, id: UInt64) {
+        self.client = client
+        self.id = id
+    }
+    deinit { client.subscriberEnded(id) }
+    func next() async throws -> GATTValue? { try await client.nextValue(id) }
+}
