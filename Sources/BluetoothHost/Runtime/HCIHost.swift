@@ -152,7 +152,7 @@ public final class HCIHost: Sendable {
         try configuration.validate(for: advertisingCapabilities)
         let driver = self.driver
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<AdvertisingSetInfo, HostError>, Never>) in
-            driver.post(.startAdvertising(configuration, c))
+            driver.post(.run({ $0.startAdvertising(configuration, c) }, refused: { c.resume(returning: .failure($0)) }))
         }
         return try result.get()
     }
@@ -160,7 +160,9 @@ public final class HCIHost: Sendable {
     /// Stops advertising set `set`, or every set with nil; connected links stay up.
     public func stopAdvertising(set: UInt8? = nil) async {
         let driver = self.driver
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in driver.post(.stopAdvertising(set, c)) }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            driver.post(.run({ $0.stopAdvertising(set, c) }, refused: { _ in c.resume() }))
+        }
     }
 
     /// Links centrals opened to us (the peripheral role), each with its role, peer address

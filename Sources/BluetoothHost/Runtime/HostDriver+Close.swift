@@ -1,0 +1,105 @@
+import BluetoothTransport
+import BluetoothWire
+import Glibc
+import Synchronization
+
+// Closing the host on the driver thread: scanning and advertising stopped, links
+// disconnected, waiters failed with the reason, then the thread ends.
+extension HostDriver {
+    // MARK: Close
+
+    func beginClose() {
+        if !closing {
+            closing = true
+            if let initContinuation {
+                initContinuation.resume(returning: .failure(.hostClosed))
+                self.initContinuation = nil
+                initializer = nil
+            }
+            if scan != nil { stopScan(continuation: nil) }
+            if advertiser.isActive {
+                // Leave the controller quiet: no advertising once the host is gone.
+                disabling += 1
+                if submit(advertiser.quietCommand(), waiter: .scanDisable(continuation: nil)) != nil {
+                    disabling -= 1
+                }
+                execute(advertiser.closeAll(.hostClosed))
+                for w in advertisingStops { w.continuation.resume() }
+                advertisingStops = []
+            }
+            // Fail connects still waiting; take the links down (their closes follow).
+            for action in connections.closeAll(.hostClosed) {
+                if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
+            }
+            for (handle, record) in links.sorted(by: { $0.key < $1.key }) {
+                closingDisconnects += 1
+                if submit(DisconnectCommand(connectionHandle: handle, reason: .remoteUserTerminatedConnection),
+                          waiter: .connection(.disconnect(handle: handle))) != nil {
+                    closingDisconnects -= 1
+                }
+                closeLink(record.connection, reason: nil)
+            }
+        }
+        maybeFinishClose()
+    }
+
+    func maybeFinishClose() {
+        guard closing, disabling == 0, closingDisconnects == 0, running else { return }
+        terminate(.hostClosed)
+    }
+
+    /// Stops everything: fails pending commands, ends the scan stream with `error`,
+    /// closes the transport and lets the thread exit.
+    func terminate(_ error: HostError) {
+        guard running else { return }
+        running = false
+        mailbox.withLock { m in
+            m.stopped = true
+            m.terminalError = closing ? HostError.hostClosed : error
+        }
+        if let initContinuation {
+            initContinuation.resume(returning: .failure(error))
+            self.initContinuation = nil
+        }
+        if let s = scan {
+            scan = nil
+            s.continuation.finish(throwing: error)
+        }
+        for action in connections.closeAll(error) {
+            if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
+        }
+        for c in connectWaiters.values { c.resume(returning: .failure(error)) }
+        connectWaiters.removeAll()
+        execute(advertiser.closeAll(error))
+        for w in advertisingStops { w.continuation.resume() }
+        advertisingStops = []
+        incoming.finish()
+        for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
+        let actions = flow.failAll(error)
+        pending.removeAll()
+        pendingHead = 0
+        pendingOffset = 0
+        stalledSince = nil
+        execute(actions)
+        transport.close()
+    }
+
+    func finishThread() {
+        publishStatistics()
+        // Requests that raced with the stop.
+        let late = mailbox.withLock { m in
+            let r = m.requests
+            m.requests.removeAll()
+            return r
+        }
+        let error = mailbox.withLock { $0.terminalError } ?? .hostClosed
+        for r in late {
+            if case .close(let c) = r { c?.resume() } else { Self.refuse(r, error) }
+        }
+        Sys.close(wakeFD)
+        Sys.close(wakeWriteFD)
+        for c in closeContinuations { c.resume() }
+        closeContinuations.removeAll()
+    }
+
+}

@@ -1,0 +1,72 @@
+import BluetoothTransport
+import BluetoothWire
+import Glibc
+import Synchronization
+
+// The receive path on the driver thread: transport reads, HCI events and ACL packets
+// dispatched to the state machines.
+extension HostDriver {
+    // MARK: Reading
+
+    func readTransport() {
+        reading = true
+        let result: Result<Bool, TransportError>
+        do throws(TransportError) {
+            result = .success(try transport.readAvailable { packet in self.received(packet) })
+        } catch {
+            result = .failure(error)
+        }
+        reading = false
+        switch result {
+        case .success(true):
+            flushPending()
+        case .success(false):
+            terminate(HostError.transportClosed(transportName))
+        case .failure(let error):
+            terminate(HostError.from(error, transport: transportName))
+        }
+    }
+
+    func received(_ packet: UnsafeRawBufferPointer) {
+        guard running else { return }
+        stats.packetsIn += 1
+        stats.bytesIn += packet.count
+        observer?(packet, false)
+        if packet.count >= 1, packet[0] == H4PacketType.acl.rawValue {
+            receivedACL(UnsafeRawBufferPointer(rebasing: packet[1...]))
+            return
+        }
+        guard packet.count >= 1, packet[0] == H4PacketType.event.rawValue else { return }
+        stats.events += 1
+        let body = UnsafeRawBufferPointer(rebasing: packet[1...])
+        let event: HCIEvent
+        do throws(WireError) {
+            event = try HCIEvent(parsing: body)
+        } catch {
+            stats.malformedPackets += 1
+            stats.lastMalformed = "malformed HCI event 0x\(hex(body.first ?? 0, 2)): \(error)"
+            return
+        }
+        switch event {
+        case .commandComplete, .commandStatus:
+            execute(flow.handleEvent(event, now: Sys.now()))
+        case .leMeta(let meta):
+            switch meta {
+            case .advertisingReport, .extendedAdvertisingReport, .directedAdvertisingReport, .scanTimeout:
+                // Mutate in place through the optional: copying the scanner would copy its table.
+                guard let events = scan?.scanner.handle(meta, now: Sys.now()) else { return }
+                deliver(events)
+            case .advertisingSetTerminated(let e):
+                execute(advertiser.advertisingSetTerminated(e))
+            default:
+                execute(connections.handle(meta, now: Sys.now()))
+            }
+        case .disconnectionComplete:
+            execute(connections.handle(event, now: Sys.now()))
+        case .numberOfCompletedPackets(let n):
+            if let packets = aclFlow?.handle(n) { writeACL(packets) }
+        default:
+            break
+        }
+    }
+}
