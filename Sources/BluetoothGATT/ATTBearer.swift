@@ -65,3 +65,31 @@ public struct ATTBearerClosed: Error, Sendable, CustomStringConvertible, Equatab
 
     public var description: String { message }
 }
+
+/// A bearer whose link security can be raised when a server refuses a request for it
+/// (Core Vol 3 Part C §10.3: Insufficient Encryption → encrypt; Insufficient
+/// Authentication → an authenticated key). ``GATTClient`` then raises it once and sends
+/// the request again, as BlueZ does. The kernel's socket does it through the kernel's SMP.
+public protocol ATTSecurityRaising: ATTBearer {
+    /// Raises security one step after `error` if that can help, waiting until it is done
+    /// (encryption with a stored key, or pairing first); `announce` gets the level asked for
+    /// before the wait. Returns the level reached, or nil when raising would not help.
+    func raiseSecurity(after error: ATTErrorCode, announce: @Sendable (String) -> Void) async throws(ATTSecurityFailure) -> String?
+}
+
+/// Raising a link's security failed (pairing refused or timed out, no SMP, the link dropped).
+public struct ATTSecurityFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// What ``GATTClient`` did about a request refused for security (see ``ATTSecurityRaising``).
+public enum GATTSecurityEvent: Sendable, Equatable {
+    /// A request failed with `error`; security is being raised to `level`.
+    case raising(error: ATTErrorCode, level: String)
+    /// The link is at `level` now; the request is sent again.
+    case raised(level: String)
+    /// Raising failed; the request's own error stands.
+    case failed(ATTSecurityFailure)
+}

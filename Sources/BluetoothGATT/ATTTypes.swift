@@ -178,6 +178,13 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The link (or the bearer on it) went away: reconnecting may help, retrying on this
+    /// client will not.
+    public var isLinkLoss: Bool {
+        if case .bearerClosed = self { return true }
+        return false
+    }
+
     /// The ATT error code when the server answered with an Error Response.
     public var attErrorCode: ATTErrorCode? {
         if case .attError(let code, _, _) = self { return code }

@@ -14,6 +14,18 @@ extension GATTClient {
     public func subscribe(characteristic: GATTCharacteristic, indicate: Bool = false) async throws(GATTError)
         -> AsyncThrowingStream<GATTValue, Error>
     {
+        do {
+            return try await subscribeOnce(characteristic: characteristic, indicate: indicate)
+        } catch {
+            // A CCCD that needs encryption: raise security once and write it again.
+            guard await raiseSecurityToRetry(after: error) else { throw error }
+            return try await subscribeOnce(characteristic: characteristic, indicate: indicate)
+        }
+    }
+
+    func subscribeOnce(characteristic: GATTCharacteristic, indicate: Bool) async throws(GATTError)
+        -> AsyncThrowingStream<GATTValue, Error>
+    {
         try await exchangeMTU()
         let needed: GATTCharacteristicProperties = indicate ? .indicate : .notify
         guard characteristic.properties.contains(needed) else {

@@ -32,14 +32,23 @@ public final class GATTClient: Sendable {
         /// Enable Service Changed indications after ``GATTClient/discoverAll()`` and
         /// re-discover the changed range when one arrives.
         public var handleServiceChanged: Bool
+        /// When a request fails with Insufficient Authentication, Insufficient Encryption or
+        /// Encryption Key Size Too Short and the bearer can raise its security
+        /// (``ATTSecurityRaising``), raise it once and send the request again.
+        public var raisesSecurity: Bool
+        /// Told what happened when security was raised (the CLI prints it).
+        public var securityObserver: (@Sendable (GATTSecurityEvent) -> Void)?
 
         public init(requestTimeout: Duration = .seconds(30), notificationBufferSize: Int = 256,
-                    handleServiceChanged: Bool = true) {
+                    handleServiceChanged: Bool = true, raisesSecurity: Bool = true,
+                    securityObserver: (@Sendable (GATTSecurityEvent) -> Void)? = nil) {
             precondition(requestTimeout > .zero, "requestTimeout must be positive")
             precondition(notificationBufferSize > 0, "notificationBufferSize must be positive")
             self.requestTimeout = requestTimeout
             self.notificationBufferSize = notificationBufferSize
             self.handleServiceChanged = handleServiceChanged
+            self.raisesSecurity = raisesSecurity
+            self.securityObserver = securityObserver
         }
     }
 
@@ -204,7 +213,36 @@ public final class GATTClient: Sendable {
     }
 
     /// Sends one request and waits for its response.
+    /// One ATT request; refused for security, raised once and sent again (see ``Options/raisesSecurity``).
     func request(_ r: ATTRequest) async throws(GATTError) -> ATTResponse {
+        do {
+            return try await requestOnce(r)
+        } catch {
+            guard await raiseSecurityToRetry(after: error) else { throw error }
+            return try await requestOnce(r)
+        }
+    }
+
+    /// After `error`: raises the bearer's security when that can help; true when the
+    /// request should be sent again.
+    func raiseSecurityToRetry(after error: GATTError) async -> Bool {
+        guard options.raisesSecurity, let code = error.attErrorCode,
+              code == .insufficientAuthentication || code == .insufficientEncryption || code == .encryptionKeySizeTooShort,
+              let raiser = bearer as? any ATTSecurityRaising else { return false }
+        let observer = options.securityObserver
+        do throws(ATTSecurityFailure) {
+            guard let level = try await raiser.raiseSecurity(after: code, announce: { observer?(.raising(error: code, level: $0)) }) else {
+                return false
+            }
+            observer?(.raised(level: level))
+            return true
+        } catch {
+            observer?(.failed(error))
+            return false
+        }
+    }
+
+    func requestOnce(_ r: ATTRequest) async throws(GATTError) -> ATTResponse {
         let result = await withCheckedContinuation { (c: ResponseContinuation) in
             locked { s, fx in
                 if let e = s.terminal {

@@ -17,7 +17,7 @@ public typealias KernelATTBearerOptions = KernelL2CAPSocketOptions
 ///
 /// The socket is ``KernelL2CAPSocket`` (BluetoothTransport) on CID 4; received PDUs are
 /// delivered on its reader thread, in order.
-public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
+public final class KernelATTBearer: ATTSecurityRaising, @unchecked Sendable {
     /// BT_SECURITY levels.
     public typealias SecurityLevel = KernelL2CAPSocket.SecurityLevel
 
@@ -71,6 +71,24 @@ public final class KernelATTBearer: ATTBearer, @unchecked Sendable {
         guard let level = SecurityLevel.after(error, current: try securityLevel()) else { return nil }
         try raiseSecurity(level: level)
         return level
+    }
+
+    /// ``ATTSecurityRaising``: the kernel encrypts (pairing first if needed) on a thread of
+    /// its own, so the wait (up to the security timeout) blocks no task.
+    public func raiseSecurity(after error: ATTErrorCode, announce: @Sendable (String) -> Void) async throws(ATTSecurityFailure) -> String? {
+        guard let current = try? securityLevel(), let level = SecurityLevel.after(error, current: current) else { return nil }
+        announce(level.description)
+        let socket = self.socket
+        let result: Result<Void, TransportError> = await runOnOwnThread {
+            do throws(TransportError) {
+                try socket.raiseSecurity(level: level)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure(let e) = result { throw ATTSecurityFailure(e.message) }
+        return ((try? securityLevel()) ?? level).description
     }
 }
 

@@ -60,5 +60,11 @@ struct UsageError: Error {
 /// A failure while doing the work: printed on stderr, exit code 1.
 struct RuntimeError: Error {
     var message: String
-    init(_ message: String) { self.message = message }
+    /// The library error behind the message, for decisions (is it link loss?) that must not
+    /// depend on the wording.
+    var cause: (any Error)?
+    init(_ message: String, cause: (any Error)? = nil) {
+        self.message = message
+        self.cause = cause
+    }
 }

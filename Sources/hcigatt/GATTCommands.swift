@@ -131,7 +131,15 @@ struct PeerSession: Sendable {
         let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
         let connectTimeout = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
         let attTimeout = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
-        let options = GATTClient.Options(requestTimeout: attTimeout)
+        // A request refused for security: the library raises it (the kernel bearer pairs
+        // through the kernel's SMP) and retries once; say so, as BlueZ's tools do.
+        let options = GATTClient.Options(requestTimeout: attTimeout, securityObserver: { event in
+            switch event {
+            case .raising(_, let level): Console.err("raising security to \(level) (the kernel encrypts, pairing first if needed)...")
+            case .raised(let level): Console.err("security is \(level); retrying")
+            case .failed(let failure): Console.err("cannot raise security: \(failure.message)")
+            }
+        })
         let wantedParameters = try ConnectionParameterOptions(args)
         if let spec = args.option("transport"), spec.hasPrefix("l2cap:") {
             if wantedParameters != nil {
@@ -147,7 +155,7 @@ struct PeerSession: Sendable {
             do {
                 connection = try await session.host.connect(to: peer, timeout: connectTimeout)
             } catch {
-                throw RuntimeError("cannot connect to \(peer): \(error)")
+                throw RuntimeError("cannot connect to \(peer): \(error)", cause: error)
             }
             if let wantedParameters {
                 let request = wantedParameters.request(from: connection.parameters)
@@ -189,29 +197,6 @@ struct PeerSession: Sendable {
         }
         let client = GATTClient(bearer: bearer, options: options)
         return PeerSession(client: client, peer: peer, session: nil, connection: nil, kernelBearer: bearer)
-    }
-
-    /// Runs `op`; when the kernel bearer is used and the device answers insufficient
-    /// authentication/encryption, raises the socket's security (the kernel pairs) and
-    /// tries once more, as BlueZ does.
-    func withSecurity<R: Sendable>(_ op: () async throws -> R) async throws -> R {
-        do {
-            return try await op()
-        } catch let e as GATTError {
-            guard let bearer = kernelBearer, let code = e.attErrorCode,
-                  let current = try? bearer.securityLevel(),
-                  let level = KernelATTBearer.SecurityLevel.after(code, current: current) else { throw e }
-            Console.err("raising security to \(level) (the kernel encrypts, pairing first if needed)...")
-            do {
-                try bearer.raiseSecurity(level: level)
-            } catch {
-                // The request's own error stands (a dump goes on with the next value).
-                Console.err("cannot raise security: \(error.message)")
-                throw e
-            }
-            Console.err("security is \((try? bearer.securityLevel())?.description ?? "\(level)"); retrying")
-            return try await op()
-        }
     }
 
     /// Finds the peer's address type (or address, for a name) by scanning.
@@ -315,7 +300,7 @@ func withPeer(_ args: Arguments, _ target: PeerTarget, shared: Session? = nil,
         try await body(p)
     } catch {
         await p.close()
-        throw RuntimeError(describeGATT(error))
+        throw RuntimeError(describeGATT(error), cause: (error as? RuntimeError)?.cause ?? error)
     }
     await p.close()
 }
@@ -360,7 +345,7 @@ enum GATTDumpCommand {
             if !args.flag("no-values") {
                 for c in db.characteristics where c.properties.contains(.read) {
                     let handle = c.valueHandle
-                    do { values[handle] = .success(try await p.withSecurity { try await p.client.read(handle: handle) }) }
+                    do { values[handle] = .success(try await p.client.read(handle: handle)) }
                     catch let e as GATTError { values[handle] = .failure(e) }
                     if case .failure(let e)? = values[handle], case .bearerClosed = e { throw e }
                 }
@@ -500,7 +485,7 @@ enum ReadCommand {
         let ref = try AttributeRef(args.positional[1])
         try await withPeer(args, target) { p in
             let (handle, c) = try await resolveCharacteristic(ref, p.client)
-            let value = try await p.withSecurity { try await p.client.read(handle: handle) }
+            let value = try await p.client.read(handle: handle)
             if args.flag("json") {
                 var f = [Field("handle", .uint(UInt64(handle)))]
                 if let c { f.append(Field("uuid", .text(c.uuid.description))) }
@@ -556,14 +541,12 @@ enum WriteCommand {
         try await withPeer(args, target) { p in
             let (handle, _) = try await resolveCharacteristic(ref, p.client)
             let noResponse = args.flag("no-response"), long = args.flag("long")
-            try await p.withSecurity {
-                if noResponse {
-                    try await p.client.writeWithoutResponse(handle: handle, value: value)
-                } else if long {
-                    try await p.client.reliableWrite([ATTHandleValue(handle: handle, value: value)])
-                } else {
-                    try await p.client.write(handle: handle, value: value)
-                }
+            if noResponse {
+                try await p.client.writeWithoutResponse(handle: handle, value: value)
+            } else if long {
+                try await p.client.reliableWrite([ATTHandleValue(handle: handle, value: value)])
+            } else {
+                try await p.client.write(handle: handle, value: value)
             }
             Console.err("wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4))")
         }

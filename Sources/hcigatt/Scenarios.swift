@@ -160,9 +160,11 @@ struct Scenario: Sendable {
         }
     }
 
+    /// Typed: the library says whether the peer went away (never the wording of a message).
     static func isLinkLoss(_ error: any Error) -> Bool {
-        if case .bearerClosed? = error as? GATTError { return true }
-        if let r = error as? RuntimeError { return r.message.containsBytes("disconnected") || r.message.containsBytes("link") }
+        let cause = (error as? RuntimeError)?.cause ?? error
+        if let g = cause as? GATTError { return g.isLinkLoss }
+        if let h = cause as? HostError { return h.isLinkLoss }
         return false
     }
 
@@ -177,7 +179,7 @@ struct Scenario: Sendable {
             let db = try await p.client.discoverAll()
             for uuid in reads {
                 guard let c = db.characteristic(uuid: uuid), c.properties.contains(.read) else { continue }
-                let value = try await p.withSecurity { try await p.client.read(handle: c.valueHandle) }
+                let value = try await p.client.read(handle: c.valueHandle)
                 let text = value.withUnsafeBytes { buf in
                     (try? CharacteristicDecoder.decode(uuid: uuid, value: buf))??.summary
                 } ?? ValueFormat.line(uuid, value)

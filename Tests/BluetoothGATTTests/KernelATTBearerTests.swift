@@ -359,6 +359,41 @@ private func expectError(_ kind: TransportError.Kind, containing text: String, _
         #expect(k.securitySets.count == 2)
     }
 
+    @Test func theGATTClientRaisesSecurityOnceAndRetriesARefusedRead() async throws {
+        let k = FakeBluetoothKernel()
+        k.securityLevel = UInt8(BT_SECURITY_LOW)
+        let bearer = try k.open()
+        let peer = k.peerEnd
+        // The server: Read of 0x0003 needs encryption until BT_SECURITY was raised.
+        async let served = runOnOwnThread { () -> [[UInt8]] in
+            var seen: [[UInt8]] = []
+            var buffer = [UInt8](repeating: 0, count: 600)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { Glibc.recv(peer, $0.baseAddress, 600, 0) }
+                guard n > 0 else { return seen }
+                let pdu = Array(buffer.prefix(n))
+                seen.append(pdu)
+                let answer: [UInt8]
+                switch pdu[0] {
+                case 0x02: answer = [0x03, 0x17, 0x00]
+                case 0x0A where k.securitySets.isEmpty: answer = [0x01, 0x0A, 0x03, 0x00, 0x0F]
+                case 0x0A: answer = [0x0B, 0x42]
+                default: return seen
+                }
+                _ = answer.withUnsafeBytes { Glibc.send(peer, $0.baseAddress, $0.count, 0) }
+                if answer == [0x0B, 0x42] { return seen }
+            }
+        }
+        let events = Mutex<[GATTSecurityEvent]>([])
+        let client = GATTClient(bearer: bearer, options: GATTClient.Options(securityObserver: { e in events.withLock { $0.append(e) } }))
+        #expect(try await client.read(handle: 3) == [0x42])
+        #expect(await served.count == 3, "MTU, the refused read, the read again")
+        #expect(k.securitySets.map(\.level) == [UInt8(BT_SECURITY_MEDIUM)])
+        #expect(events.withLock { $0 } == [.raising(error: .insufficientEncryption, level: "medium (encrypted)"),
+                                             .raised(level: "medium (encrypted)")])
+        client.close()
+    }
+
     @Test func deliversEachPacketAsOnePDUAndSendsOnePacketPerPDU() async throws {
         let k = FakeBluetoothKernel()
         let bearer = try k.open()

@@ -162,3 +162,14 @@ public struct CommandToken: Hashable, Sendable, CustomStringConvertible {
     public init(rawValue: UInt64) { self.rawValue = rawValue }
     public var description: String { "#\(rawValue)" }
 }
+
+extension HostError {
+    /// The peer went away (the link dropped, or it did not answer a connection attempt):
+    /// reconnecting later may help. A closed host or a refusing controller is not that.
+    public var isLinkLoss: Bool {
+        switch kind {
+        case .disconnected, .connectTimeout: true
+        default: false
+        }
+    }
+}
