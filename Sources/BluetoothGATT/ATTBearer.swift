@@ -42,6 +42,14 @@ public protocol ATTBearer: AnyObject, Sendable {
 
     /// Tells the bearer an Exchange MTU settled `mtu`, so the other side uses it too.
     func mtuNegotiated(_ mtu: Int)
+
+    /// Whether a PDU of `bytes` can be queued now without exceeding the bearer's bounded
+    /// send queue (a full queue makes `send` fail).
+    func hasRoom(for bytes: Int) -> Bool
+
+    /// Waits until ``hasRoom(for:)`` holds, or the bearer closed: back-pressure for a
+    /// sender of notifications.
+    func waitForRoom(for bytes: Int) async
 }
 
 extension ATTBearer {
@@ -49,6 +57,9 @@ extension ATTBearer {
     public var sendsWithoutBlocking: Bool { false }
     public var negotiatedMTU: Int? { nil }
     public func mtuNegotiated(_ mtu: Int) {}
+    /// A bearer whose `send` waits for room itself (a socket) always has room.
+    public func hasRoom(for bytes: Int) -> Bool { true }
+    public func waitForRoom(for bytes: Int) async {}
 }
 
 /// Why a bearer closed, said for the user (e.g. "disconnected by the peer: Remote User

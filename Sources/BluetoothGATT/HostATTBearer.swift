@@ -23,6 +23,8 @@ public final class HostATTBearer: ATTBearer {
     public func mtuNegotiated(_ mtu: Int) { connection.noteATTMTU(mtu) }
 
     public var maximumMTU: UInt16 { connection.maximumATTMTU }
+    public func hasRoom(for bytes: Int) -> Bool { connection.hasRoom(forATT: bytes) }
+    public func waitForRoom(for bytes: Int) async { await connection.waitForRoom(forATT: bytes) }
 
     public func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
         connection.startATT(role: role, received: received) { reason, message in

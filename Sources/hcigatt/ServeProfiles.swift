@@ -85,7 +85,7 @@ extension ServeProfile {
                     // A slow wave around 36.6 °C, in 0.1 °C steps.
                     let tenths = 366 + (step % 8 < 4 ? step % 4 : 4 - step % 4) - 2
                     guard let t = try? MedFloat32(mantissa: tenths, exponent: -1) else { continue }
-                    ctx.server.notify(intermediate, value: encoded(TemperatureMeasurement(temperature: t)))
+                    await ctx.server.notifyWhenReady(intermediate, value: encoded(TemperatureMeasurement(temperature: t)))
                     let interval = Self.thermometerInterval.withLock { $0 }
                     if interval > 0, ContinuousClock.now - lastMeasurement >= .seconds(Int64(interval)) {
                         lastMeasurement = ContinuousClock.now
@@ -120,7 +120,7 @@ extension ServeProfile {
                     step += 1
                     let pressure = 160 - (step % 5) * 20
                     if let p = try? SFloat(mantissa: pressure, exponent: 0) {
-                        ctx.server.notify(cuff, value: encoded(IntermediateCuffPressure(currentCuffPressure: p)))
+                        await ctx.server.notifyWhenReady(cuff, value: encoded(IntermediateCuffPressure(currentCuffPressure: p)))
                     }
                     guard step % 5 == 0 else { continue }
                     let sys = 118 + step % 7, dia = 76 + step % 5
@@ -166,7 +166,7 @@ extension ServeProfile {
                     // Flags: sensor contact supported + detected, energy expended, RR intervals.
                     let value: [UInt8] = [0x1E, UInt8(bpm), UInt8(energy & 0xFF), UInt8(energy >> 8),
                                           UInt8(rr & 0xFF), UInt8(rr >> 8)]
-                    ctx.server.notify(hrm, value: value)
+                    await ctx.server.notifyWhenReady(hrm, value: value)
                 }
             },
             onEvent: { event, ctx in
@@ -190,7 +190,7 @@ extension ServeProfile {
                 var percent = 100
                 while await pause(.seconds(10)) {
                     percent = percent > 5 ? percent - 1 : 100
-                    ctx.server.notify(level, value: [UInt8(percent)])
+                    await ctx.server.notifyWhenReady(level, value: [UInt8(percent)])
                 }
             })
     }
@@ -231,7 +231,7 @@ extension ServeProfile {
                 let pattern: [UInt8] = [0x02, 0x00, 0x01, 0x00, 0x03, 0x00]
                 var i = 0
                 while await pause(.milliseconds(700)) {
-                    ctx.server.notify(keys, value: [pattern[i % pattern.count]])
+                    await ctx.server.notifyWhenReady(keys, value: [pattern[i % pattern.count]])
                     i += 1
                 }
             })
@@ -279,7 +279,7 @@ extension ServeProfile {
                     ctx.out.note("\(client.peer) asked without subscribing to the answer; not answered")
                     return
                 }
-                let result = ctx.server.notify(answerHandle, value: Array(answer.utf8), to: [client.id])
+                let result = await ctx.server.notifyWhenReady(answerHandle, value: Array(answer.utf8), to: [client.id])
                 if result.sent.isEmpty, let failure = result.failed.first {
                     ctx.out.note("answer to \(client.peer) not sent: \(failure.1)")
                 } else {

@@ -302,6 +302,38 @@ func answered(_ opcode: HCIOpcode, _ parameters: [UInt8] = [0]) -> Result<Comman
         await host.close()
     }
 
+    @Test func aFullSendQueueHoldsSendersBackUntilTheControllerTakesData() async throws {
+        var model = FakeControllerModel()
+        model.leACLCount = 1
+        let fake = FakeControllerTransport(model: model, completesPackets: false)
+        let host = try await HCIHost.open(transport: fake)
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
+        guard let link = await incoming.next() else { Issue.record("no link"); return }
+        // The controller takes nothing (no Number Of Completed Packets): the queue fills.
+        let pdu = [UInt8](repeating: 0x1B, count: 500)
+        var sent = 0
+        while link.hasRoom(forATT: pdu.count) {
+            try link.sendATT(pdu)
+            sent += 1
+        }
+        #expect(sent >= LEConnection.maximumQueuedBytes / 504)
+        #expect { try link.sendATT(pdu) } throws: { ($0 as? HostError)?.kind == .sendQueueFull }
+        let waited = Task { await link.waitForRoom(forATT: pdu.count) }
+        // The controller frees buffers: two frames (three fragments each) leave.
+        for _ in 0 ..< 7 { fake.injectEvent(nocpEvent([(0x41, 1)])) }
+        await waited.value
+        #expect(link.hasRoom(forATT: pdu.count))
+        #expect(await eventually { fake.acl.count == 8 }, "one packet per free buffer")
+        // A waiter on a full queue is released when the link goes down.
+        while link.hasRoom(forATT: pdu.count) { try link.sendATT(pdu) }
+        let released = Task { await link.waitForRoom(forATT: pdu.count) }
+        fake.injectEvent(disconnectionCompleteEvent(handle: 0x41, reason: .remoteUserTerminatedConnection))
+        await released.value
+        #expect(!link.isConnected)
+        await host.close()
+    }
+
     @Test func attPDUsGoToTheClientOrTheServerSideByDirection() async throws {
         let fake = controller()
         let host = try await HCIHost.open(transport: fake)

@@ -35,12 +35,16 @@ public enum GATTServerError: Error, Sendable, Equatable, CustomStringConvertible
     case bearer(ATTBearerClosed)
     /// Too many indications wait for this client's confirmations.
     case indicationQueueFull(ATTServerClientID)
+    /// The client's link has too much queued already: nothing was sent (see
+    /// ``GATTServer/notifyWhenReady(_:value:to:store:)``, which waits instead).
+    case sendQueueFull(ATTServerClientID)
 
     public var description: String {
         switch self {
         case .server(let e): e.description
         case .bearer(let e): e.description
         case .indicationQueueFull(let c): "too many indications wait for \(c) to confirm"
+        case .sendQueueFull(let c): "the link to \(c) has too much queued; the notification was not sent"
         }
     }
 }
@@ -149,9 +153,26 @@ public final class GATTServer: Sendable {
         try r.get()
     }
 
+    /// Like ``notify(_:value:to:store:)``, but first waits until every target's link has
+    /// room for the notification, so a fast producer is held back by the slowest link
+    /// instead of losing updates or growing memory.
+    @discardableResult
+    public func notifyWhenReady(_ handle: UInt16, value: [UInt8], to clients: [ATTServerClientID]? = nil,
+                                store: Bool = true) async -> (sent: [ATTServerClientID], failed: [(ATTServerClientID, GATTServerError)]) {
+        let bearers: [any ATTBearer] = state.withLock { s in
+            let ids = clients ?? s.server.subscribers(of: handle).filter { $0.1.contains(.notify) }.map(\.0)
+            return ids.compactMap { s.clients[$0]?.bearer }
+        }
+        let bytes = 3 + value.count
+        for bearer in bearers where !bearer.hasRoom(for: bytes) { await bearer.waitForRoom(for: bytes) }
+        return notify(handle, value: value, to: clients, store: store)
+    }
+
     /// Stores `value` and sends it as a notification to every client that enabled
     /// notifications of `handle` (or only `clients`). Returns the clients it was sent to;
-    /// failures per client are in the second list (e.g. a full send queue).
+    /// failures per client are in the second list: `.sendQueueFull` when the client's link
+    /// has too much queued (nothing grows without bound; ``notifyWhenReady(_:value:to:store:)``
+    /// waits instead).
     @discardableResult
     public func notify(_ handle: UInt16, value: [UInt8], to clients: [ATTServerClientID]? = nil,
                        store: Bool = true) -> (sent: [ATTServerClientID], failed: [(ATTServerClientID, GATTServerError)]) {
@@ -167,6 +188,11 @@ public final class GATTServer: Sendable {
             for id in targets {
                 guard let bearer = s.clients[id]?.bearer else {
                     failed.append((id, .server(.unknownClient(id))))
+                    continue
+                }
+                // At most opcode, handle and the value (cut to ATT_MTU - 3 when longer).
+                guard bearer.hasRoom(for: 3 + value.count) else {
+                    failed.append((id, .sendQueueFull(id)))
                     continue
                 }
                 var pdu: [UInt8] = []

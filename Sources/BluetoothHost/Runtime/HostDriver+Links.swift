@@ -74,7 +74,7 @@ extension HostDriver {
         links[conn.handle] = nil
         let text = message ?? HostError.disconnectMessage(reason)
         conn.markClosed(reason, text)
-        conn.queuedBytes.store(0, ordering: .relaxed)
+        conn.bytesLeft(conn.queuedBytes.load(ordering: .relaxed))
         aclFlowRemove(conn.handle)
         record.attClient?.closed(reason, text)
         record.attServer?.closed(reason, text)
@@ -89,7 +89,7 @@ extension HostDriver {
             if let packets = try aclFlow?.enqueue(frame, handle: handle, accounted: accounted) { writeACL(packets) }
         } catch {
             stats.unroutedFrames += 1
-            if accounted { links[handle]?.connection.queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed) }
+            if accounted { links[handle]?.connection.bytesLeft(frame.count) }
         }
     }
 
@@ -98,7 +98,7 @@ extension HostDriver {
             stats.aclPacketsOut += 1
             write(p.packet)
             if p.accountedBytes > 0 {
-                links[p.handle]?.connection.queuedBytes.wrappingSubtract(p.accountedBytes, ordering: .relaxed)
+                links[p.handle]?.connection.bytesLeft(p.accountedBytes)
             }
         }
     }

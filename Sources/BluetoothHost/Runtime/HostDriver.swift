@@ -428,7 +428,7 @@ final class HostDriver: @unchecked Sendable {
             }
         case .sendACL(let conn, let frame):
             guard links[conn.handle]?.connection === conn else {
-                conn.queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
+                conn.bytesLeft(frame.count)
                 return
             }
             sendFrame(frame, handle: conn.handle, accounted: true)

@@ -38,6 +38,10 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     let state: Mutex<State>
     /// L2CAP bytes posted by ``sendATT(_:)`` and not yet written to the transport.
     let queuedBytes = Atomic<Int>(0)
+    /// Callers of ``waitForRoom(_:)``: the bytes each wants to queue.
+    let roomWaiters = Mutex<[(bytes: Int, continuation: CheckedContinuation<Void, Never>)]>([])
+    /// Nonzero while someone waits (the driver then takes the lock when bytes leave).
+    let roomWaiterCount = Atomic<Int>(0)
 
     init(driver: HostDriver, link: LELinkState) {
         self.driver = driver
@@ -146,7 +150,49 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether an ATT PDU of `bytes` fits in the link's send queue now (``sendATT(_:)``
+    /// would not refuse it with `.sendQueueFull`).
+    public func hasRoom(forATT bytes: Int) -> Bool {
+        queuedBytes.load(ordering: .relaxed) + bytes + L2CAPBasicFrame.headerLength <= Self.maximumQueuedBytes
+    }
+
+    /// Waits until an ATT PDU of `bytes` fits in the send queue (the controller took what
+    /// was queued) or the link is down: the back-pressure a sender of notifications uses
+    /// instead of growing memory.
+    public func waitForRoom(forATT bytes: Int) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = roomWaiters.withLock { w -> Bool in
+                if hasRoom(forATT: bytes) || !isConnected { return true }
+                w.append((bytes, c))
+                roomWaiterCount.add(1, ordering: .relaxed)
+                return false
+            }
+            if ready { c.resume() }
+        }
+    }
+
     // MARK: Driver side
+
+    /// `n` queued bytes left for the controller (or were dropped): wakes waiters that fit now.
+    func bytesLeft(_ n: Int) {
+        queuedBytes.wrappingSubtract(n, ordering: .relaxed)
+        guard roomWaiterCount.load(ordering: .relaxed) > 0 else { return }
+        wakeRoomWaiters(all: false)
+    }
+
+    func wakeRoomWaiters(all: Bool) {
+        let ready = roomWaiters.withLock { w -> [CheckedContinuation<Void, Never>] in
+            var keep: [(bytes: Int, continuation: CheckedContinuation<Void, Never>)] = []
+            var out: [CheckedContinuation<Void, Never>] = []
+            for e in w {
+                if all || hasRoom(forATT: e.bytes) { out.append(e.continuation) } else { keep.append(e) }
+            }
+            w = keep
+            roomWaiterCount.subtract(out.count, ordering: .relaxed)
+            return out
+        }
+        for c in ready { c.resume() }
+    }
 
     func update(_ link: LELinkState) {
         state.withLock { $0.link = link }
@@ -159,5 +205,6 @@ public final class LEConnection: Sendable, CustomStringConvertible {
 
     func markClosed(_ reason: HCIErrorCode?, _ message: String) {
         state.withLock { s in if s.closed == nil { s.closed = (reason, message) } }
+        wakeRoomWaiters(all: true)
     }
 }
