@@ -76,4 +76,39 @@ final class RoomBearer: ATTBearer, @unchecked Sendable {
         #expect(done.sent == [client.id] && done.failed.isEmpty)
         #expect(bearer.sent.withLock { $0.last } == [0x1B, UInt8(value), 0x00, 98])
     }
+
+    @Test func severalValuesGoInOneMultipleHandleValueNotificationWhenTheClientSupportsIt() throws {
+        let a = BluetoothUUID(0x2A37), b = BluetoothUUID(0x2A38)
+        let server = try GATTServer(services: [
+            .genericAttribute(),
+            GATTLocalService(uuid: BluetoothUUID(0x180D), characteristics: [
+                GATTLocalCharacteristic(uuid: a, properties: [.notify], value: .stored([0])),
+                GATTLocalCharacteristic(uuid: b, properties: [.read, .notify], value: .stored([0])),
+            ]),
+        ])
+        guard let ha = server.valueHandle(of: a), let hb = server.valueHandle(of: b),
+              let features = server.valueHandle(of: BluetoothUUID(0x2B29)) else { Issue.record("handles"); return }
+        func subscribe(_ bearer: RoomBearer) {
+            for h in [ha, hb] { bearer.deliver([0x12, UInt8(h + 1), 0x00, 0x01, 0x00]) }
+        }
+        // Without the feature: one notification per value.
+        let plain = RoomBearer()
+        let c1 = server.attach(plain)
+        subscribe(plain)
+        #expect(try server.notify([(ha, [1]), (hb, [2])], to: c1.id) == 2)
+        #expect(plain.sent.withLock { Array($0.suffix(2)) } == [[0x1B, UInt8(ha), 0, 1], [0x1B, UInt8(hb), 0, 2]])
+        // With it (Client Supported Features bit 2): one PDU, handle-length-value tuples.
+        let modern = RoomBearer()
+        let c2 = server.attach(modern)
+        subscribe(modern)
+        modern.deliver([0x12, UInt8(features), 0x00, 0x04])
+        #expect(modern.sent.withLock { $0.last } == [0x13])
+        #expect(try server.notify([(ha, [3]), (hb, [4, 5])], to: c2.id) == 2)
+        #expect(modern.sent.withLock { $0.last } == [0x23, UInt8(ha), 0, 1, 0, 3, UInt8(hb), 0, 2, 0, 4, 5])
+        // Not subscribed: refused, nothing sent.
+        let other = RoomBearer()
+        let c3 = server.attach(other)
+        #expect(throws: GATTServerError.self) { try server.notify([(ha, [6])], to: c3.id) }
+        #expect(other.sent.withLock { $0.isEmpty })
+    }
 }

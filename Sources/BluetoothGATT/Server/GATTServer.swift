@@ -227,6 +227,60 @@ public final class GATTServer: Sendable {
         return (sent, failed)
     }
 
+    /// Stores and notifies several values to one client at once: one ATT_MULTIPLE_HANDLE_VALUE_NTF
+    /// (Core Vol 3 Part F §3.4.7.4) per ATT_MTU's worth when the client enabled that feature
+    /// in Client Supported Features, else one notification each. Every handle must be
+    /// subscribed to (notify). Returns how many values were sent.
+    @discardableResult
+    public func notify(_ values: [(handle: UInt16, value: [UInt8])], to client: ATTServerClientID,
+                       store: Bool = true) throws(GATTServerError) -> Int {
+        let r: Result<([[UInt8]], any ATTBearer, Int), GATTServerError> = locked { s, fx in
+            guard let bearer = s.clients[client]?.bearer else { return .failure(.server(.unknownClient(client))) }
+            if store { for v in values { try? s.server.setValue(v.value, for: v.handle) } }
+            var pdus: [[UInt8]] = []
+            var count = 0
+            do throws(ATTServerError) {
+                if s.server.features(of: client)?.contains(.multipleHandleValueNotifications) == true {
+                    var rest = values[...]
+                    while !rest.isEmpty {
+                        let n = try s.server.notifyMultiple(client, Array(rest)) { pdus.append(Array($0)) }
+                        // A value too long for one PDU goes as a notification of its own (cut).
+                        if n == 0 {
+                            guard let v = rest.first else { break }
+                            _ = try s.server.notify(client, handle: v.handle, value: v.value) { pdus.append(Array($0)) }
+                            rest = rest.dropFirst()
+                            count += 1
+                            continue
+                        }
+                        count += n
+                        rest = rest.dropFirst(n)
+                    }
+                } else {
+                    for v in values {
+                        _ = try s.server.notify(client, handle: v.handle, value: v.value) { pdus.append(Array($0)) }
+                        count += 1
+                    }
+                }
+            } catch {
+                return .failure(.server(error))
+            }
+            let bytes = pdus.reduce(0) { $0 + $1.count }
+            guard bearer.hasRoom(for: bytes) else { return .failure(.sendQueueFull(client)) }
+            if bearer.sendsWithoutBlocking {
+                for p in pdus {
+                    do throws(ATTBearerClosed) { try bearer.send(p) } catch { return .failure(.bearer(error)) }
+                }
+                return .success(([], bearer, count))
+            }
+            return .success((pdus, bearer, count))
+        }
+        let (later, bearer, count) = try r.get()
+        for p in later {
+            do throws(ATTBearerClosed) { try bearer.send(p) } catch { throw .bearer(error) }
+        }
+        return count
+    }
+
     /// Sends `value` as an indication to one client and returns once it is confirmed (or
     /// fails: not subscribed, bearer gone, confirmation timeout). One indication is
     /// outstanding per client; later ones wait in order.
