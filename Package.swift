@@ -31,6 +31,13 @@ let package = Package(
             path: "Sources/CCrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // GNU Nettle's hogweed (nettle-dev, with GMP) for P-256: OpenSSL's EC would add
+        // 3.6 MB to the embedded binary (see Sources/CNettle/shim.h); linked statically too.
+        .systemLibrary(
+            name: "CNettle",
+            path: "Sources/CNettle",
+            providers: [.apt(["nettle-dev", "libgmp-dev"])]
+        ),
         // Counts heap allocations for the benchmark suite (malloc interposition).
         .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
 
@@ -42,8 +49,9 @@ let package = Package(
         ),
         // Host core: sans-I/O state machines (command flow, init, scanning) in
         // StateMachines/, and the one I/O driver with the async API in Runtime/.
-        // AES-128 and AES-CMAC from libcrypto (Database Hash now; SMP's functions next).
-        .target(name: "BluetoothCrypto", dependencies: ["CCrypto"]),
+        // The host's cryptography: AES-128 and AES-CMAC from libcrypto, P-256 from Nettle,
+        // and the Security Manager's toolbox (c1, s1, f4, f5, f6, g2, h6, h7, ah) on them.
+        .target(name: "BluetoothCrypto", dependencies: ["CCrypto", "CNettle"]),
         .target(
             name: "BluetoothHost",
             dependencies: ["BluetoothWire", "BluetoothTransport"],
@@ -84,6 +92,7 @@ let package = Package(
         .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport"]),
         .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
+        .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire"]),
     ]
 )
