@@ -52,6 +52,8 @@ let package = Package(
         // The host's cryptography: AES-128 and AES-CMAC from libcrypto, P-256 from Nettle,
         // and the Security Manager's toolbox (c1, s1, f4, f5, f6, g2, h6, h7, ah) on them.
         .target(name: "BluetoothCrypto", dependencies: ["CCrypto", "CNettle"]),
+        // The Security Manager (Core Vol 3 Part H): pairing state machine, keys.
+        .target(name: "BluetoothSecurity", dependencies: ["BluetoothWire", "BluetoothCrypto"], swiftSettings: optimize),
         .target(
             name: "BluetoothHost",
             dependencies: ["BluetoothWire", "BluetoothTransport"],
@@ -93,6 +95,7 @@ let package = Package(
         .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto"]),
+        .testTarget(name: "BluetoothSecurityTests", dependencies: ["BluetoothSecurity", "BluetoothCrypto", "BluetoothWire"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire"]),
     ]
 )

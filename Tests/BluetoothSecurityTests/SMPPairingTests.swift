@@ -1,0 +1,292 @@
+import BluetoothCrypto
+import BluetoothWire
+import Synchronization
+import Testing
+@testable import BluetoothSecurity
+
+let centralAddress = LEAddress(BluetoothAddress(rawValue: 0xC0FF_EE00_0001), type: .random)
+let peripheralAddress = LEAddress(BluetoothAddress(rawValue: 0xF0F1_F2F3_F401), type: .public)
+
+/// A deterministic random source (the same run every time).
+func counter(_ seed: UInt64) -> @Sendable () -> UInt64 {
+    let state = Mutex(seed)
+    return {
+        state.withLock { s in
+            s = s &* 6364136223846793005 &+ 1442695040888963407
+            return s
+        }
+    }
+}
+
+/// Two pairing machines wired together: PDUs go across, encryption starts when the central
+/// asks (the peripheral must produce the same key), users type what the other side shows.
+struct PairingLink {
+    var central: SMPPairing
+    var peripheral: SMPPairing
+    var now: UInt64 = 0
+    /// What the user types when asked (nil: the passkey the other side displayed).
+    var typed: UInt32?
+    /// What the users answer to the numeric comparison.
+    var numbersMatch = true
+    var shown: [UInt32] = []
+    var compared: [UInt32] = []
+    var centralResult: Result<SMPPairingResult, SMPFailure>?
+    var peripheralResult: Result<SMPPairingResult, SMPFailure>?
+    var sentByCentral: [[UInt8]] = []
+    var sentByPeripheral: [[UInt8]] = []
+    var encryptedWith: SMPLongTermKey?
+
+    init(central: SMPConfiguration, peripheral: SMPConfiguration, seed: UInt64 = 1) {
+        self.central = SMPPairing(role: .initiator, configuration: central, localAddress: centralAddress,
+                                  peerAddress: peripheralAddress, random: counter(seed))
+        self.peripheral = SMPPairing(role: .responder, configuration: peripheral, localAddress: peripheralAddress,
+                                     peerAddress: centralAddress, random: counter(seed &+ 1000))
+    }
+
+    mutating func run() {
+        var queue: [(toCentral: Bool, action: SMPAction)] = central.start(now: now).map { (false, $0) }
+        var steps = 0
+        while !queue.isEmpty, steps < 10_000 {
+            steps += 1
+            let (fromPeripheral, action) = queue.removeFirst()
+            let sender = fromPeripheral ? "peripheral" : "central"
+            switch action {
+            case .send(let pdu):
+                if fromPeripheral { sentByPeripheral.append(pdu) } else { sentByCentral.append(pdu) }
+                let next = pdu.withUnsafeBytes { b in fromPeripheral ? central.received(b, now: now) : peripheral.received(b, now: now) }
+                queue += next.map { (!fromPeripheral, $0) }
+            case .encrypt(let key):
+                #expect(!fromPeripheral, "only the central starts encryption")
+                #expect(peripheral.keyForEncryption(ediv: key.ediv, rand: key.rand) == key.key, "both sides hold the same key")
+                encryptedWith = key
+                queue += peripheral.encryptionChanged(encrypted: true, now: now).map { (true, $0) }
+                queue += central.encryptionChanged(encrypted: true, now: now).map { (false, $0) }
+            case .displayPasskey(let v):
+                shown.append(v)
+            case .requestPasskey:
+                // The other side displayed it already (it shows before it waits), or both type.
+                let value = typed ?? shown.last ?? 123_456
+                queue += (fromPeripheral ? peripheral.passkeyEntered(value, now: now) : central.passkeyEntered(value, now: now))
+                    .map { (fromPeripheral, $0) }
+            case .confirmNumber(let v):
+                compared.append(v)
+                queue += (fromPeripheral ? peripheral.numericComparisonConfirmed(numbersMatch, now: now)
+                          : central.numericComparisonConfirmed(numbersMatch, now: now)).map { (fromPeripheral, $0) }
+            case .paired(let r):
+                if fromPeripheral { peripheralResult = .success(r) } else { centralResult = .success(r) }
+            case .failed(let f):
+                if fromPeripheral { peripheralResult = .failure(f) } else { centralResult = .failure(f) }
+            case .keypress, .securityRequested:
+                Issue.record("\(sender): unexpected \(action)")
+            }
+        }
+    }
+}
+
+func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UInt8 = 16) -> SMPConfiguration {
+    SMPConfiguration(ioCapability: io, mitm: mitm, secureConnections: sc, minimumKeySize: 7, maximumKeySize: keys,
+                     identityResolvingKey: 0x0102_0304_0506_0708_090A_0B0C_0D0E_0F10,
+                     identityAddress: LEAddress(BluetoothAddress(rawValue: 0xC0DE_C0DE_0001), type: .random))
+}
+
+@Suite struct SMPPairingTests {
+    @Test(arguments: [false, true])
+    func justWorksPairsAndBothSidesAgreeOnTheKeys(sc: Bool) {
+        var link = PairingLink(central: config(.noInputNoOutput, sc: sc), peripheral: config(.noInputNoOutput, sc: sc))
+        link.run()
+        guard case .success(let c)? = link.centralResult, case .success(let p)? = link.peripheralResult else {
+            Issue.record("central \(String(describing: link.centralResult)), peripheral \(String(describing: link.peripheralResult))")
+            return
+        }
+        #expect(c.method == .justWorks && !c.authenticated && c.secureConnections == sc && c.keySize == 16 && c.bonded)
+        // Each learned the other's identity and signature key.
+        #expect(c.peerIdentityAddress?.address.rawValue == 0xC0DE_C0DE_0001 && c.peerIdentityResolvingKey == 0x0102_0304_0506_0708_090A_0B0C_0D0E_0F10)
+        #expect(p.peerIdentityResolvingKey == c.peerIdentityResolvingKey)
+        #expect(c.peerSignatureKey == p.localSignatureKey && p.peerSignatureKey == c.localSignatureKey)
+        if sc {
+            // One LTK, derived on both sides; none distributed.
+            #expect(c.peerLTK == p.peerLTK && c.peerLTK == link.encryptedWith && c.localLTK == nil)
+        } else {
+            // Legacy: each distributed its own LTK with EDIV/Rand.
+            #expect(c.peerLTK == p.localLTK && p.peerLTK == c.localLTK && c.peerLTK != nil && p.peerLTK != nil)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func passkeyEntryShownOnTheKeyboardlessSideAndTyped(sc: Bool) {
+        var link = PairingLink(central: config(.keyboardOnly, mitm: true, sc: sc), peripheral: config(.displayOnly, sc: sc))
+        link.run()
+        guard case .success(let c)? = link.centralResult, case .success(let p)? = link.peripheralResult else {
+            Issue.record("\(String(describing: link.centralResult)) / \(String(describing: link.peripheralResult))"); return
+        }
+        #expect(c.method == .passkeyEntry(localDisplays: false, peerDisplays: true))
+        #expect(p.method == .passkeyEntry(localDisplays: true, peerDisplays: false))
+        #expect(c.authenticated && p.authenticated && link.shown.count == 1)
+        if sc {
+            // 20 rounds: a Pairing Confirm and a Pairing Random each way per bit of the passkey.
+            #expect(link.sentByCentral.filter { $0.first == 0x03 }.count == 20)
+            #expect(link.sentByPeripheral.filter { $0.first == 0x04 }.count == 20)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func aWrongPasskeyFailsWithConfirmValueFailed(sc: Bool) {
+        var link = PairingLink(central: config(.keyboardOnly, mitm: true, sc: sc), peripheral: config(.displayOnly, sc: sc))
+        link.typed = 999_999
+        link.run()
+        guard case .failure(let f)? = link.peripheralResult ?? link.centralResult else { Issue.record("paired with a wrong passkey"); return }
+        #expect(f.reason == .confirmValueFailed)
+        #expect(link.encryptedWith == nil)
+        // Exactly one side detected it and told the other.
+        let failedPDUs = (link.sentByCentral + link.sentByPeripheral).filter { $0.first == 0x05 }
+        #expect(failedPDUs == [[0x05, 0x04]])
+    }
+
+    @Test func numericComparisonShowsTheSameNumberOnBothSides() {
+        var link = PairingLink(central: config(.displayYesNo, mitm: true), peripheral: config(.keyboardDisplay, mitm: true))
+        link.run()
+        guard case .success(let c)? = link.centralResult, case .success? = link.peripheralResult else {
+            Issue.record("\(String(describing: link.centralResult))"); return
+        }
+        #expect(c.method == .numericComparison && c.authenticated)
+        #expect(link.compared.count == 2 && link.compared[0] == link.compared[1] && link.compared[0] < 1_000_000)
+    }
+
+    @Test func numbersThatDoNotMatchFailPairing() {
+        var link = PairingLink(central: config(.displayYesNo, mitm: true), peripheral: config(.displayYesNo, mitm: true))
+        link.numbersMatch = false
+        link.run()
+        guard case .failure(let f)? = link.centralResult else { Issue.record("\(String(describing: link.centralResult))"); return }
+        #expect(f.reason == .numericComparisonFailed)
+        #expect(link.encryptedWith == nil)
+    }
+
+    @Test func aKeyBelowTheMinimumIsRefusedWithEncryptionKeySize() {
+        var strict = config(.noInputNoOutput)
+        strict.minimumKeySize = 16
+        var link = PairingLink(central: strict, peripheral: config(.noInputNoOutput, keys: 10))
+        link.run()
+        guard case .failure(let f)? = link.centralResult else { Issue.record("\(String(describing: link.centralResult))"); return }
+        #expect(f.reason == .encryptionKeySize && f.origin == .local)
+        #expect(link.sentByCentral.last == [0x05, 0x06])
+        // Accepted when allowed: the LTK is cut to 10 bytes.
+        var loose = PairingLink(central: config(.noInputNoOutput), peripheral: config(.noInputNoOutput, keys: 10))
+        loose.run()
+        guard case .success(let r)? = loose.centralResult else { Issue.record("\(String(describing: loose.centralResult))"); return }
+        #expect(r.keySize == 10 && (r.peerLTK?.key ?? 0) >> 80 == 0)
+    }
+
+    @Test func mitmRequiredButImpossibleFailsWithAuthenticationRequirements() {
+        var link = PairingLink(central: config(.keyboardDisplay, mitm: true), peripheral: config(.noInputNoOutput))
+        link.run()
+        guard case .failure(let f)? = link.centralResult else { Issue.record("\(String(describing: link.centralResult))"); return }
+        #expect(f.reason == .authenticationRequirements)
+    }
+
+    @Test func secureConnectionsOnlyRefusesLegacy() {
+        var only = config(.noInputNoOutput)
+        only.secureConnectionsOnly = true
+        var link = PairingLink(central: config(.noInputNoOutput, sc: false), peripheral: only)
+        link.run()
+        guard case .failure(let f)? = link.peripheralResult else { Issue.record("\(String(describing: link.peripheralResult))"); return }
+        #expect(f.reason == .authenticationRequirements)
+        #expect(link.sentByPeripheral == [[0x05, 0x03]], "no Pairing Response, only Pairing Failed")
+    }
+
+    @Test func theMethodTableOfTheSpecification() {
+        typealias M = SMPPairingMethod
+        let cases: [(SMPIOCapability, SMPIOCapability, Bool, M)] = [
+            (.displayOnly, .keyboardOnly, false, .passkeyEntry(localDisplays: true, peerDisplays: false)),
+            (.keyboardOnly, .displayOnly, false, .passkeyEntry(localDisplays: false, peerDisplays: true)),
+            (.keyboardOnly, .keyboardOnly, true, .passkeyEntry(localDisplays: false, peerDisplays: false)),
+            (.displayYesNo, .displayYesNo, false, .justWorks),
+            (.displayYesNo, .displayYesNo, true, .numericComparison),
+            (.keyboardDisplay, .keyboardDisplay, false, .passkeyEntry(localDisplays: true, peerDisplays: false)),
+            (.keyboardDisplay, .keyboardDisplay, true, .numericComparison),
+            (.keyboardDisplay, .displayYesNo, false, .passkeyEntry(localDisplays: false, peerDisplays: true)),
+            (.noInputNoOutput, .keyboardDisplay, true, .justWorks),
+            (.displayOnly, .displayYesNo, true, .justWorks),
+        ]
+        for (i, r, sc, m) in cases {
+            #expect(M.select(initiator: i, responder: r, secureConnections: sc, role: .initiator) == m, "\(i) → \(r), SC \(sc)")
+        }
+    }
+}
+
+/// A hostile or broken central against our responder, PDU by PDU (PTS SM/PER/... where one fits).
+@Suite struct SMPResponderHostileTests {
+    func responder(_ c: SMPConfiguration = config(.noInputNoOutput)) -> SMPPairing {
+        SMPPairing(role: .responder, configuration: c, localAddress: peripheralAddress, peerAddress: centralAddress, random: counter(7))
+    }
+    /// Pairing Request: NoInputNoOutput, bonding + SC, key 16, all keys.
+    let request: [UInt8] = [0x01, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07]
+
+    func feed(_ m: inout SMPPairing, _ pdu: [UInt8], now: UInt64 = 0) -> [SMPAction] {
+        pdu.withUnsafeBytes { m.received($0, now: now) }
+    }
+    func sent(_ a: [SMPAction]) -> [[UInt8]] { a.compactMap { if case .send(let p) = $0 { p } else { nil } } }
+    func failure(_ a: [SMPAction]) -> SMPFailure? { a.lazy.compactMap { if case .failed(let f) = $0 { f } else { nil } }.first }
+
+    @Test func theResponseNarrowsKeysAndAuthToWhatBothSupport() {
+        var m = responder()
+        let out = sent(feed(&m, request))
+        // IO NoInputNoOutput, no OOB, bonding + SC, 16 bytes; keys: what both offer.
+        #expect(out == [[0x02, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07]])
+    }
+
+    @Test func aConfirmBeforeThePublicKeyIsOutOfTurn() {
+        // SM/PER/PROT/BV-02-C-like: a PDU out of order ends pairing with Unspecified Reason.
+        var m = responder()
+        _ = feed(&m, request)
+        let a = feed(&m, [0x03] + [UInt8](repeating: 0, count: 16))
+        #expect(sent(a) == [[0x05, 0x08]])
+        #expect(failure(a)?.reason == .unspecifiedReason)
+        #expect(feed(&m, [0x04] + [UInt8](repeating: 0, count: 16)).isEmpty, "nothing after a failure")
+    }
+
+    @Test func aPublicKeyOffTheCurveIsRefusedWithDHKeyCheckFailed() throws {
+        var m = responder()
+        _ = feed(&m, request)
+        let key = try P256.PrivateKey.generate().publicKey
+        var bad = SMPUInt256(bigEndianBytes: key.x).wireBytes + SMPUInt256(bigEndianBytes: key.y).wireBytes
+        bad[40] ^= 0x01
+        let a = feed(&m, [0x0C] + bad)
+        #expect(sent(a) == [[0x05, 0x0B]], "refused before our key is sent")
+        #expect(failure(a)?.reason == .dhKeyCheckFailed)
+    }
+
+    @Test func malformedPDUsAreInvalidParametersAndUnknownCodesNotSupported() {
+        var m = responder()
+        #expect(sent(feed(&m, [0x01, 0x03, 0x00])) == [[0x05, 0x0A]])           // truncated Pairing Request
+        var k = responder()
+        #expect(sent(feed(&k, [0x01, 0x03, 0x00, 0x09, 0x06, 0x07, 0x07])) == [[0x05, 0x0A]])  // key size 6
+        var u = responder()
+        _ = feed(&u, request)
+        #expect(sent(feed(&u, [0x7F, 0x01])) == [[0x05, 0x07]])
+    }
+
+    @Test func theTimerEndsPairingAndSilencesTheChannel() {
+        var m = responder()
+        _ = feed(&m, request, now: 0)
+        #expect(m.deadline == 30_000_000_000)
+        #expect(m.timerFired(now: 29_000_000_000).isEmpty)
+        let a = m.timerFired(now: 30_000_000_000)
+        #expect(failure(a)?.origin == .timeout && sent(a).isEmpty, "no Pairing Failed after the timeout")
+        #expect(feed(&m, request, now: 31_000_000_000).isEmpty, "no SMP on this link any more (Core Vol 3 Part H §3.4)")
+    }
+
+    @Test func thePeersPairingFailedEndsItWithTheirReason() {
+        var m = responder()
+        _ = feed(&m, request)
+        let a = feed(&m, [0x05, 0x01])
+        #expect(sent(a).isEmpty)
+        #expect(failure(a) == SMPFailure(reason: .passkeyEntryFailed, origin: .peer, message: "the peer ended pairing: \(SMPPairingFailedReason.passkeyEntryFailed)"))
+    }
+
+    @Test func keysBeforeEncryptionAreRefused() {
+        var m = responder(config(.noInputNoOutput, sc: false))
+        _ = feed(&m, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
+        let a = feed(&m, [0x06] + [UInt8](repeating: 1, count: 16))
+        #expect(failure(a)?.reason == .unspecifiedReason)
+    }
+}
