@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "BluetoothSecurity", dependencies: ["BluetoothWire", "BluetoothCrypto"], swiftSettings: optimize),
         .target(
             name: "BluetoothHost",
-            dependencies: ["BluetoothWire", "BluetoothTransport"],
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothSecurity"],
             swiftSettings: optimize
         ),
         // ATT client and GATT procedures over any ATT bearer: an LE link of our own host
@@ -91,7 +91,7 @@ let package = Package(
         ),
         .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
-        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport"]),
+        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport", "BluetoothSecurity"]),
         .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto"]),

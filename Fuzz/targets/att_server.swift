@@ -2,7 +2,7 @@
 // The input is a script: each step is a byte saying what happens, then for PDUs a length
 // byte and the PDU. Two clients share one database; time, security and the application's
 // own notifications and indications are part of the script.
-// fuzz-modules: BluetoothWire BluetoothTransport BluetoothHost BluetoothCrypto BluetoothGATT
+// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothHost BluetoothGATT
 
 let services: [GATTLocalService] = [
     .genericAccess(deviceName: "fuzz"),

@@ -2,7 +2,7 @@
 // ACL flow control, L2CAP reassembly and signaling) driven by a hostile controller: random
 // HCI events and ACL packets interleaved with API calls and time. The glue below does what
 // HostDriver does with their actions; a trap anywhere is a bug (a controller cannot crash us).
-// fuzz-modules: BluetoothWire BluetoothTransport BluetoothHost
+// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothHost
 
 struct Glue {
     var flow = HCICommandFlow(defaultTimeout: 5_000_000_000)

@@ -1,4 +1,5 @@
 import BluetoothTransport
+import BluetoothSecurity
 import BluetoothWire
 import Synchronization
 
@@ -10,11 +11,20 @@ public struct HostOptions: Sendable {
     /// (`sent == false`) or about to be written (`sent == true`). The buffer is valid only
     /// during the call. Keep it fast: it runs inside the I/O loop.
     public var packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)?
+    /// How this host pairs when a peer starts it (a central's Pairing Request, a peripheral's
+    /// Security Request) and the default for ``LEConnection/pair(configuration:agent:)``;
+    /// nil refuses pairing (Pairing Not Supported).
+    public var security: SMPConfiguration?
+    /// Who answers passkeys and number comparisons for pairings the peer starts.
+    public var pairingAgent: PairingAgent
 
     public init(commandTimeout: Duration = .seconds(5),
-                packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)? = nil) {
+                packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)? = nil,
+                security: SMPConfiguration? = SMPConfiguration(), pairingAgent: PairingAgent = .justWorks) {
         self.commandTimeout = commandTimeout
         self.packetObserver = packetObserver
+        self.security = security
+        self.pairingAgent = pairingAgent
     }
 }
 

@@ -78,6 +78,7 @@ extension HostDriver {
         aclFlowRemove(conn.handle)
         record.attClient?.closed(reason, text)
         record.attServer?.closed(reason, text)
+        pairingLinkClosed(conn.handle, HostError(.disconnected(reason), text))
         if record.connection.role == .peripheral { execute(advertiser.peripheralLinkClosed(handle: conn.handle)) }
         for c in record.disconnectWaiters { c.resume() }
         for c in record.updateWaiters { c.resume(returning: .failure(HostError(.disconnected(reason), text))) }
@@ -122,7 +123,11 @@ extension HostDriver {
         case .leSignaling:
             execute(connections.receivedSignaling(handle: handle, payload: payload))
         case .smp:
-            execute(connections.receivedSMP(handle: handle, payload: payload))
+            if security == nil {
+                execute(connections.receivedSMP(handle: handle, payload: payload))  // refused
+            } else {
+                smpReceived(handle, payload)
+            }
         }
     }
 

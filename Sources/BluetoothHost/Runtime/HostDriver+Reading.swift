@@ -58,11 +58,17 @@ extension HostDriver {
                 deliver(events)
             case .advertisingSetTerminated(let e):
                 execute(advertiser.advertisingSetTerminated(e))
+            case .longTermKeyRequest(let e):
+                longTermKeyRequested(e)
             default:
                 execute(connections.handle(meta, now: Sys.now()))
             }
         case .disconnectionComplete:
             execute(connections.handle(event, now: Sys.now()))
+        case .encryptionChange(let e):
+            encryptionChanged(e.connectionHandle, status: e.status, enabled: e.encryptionEnabled.rawValue != 0, keySize: e.encryptionKeySize)
+        case .encryptionKeyRefreshComplete(let e):
+            encryptionChanged(e.connectionHandle, status: e.status, enabled: true, keySize: nil)
         case .numberOfCompletedPackets(let n):
             if let packets = aclFlow?.handle(n) { writeACL(packets) }
         default:

@@ -1,3 +1,4 @@
+import BluetoothSecurity
 import BluetoothTransport
 import BluetoothWire
 import Glibc
@@ -102,6 +103,8 @@ final class HostDriver: @unchecked Sendable {
         case scanDisable(continuation: CheckedContinuation<Result<Void, HostError>, Never>?)
         case connection(ConnectionCommandPurpose)
         case advertising(AdvertisingCommandPurpose)
+        /// LE Enable Encryption or an LTK reply for the link.
+        case security(handle: UInt16)
     }
     var waiters: [CommandToken: Waiter] = [:]
 
@@ -165,6 +168,10 @@ final class HostDriver: @unchecked Sendable {
         var updateWaiters: [CheckedContinuation<Result<LELinkState, HostError>, Never>] = []
     }
     var links: [UInt16: LinkRecord] = [:]
+    /// Pairing in progress or done, per link (HostDriver+Security.swift).
+    var pairings: [UInt16: PairingRecord] = [:]
+    let security: SMPConfiguration?
+    let pairingAgent: PairingAgent
     /// Incoming links (we are peripheral), for ``HCIHost/incomingConnections``.
     let incoming: AsyncStream<LEConnection>.Continuation
     let incomingStream: AsyncStream<LEConnection>
@@ -186,6 +193,8 @@ final class HostDriver: @unchecked Sendable {
         self.transport = transport
         self.transportName = transport.description
         self.observer = options.packetObserver
+        self.security = options.security
+        self.pairingAgent = options.pairingAgent
         self.flow = HCICommandFlow(defaultTimeout: options.commandTimeout.nanoseconds)
         (incomingStream, incoming) = AsyncStream<LEConnection>.makeStream()
     }
@@ -296,7 +305,8 @@ final class HostDriver: @unchecked Sendable {
 
     func pollTimeout(now: UInt64) -> Int32 {
         let stall = stalledSince.map { $0 &+ Self.writeStallTimeout }
-        let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline, connections.nextDeadline, stall].compactMap { $0 }
+        let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline, connections.nextDeadline, stall,
+                         nextPairingDeadline].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
@@ -321,6 +331,7 @@ final class HostDriver: @unchecked Sendable {
         if let d = connections.nextDeadline, d <= now {
             execute(connections.timerFired(now: now))
         }
+        if let d = nextPairingDeadline, d <= now { pairingTimersFired(now: now) }
     }
 
     func publishStatistics() {
@@ -510,6 +521,8 @@ final class HostDriver: @unchecked Sendable {
             maybeFinishClose()
         case .advertising(let purpose):
             execute(advertiser.commandAnswered(purpose, result))
+        case .security(let handle):
+            securityCommandAnswered(handle, result)
         case .connection(let purpose):
             if closing, case .disconnect = purpose {
                 if closingDisconnects > 0 { closingDisconnects -= 1 }

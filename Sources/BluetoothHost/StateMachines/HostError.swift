@@ -1,4 +1,5 @@
 import BluetoothTransport
+import BluetoothSecurity
 import BluetoothWire
 
 /// Why a host operation failed. `message` is written for the user: what went wrong and,
@@ -13,6 +14,7 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
                  (.sendQueueFull, .sendQueueFull), (.invalidParameters, .invalidParameters), (.busy, .busy), (.notFound, .notFound): true
             case (.commandFailed(let x), .commandFailed(let y)), (.connectFailed(let x), .connectFailed(let y)): x == y
             case (.disconnected(let x), .disconnected(let y)): x == y
+            case (.pairingFailed(let x), .pairingFailed(let y)): x == y
             case (.transport(let x), .transport(let y)): x.kind == y.kind
             case (.malformedPacket(let x), .malformedPacket(let y)): x == y
             default: false
@@ -48,6 +50,9 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         case busy
         /// What was looked for (a device by name, address or service) was not seen.
         case notFound
+        /// Pairing failed (Pairing Failed with this reason, by either side, or SMP's timeout),
+        /// or the link could not be encrypted.
+        case pairingFailed(SMPPairingFailedReason)
     }
 
     public var kind: Kind

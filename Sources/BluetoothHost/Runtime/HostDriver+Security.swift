@@ -1,0 +1,186 @@
+import BluetoothSecurity
+import BluetoothWire
+
+/// Pairing on one link: the sans-I/O machine, who answers for the user, who waits.
+struct PairingRecord {
+    var machine: SMPPairing
+    var agent: PairingAgent
+    var waiters: [CheckedContinuation<Result<SMPPairingResult, HostError>, Never>] = []
+}
+
+// The Security Manager on the driver thread: SMP PDUs (CID 6) into each link's pairing
+// machine, its actions out (PDUs, LE Enable Encryption, the user's agent), the
+// controller's encryption events (Encryption Change, Key Refresh, LE Long Term Key
+// Request) into it and into the link's security, which the ATT server's checks read.
+extension HostDriver {
+    var nextPairingDeadline: UInt64? { pairings.values.compactMap(\.machine.deadline).min() }
+
+    func pairingTimersFired(now: UInt64) {
+        for handle in pairings.keys.sorted() {
+            guard var r = pairings[handle], let d = r.machine.deadline, d <= now else { continue }
+            let actions = r.machine.timerFired(now: now)
+            pairings[handle] = r
+            executeSMP(handle, actions)
+        }
+    }
+
+    /// A machine for the link, made on first use with the host's configuration.
+    private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?) -> Bool {
+        if pairings[handle] != nil { return true }
+        guard let conn = links[handle]?.connection, let config = configuration ?? security else { return false }
+        let own = LEAddress(info?.address ?? .zero, type: .public)
+        let role: SMPRole = conn.role == .central ? .initiator : .responder
+        pairings[handle] = PairingRecord(machine: SMPPairing(role: role, configuration: config, localAddress: own, peerAddress: conn.address),
+                                         agent: agent ?? pairingAgent)
+        return true
+    }
+
+    /// ``LEConnection/pair(configuration:agent:)``: starts pairing as central, or asks the
+    /// central to (Security Request) as peripheral; resumes with the result.
+    func startPairing(_ conn: LEConnection, _ configuration: SMPConfiguration?, _ agent: PairingAgent?,
+                      _ c: CheckedContinuation<Result<SMPPairingResult, HostError>, Never>) {
+        guard links[conn.handle]?.connection === conn else {
+            c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
+            return
+        }
+        if let r = pairings[conn.handle], !r.machine.isActive, configuration != nil || agent != nil {
+            // A new pairing with other settings replaces a finished one.
+            if r.machine.timedOut {
+                c.resume(returning: .failure(HostError(.pairingFailed(.unspecifiedReason), "SMP timed out on this link; it needs a new connection (Core Vol 3 Part H §3.4)")))
+                return
+            }
+            pairings[conn.handle] = nil
+        }
+        guard machine(conn.handle, configuration: configuration, agent: agent), var r = pairings[conn.handle] else {
+            c.resume(returning: .failure(HostError(.notSupported, "pairing is turned off on this host (HostOptions.security is nil)")))
+            return
+        }
+        r.waiters.append(c)
+        let now = Sys.now()
+        let actions = r.machine.isActive ? [] : (r.machine.role == .initiator ? r.machine.start(now: now) : r.machine.requestSecurity(now: now))
+        pairings[conn.handle] = r
+        executeSMP(conn.handle, actions)
+    }
+
+    func smpReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {
+        guard machine(handle, configuration: nil, agent: nil), var r = pairings[handle] else { return }
+        let actions = r.machine.received(payload, now: Sys.now())
+        pairings[handle] = r
+        executeSMP(handle, actions)
+    }
+
+    func executeSMP(_ handle: UInt16, _ actions: [SMPAction]) {
+        guard let conn = links[handle]?.connection else { return }
+        for action in actions {
+            switch action {
+            case .send(let pdu):
+                if let frame = try? L2CAPChannels.frame(.smp, pdu) { sendFrame(frame, handle: handle, accounted: false) }
+            case .encrypt(let key):
+                let command = LEEnableEncryptionCommand(connectionHandle: handle, randomNumber: key.rand,
+                                                        encryptedDiversifier: key.ediv, longTermKey: littleEndian(key.key))
+                if let error = submit(command, waiter: .security(handle: handle)) { securityCommandAnswered(handle, .failure(error)) }
+            case .displayPasskey(let v):
+                let agent = pairings[handle]?.agent ?? pairingAgent
+                agent.displayPasskey(conn, v)
+            case .requestPasskey:
+                let agent = pairings[handle]?.agent ?? pairingAgent
+                Task { [weak self] in
+                    let v = await agent.enterPasskey(conn)
+                    self?.post(.run({ $0.userAnswered(handle, conn) { m, now in m.passkeyEntered(v, now: now) } }, refused: { _ in }))
+                }
+            case .confirmNumber(let n):
+                let agent = pairings[handle]?.agent ?? pairingAgent
+                Task { [weak self] in
+                    let ok = await agent.confirmNumber(conn, n)
+                    self?.post(.run({ $0.userAnswered(handle, conn) { m, now in m.numericComparisonConfirmed(ok, now: now) } }, refused: { _ in }))
+                }
+            case .keypress:
+                break
+            case .securityRequested:
+                // A peripheral asks: pair (a bond store will encrypt with a stored key instead).
+                if var r = pairings[handle], r.machine.role == .initiator, !r.machine.isActive {
+                    let more = r.machine.start(now: Sys.now())
+                    pairings[handle] = r
+                    executeSMP(handle, more)
+                }
+            case .paired(let result):
+                conn.setSecurity(LinkSecurity(encrypted: true, keySize: Int(result.keySize), authenticated: result.authenticated,
+                                              secureConnections: result.secureConnections, bonded: result.bonded))
+                let waiters = pairings[handle]?.waiters ?? []
+                pairings[handle]?.waiters = []
+                for c in waiters { c.resume(returning: .success(result)) }
+            case .failed(let f):
+                let waiters = pairings[handle]?.waiters ?? []
+                pairings[handle]?.waiters = []
+                let error = HostError(.pairingFailed(f.reason), "pairing with \(conn.address) failed: \(f.message)")
+                for c in waiters { c.resume(returning: .failure(error)) }
+            }
+        }
+    }
+
+    func userAnswered(_ handle: UInt16, _ conn: LEConnection, _ body: (inout SMPPairing, UInt64) -> [SMPAction]) {
+        guard links[handle]?.connection === conn, var r = pairings[handle] else { return }
+        let actions = body(&r.machine, Sys.now())
+        pairings[handle] = r
+        executeSMP(handle, actions)
+    }
+
+    func securityCommandAnswered(_ handle: UInt16, _ result: CommandResult) {
+        // A refused LE Enable Encryption (or LTK reply) means no encryption comes.
+        if case .failure = result { encryptionChanged(handle, status: .unspecifiedError, enabled: false, keySize: nil) }
+    }
+
+    /// Encryption Change / Key Refresh Complete.
+    func encryptionChanged(_ handle: UInt16, status: HCIErrorCode, enabled: Bool, keySize: UInt8?) {
+        guard let conn = links[handle]?.connection else { return }
+        let ok = status == .success && enabled
+        if ok {
+            var s = conn.security
+            let size = keySize.map(Int.init) ?? (s.keySize > 0 ? s.keySize : Int(pairings[handle]?.machine.keySize ?? 16))
+            s = LinkSecurity(encrypted: true, keySize: size, authenticated: s.authenticated, secureConnections: s.secureConnections, bonded: s.bonded)
+            conn.setSecurity(s)
+        } else if status == .success {
+            conn.setSecurity(.unencrypted)
+        }
+        guard var r = pairings[handle] else { return }
+        let actions = r.machine.encryptionChanged(encrypted: ok, now: Sys.now())
+        pairings[handle] = r
+        executeSMP(handle, actions)
+    }
+
+    /// LE Long Term Key Request (we are peripheral): the pairing's key, else a negative
+    /// reply (the controller would otherwise wait and drop the link).
+    func longTermKeyRequested(_ e: LELongTermKeyRequest) {
+        let handle = e.connectionHandle
+        guard links[handle] != nil else { return }
+        if let key = pairings[handle]?.machine.keyForEncryption(ediv: e.encryptedDiversifier, rand: e.randomNumber) {
+            _ = submit(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: littleEndian(key)), waiter: .security(handle: handle))
+        } else {
+            _ = submit(LELongTermKeyRequestNegativeReplyCommand(connectionHandle: handle), waiter: .security(handle: handle))
+        }
+    }
+
+    func pairingLinkClosed(_ handle: UInt16, _ error: HostError) {
+        guard let r = pairings.removeValue(forKey: handle) else { return }
+        for c in r.waiters { c.resume(returning: .failure(error)) }
+    }
+
+    /// A key as HCI sends it: least significant octet first.
+    func littleEndian(_ v: UInt128) -> [UInt8] { (0 ..< 16).map { UInt8(truncatingIfNeeded: v >> (8 * UInt128($0))) } }
+}
+
+extension LEConnection {
+    /// Pairs with the peer (Core Vol 3 Part H): as central it sends Pairing Request; as
+    /// peripheral it asks the central with a Security Request. Returns once the link is
+    /// encrypted with the new key and the keys are exchanged; ``security`` then says how.
+    /// `configuration` and `agent` default to the host's (``HostOptions/security``,
+    /// ``HostOptions/pairingAgent``).
+    public func pair(configuration: SMPConfiguration? = nil, agent: PairingAgent? = nil) async throws(HostError) -> SMPPairingResult {
+        if let error = disconnectError { throw error }
+        let driver = self.driver
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<SMPPairingResult, HostError>, Never>) in
+            driver.post(.run({ $0.startPairing(self, configuration, agent, c) }, refused: { c.resume(returning: .failure($0)) }))
+        }
+        return try result.get()
+    }
+}

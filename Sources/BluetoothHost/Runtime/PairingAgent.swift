@@ -1,0 +1,31 @@
+import BluetoothSecurity
+
+/// Who answers for the user during pairing: shows passkeys, asks for the one the peer
+/// shows, asks whether two numbers match. Called off the driver thread (the answers may
+/// take as long as the user does, within SMP's 30 s).
+public struct PairingAgent: Sendable {
+    /// Show this passkey (six digits, leading zeros): the peer's user types it.
+    public var displayPasskey: @Sendable (LEConnection, UInt32) -> Void
+    /// The passkey the peer shows, typed by the user; nil cancels (Passkey Entry Failed).
+    public var enterPasskey: @Sendable (LEConnection) async -> UInt32?
+    /// Whether the peer shows this number too (Numeric Comparison).
+    public var confirmNumber: @Sendable (LEConnection, UInt32) async -> Bool
+
+    public init(displayPasskey: @escaping @Sendable (LEConnection, UInt32) -> Void,
+                enterPasskey: @escaping @Sendable (LEConnection) async -> UInt32?,
+                confirmNumber: @escaping @Sendable (LEConnection, UInt32) async -> Bool) {
+        self.displayPasskey = displayPasskey
+        self.enterPasskey = enterPasskey
+        self.confirmNumber = confirmNumber
+    }
+
+    /// No user: Just Works only (a passkey request is cancelled, a comparison refused).
+    public static let justWorks = PairingAgent(displayPasskey: { _, _ in }, enterPasskey: { _ in nil },
+                                               confirmNumber: { _, _ in false })
+
+    /// Scripted answers (`--passkey N`, `--confirm yes`): the same for every pairing.
+    public static func fixed(passkey: UInt32?, confirm: Bool, display: @escaping @Sendable (LEConnection, UInt32) -> Void = { _, _ in })
+        -> PairingAgent {
+        PairingAgent(displayPasskey: display, enterPasskey: { _ in passkey }, confirmNumber: { _, _ in confirm })
+    }
+}

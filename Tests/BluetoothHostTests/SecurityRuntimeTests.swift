@@ -1,0 +1,95 @@
+import BluetoothSecurity
+import BluetoothTransport
+import BluetoothWire
+import Synchronization
+import Testing
+@testable import BluetoothHost
+
+/// Pairing through the host at run time: our HCIHost as central, a fake controller, and on
+/// the far side of the "link" an SMPPairing responder playing the peripheral.
+@Suite struct SecurityRuntimeTests {
+    final class Peer: @unchecked Sendable {
+        let machine: Mutex<SMPPairing>
+        let results = Mutex<[SMPAction]>([])
+        init(_ config: SMPConfiguration) {
+            machine = Mutex(SMPPairing(role: .responder, configuration: config,
+                                       localAddress: peerA, peerAddress: LEAddress(BluetoothAddress(0x11, 0x22, 0x33, 0x44, 0x55, 0x66), type: .public)))
+        }
+        /// Runs the responder's actions: PDUs go to the host as ACL on CID 6.
+        func run(_ actions: [SMPAction], _ fake: FakeControllerTransport) {
+            for a in actions {
+                switch a {
+                case .send(let pdu): fake.injectACL(handle: 0x40, l2capFrameBytes(cid: 6, pdu))
+                default: results.withLock { $0.append(a) }
+                }
+            }
+        }
+    }
+
+    func world(_ peerConfig: SMPConfiguration) -> (FakeControllerTransport, Peer) {
+        var model = FakeControllerModel()
+        model.statusOpcodes.insert(.leEnableEncryption)
+        let peer = Peer(peerConfig)
+        let fake = FakeControllerTransport(model: model, onCommand: { opcode, fake in
+            if opcode == .leCreateConnection { fake.injectEvent(connectionCompleteEvent(handle: 0x40)) }
+            guard opcode == .leEnableEncryption, let p = fake.commandPackets.last, p.count >= 32 else { return }
+            // Parameters: handle, Rand (8), EDIV (2), LTK (16, least significant first).
+            let ltk = p[16 ..< 32].reversed().reduce(UInt128(0)) { $0 << 8 | UInt128($1) }
+            let expected = peer.machine.withLock { $0.keyForEncryption(ediv: 0, rand: 0) }
+            let ok: UInt8 = expected == ltk ? 1 : 0
+            fake.injectEvent([0x08, 4, ok == 1 ? 0x00 : 0x06, 0x40, 0x00, ok])  // Encryption Change
+            peer.run(peer.machine.withLock { $0.encryptionChanged(encrypted: ok == 1, now: 0) }, fake)
+        }, onACL: { bytes, fake in
+            let (_, _, l2cap) = aclParts(bytes)
+            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
+            let pdu = Array(l2cap[4...])
+            peer.run(pdu.withUnsafeBytes { b in peer.machine.withLock { $0.received(b, now: 0) } }, fake)
+        })
+        return (fake, peer)
+    }
+
+    @Test(arguments: [false, true])
+    func aCentralPairsEncryptsAndTheLinkSaysSo(sc: Bool) async throws {
+        let (fake, peer) = world(SMPConfiguration(secureConnections: sc, identityResolvingKey: 7,
+                                                  identityAddress: LEAddress(BluetoothAddress(rawValue: 0xC0DE_0000_0001), type: .random)))
+        let host = try await HCIHost.open(transport: fake, options: HostOptions(security: SMPConfiguration(secureConnections: sc)))
+        let link = try await host.connect(to: peerA, timeout: .seconds(2))
+        #expect(!link.security.encrypted)
+        let result = try await link.pair()
+        #expect(result.secureConnections == sc && result.method == .justWorks && result.keySize == 16)
+        #expect(result.peerIdentityResolvingKey == 7 && result.peerIdentityAddress?.address.rawValue == 0xC0DE_0000_0001)
+        #expect(link.security.encrypted && link.security.keySize == 16 && !link.security.authenticated)
+        #expect(await eventually { peer.results.withLock { $0.contains { if case .paired = $0 { true } else { false } } } },
+                "the peer finished too (it got our keys)")
+        await host.close()
+    }
+
+    @Test func aRefusingPeerFailsPairingWithItsReason() async throws {
+        var strict = SMPConfiguration()
+        strict.secureConnectionsOnly = true
+        let (fake, _) = world(strict)
+        let host = try await HCIHost.open(transport: fake, options: HostOptions(security: SMPConfiguration(secureConnections: false)))
+        let link = try await host.connect(to: peerA, timeout: .seconds(2))
+        do {
+            _ = try await link.pair()
+            Issue.record("paired")
+        } catch {
+            #expect(error.kind == .pairingFailed(.authenticationRequirements))
+            #expect(error.message.contains("pairing with"))
+        }
+        #expect(!link.security.encrypted)
+        await host.close()
+    }
+
+    @Test func aPeripheralAnswersLongTermKeyRequestsItHasNoKeyForWithANegativeReply() async throws {
+        let fake = FakeControllerTransport(onCommand: { _, _ in })
+        let host = try await HCIHost.open(transport: fake)
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
+        _ = await incoming.next()
+        // LE Long Term Key Request: handle 0x0041, Rand 0, EDIV 0.
+        fake.injectEvent([0x3E, 13, 0x05, 0x41, 0x00] + [UInt8](repeating: 0, count: 10))
+        #expect(await eventually { fake.commands.contains(.leLongTermKeyRequestNegativeReply) })
+        await host.close()
+    }
+}
