@@ -135,7 +135,7 @@ struct PeerSession: Sendable {
         // through the kernel's SMP) and retries once; say so, as BlueZ's tools do.
         let options = GATTClient.Options(requestTimeout: attTimeout, securityObserver: { event in
             switch event {
-            case .raising(_, let level): Console.err("raising security to \(level) (the kernel encrypts, pairing first if needed)...")
+            case .raising(_, let level): Console.err("raising security to \(level) (encrypting, pairing first if needed)...")
             case .raised(let level): Console.err("security is \(level); retrying")
             case .failed(let failure): Console.err("cannot raise security: \(failure.message)")
             }

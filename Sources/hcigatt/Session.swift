@@ -9,8 +9,8 @@ import Glibc
 
 /// Options every command that talks to a controller takes.
 enum ControllerOptions {
-    static let flags: Set<String> = ["bring-down"]
-    static let options: Set<String> = ["transport", "snoop", "command-timeout"]
+    static let flags: Set<String> = Set(["bring-down"]).union(SecurityOptions.flags)
+    static let options: Set<String> = Set(["transport", "snoop", "command-timeout"]).union(SecurityOptions.options)
 
     static let help = """
       --transport SPEC       user:hciN (HCI user channel, adapter must be down), raw:hciN
@@ -22,6 +22,7 @@ enum ControllerOptions {
       --snoop FILE           write every packet, both directions, to a btsnoop file
                              (opens in Wireshark/tshark; `hcigatt replay FILE` decodes it)
       --command-timeout S    fail an HCI command the controller does not answer (default 5)
+    \(SecurityOptions.help)
     """
 
     static func transportSpec(_ args: Arguments) throws -> TransportSpec {
@@ -76,6 +77,9 @@ struct Session: Sendable {
     static func open(_ args: Arguments) async throws -> Session {
         let spec = try ControllerOptions.transportSpec(args)
         let timeout = try ControllerOptions.seconds(args, "command-timeout", default: 5, range: 0.05 ... 600)
+        // Mistakes in the pairing options are usage errors, before anything is opened.
+        let security = try SecurityOptions.configuration(args)
+        let agent = try SecurityOptions.agent(args)
         let snoop = try args.option("snoop").map { try SnoopSink(path: $0) }
         var topts = TransportOptions()
         topts.bringDown = args.flag("bring-down")
@@ -87,7 +91,9 @@ struct Session: Sendable {
         var observer: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)? = nil
         if let snoop { observer = { packet, sent in snoop.record(packet, sent: sent) } }
         do {
-            let host = try await HCIHost.open(transport: transport, options: HostOptions(commandTimeout: timeout, packetObserver: observer))
+            let host = try await HCIHost.open(transport: transport, options: HostOptions(
+                commandTimeout: timeout, packetObserver: observer,
+                security: security, pairingAgent: agent))
             return Session(host: host, snoop: snoop, transportName: name)
         } catch {
             try? snoop?.close()

@@ -54,7 +54,8 @@ class DiscoveryTests(unittest.TestCase):
                                  [(d['handle'], d['uuid'].upper()) for d in b['descriptors']])
         by_uuid = {c['uuid']: c for s in ours['services'] for c in s['characteristics']}
         self.assertEqual(by_uuid['2A29']['value']['text'], 'hcigatt-test')
-        self.assertIn('Insufficient Encryption', by_uuid[SECRET]['read_error'])
+        # The secret needs encryption: the dump paired (Just Works) and read it.
+        self.assertEqual(by_uuid[SECRET]['value']['text'], 'secret')
 
     def test_find_by_name_and_human_output(self):
         with Peer('--peripheral', THERMO) as peer:
@@ -99,10 +100,20 @@ class ReadWriteTests(unittest.TestCase):
             self.assertEqual(rc, 1)
             self.assertIn('Out of Range (0xFF)', err)
 
-    def test_encrypted_characteristic_says_pair_first(self):
+    def test_an_encrypted_characteristic_is_read_after_pairing(self):
         with Peer('--peripheral', THERMO) as peer:
             rc, out, err = run(peer, 'read', ADDR, SECRET)
+            self.assertEqual(rc, 0, err)
+            self.assertIn('"secret"', out)
+            self.assertIn('raising security to encrypted', err)
+            self.assertIn('security is encrypted, 16-byte key, LE Secure Connections', err)
+            self.assertIsNotNone(peer.events.wait_event('paired', 5), 'the peripheral saw the pairing')
+
+    def test_a_device_that_refuses_pairing_leaves_the_read_refused(self):
+        with Peer('--peripheral', THERMO + ',pairing=refuse') as peer:
+            rc, out, err = run(peer, 'read', ADDR, SECRET)
             self.assertEqual(rc, 1)
+            self.assertIn('Pairing Not Supported', err)
             self.assertIn('Insufficient Encryption', err)
             self.assertIn('pair first', err)
 

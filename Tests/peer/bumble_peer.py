@@ -37,6 +37,7 @@ from bumble.core import AdvertisingData, PhysicalTransport, UUID
 from bumble.device import Device
 from bumble.host import Host
 from bumble.link import LocalLink
+from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
@@ -133,11 +134,53 @@ def parse_conn_params(value: str) -> tuple:
 
 DEFAULT_CONN_PARAMS = '24,40,0,200'
 
+PAIRING_MODES = ('jw', 'legacy', 'passkey', 'legacy-passkey', 'nc', 'refuse')
+PASSKEY = 123456
+
+
+class PeerPairingDelegate(PairingDelegate):
+    """Answers for a user: a fixed passkey shown, numbers confirmed, or every pairing refused."""
+
+    def __init__(self, mode):
+        io = {
+            'passkey': PairingDelegate.DISPLAY_OUTPUT_ONLY,
+            'legacy-passkey': PairingDelegate.DISPLAY_OUTPUT_ONLY,
+            'nc': PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
+        }.get(mode, PairingDelegate.NO_OUTPUT_NO_INPUT)
+        super().__init__(io_capability=io)
+        self.mode = mode
+
+    async def accept(self):
+        return self.mode != 'refuse'
+
+    async def confirm(self, auto=False):
+        return self.mode != 'refuse'
+
+    async def compare_numbers(self, number, digits):
+        return True
+
+    async def generate_passkey(self):
+        return PASSKEY
+
+    async def display_number(self, number, digits):
+        pass
+
+
+def pairing_config(mode):
+    """A Bumble PairingConfig for one of PAIRING_MODES."""
+    return PairingConfig(sc=mode not in ('legacy', 'legacy-passkey'),
+                         mitm=mode in ('passkey', 'legacy-passkey', 'nc'), bonding=True,
+                         delegate=PeerPairingDelegate(mode))
+
 
 def parse_peripheral(spec: str, index: int) -> dict:
     """NAME[,service=UUID]...[,address=AA:..][,mfr=CCCC:HEX][,txpower=N][,random]
     [,gatt=health][,disconnect_after=S][,conn_params[=MIN:MAX:LATENCY:TIMEOUT]]
-    [,ignore_att_after=N]"""
+    [,ignore_att_after=N][,pairing=MODE]
+
+    pairing: jw (the default: Secure Connections, Just Works), legacy (LE legacy Just
+    Works), passkey (SC, it displays 123456), legacy-passkey (the same, legacy), nc
+    (Numeric Comparison, it says yes), refuse (every pairing refused)."""
     parts = spec.split(',')
     p = {
         'name': parts[0],
@@ -150,6 +193,7 @@ def parse_peripheral(spec: str, index: int) -> dict:
         'disconnect_after': None,
         'conn_params': None,
         'ignore_att_after': None,
+        'pairing': None,
     }
     for part in parts[1:]:
         key, _, value = part.partition('=')
@@ -172,6 +216,10 @@ def parse_peripheral(spec: str, index: int) -> dict:
             p['conn_params'] = parse_conn_params(value.replace(':', ',') or DEFAULT_CONN_PARAMS)
         elif key == 'ignore_att_after':
             p['ignore_att_after'] = int(value)
+        elif key == 'pairing':
+            if value not in PAIRING_MODES:
+                raise SystemExit(f'bumble_peer: pairing is one of {", ".join(PAIRING_MODES)}, not {value!r}')
+            p['pairing'] = value
         else:
             raise SystemExit(f'bumble_peer: unknown peripheral option {key!r} in {spec!r}')
     return p
@@ -203,6 +251,9 @@ async def start_peripheral(link, index, p, events, *, database, **behaviour_opti
     device = Device(name=p['name'], address=hci.Address(p['address']),
                     host=Host(controller, AsyncPipeSink(controller)))
     device.advertising_data = advertising_data(p)
+    if p.get('pairing'):
+        mode = p['pairing']
+        device.pairing_config_factory = lambda connection: pairing_config(mode)
     behaviour = GattBehaviour(device, p['name'], events, database=database, **behaviour_options)
     await device.power_on()
     # Public addresses unless asked otherwise: the address given is then what scanners see.
@@ -227,7 +278,7 @@ async def main() -> None:
     parser.add_argument('--peripheral', action='append', default=[],
                         help='NAME[,service=UUID]...[,address=ADDR][,mfr=CCCC:HEX][,txpower=N][,random]'
                              '[,gatt=health][,disconnect_after=S][,conn_params[=MIN:MAX:LAT:TO]]'
-                             '[,ignore_att_after=N]')
+                             '[,ignore_att_after=N][,pairing=MODE]')
     parser.add_argument('--hosts', type=int, default=1,
                         help='TCP controllers for hcigatt (the ready line lists their ports; the '
                              'n-th has --host-address + n)')

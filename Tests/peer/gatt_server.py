@@ -131,6 +131,24 @@ class GattBehaviour:
         def on_mtu():
             self.emit('mtu', {'connection': connection.handle, 'mtu': connection.att_mtu})
 
+        def on_pairing(keys):
+            self.emit('paired', {'connection': connection.handle,
+                                 'encrypted': bool(connection.is_encrypted),
+                                 'authenticated': bool(connection.authenticated),
+                                 'ltk': keys.ltk is not None or keys.ltk_peripheral is not None,
+                                 'irk': keys.irk is not None, 'csrk': keys.csrk is not None})
+
+        def on_pairing_failure(reason):
+            self.emit('pairing-failed', {'connection': connection.handle, 'reason': int(reason)})
+
+        def on_encryption_change():
+            self.emit('encryption', {'connection': connection.handle,
+                                     'encrypted': bool(connection.is_encrypted)})
+
+        connection.on('pairing', on_pairing)
+        connection.on('pairing_failure', on_pairing_failure)
+        connection.on('connection_encryption_change', on_encryption_change)
+
         def on_parameters():
             q = connection.parameters
             self.emit('conn-params-updated', {'connection': connection.handle,

@@ -79,6 +79,7 @@ extension HostDriver {
         record.attClient?.closed(reason, text)
         record.attServer?.closed(reason, text)
         pairingLinkClosed(conn.handle, HostError(.disconnected(reason), text))
+        deferredDisconnects[conn.handle] = nil
         if record.connection.role == .peripheral { execute(advertiser.peripheralLinkClosed(handle: conn.handle)) }
         for c in record.disconnectWaiters { c.resume() }
         for c in record.updateWaiters { c.resume(returning: .failure(HostError(.disconnected(reason), text))) }

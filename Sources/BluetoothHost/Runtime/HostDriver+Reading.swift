@@ -71,6 +71,7 @@ extension HostDriver {
             encryptionChanged(e.connectionHandle, status: e.status, enabled: true, keySize: nil)
         case .numberOfCompletedPackets(let n):
             if let packets = aclFlow?.handle(n) { writeACL(packets) }
+            if !deferredDisconnects.isEmpty { flushDeferredDisconnects(now: Sys.now()) }
         default:
             break
         }

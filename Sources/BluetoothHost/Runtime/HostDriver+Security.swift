@@ -112,7 +112,8 @@ extension HostDriver {
             case .failed(let f):
                 let waiters = pairings[handle]?.waiters ?? []
                 pairings[handle]?.waiters = []
-                let error = HostError(.pairingFailed(f.reason), "pairing with \(conn.address) failed: \(f.message)")
+                let detail = f.origin == .local ? "\(f.message) (Pairing Failed: \(f.reason))" : f.message
+                let error = HostError(.pairingFailed(f.reason), "pairing with \(conn.address) failed: \(detail)")
                 for c in waiters { c.resume(returning: .failure(error)) }
             }
         }

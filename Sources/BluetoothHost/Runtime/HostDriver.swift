@@ -168,6 +168,8 @@ final class HostDriver: @unchecked Sendable {
         var updateWaiters: [CheckedContinuation<Result<LELinkState, HostError>, Never>] = []
     }
     var links: [UInt16: LinkRecord] = [:]
+    /// Disconnects waiting for the link's queued ACL data to leave (reason, deadline).
+    var deferredDisconnects: [UInt16: (reason: HCIErrorCode, deadline: UInt64)] = [:]
     /// Pairing in progress or done, per link (HostDriver+Security.swift).
     var pairings: [UInt16: PairingRecord] = [:]
     let security: SMPConfiguration?
@@ -306,7 +308,7 @@ final class HostDriver: @unchecked Sendable {
     func pollTimeout(now: UInt64) -> Int32 {
         let stall = stalledSince.map { $0 &+ Self.writeStallTimeout }
         let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline, connections.nextDeadline, stall,
-                         nextPairingDeadline].compactMap { $0 }
+                         nextPairingDeadline, deferredDisconnects.values.map(\.deadline).min()].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
@@ -332,6 +334,16 @@ final class HostDriver: @unchecked Sendable {
             execute(connections.timerFired(now: now))
         }
         if let d = nextPairingDeadline, d <= now { pairingTimersFired(now: now) }
+        flushDeferredDisconnects(now: now)
+    }
+
+    /// Sends the deferred disconnects whose data left (or whose time is up).
+    func flushDeferredDisconnects(now: UInt64) {
+        for (handle, d) in deferredDisconnects.sorted(by: { $0.key < $1.key })
+        where (aclFlow.map { $0.queuedPackets(handle) + $0.inFlight(handle) } ?? 0) == 0 || d.deadline <= now {
+            deferredDisconnects[handle] = nil
+            execute(connections.disconnect(handle, reason: d.reason))
+        }
     }
 
     func publishStatistics() {
@@ -401,7 +413,14 @@ final class HostDriver: @unchecked Sendable {
                 return
             }
             links[conn.handle]?.disconnectWaiters.append(c)
-            execute(connections.disconnect(conn.handle, reason: reason))
+            // Data still waiting for controller buffers or not yet reported sent (Number Of
+            // Completed Packets) goes first: HCI_Disconnect would overtake or flush it (the
+            // last keys of a pairing, a final write). At most 2 s.
+            if (aclFlow.map { $0.queuedPackets(conn.handle) + $0.inFlight(conn.handle) } ?? 0) > 0 {
+                deferredDisconnects[conn.handle] = (reason, Sys.now() &+ 2_000_000_000)
+            } else {
+                execute(connections.disconnect(conn.handle, reason: reason))
+            }
         case .startATT(let conn, let role, let received, let closed):
             guard var record = links[conn.handle], record.connection === conn else {
                 let why = conn.closeInfo

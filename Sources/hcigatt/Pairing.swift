@@ -1,0 +1,197 @@
+import BluetoothGATT
+import BluetoothHost
+import BluetoothSecurity
+import BluetoothTransport
+import BluetoothWire
+import Glibc
+import HCIGATTFormat
+
+/// Pairing options every command that connects or serves takes.
+enum SecurityOptions {
+    static let flags: Set<String> = ["mitm", "sc-only", "legacy-pairing", "no-bond"]
+    static let options: Set<String> = ["io-capability", "passkey", "confirm", "min-key-size"]
+
+    static let help = """
+      --io-capability CAP    pairing: none, display-only, display-yes-no, keyboard-only,
+                             keyboard-display (default none; keyboard-display with --passkey,
+                             display-yes-no with --confirm)
+      --passkey N            the passkey the device shows (six digits), for scripts; without
+                             it a terminal is asked
+      --confirm yes|no       the answer to a numeric comparison, for scripts
+      --mitm                 require MITM protection (no Just Works)
+      --sc-only              refuse LE legacy pairing
+      --legacy-pairing       do not offer LE Secure Connections
+      --min-key-size N       smallest encryption key accepted (7-16, default 16)
+      --no-bond              pair without bonding
+    """
+
+    static func configuration(_ args: Arguments) throws -> SMPConfiguration {
+        var c = SMPConfiguration()
+        if let text = args.option("io-capability") {
+            guard let io = ioCapability(text) else {
+                throw UsageError("--io-capability takes none, display-only, display-yes-no, keyboard-only or keyboard-display, not '\(text)'")
+            }
+            c.ioCapability = io
+        } else if args.option("passkey") != nil {
+            c.ioCapability = .keyboardDisplay
+        } else if args.option("confirm") != nil {
+            c.ioCapability = .displayYesNo
+        }
+        if let text = args.option("min-key-size") {
+            guard let n = UInt8(text), (7 ... 16).contains(n) else { throw UsageError("--min-key-size takes 7-16, not '\(text)'") }
+            c.minimumKeySize = n
+        }
+        if args.flag("sc-only") && args.flag("legacy-pairing") { throw UsageError("--sc-only and --legacy-pairing exclude each other") }
+        c.mitm = args.flag("mitm")
+        c.secureConnectionsOnly = args.flag("sc-only")
+        c.secureConnections = !args.flag("legacy-pairing")
+        c.bonding = !args.flag("no-bond")
+        _ = try passkey(args)
+        _ = try confirm(args)
+        return c
+    }
+
+    static func ioCapability(_ text: String) -> SMPIOCapability? {
+        switch text {
+        case "none", "no-input-no-output": .noInputNoOutput
+        case "display-only": .displayOnly
+        case "display-yes-no": .displayYesNo
+        case "keyboard-only": .keyboardOnly
+        case "keyboard-display": .keyboardDisplay
+        default: nil
+        }
+    }
+
+    static func passkey(_ args: Arguments) throws -> UInt32? {
+        guard let text = args.option("passkey") else { return nil }
+        guard text.utf8.count <= 6, let v = UInt32(text), v <= 999_999 else { throw UsageError("--passkey takes six digits (0-999999), not '\(text)'") }
+        return v
+    }
+
+    static func confirm(_ args: Arguments) throws -> Bool? {
+        guard let text = args.option("confirm") else { return nil }
+        switch text {
+        case "yes", "y": return true
+        case "no", "n": return false
+        default: throw UsageError("--confirm takes yes or no, not '\(text)'")
+        }
+    }
+
+    /// Scripted answers, else the terminal (stdin), else refusal.
+    static func agent(_ args: Arguments) throws -> PairingAgent {
+        let passkey = try passkey(args), confirm = try confirm(args)
+        return PairingAgent(
+            displayPasskey: { link, v in
+                Console.err("passkey for \(link.address): \(sixDigits(v)) (type it on the device)")
+            },
+            enterPasskey: { link in
+                if let passkey { return passkey }
+                guard isatty(0) == 1 else {
+                    Console.err("\(link.address) asks for the passkey it shows; give --passkey N (stdin is not a terminal)")
+                    return nil
+                }
+                Console.errRaw("passkey shown by \(link.address): ")
+                let line = await runOnOwnThread { readLine(strippingNewline: true) }
+                return line.flatMap { UInt32($0) }.flatMap { $0 <= 999_999 ? $0 : nil }
+            },
+            confirmNumber: { link, n in
+                if let confirm {
+                    Console.err("numeric comparison with \(link.address): \(sixDigits(n)); answering \(confirm ? "yes" : "no") (--confirm)")
+                    return confirm
+                }
+                guard isatty(0) == 1 else {
+                    Console.err("\(link.address) shows \(sixDigits(n)) for comparison; give --confirm yes|no (stdin is not a terminal)")
+                    return false
+                }
+                Console.errRaw("does \(link.address) show \(sixDigits(n))? [y/N] ")
+                let line = await runOnOwnThread { readLine(strippingNewline: true) }
+                return line == "y" || line == "yes"
+            })
+    }
+
+    static func sixDigits(_ v: UInt32) -> String {
+        let s = String(v)
+        return String(repeating: "0", count: max(0, 6 - s.utf8.count)) + s
+    }
+}
+
+extension HostATTBearer: ATTSecurityRaising {
+    /// Pairs when the server asks for encryption or authentication the link lacks.
+    public func raiseSecurity(after error: ATTErrorCode, announce: @Sendable (String) -> Void) async throws(ATTSecurityFailure) -> String? {
+        let s = connection.security
+        switch error {
+        case .insufficientEncryption, .encryptionKeySizeTooShort:
+            guard !s.encrypted else { return nil }
+        case .insufficientAuthentication:
+            guard !s.authenticated else { return nil }
+        default:
+            return nil
+        }
+        announce(s.encrypted ? "authenticated" : "encrypted")
+        do {
+            _ = try await connection.pair()
+        } catch {
+            throw ATTSecurityFailure(error.message)
+        }
+        return connection.security.description
+    }
+}
+
+enum PairCommand {
+    static var command: Command {
+        Command(
+            name: "pair", summary: "Pair with a device (LE legacy or Secure Connections)",
+            help: """
+            Usage: hcigatt pair ADDR [--json] [OPTIONS]
+
+            Connects and pairs (Security Manager, Core Vol 3 Part H): LE Secure Connections
+            (P-256) unless --legacy-pairing, Just Works, Passkey Entry or Numeric Comparison as
+            the IO capabilities decide; then the link is encrypted and keys are exchanged.
+            Prints the method and the keys' properties, never the keys.
+
+            Options:
+              --json                 one JSON object
+            \(SecurityOptions.help)
+            \(PeerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["json"]), options: PeerOptions.options),
+            run: { args in try await run(args) })
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        guard args.positional.count == 1 else { throw UsageError("expected ADDR (or a device name)") }
+        if let t = args.option("transport"), t.hasPrefix("l2cap:") {
+            throw UsageError("pair needs an HCI transport: with \(t) the kernel pairs (its agent, bluetoothd)")
+        }
+        let target = try PeerTarget(args.positional[0])
+        try await withPeer(args, target) { p in
+            guard let link = p.connection else { throw RuntimeError("no link to pair on") }
+            let r: SMPPairingResult
+            do throws(HostError) { r = try await link.pair() } catch { throw RuntimeError(error.message, cause: error) }
+            // Nothing acknowledges the last key distributed; like BlueZ (which keeps an idle LE
+            // link 2 s), hold the link a moment so the device files the keys before it drops.
+            try? await Task.sleep(for: .milliseconds(500))
+            var keys: [String] = []
+            if r.peerLTK != nil { keys.append("ltk") }
+            if r.peerIdentityResolvingKey != nil { keys.append("irk") }
+            if r.peerSignatureKey != nil { keys.append("csrk") }
+            if args.flag("json") {
+                var f = [Field("address", .text("\(p.peer)")),
+                         Field("secure_connections", .bool(r.secureConnections)),
+                         Field("method", .text(r.method.description)),
+                         Field("key_size", .uint(UInt64(r.keySize))),
+                         Field("authenticated", .bool(r.authenticated)),
+                         Field("bonded", .bool(r.bonded)),
+                         Field("keys", .list(keys.map { .text($0) }))]
+                if let id = r.peerIdentityAddress { f.append(Field("identity", .text("\(id)"))) }
+                Console.out(FieldRenderer.jsonObject(f))
+            } else {
+                var line = "paired with \(p.peer): \(r.secureConnections ? "LE Secure Connections" : "LE legacy pairing"), \(r.method), \(r.keySize)-byte key, \(r.authenticated ? "authenticated" : "not authenticated"), \(r.bonded ? "bonded" : "not bonded")"
+                if let id = r.peerIdentityAddress { line += "; identity \(id)" }
+                if !keys.isEmpty { line += "; keys: \(keys.joined(separator: ", "))" }
+                Console.out(line)
+            }
+        }
+        return 0
+    }
+}
