@@ -49,3 +49,37 @@ public final class HostATTBearer: ATTBearer {
 
     public var description: String { connection.description }
 }
+
+extension HostATTBearer: ATTSecurityRaising {
+    /// When the server asks for encryption or authentication the link lacks: encrypts with
+    /// the stored bond when there is one (falling back to pairing when the device lost it),
+    /// else pairs with the host's settings.
+    public func raiseSecurity(after error: ATTErrorCode, announce: @Sendable (String) -> Void) async throws(ATTSecurityFailure) -> String? {
+        let s = connection.security
+        switch error {
+        case .insufficientEncryption, .encryptionKeySizeTooShort:
+            guard !s.encrypted else { return nil }
+        case .insufficientAuthentication:
+            guard !s.authenticated else { return nil }
+        default:
+            return nil
+        }
+        if !s.encrypted, let bond = try? connection.storedBond(), bond.centralKey != nil,
+           error != .insufficientAuthentication || bond.authenticated {
+            announce("encrypted (with the stored bond)")
+            do throws(HostError) {
+                if try await connection.encryptWithBond() { return connection.security.description }
+            } catch {
+                if !connection.isConnected { throw ATTSecurityFailure(error.message) }
+                // The device may have lost its bond: pair again below.
+            }
+        }
+        announce(s.encrypted ? "authenticated" : "encrypted")
+        do throws(HostError) {
+            _ = try await connection.pair()
+        } catch {
+            throw ATTSecurityFailure(error.message)
+        }
+        return connection.security.description
+    }
+}

@@ -149,6 +149,22 @@ public struct SMPPairingResult: Sendable, Hashable {
     public var peerIdentityAddress: LEAddress?
     public var peerSignatureKey: UInt128?
     public var localSignatureKey: UInt128?
+
+    public init(method: SMPPairingMethod, secureConnections: Bool, authenticated: Bool, keySize: UInt8, bonded: Bool,
+                peerLTK: SMPLongTermKey? = nil, localLTK: SMPLongTermKey? = nil, peerIdentityResolvingKey: UInt128? = nil,
+                peerIdentityAddress: LEAddress? = nil, peerSignatureKey: UInt128? = nil, localSignatureKey: UInt128? = nil) {
+        self.method = method
+        self.secureConnections = secureConnections
+        self.authenticated = authenticated
+        self.keySize = keySize
+        self.bonded = bonded
+        self.peerLTK = peerLTK
+        self.localLTK = localLTK
+        self.peerIdentityResolvingKey = peerIdentityResolvingKey
+        self.peerIdentityAddress = peerIdentityAddress
+        self.peerSignatureKey = peerSignatureKey
+        self.localSignatureKey = localSignatureKey
+    }
 }
 
 /// Why pairing failed.

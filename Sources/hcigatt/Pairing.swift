@@ -9,7 +9,7 @@ import HCIGATTFormat
 /// Pairing options every command that connects or serves takes.
 enum SecurityOptions {
     static let flags: Set<String> = ["mitm", "sc-only", "legacy-pairing", "no-bond"]
-    static let options: Set<String> = ["io-capability", "passkey", "confirm", "min-key-size"]
+    static let options: Set<String> = ["io-capability", "passkey", "confirm", "min-key-size", "bond-dir"]
 
     static let help = """
       --io-capability CAP    pairing: none, display-only, display-yes-no, keyboard-only,
@@ -23,7 +23,16 @@ enum SecurityOptions {
       --legacy-pairing       do not offer LE Secure Connections
       --min-key-size N       smallest encryption key accepted (7-16, default 16)
       --no-bond              pair without bonding
+      --bond-dir DIR         where bonds are kept (default $HCIGATT_BOND_DIR, else
+                             /var/lib/hcigatt/bonds): a bonded device is encrypted with its
+                             stored key instead of pairing again
     """
+
+    static func bondStore(_ args: Arguments) -> BondStore {
+        if let d = args.option("bond-dir") { return BondStore(directory: d) }
+        if let e = getenv("HCIGATT_BOND_DIR"), e.pointee != 0 { return BondStore(directory: String(cString: e)) }
+        return BondStore(directory: BondStore.defaultDirectory)
+    }
 
     static func configuration(_ args: Arguments) throws -> SMPConfiguration {
         var c = SMPConfiguration()
@@ -115,28 +124,6 @@ enum SecurityOptions {
     }
 }
 
-extension HostATTBearer: ATTSecurityRaising {
-    /// Pairs when the server asks for encryption or authentication the link lacks.
-    public func raiseSecurity(after error: ATTErrorCode, announce: @Sendable (String) -> Void) async throws(ATTSecurityFailure) -> String? {
-        let s = connection.security
-        switch error {
-        case .insufficientEncryption, .encryptionKeySizeTooShort:
-            guard !s.encrypted else { return nil }
-        case .insufficientAuthentication:
-            guard !s.authenticated else { return nil }
-        default:
-            return nil
-        }
-        announce(s.encrypted ? "authenticated" : "encrypted")
-        do {
-            _ = try await connection.pair()
-        } catch {
-            throw ATTSecurityFailure(error.message)
-        }
-        return connection.security.description
-    }
-}
-
 enum PairCommand {
     static var command: Command {
         Command(
@@ -193,5 +180,84 @@ enum PairCommand {
             }
         }
         return 0
+    }
+}
+
+enum BondsCommand {
+    static var command: Command {
+        Command(
+            name: "bonds", summary: "List the bonded devices",
+            help: """
+            Usage: hcigatt bonds [--json] [--bond-dir DIR]
+
+            Lists the bonds in the bond directory: identity address, key size, authenticated,
+            LE Secure Connections or legacy, the keys kept, and when the bond was made. A file
+            that cannot be read is an error naming it.
+            """,
+            spec: Arguments.Spec(flags: ["json"], options: ["bond-dir"]),
+            run: { args in try run(args) })
+    }
+
+    static func run(_ args: Arguments) throws -> Int32 {
+        guard args.positional.isEmpty else { throw UsageError("bonds takes no arguments") }
+        let store = SecurityOptions.bondStore(args)
+        let bonds: [Bond]
+        do { bonds = try store.all() } catch { throw RuntimeError(error.description) }
+        for b in bonds {
+            var keys: [String] = []
+            if b.peerLTK != nil || b.localLTK != nil { keys.append("ltk") }
+            if b.peerIRK != nil { keys.append("irk") }
+            if b.peerCSRK != nil { keys.append("csrk") }
+            let date = isoDate(b.created)
+            if args.flag("json") {
+                Console.out(FieldRenderer.jsonObject([
+                    Field("identity", .text("\(b.identity)")), Field("key_size", .uint(UInt64(b.keySize))),
+                    Field("authenticated", .bool(b.authenticated)), Field("secure_connections", .bool(b.secureConnections)),
+                    Field("keys", .list(keys.map { .text($0) })), Field("created", .text(date)),
+                ]))
+            } else {
+                Console.out("\(b.identity)  \(b.keySize)-byte key, \(b.authenticated ? "authenticated" : "not authenticated"), \(b.secureConnections ? "LE Secure Connections" : "legacy"), keys \(keys.joined(separator: "+")), since \(date)")
+            }
+        }
+        if bonds.isEmpty && !args.flag("json") { Console.err("no bonds in \(store.directory)") }
+        return 0
+    }
+
+    /// "2026-12-01T14:03:05Z" from seconds since 1970 (UTC; no Foundation).
+    static func isoDate(_ t: Int64) -> String {
+        var time = time_t(t)
+        var tm = tm()
+        gmtime_r(&time, &tm)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))Z"
+    }
+}
+
+enum UnpairCommand {
+    static var command: Command {
+        Command(
+            name: "unpair", summary: "Forget a bonded device",
+            help: """
+            Usage: hcigatt unpair AA:BB:CC:DD:EE:FF[/public|/random] [--bond-dir DIR]
+
+            Removes the device's bond (its identity address; public unless /random).
+            """,
+            spec: Arguments.Spec(flags: [], options: ["bond-dir"]),
+            run: { args in try run(args) })
+    }
+
+    static func run(_ args: Arguments) throws -> Int32 {
+        guard args.positional.count == 1 else { throw UsageError("expected the device's identity address") }
+        let target = try PeerTarget(args.positional[0])
+        guard let a = target.address else { throw UsageError("unpair takes an address (AA:BB:CC:DD:EE:FF[/random]), not a name") }
+        let identity = LEAddress(a, type: target.type ?? .public)
+        let store = SecurityOptions.bondStore(args)
+        do {
+            if try store.remove(identity) {
+                Console.err("forgot \(identity)")
+                return 0
+            }
+        } catch { throw RuntimeError(error.description) }
+        throw RuntimeError("no bond for \(identity) in \(store.directory)")
     }
 }

@@ -93,7 +93,7 @@ struct Session: Sendable {
         do {
             let host = try await HCIHost.open(transport: transport, options: HostOptions(
                 commandTimeout: timeout, packetObserver: observer,
-                security: security, pairingAgent: agent))
+                security: security, pairingAgent: agent, bondStore: SecurityOptions.bondStore(args)))
             return Session(host: host, snoop: snoop, transportName: name)
         } catch {
             try? snoop?.close()

@@ -7,7 +7,7 @@ import Glibc
 let commands: [Command] = [
     ScanCommand.command, InfoCommand.command, ListCommand.command, CmdCommand.command,
     GATTDumpCommand.command, ReadCommand.command, WriteCommand.command, SubscribeCommand.command,
-    ReplayCommand.command, DecodeCommand.command, ServeCommand.command, AskCommand.command, PairCommand.command,
+    ReplayCommand.command, DecodeCommand.command, ServeCommand.command, AskCommand.command, PairCommand.command, BondsCommand.command, UnpairCommand.command,
 ] + Scenarios.all.map(\.command)
 
 struct Command: Sendable {

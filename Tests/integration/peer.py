@@ -69,8 +69,14 @@ class Peer:
 
 
 def hcigatt(*args, timeout=60, stdin=None):
-    """Runs hcigatt; returns (exit code, stdout, stderr)."""
-    p = subprocess.run([HCIGATT, *args], capture_output=True, text=True, timeout=timeout, input=stdin)
+    """Runs hcigatt; returns (exit code, stdout, stderr). Each run keeps its bonds in a
+    fresh directory unless the test gives --bond-dir (bonds with one Bumble process mean
+    nothing to the next)."""
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as bonds:
+        if '--bond-dir' not in args:
+            env['HCIGATT_BOND_DIR'] = os.path.join(bonds, 'bonds')
+        p = subprocess.run([HCIGATT, *args], capture_output=True, text=True, timeout=timeout, input=stdin, env=env)
     return p.returncode, p.stdout, p.stderr
 
 

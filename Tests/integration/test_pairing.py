@@ -1,10 +1,14 @@
 """hcigatt pair against Bumble peripherals: every method, both pairing kinds, refusals."""
 import json
+import os
+import stat
+import tempfile
 import unittest
 
 from peer import Peer, hcigatt
 
 ADDR = 'F0:F1:F2:F3:F4:01/public'
+SECRET = '68636967-6174-7400-8000-00805F9B0003'
 
 
 def peripheral(mode):
@@ -61,6 +65,47 @@ class PairTests(unittest.TestCase):
         rc, out, err, _ = self.pair('jw', '--mitm')
         self.assertEqual(rc, 1)
         self.assertIn('Authentication Requirements', err)
+
+    def test_a_bond_encrypts_the_next_connection_without_pairing(self):
+        with tempfile.TemporaryDirectory() as tmp, Peer('--peripheral', peripheral('jw')) as peer:
+            bonds = os.path.join(tmp, 'bonds')
+            rc, out, err = hcigatt('pair', ADDR, '--bond-dir', bonds, '--transport', peer.transport, timeout=60)
+            self.assertEqual(rc, 0, err)
+            self.assertIsNotNone(peer.events.wait_event('paired', 5))
+            # The store: a 0700 directory, one 0600 file per identity.
+            self.assertEqual(stat.S_IMODE(os.stat(bonds).st_mode), 0o700)
+            files = os.listdir(bonds)
+            self.assertEqual(files, ['F0F1F2F3F401-public.bond'])
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(bonds, files[0])).st_mode), 0o600)
+            rc, out, err = hcigatt('bonds', '--json', '--bond-dir', bonds)
+            self.assertEqual(rc, 0, err)
+            listed = json.loads(out)
+            self.assertEqual((listed['identity'], listed['key_size'], listed['secure_connections']),
+                             ('F0:F1:F2:F3:F4:01 (public)', 16, True))
+            self.assertIn('ltk', listed['keys'])
+            # A new connection: the encrypted read works with the stored key, no pairing.
+            rc, out, err = hcigatt('read', ADDR, SECRET, '--bond-dir', bonds, '--transport', peer.transport, timeout=60)
+            self.assertEqual(rc, 0, err)
+            self.assertIn('"secret"', out)
+            self.assertIn('with the stored bond', err)
+            self.assertIsNone(peer.events.wait_event('paired', 2), 'paired again instead of encrypting')
+            # Forgotten: the next read pairs again.
+            rc, out, err = hcigatt('unpair', ADDR, '--bond-dir', bonds)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(os.listdir(bonds), [])
+            rc, out, err = hcigatt('unpair', ADDR, '--bond-dir', bonds)
+            self.assertEqual(rc, 1)
+
+    def test_a_corrupt_bond_file_is_named_and_kept(self):
+        with tempfile.TemporaryDirectory() as bonds:
+            path = os.path.join(bonds, 'F0F1F2F3F401-public.bond')
+            with open(path, 'w') as f:
+                f.write('version=1\nidentity=F0:F1:F2:F3:F4:01/public\nltk=not-hex\n')
+            rc, out, err = hcigatt('bonds', '--bond-dir', bonds)
+            self.assertEqual(rc, 1)
+            self.assertIn(path, err)
+            with open(path) as f:
+                self.assertIn('not-hex', f.read(), 'the file is left as it was')
 
     def test_usage_errors(self):
         for args in (['pair'], ['pair', ADDR, '--passkey', '1234567'], ['pair', ADDR, '--confirm', 'maybe'],

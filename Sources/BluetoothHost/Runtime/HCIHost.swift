@@ -17,14 +17,20 @@ public struct HostOptions: Sendable {
     public var security: SMPConfiguration?
     /// Who answers passkeys and number comparisons for pairings the peer starts.
     public var pairingAgent: PairingAgent
+    /// Where bonds are kept: ``LEConnection/pair(configuration:agent:)`` stores them, a
+    /// peripheral answers LE Long Term Key Requests from them, ``LEConnection/encryptWithBond()``
+    /// uses them. nil: nothing is stored.
+    public var bondStore: BondStore?
 
     public init(commandTimeout: Duration = .seconds(5),
                 packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)? = nil,
-                security: SMPConfiguration? = SMPConfiguration(), pairingAgent: PairingAgent = .justWorks) {
+                security: SMPConfiguration? = SMPConfiguration(), pairingAgent: PairingAgent = .justWorks,
+                bondStore: BondStore? = nil) {
         self.commandTimeout = commandTimeout
         self.packetObserver = packetObserver
         self.security = security
         self.pairingAgent = pairingAgent
+        self.bondStore = bondStore
     }
 }
 

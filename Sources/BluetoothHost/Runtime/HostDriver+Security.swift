@@ -1,5 +1,7 @@
 import BluetoothSecurity
+import BluetoothTransport
 import BluetoothWire
+import Glibc
 
 /// Pairing on one link: the sans-I/O machine, who answers for the user, who waits.
 struct PairingRecord {
@@ -131,11 +133,41 @@ extension HostDriver {
         if case .failure = result { encryptionChanged(handle, status: .unspecifiedError, enabled: false, keySize: nil) }
     }
 
+    /// ``LEConnection/encryptWithBond()``: LE Enable Encryption with the bond's key.
+    func startEncryption(_ conn: LEConnection, _ bond: Bond, _ c: CheckedContinuation<Result<Void, HostError>, Never>) {
+        guard links[conn.handle]?.connection === conn, let key = bond.centralKey else {
+            c.resume(returning: .failure(conn.disconnectError ?? HostError(.bondStore, "the bond of \(conn.address) has no key for a central")))
+            return
+        }
+        bondedSecurity[conn.handle] = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
+                                                   secureConnections: bond.secureConnections, bonded: true)
+        encryptionWaiters[conn.handle, default: []].append(c)
+        let command = LEEnableEncryptionCommand(connectionHandle: conn.handle, randomNumber: key.rand,
+                                                encryptedDiversifier: key.ediv, longTermKey: littleEndian(key.key))
+        if let error = submit(command, waiter: .security(handle: conn.handle)) {
+            encryptionWaiters[conn.handle] = nil
+            c.resume(returning: .failure(error))
+        }
+    }
+
     /// Encryption Change / Key Refresh Complete.
     func encryptionChanged(_ handle: UInt16, status: HCIErrorCode, enabled: Bool, keySize: UInt8?) {
         guard let conn = links[handle]?.connection else { return }
         let ok = status == .success && enabled
-        if ok {
+        if let waiters = encryptionWaiters.removeValue(forKey: handle) {
+            let result: Result<Void, HostError> = ok ? .success(())
+                : .failure(HostError(.pairingFailed(.unspecifiedReason), "encrypting with the bond of \(conn.address) failed: \(status) (the device may have lost the bond: pair again)"))
+            if ok, let s = bondedSecurity.removeValue(forKey: handle) {
+                conn.setSecurity(LinkSecurity(encrypted: true, keySize: keySize.map(Int.init) ?? s.keySize, authenticated: s.authenticated,
+                                              secureConnections: s.secureConnections, bonded: true))
+            }
+            bondedSecurity[handle] = nil
+            for c in waiters { c.resume(returning: result) }
+            if ok { return }
+        }
+        if ok, let s = bondedSecurity.removeValue(forKey: handle) {
+            conn.setSecurity(s)
+        } else if ok {
             var s = conn.security
             let size = keySize.map(Int.init) ?? (s.keySize > 0 ? s.keySize : Int(pairings[handle]?.machine.keySize ?? 16))
             s = LinkSecurity(encrypted: true, keySize: size, authenticated: s.authenticated, secureConnections: s.secureConnections, bonded: s.bonded)
@@ -154,7 +186,15 @@ extension HostDriver {
     func longTermKeyRequested(_ e: LELongTermKeyRequest) {
         let handle = e.connectionHandle
         guard links[handle] != nil else { return }
-        if let key = pairings[handle]?.machine.keyForEncryption(ediv: e.encryptedDiversifier, rand: e.randomNumber) {
+        var key = pairings[handle]?.machine.keyForEncryption(ediv: e.encryptedDiversifier, rand: e.randomNumber)
+        if key == nil, let conn = links[handle]?.connection, let bond = try? bondStore?.bond(for: conn.address),
+           let k = bond.peripheralKey(ediv: e.encryptedDiversifier, rand: e.randomNumber) {
+            // A bonded central re-encrypts: the link has the bond's security once encrypted.
+            key = k
+            bondedSecurity[handle] = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
+                                                  secureConnections: bond.secureConnections, bonded: true)
+        }
+        if let key {
             _ = submit(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: littleEndian(key)), waiter: .security(handle: handle))
         } else {
             _ = submit(LELongTermKeyRequestNegativeReplyCommand(connectionHandle: handle), waiter: .security(handle: handle))
@@ -162,6 +202,8 @@ extension HostDriver {
     }
 
     func pairingLinkClosed(_ handle: UInt16, _ error: HostError) {
+        bondedSecurity[handle] = nil
+        if let waiters = encryptionWaiters.removeValue(forKey: handle) { for c in waiters { c.resume(returning: .failure(error)) } }
         guard let r = pairings.removeValue(forKey: handle) else { return }
         for c in r.waiters { c.resume(returning: .failure(error)) }
     }
@@ -171,6 +213,28 @@ extension HostDriver {
 }
 
 extension LEConnection {
+    /// The bond kept for this peer, if the host has a bond store and one.
+    public func storedBond() throws(HostError) -> Bond? {
+        guard let store = driver.bondStore else { return nil }
+        do throws(BondStoreError) { return try store.bond(for: address) } catch {
+            throw HostError(.bondStore, error.description)
+        }
+    }
+
+    /// Central: encrypts the link with the stored bond's key (LE Enable Encryption), no
+    /// pairing. False when there is no bond; throws when encryption fails (the device lost
+    /// the bond: pair again).
+    public func encryptWithBond() async throws(HostError) -> Bool {
+        guard role == .central, let bond = try storedBond(), bond.centralKey != nil else { return false }
+        if let error = disconnectError { throw error }
+        let driver = self.driver
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
+            driver.post(.run({ $0.startEncryption(self, bond, c) }, refused: { c.resume(returning: .failure($0)) }))
+        }
+        try result.get()
+        return true
+    }
+
     /// Pairs with the peer (Core Vol 3 Part H): as central it sends Pairing Request; as
     /// peripheral it asks the central with a Security Request. Returns once the link is
     /// encrypted with the new key and the keys are exchanged; ``security`` then says how.
@@ -182,6 +246,15 @@ extension LEConnection {
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<SMPPairingResult, HostError>, Never>) in
             driver.post(.run({ $0.startPairing(self, configuration, agent, c) }, refused: { c.resume(returning: .failure($0)) }))
         }
-        return try result.get()
+        let r = try result.get()
+        // A bond is kept when both asked for it (and the host has a store).
+        if r.bonded, let store = driver.bondStore {
+            let bond = Bond(identity: address, result: r, created: Int64(time(nil)))
+            let saved: Result<Void, BondStoreError> = await runOnOwnThread {
+                do throws(BondStoreError) { try store.save(bond); return .success(()) } catch { return .failure(error) }
+            }
+            if case .failure(let e) = saved { throw HostError(.bondStore, "paired, but the bond could not be stored: \(e)") }
+        }
+        return r
     }
 }

@@ -174,6 +174,11 @@ final class HostDriver: @unchecked Sendable {
     var pairings: [UInt16: PairingRecord] = [:]
     let security: SMPConfiguration?
     let pairingAgent: PairingAgent
+    let bondStore: BondStore?
+    /// Callers of ``LEConnection/encryptWithBond()`` waiting for Encryption Change.
+    var encryptionWaiters: [UInt16: [CheckedContinuation<Result<Void, HostError>, Never>]] = [:]
+    /// The security a link gets once an encryption with a bond's key completes.
+    var bondedSecurity: [UInt16: LinkSecurity] = [:]
     /// Incoming links (we are peripheral), for ``HCIHost/incomingConnections``.
     let incoming: AsyncStream<LEConnection>.Continuation
     let incomingStream: AsyncStream<LEConnection>
@@ -197,6 +202,7 @@ final class HostDriver: @unchecked Sendable {
         self.observer = options.packetObserver
         self.security = options.security
         self.pairingAgent = options.pairingAgent
+        self.bondStore = options.bondStore
         self.flow = HCICommandFlow(defaultTimeout: options.commandTimeout.nanoseconds)
         (incomingStream, incoming) = AsyncStream<LEConnection>.makeStream()
     }

@@ -11,7 +11,7 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
             switch (a, b) {
             case (.commandTimeout, .commandTimeout), (.transportClosed, .transportClosed),
                  (.notSupported, .notSupported), (.cancelled, .cancelled), (.connectTimeout, .connectTimeout),
-                 (.sendQueueFull, .sendQueueFull), (.invalidParameters, .invalidParameters), (.busy, .busy), (.notFound, .notFound): true
+                 (.sendQueueFull, .sendQueueFull), (.invalidParameters, .invalidParameters), (.busy, .busy), (.notFound, .notFound), (.bondStore, .bondStore): true
             case (.commandFailed(let x), .commandFailed(let y)), (.connectFailed(let x), .connectFailed(let y)): x == y
             case (.disconnected(let x), .disconnected(let y)): x == y
             case (.pairingFailed(let x), .pairingFailed(let y)): x == y
@@ -53,6 +53,8 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         /// Pairing failed (Pairing Failed with this reason, by either side, or SMP's timeout),
         /// or the link could not be encrypted.
         case pairingFailed(SMPPairingFailedReason)
+        /// The bond store could not be read or written (the message names the file).
+        case bondStore
     }
 
     public var kind: Kind

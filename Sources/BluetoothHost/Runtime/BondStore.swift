@@ -1,0 +1,261 @@
+import BluetoothSecurity
+import BluetoothWire
+import Glibc
+
+/// What is kept about a bonded peer: its identity, the keys, how they were made.
+public struct Bond: Sendable, Hashable {
+    /// The peer's identity address (its public or static random address, or the one it
+    /// distributed with its IRK).
+    public var identity: LEAddress
+    public var secureConnections: Bool
+    public var authenticated: Bool
+    public var keySize: UInt8
+    /// The key that encrypts the link when we are central (SC: the derived LTK).
+    public var peerLTK: SMPLongTermKey?
+    /// Legacy pairing: the key we distributed, for when we are peripheral.
+    public var localLTK: SMPLongTermKey?
+    public var peerIRK: UInt128?
+    public var peerCSRK: UInt128?
+    public var localCSRK: UInt128?
+    /// Seconds since 1970 when the bond was made.
+    public var created: Int64
+
+    public init(identity: LEAddress, result r: SMPPairingResult, created: Int64) {
+        self.identity = r.peerIdentityAddress ?? identity
+        secureConnections = r.secureConnections
+        authenticated = r.authenticated
+        keySize = r.keySize
+        peerLTK = r.peerLTK
+        localLTK = r.localLTK
+        peerIRK = r.peerIdentityResolvingKey
+        peerCSRK = r.peerSignatureKey
+        localCSRK = r.localSignatureKey
+        self.created = created
+    }
+
+    /// The key for encrypting as central.
+    public var centralKey: SMPLongTermKey? { peerLTK }
+
+    /// The key for a peripheral's LE Long Term Key Request with this EDIV and Rand.
+    public func peripheralKey(ediv: UInt16, rand: UInt64) -> UInt128? {
+        if secureConnections { return ediv == 0 && rand == 0 ? peerLTK?.key : nil }
+        if let l = localLTK, l.ediv == ediv, l.rand == rand { return l.key }
+        return nil
+    }
+}
+
+/// A bond file that cannot be used: which, where and why (it is left as it is).
+public struct BondStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+    public var description: String { "\(path): \(message)" }
+}
+
+/// Bonds on disk, one file per peer identity address in a directory made 0700
+/// (`/var/lib/hcigatt/bonds` by default), each file 0600, written atomically (temporary file,
+/// fsync, rename, fsync of the directory) so a crash leaves the old bond or the new one,
+/// never half of either. A file that cannot be read or parsed is reported with its path and
+/// never dropped or overwritten silently.
+public final class BondStore: Sendable {
+    public let directory: String
+
+    public static let defaultDirectory = "/var/lib/hcigatt/bonds"
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The file of a peer: "F0F1F2F3F401-public.bond".
+    public func path(for identity: LEAddress) -> String {
+        let a = identity.address.rawValue
+        let hexAddress = (0 ..< 6).map { hex(UInt8(truncatingIfNeeded: a >> (8 * (5 - UInt64($0)))), 2) }.joined()
+        let kind = identity.type == .public || identity.type == .publicIdentity ? "public" : "random"
+        return "\(directory)/\(hexAddress)-\(kind).bond"
+    }
+
+    // MARK: Reading
+
+    /// Every bond; a file that cannot be parsed is an error naming it.
+    public func all() throws(BondStoreError) -> [Bond] {
+        guard let dir = opendir(directory) else {
+            if errno == ENOENT { return [] }
+            throw BondStoreError(path: directory, message: "cannot read the bond directory: \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name.hasSuffix(".bond"), !name.hasPrefix(".") { names.append(name) }
+        }
+        var bonds: [Bond] = []
+        for name in names.sorted() { bonds.append(try read(path: "\(directory)/\(name)")) }
+        return bonds
+    }
+
+    /// The bond of `identity`, nil when there is none.
+    public func bond(for identity: LEAddress) throws(BondStoreError) -> Bond? {
+        let p = path(for: identity)
+        guard access(p, F_OK) == 0 else { return nil }
+        return try read(path: p)
+    }
+
+    func read(path: String) throws(BondStoreError) -> Bond {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw BondStoreError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, 4096) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw BondStoreError(path: path, message: "cannot read: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            bytes += buffer[0 ..< n]
+            if bytes.count > 65_536 { throw BondStoreError(path: path, message: "larger than any bond file (64 KiB)") }
+        }
+        return try Self.parse(bytes, path: path)
+    }
+
+    /// `key=value` lines; `#` comments. Unknown keys are kept out (a newer version may add some).
+    static func parse(_ bytes: [UInt8], path: String) throws(BondStoreError) -> Bond {
+        var fields: [String: String] = [:]
+        for (i, raw) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.hasSuffix("\r") ? raw.dropLast() : raw[...]
+            if line.isEmpty || line.first == "#" { continue }
+            guard let eq = line.firstIndex(of: "=") else {
+                throw BondStoreError(path: path, message: "line \(i + 1): expected key=value")
+            }
+            fields[String(line[..<eq])] = String(line[line.index(after: eq)...])
+        }
+        func need(_ k: String) throws(BondStoreError) -> String {
+            guard let v = fields[k] else { throw BondStoreError(path: path, message: "no \(k)=") }
+            return v
+        }
+        func key(_ k: String) throws(BondStoreError) -> UInt128? {
+            guard let v = fields[k] else { return nil }
+            guard v.utf8.count == 32, let n = UInt128(v, radix: 16) else { throw BondStoreError(path: path, message: "\(k) is not 32 hex digits") }
+            return n
+        }
+        func number<T: FixedWidthInteger>(_ k: String, _ t: T.Type) throws(BondStoreError) -> T? {
+            guard let v = fields[k] else { return nil }
+            guard let n = T(v) else { throw BondStoreError(path: path, message: "\(k)=\(v) is not a number") }
+            return n
+        }
+        guard try need("version") == "1" else { throw BondStoreError(path: path, message: "unknown version \(fields["version"] ?? "")") }
+        let idText = try need("identity")
+        guard let identity = Self.address(idText) else { throw BondStoreError(path: path, message: "identity=\(idText) is not AA:BB:CC:DD:EE:FF/public|random") }
+        var r = SMPPairingResult(method: .justWorks, secureConnections: try need("secure_connections") == "1",
+                                 authenticated: try need("authenticated") == "1",
+                                 keySize: try number("key_size", UInt8.self) ?? 16, bonded: true)
+        if let k = try key("ltk") {
+            r.peerLTK = SMPLongTermKey(key: k, ediv: try number("ltk_ediv", UInt16.self) ?? 0, rand: try number("ltk_rand", UInt64.self) ?? 0)
+        }
+        if let k = try key("local_ltk") {
+            r.localLTK = SMPLongTermKey(key: k, ediv: try number("local_ediv", UInt16.self) ?? 0, rand: try number("local_rand", UInt64.self) ?? 0)
+        }
+        r.peerIdentityResolvingKey = try key("irk")
+        r.peerSignatureKey = try key("csrk")
+        r.localSignatureKey = try key("local_csrk")
+        r.peerIdentityAddress = identity
+        guard r.peerLTK != nil || r.localLTK != nil else { throw BondStoreError(path: path, message: "no key (ltk= or local_ltk=)") }
+        return Bond(identity: identity, result: r, created: try number("created", Int64.self) ?? 0)
+    }
+
+    static func address(_ text: String) -> LEAddress? {
+        let parts = text.split(separator: "/")
+        guard parts.count == 2, let a = BluetoothAddress(parts[0]) else { return nil }
+        switch parts[1] {
+        case "public": return LEAddress(a, type: .public)
+        case "random": return LEAddress(a, type: .random)
+        default: return nil
+        }
+    }
+
+    static func text(_ a: LEAddress) -> String {
+        "\(a.address)/\(a.type == .public || a.type == .publicIdentity ? "public" : "random")"
+    }
+
+    static func render(_ b: Bond) -> String {
+        func k(_ v: UInt128) -> String {
+            let s = String(v, radix: 16)
+            return String(repeating: "0", count: 32 - s.utf8.count) + s
+        }
+        var lines = ["# hcigatt bond (keys: keep this file private)", "version=1", "identity=\(text(b.identity))",
+                     "secure_connections=\(b.secureConnections ? 1 : 0)", "authenticated=\(b.authenticated ? 1 : 0)",
+                     "key_size=\(b.keySize)", "created=\(b.created)"]
+        if let l = b.peerLTK { lines += ["ltk=\(k(l.key))", "ltk_ediv=\(l.ediv)", "ltk_rand=\(l.rand)"] }
+        if let l = b.localLTK { lines += ["local_ltk=\(k(l.key))", "local_ediv=\(l.ediv)", "local_rand=\(l.rand)"] }
+        if let v = b.peerIRK { lines.append("irk=\(k(v))") }
+        if let v = b.peerCSRK { lines.append("csrk=\(k(v))") }
+        if let v = b.localCSRK { lines.append("local_csrk=\(k(v))") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    // MARK: Writing
+
+    /// Creates the directory (0700) when missing.
+    func prepareDirectory() throws(BondStoreError) {
+        var path = ""
+        for part in directory.split(separator: "/", omittingEmptySubsequences: false) {
+            path += (path.isEmpty && directory.hasPrefix("/") ? "" : (path.isEmpty ? "" : "/")) + part
+            if path.isEmpty { path = "/"; continue }
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                throw BondStoreError(path: path, message: "cannot create the bond directory: \(String(cString: strerror(errno)))")
+            }
+        }
+        var st = stat()
+        guard stat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw BondStoreError(path: directory, message: "not a directory")
+        }
+    }
+
+    /// Stores `bond` (replacing the peer's previous one) atomically.
+    public func save(_ bond: Bond) throws(BondStoreError) {
+        try prepareDirectory()
+        let final = path(for: bond.identity)
+        let temporary = "\(directory)/.\(getpid())-\(UInt32.random(in: 0 ... .max)).tmp"
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BondStoreError(path: temporary, message: "cannot create: \(String(cString: strerror(errno)))") }
+        let bytes = Array(Self.render(bond).utf8)
+        var written = 0
+        var failure: String?
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                failure = "cannot write: \(String(cString: strerror(errno)))"
+                break
+            }
+            written += n
+        }
+        if failure == nil, fsync(fd) != 0 { failure = "fsync failed: \(String(cString: strerror(errno)))" }
+        Glibc.close(fd)
+        if let failure {
+            unlink(temporary)
+            throw BondStoreError(path: temporary, message: failure)
+        }
+        guard rename(temporary, final) == 0 else {
+            let e = String(cString: strerror(errno))
+            unlink(temporary)
+            throw BondStoreError(path: final, message: "cannot replace: \(e)")
+        }
+        let dfd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 {
+            _ = fsync(dfd)
+            Glibc.close(dfd)
+        }
+    }
+
+    /// Forgets the peer's bond; false when there was none.
+    @discardableResult
+    public func remove(_ identity: LEAddress) throws(BondStoreError) -> Bool {
+        let p = path(for: identity)
+        if unlink(p) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw BondStoreError(path: p, message: "cannot remove: \(String(cString: strerror(errno)))")
+    }
+}
