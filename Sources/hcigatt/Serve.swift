@@ -50,6 +50,22 @@ final class ServeOutput: Sendable {
              text: "advertising \"\(name)\" as \(address)\(how): \(profiles.joined(separator: ", "))")
     }
 
+    func pairing(_ e: PairingEvent) {
+        switch e {
+        case .paired(let link, let r):
+            emit("paired", [Field("peer", .text("\(link.address)")), Field("secure_connections", .bool(r.secureConnections)),
+                            Field("method", .text(r.method.description)), Field("key_size", .uint(UInt64(r.keySize))),
+                            Field("authenticated", .bool(r.authenticated)), Field("bonded", .bool(r.bonded))],
+                 text: "paired with \(link.address): \(r.secureConnections ? "LE Secure Connections" : "LE legacy pairing"), \(r.method), \(r.keySize)-byte key\(r.bonded ? ", bonded" : "")")
+        case .failed(let link, let error):
+            emit("pairing-failed", [Field("peer", .text("\(link.address)")), Field("message", .text(error.message))],
+                 text: error.message)
+        case .bondNotStored(let link, let error):
+            emit("bond-not-stored", [Field("peer", .text("\(link.address)")), Field("message", .text(error.message))],
+                 text: "the bond with \(link.address) was not stored: \(error.message)")
+        }
+    }
+
     func note(_ s: String) {
         if json { emit("note", [Field("message", .text(s))], text: s) } else { Console.err(s) }
     }
@@ -125,13 +141,16 @@ enum ServeCommand {
                                      every service UUID in one advertisement, no scan response
               --legacy               legacy PDUs only (default: legacy, unless the data needs more)
               --tx-power DBM         requested transmit power (-127...20; extended commands only)
+              --security LEVEL       encrypted or authenticated: every value of the profiles
+                                     (and their subscriptions) needs a link with that security;
+                                     a central pairs (or encrypts with its bond) first
               --manual               8ball: type each answer on stdin instead of a random one
               --json                 one JSON object per event
             \(ControllerOptions.help)
             """,
             spec: Arguments.Spec(flags: ControllerOptions.flags.union(["json", "manual", "random-address", "extended", "legacy"]),
                                  options: ControllerOptions.options.union(["profile", "db", "name", "appearance",
-                                                                           "max-connections", "adv-interval", "tx-power"])),
+                                                                           "max-connections", "adv-interval", "tx-power", "security"])),
             run: { args in try await run(args) })
     }
 
@@ -171,12 +190,19 @@ enum ServeCommand {
             guard let v = Int8(text), (-127 ... 20).contains(v) else { throw UsageError("--tx-power takes -127...20 dBm, not '\(text)'") }
             txPower = v
         }
+        var requirement: GATTSecurityRequirement?
+        switch args.option("security") {
+        case nil, "none"?: requirement = nil
+        case "encrypted"?: requirement = .encryption
+        case "authenticated"?: requirement = .authentication
+        case let other?: throw UsageError("--security takes encrypted or authenticated, not '\(other)'")
+        }
         if args.flag("manual") && !profiles.contains(where: { $0.name == "8ball" }) {
             throw UsageError("--manual answers the 8ball profile's questions; add --profile 8ball")
         }
 
         let services = [GATTLocalService.genericAccess(deviceName: name, appearance: appearance), .genericAttribute()]
-            + profiles.flatMap(\.services) + extra
+            + (profiles.flatMap(\.services) + extra).map { requirement.map($0.requiring) ?? $0 }
         let server: GATTServer
         do { server = try GATTServer(services: services) } catch { throw RuntimeError("cannot build the GATT database: \(error)") }
         let advertised = profiles.flatMap(\.advertised) + extra.filter(\.isPrimary).map(\.uuid)
@@ -214,6 +240,10 @@ enum ServeCommand {
                         for await connection in host.incomingConnections { server.attach(connection) }
                         if Task.isCancelled { return true }  // interrupted: a clean stop
                         throw RuntimeError("the controller went away: \(host.terminationReason?.message ?? "the host stopped")")
+                    }
+                    group.addTask {
+                        for await e in host.pairingEvents { out.pairing(e) }
+                        return false
                     }
                     group.addTask {
                         for await event in server.events {

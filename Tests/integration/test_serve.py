@@ -182,6 +182,34 @@ class BumbleCentralTests(unittest.TestCase):
         finally:
             centrals.close()
 
+    def test_security_encrypted_refuses_until_the_central_pairs(self):
+        for pair in (False, True):
+            args = ['--centrals', '1', '--target', 'Secure-1', '--listen', '1'] + (['--pair'] if pair else [])
+            centrals = Centrals(*args)
+            try:
+                with Serve(centrals.transport, '--profile', 'battery,device-info', '--name', 'Secure-1',
+                           '--security', 'encrypted') as serve:
+                    results, log = centrals.results(1)
+                    self.assertEqual(len(results), 1, log)
+                    r = results[0]
+                    if not pair:
+                        # Every value refused: Insufficient Encryption (0x0F); the name (GAP) is open.
+                        self.assertEqual(r['reads']['2A19'], 'error 0x0f', r)
+                        self.assertEqual(r['reads']['2A29'], 'error 0x0f', r)
+                        self.assertEqual(bytes.fromhex(r['reads']['2A00']), b'Secure-1')
+                    else:
+                        self.assertIsNone(r['error'], f'{r["error"]}\n{log}\n{serve.stderr()}')
+                        self.assertTrue(r['paired'])
+                        self.assertEqual(r['reads']['2A19'], '64')
+                        self.assertEqual(bytes.fromhex(r['reads']['2A29']), b'hcigatt')
+                        paired = serve.wait('paired', 5)
+                        self.assertIsNotNone(paired, serve.events)
+                        self.assertTrue(paired['secure_connections'] and paired['bonded'])
+                        self.assertEqual(paired['method'], 'Just Works')
+                    self.assertEqual(serve.close(), 0, serve.stderr())
+            finally:
+                centrals.close()
+
     def check_central(self, r):
         self.assertEqual(r['mtu'], 517)
         uuids = [s['uuid'] for s in r['services']]
@@ -313,7 +341,8 @@ class HcigattAgainstServeTests(unittest.TestCase):
                      ['serve', '--profile', 'battery', '--adv-interval', '5'],
                      ['serve', '--profile', 'battery', '--manual'], ['ask'], ['ask', 'a', 'b', 'c'],
                      ['serve', '--profile', 'battery', '--extended', '--legacy'],
-                     ['serve', '--profile', 'battery', '--tx-power', '30']):
+                     ['serve', '--profile', 'battery', '--tx-power', '30'],
+                     ['serve', '--profile', 'battery', '--security', 'paranoid']):
             rc, out, err = hcigatt(*args, '--transport', 'tcp:127.0.0.1:1')
             self.assertEqual(rc, 2, f'{args}: {err}')
 

@@ -67,6 +67,10 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
             connection = await asyncio.wait_for(device.connect(address, own_address_type=hci.OwnAddressType.PUBLIC), 15)
         finally:
             turns[index].set()
+        if args.pair:
+            # Pair first (Bumble's defaults: Secure Connections, bonding, no IO: Just Works).
+            await asyncio.wait_for(connection.pair(), 30)
+            result['paired'] = bool(connection.is_encrypted)
         peer = Peer(connection)
         result['mtu'] = await peer.request_mtu(517)
         services = []
@@ -150,6 +154,7 @@ async def main() -> None:
     parser.add_argument('--stagger', type=float, default=0.5,
                         help='seconds between the centrals starting (see run_central)')
     parser.add_argument('--scan-timeout', type=float, default=30.0)
+    parser.add_argument('--pair', action='store_true', help='each central pairs before discovering')
     parser.add_argument('--extended-advertising', action='store_true',
                         help="hcigatt's controller claims the extended advertising commands (Bluetooth 5)")
     parser.add_argument('--verbose', action='store_true')

@@ -103,7 +103,7 @@ public struct GATTAttributeTable: Sendable {
                 var descriptors: [GATTDescriptor] = []
                 if hasCCCD {
                     attrs.append(Attribute(handle: cccdHandle, type: GATTServerUUID.clientCharacteristicConfiguration,
-                                           permissions: .readWrite, role: .cccd(valueHandle: valueHandle, properties: c.properties),
+                                           permissions: c.cccdPermissions, role: .cccd(valueHandle: valueHandle, properties: c.properties),
                                            value: [0, 0]))
                     descriptors.append(GATTDescriptor(handle: cccdHandle, uuid: GATTServerUUID.clientCharacteristicConfiguration))
                 }

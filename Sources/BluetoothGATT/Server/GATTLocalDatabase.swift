@@ -117,6 +117,9 @@ public struct GATTLocalCharacteristic: Sendable {
     public var onWrite: GATTWriteHandler?
     /// Longest value a client may write (at most 512, Core Vol 3 Part F §3.2.9).
     public var maximumLength: Int
+    /// Permissions of the CCCD the server adds (notify/indicate): read and write by default;
+    /// with encryption required, subscribing needs an encrypted link (what health devices do).
+    public var cccdPermissions: GATTPermissions = .readWrite
 
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions? = nil,
                 value: GATTLocalValue = .stored([]), descriptors: [GATTLocalDescriptor] = [],
@@ -201,5 +204,40 @@ extension GATTLocalService {
             GATTLocalCharacteristic(uuid: GATTServerUUID.clientSupportedFeatures, properties: [.read, .write]),
             GATTLocalCharacteristic(uuid: GATTServerUUID.databaseHash, properties: .read),
         ])
+    }
+}
+
+/// The link security a database asks for (``GATTLocalService/requiring(_:)``).
+public enum GATTSecurityRequirement: Sendable, Hashable {
+    /// An encrypted link (any pairing, or a bond).
+    case encryption
+    /// An encrypted link with an authenticated (MITM-protected) key.
+    case authentication
+}
+
+extension GATTLocalService {
+    /// The service with every characteristic value, descriptor and CCCD needing `requirement`:
+    /// reads, writes and subscriptions get Insufficient Encryption or Insufficient
+    /// Authentication until the link has it (the client then pairs).
+    public func requiring(_ requirement: GATTSecurityRequirement) -> GATTLocalService {
+        func secured(_ p: GATTPermissions) -> GATTPermissions {
+            var q = p
+            if p.contains(.readable) { q.insert(requirement == .encryption ? .readEncryptionRequired : [.readEncryptionRequired, .readAuthenticationRequired]) }
+            if p.contains(.writeable) { q.insert(requirement == .encryption ? .writeEncryptionRequired : [.writeEncryptionRequired, .writeAuthenticationRequired]) }
+            return q
+        }
+        var s = self
+        s.characteristics = characteristics.map { c in
+            var c = c
+            c.permissions = secured(c.permissions)
+            c.cccdPermissions = secured(c.cccdPermissions)
+            c.descriptors = c.descriptors.map { d in
+                var d = d
+                d.permissions = secured(d.permissions)
+                return d
+            }
+            return c
+        }
+        return s
     }
 }

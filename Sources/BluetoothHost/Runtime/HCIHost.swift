@@ -181,6 +181,9 @@ public final class HCIHost: Sendable {
         }
     }
 
+    /// Every pairing's outcome on this host, the ones peers start included. One consumer.
+    public var pairingEvents: AsyncStream<PairingEvent> { driver.pairingEventStream }
+
     /// Links centrals opened to us (the peripheral role), each with its role, peer address
     /// and parameters, as they come up. Ends when the host closes. One consumer.
     public var incomingConnections: AsyncStream<LEConnection> { driver.incomingStream }

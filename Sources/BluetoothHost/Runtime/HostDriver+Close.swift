@@ -74,6 +74,7 @@ extension HostDriver {
         for w in advertisingStops { w.continuation.resume() }
         advertisingStops = []
         incoming.finish()
+        pairingEvents.finish()
         for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
         let actions = flow.failAll(error)
         pending.removeAll()

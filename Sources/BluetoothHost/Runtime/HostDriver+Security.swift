@@ -110,12 +110,25 @@ extension HostDriver {
                                               secureConnections: result.secureConnections, bonded: result.bonded))
                 let waiters = pairings[handle]?.waiters ?? []
                 pairings[handle]?.waiters = []
+                pairingEvents.yield(.paired(conn, result))
                 for c in waiters { c.resume(returning: .success(result)) }
+                if waiters.isEmpty, result.bonded, let store = bondStore {
+                    // The peer started it: nobody awaits pair(), so the host files the bond.
+                    let bond = Bond(identity: conn.address, result: result, created: Int64(time(nil)))
+                    let events = pairingEvents
+                    Task {
+                        let saved: Result<Void, BondStoreError> = await runOnOwnThread {
+                            do throws(BondStoreError) { try store.save(bond); return .success(()) } catch { return .failure(error) }
+                        }
+                        if case .failure(let e) = saved { events.yield(.bondNotStored(conn, HostError(.bondStore, e.description))) }
+                    }
+                }
             case .failed(let f):
                 let waiters = pairings[handle]?.waiters ?? []
                 pairings[handle]?.waiters = []
                 let detail = f.origin == .local ? "\(f.message) (Pairing Failed: \(f.reason))" : f.message
                 let error = HostError(.pairingFailed(f.reason), "pairing with \(conn.address) failed: \(detail)")
+                pairingEvents.yield(.failed(conn, error))
                 for c in waiters { c.resume(returning: .failure(error)) }
             }
         }

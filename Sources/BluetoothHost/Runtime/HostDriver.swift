@@ -175,6 +175,8 @@ final class HostDriver: @unchecked Sendable {
     let security: SMPConfiguration?
     let pairingAgent: PairingAgent
     let bondStore: BondStore?
+    let pairingEvents: AsyncStream<PairingEvent>.Continuation
+    let pairingEventStream: AsyncStream<PairingEvent>
     /// Callers of ``LEConnection/encryptWithBond()`` waiting for Encryption Change.
     var encryptionWaiters: [UInt16: [CheckedContinuation<Result<Void, HostError>, Never>]] = [:]
     /// The security a link gets once an encryption with a bond's key completes.
@@ -205,6 +207,7 @@ final class HostDriver: @unchecked Sendable {
         self.bondStore = options.bondStore
         self.flow = HCICommandFlow(defaultTimeout: options.commandTimeout.nanoseconds)
         (incomingStream, incoming) = AsyncStream<LEConnection>.makeStream()
+        (pairingEventStream, pairingEvents) = AsyncStream<PairingEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
     func nextToken() -> CommandToken {

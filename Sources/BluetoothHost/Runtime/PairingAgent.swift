@@ -29,3 +29,12 @@ public struct PairingAgent: Sendable {
         PairingAgent(displayPasskey: display, enterPasskey: { _ in passkey }, confirmNumber: { _, _ in confirm })
     }
 }
+
+/// What happened to a pairing, for ``HCIHost/pairingEvents`` (every pairing on the host,
+/// the ones peers start included).
+public enum PairingEvent: Sendable {
+    case paired(LEConnection, SMPPairingResult)
+    case failed(LEConnection, HostError)
+    /// A pairing a peer started bonded, but the bond could not be written.
+    case bondNotStored(LEConnection, HostError)
+}
