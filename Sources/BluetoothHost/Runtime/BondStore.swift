@@ -199,10 +199,9 @@ public final class BondStore: Sendable {
 
     /// Creates the directory (0700) when missing.
     func prepareDirectory() throws(BondStoreError) {
-        var path = ""
-        for part in directory.split(separator: "/", omittingEmptySubsequences: false) {
-            path += (path.isEmpty && directory.hasPrefix("/") ? "" : (path.isEmpty ? "" : "/")) + part
-            if path.isEmpty { path = "/"; continue }
+        var path = directory.hasPrefix("/") ? "" : "."
+        for part in directory.split(separator: "/") {
+            path += "/" + part
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
                 throw BondStoreError(path: path, message: "cannot create the bond directory: \(String(cString: strerror(errno)))")
             }
