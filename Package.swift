@@ -63,7 +63,7 @@ let package = Package(
         // (HCI) or the kernel's L2CAP ATT socket.
         .target(
             name: "BluetoothGATT",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothCrypto", "CBluetooth"],
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothCrypto", "BluetoothSecurity", "CBluetooth"],
             swiftSettings: optimize
         ),
         // Characteristic value decoders/encoders (GATT Specification Supplement): pure,

@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothSecurity
 import BluetoothWire
 
 /// The ATT fixed channel (CID 4) of an LE link run by our own host over HCI.
@@ -75,11 +76,18 @@ extension HostATTBearer: ATTSecurityRaising {
             }
         }
         announce(s.encrypted ? "authenticated" : "encrypted")
+        // Authentication needs a MITM-protected method: ask for one (the IO capabilities may not allow it).
+        var config: SMPConfiguration?
+        if error == .insufficientAuthentication, var c = connection.hostSecurity {
+            c.mitm = true
+            config = c
+        }
         do throws(HostError) {
-            _ = try await connection.pair()
+            _ = try await connection.pair(configuration: config)
         } catch {
             throw ATTSecurityFailure(error.message)
         }
+        if error == .insufficientAuthentication && !connection.security.authenticated { return nil }
         return connection.security.description
     }
 }

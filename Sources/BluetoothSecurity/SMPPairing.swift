@@ -36,6 +36,10 @@ public struct SMPPairing: Sendable {
     public let localAddress: LEAddress
     public let peerAddress: LEAddress
     private let random: @Sendable () -> UInt64
+    /// A key given at init (tests, the debug key) is kept; otherwise each pairing makes one.
+    private let fixedKey: Bool
+    /// Counts pairings on this link: user answers name the one they belong to.
+    public private(set) var generation = 0
 
     private(set) var phase: Phase = .idle
     /// When the SMP timer expires (reset whenever a PDU is queued).
@@ -71,6 +75,9 @@ public struct SMPPairing: Sendable {
     private var ltk: UInt128?
     /// Responder: the initiator's DHKey check, held until the user confirms.
     private var pendingCheck: UInt128?
+    /// Initiator: Ea went out (an Eb before it is out of turn: it would skip the user's
+    /// confirmation in Numeric Comparison).
+    private var sentCheck = false
 
     // Key distribution
     private var expected: SMPKeyDistribution = []
@@ -85,6 +92,7 @@ public struct SMPPairing: Sendable {
         self.localAddress = localAddress
         self.peerAddress = peerAddress
         self.privateKey = privateKey
+        self.fixedKey = privateKey != nil
         self.random = random
     }
 
@@ -98,6 +106,7 @@ public struct SMPPairing: Sendable {
     /// Initiator: sends Pairing Request.
     public mutating func start(now: UInt64) -> [SMPAction] {
         guard role == .initiator, !isActive, !timedOut else { return [] }
+        reset()
         let p = localParameters(peer: nil)
         request = p
         preq = pdu(.pairingRequest(p))
@@ -108,7 +117,8 @@ public struct SMPPairing: Sendable {
     /// Responder: asks the central to pair (Security Request, §3.6.7).
     public mutating func requestSecurity(now: UInt64) -> [SMPAction] {
         guard role == .responder, !isActive, !timedOut else { return [] }
-        return [send(pdu(.securityRequest(configuration.authenticationRequirements)), now: now)]
+        // No timer: the central may answer by encrypting with a bond, or not at all.
+        return [.send(pdu(.securityRequest(configuration.authenticationRequirements)))]
     }
 
     // MARK: Input
@@ -125,7 +135,9 @@ public struct SMPPairing: Sendable {
         do throws(WireError) {
             parsed = try SMPPDU(parsing: bytes)
         } catch {
-            // Known command with a wrong length or a bad value: Invalid Parameters.
+            // Known command with a wrong length or a bad value: Invalid Parameters (after a
+            // finished pairing, a broken new request is refused without a failure report).
+            if phase == .done || phase == .failed { return [.send(pdu(.pairingFailed(reason: .invalidParameters)))] }
             return fail(.invalidParameters, "malformed SMP PDU: \(error)", now: now)
         }
         do throws(SMPStepError) {
@@ -597,12 +609,14 @@ public struct SMPPairing: Sendable {
     }
 
     private mutating func sendCheck(now: UInt64) throws(SMPStepError) -> SMPAction {
-        send(pdu(.pairingDHKeyCheck(try check(ofInitiator: true))), now: now)
+        sentCheck = true
+        return send(pdu(.pairingDHKeyCheck(try check(ofInitiator: true))), now: now)
     }
 
     private mutating func dhKeyCheck(_ value: UInt128, now: UInt64) throws(SMPStepError) -> [SMPAction] {
         guard phase == .dhKeyCheck else { throw .unexpected("Pairing DHKey Check") }
         if role == .initiator {
+            guard sentCheck else { throw .unexpected("Pairing DHKey Check before ours") }
             guard try check(ofInitiator: false) == value else {
                 throw SMPStepError(reason: .dhKeyCheckFailed, message: "the peer's DHKey check value does not match")
             }
@@ -681,6 +695,11 @@ public struct SMPPairing: Sendable {
             r.peerIdentityResolvingKey = irk
         case .identityAddressInformation(let address):
             guard expected.contains(.identityKey), r.peerIdentityResolvingKey != nil else { throw .unexpected("Identity Address Information") }
+            // A public address, or a static random one (top two bits set); never zero.
+            let raw = address.address.rawValue
+            guard raw != 0, address.type == .public || (address.type == .random && raw >> 46 == 0b11) else {
+                throw SMPStepError(reason: .invalidParameters, message: "the peer's identity address \(address) is neither public nor static random")
+            }
             r.peerIdentityAddress = address
             expected.remove(.identityKey)
         case .signingInformation(let csrk):
@@ -716,6 +735,7 @@ public struct SMPPairing: Sendable {
     // MARK: Helpers
 
     private mutating func reset() {
+        generation += 1
         method = nil
         secureConnections = false
         passkey = nil
@@ -725,7 +745,11 @@ public struct SMPPairing: Sendable {
         stk = nil
         ltk = nil
         pendingCheck = nil
+        sentCheck = false
         result = nil
+        if !fixedKey { privateKey = nil }  // a fresh P-256 key for every pairing (§2.3.5.6.1)
+        localPublic = nil
+        peerPublic = nil
         receivedLTK = nil
         expected = []
         round = 0

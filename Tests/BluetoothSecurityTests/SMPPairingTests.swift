@@ -290,3 +290,42 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(failure(a)?.reason == .unspecifiedReason)
     }
 }
+
+/// A hostile responder against our initiator.
+@Suite struct SMPInitiatorHostileTests {
+    @Test func aDHKeyCheckBeforeOursCannotSkipTheUsersComparison() {
+        // Numeric Comparison: the man in the middle knows MacKey and sends Eb at once, hoping
+        // the initiator encrypts before its user answers.
+        var link = PairingLink(central: config(.displayYesNo, mitm: true), peripheral: config(.displayYesNo, mitm: true))
+        var central = link.central
+        var actions = central.start(now: 0)
+        var peripheral = link.peripheral
+        var pending: [SMPAction] = actions
+        var eb: [UInt8]?
+        var rounds = 0
+        // Run the exchange until the central asks its user; capture the responder's check.
+        while !pending.isEmpty, rounds < 50 {
+            rounds += 1
+            var next: [SMPAction] = []
+            for a in pending {
+                guard case .send(let pdu) = a else { continue }
+                let out = pdu.withUnsafeBytes { peripheral.received($0, now: 0) }
+                for case .confirmNumber in out { _ = peripheral.numericComparisonConfirmed(true, now: 0) }
+                for case .send(let p) in out {
+                    let back = p.withUnsafeBytes { central.received($0, now: 0) }
+                    next += back
+                }
+            }
+            pending = next
+            if pending.contains(where: { if case .confirmNumber = $0 { true } else { false } }) { break }
+        }
+        #expect(pending.contains { if case .confirmNumber = $0 { true } else { false } }, "the central reached its user's comparison")
+        // Forge an Eb now (any value; the order alone must refuse it) before the user answered.
+        eb = [0x0D] + [UInt8](repeating: 0x42, count: 16)
+        actions = eb!.withUnsafeBytes { central.received($0, now: 0) }
+        #expect(!actions.contains { if case .encrypt = $0 { true } else { false } }, "encrypted without the user's answer")
+        #expect(actions.contains { if case .failed(let f) = $0 { f.reason == .unspecifiedReason } else { false } })
+        link.central = central
+        link.peripheral = peripheral
+    }
+}

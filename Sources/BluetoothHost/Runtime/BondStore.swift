@@ -97,8 +97,10 @@ public final class BondStore: Sendable {
     /// The bond of `identity`, nil when there is none.
     public func bond(for identity: LEAddress) throws(BondStoreError) -> Bond? {
         let p = path(for: identity)
-        guard access(p, F_OK) == 0 else { return nil }
-        return try read(path: p)
+        do throws(BondStoreError) { return try read(path: p) } catch {
+            if error.message.hasPrefix("cannot open: ") && access(p, F_OK) != 0 { return nil }
+            throw error
+        }
     }
 
     func read(path: String) throws(BondStoreError) -> Bond {
@@ -151,6 +153,7 @@ public final class BondStore: Sendable {
         var r = SMPPairingResult(method: .justWorks, secureConnections: try need("secure_connections") == "1",
                                  authenticated: try need("authenticated") == "1",
                                  keySize: try number("key_size", UInt8.self) ?? 16, bonded: true)
+        guard (7 ... 16).contains(r.keySize) else { throw BondStoreError(path: path, message: "key_size=\(r.keySize) is outside 7...16") }
         if let k = try key("ltk") {
             r.peerLTK = SMPLongTermKey(key: k, ediv: try number("ltk_ediv", UInt16.self) ?? 0, rand: try number("ltk_rand", UInt64.self) ?? 0)
         }
@@ -214,6 +217,9 @@ public final class BondStore: Sendable {
 
     /// Stores `bond` (replacing the peer's previous one) atomically.
     public func save(_ bond: Bond) throws(BondStoreError) {
+        guard bond.peerLTK != nil || bond.localLTK != nil else {
+            throw BondStoreError(path: path(for: bond.identity), message: "the pairing distributed no key to keep (no LTK): nothing to bond with")
+        }
         try prepareDirectory()
         let final = path(for: bond.identity)
         let temporary = "\(directory)/.\(getpid())-\(UInt32.random(in: 0 ... .max)).tmp"

@@ -30,7 +30,10 @@ extension HostDriver {
     private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?) -> Bool {
         if pairings[handle] != nil { return true }
         guard let conn = links[handle]?.connection, let config = configuration ?? security else { return false }
-        let own = LEAddress(info?.address ?? .zero, type: .public)
+        var own = LEAddress(info?.address ?? .zero, type: .public)
+        if conn.role == .peripheral, case .randomStatic(let a)? = advertiser.configuration(0)?.ownAddress {
+            own = LEAddress(a, type: .random)  // what the central connected to (c1, f5, f6 use it)
+        }
         let role: SMPRole = conn.role == .central ? .initiator : .responder
         pairings[handle] = PairingRecord(machine: SMPPairing(role: role, configuration: config, localAddress: own, peerAddress: conn.address),
                                          agent: agent ?? pairingAgent)
@@ -55,6 +58,10 @@ extension HostDriver {
         }
         guard machine(conn.handle, configuration: configuration, agent: agent), var r = pairings[conn.handle] else {
             c.resume(returning: .failure(HostError(.notSupported, "pairing is turned off on this host (HostOptions.security is nil)")))
+            return
+        }
+        if r.machine.timedOut {
+            c.resume(returning: .failure(HostError(.pairingFailed(.unspecifiedReason), "SMP timed out on this link; it needs a new connection (Core Vol 3 Part H §3.4)")))
             return
         }
         r.waiters.append(c)
@@ -86,21 +93,30 @@ extension HostDriver {
                 agent.displayPasskey(conn, v)
             case .requestPasskey:
                 let agent = pairings[handle]?.agent ?? pairingAgent
+                let g = pairings[handle]?.machine.generation ?? 0
                 Task { [weak self] in
                     let v = await agent.enterPasskey(conn)
-                    self?.post(.run({ $0.userAnswered(handle, conn) { m, now in m.passkeyEntered(v, now: now) } }, refused: { _ in }))
+                    self?.post(.run({ $0.userAnswered(handle, conn, g) { m, now in m.passkeyEntered(v, now: now) } }, refused: { _ in }))
                 }
             case .confirmNumber(let n):
                 let agent = pairings[handle]?.agent ?? pairingAgent
+                let g = pairings[handle]?.machine.generation ?? 0
                 Task { [weak self] in
                     let ok = await agent.confirmNumber(conn, n)
-                    self?.post(.run({ $0.userAnswered(handle, conn) { m, now in m.numericComparisonConfirmed(ok, now: now) } }, refused: { _ in }))
+                    self?.post(.run({ $0.userAnswered(handle, conn, g) { m, now in m.numericComparisonConfirmed(ok, now: now) } }, refused: { _ in }))
                 }
             case .keypress:
                 break
             case .securityRequested:
-                // A peripheral asks: pair (a bond store will encrypt with a stored key instead).
-                if var r = pairings[handle], r.machine.role == .initiator, !r.machine.isActive {
+                // A peripheral asks: encrypt with its bond when there is one, else pair.
+                if conn.security.encrypted { break }
+                if let bond = try? bondStore?.bond(for: conn.address), let key = bond.centralKey {
+                    bondedSecurity[handle] = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
+                                                          secureConnections: bond.secureConnections, bonded: true)
+                    let command = LEEnableEncryptionCommand(connectionHandle: handle, randomNumber: key.rand,
+                                                            encryptedDiversifier: key.ediv, longTermKey: littleEndian(key.key))
+                    _ = submit(command, waiter: .security(handle: handle))
+                } else if var r = pairings[handle], r.machine.role == .initiator, !r.machine.isActive {
                     let more = r.machine.start(now: Sys.now())
                     pairings[handle] = r
                     executeSMP(handle, more)
@@ -134,8 +150,9 @@ extension HostDriver {
         }
     }
 
-    func userAnswered(_ handle: UInt16, _ conn: LEConnection, _ body: (inout SMPPairing, UInt64) -> [SMPAction]) {
-        guard links[handle]?.connection === conn, var r = pairings[handle] else { return }
+    func userAnswered(_ handle: UInt16, _ conn: LEConnection, _ generation: Int, _ body: (inout SMPPairing, UInt64) -> [SMPAction]) {
+        // An answer to an earlier pairing's question is ignored.
+        guard links[handle]?.connection === conn, var r = pairings[handle], r.machine.generation == generation else { return }
         let actions = body(&r.machine, Sys.now())
         pairings[handle] = r
         executeSMP(handle, actions)
@@ -148,6 +165,10 @@ extension HostDriver {
 
     /// ``LEConnection/encryptWithBond()``: LE Enable Encryption with the bond's key.
     func startEncryption(_ conn: LEConnection, _ bond: Bond, _ c: CheckedContinuation<Result<Void, HostError>, Never>) {
+        if pairings[conn.handle]?.machine.isActive == true {
+            c.resume(returning: .failure(HostError(.busy, "pairing runs on this link; encrypting with the bond waits for it")))
+            return
+        }
         guard links[conn.handle]?.connection === conn, let key = bond.centralKey else {
             c.resume(returning: .failure(conn.disconnectError ?? HostError(.bondStore, "the bond of \(conn.address) has no key for a central")))
             return
@@ -176,8 +197,9 @@ extension HostDriver {
             }
             bondedSecurity[handle] = nil
             for c in waiters { c.resume(returning: result) }
-            if ok { return }
+            if ok && pairings[handle]?.machine.isActive != true { return }
         }
+        if !ok { bondedSecurity[handle] = nil }
         if ok, let s = bondedSecurity.removeValue(forKey: handle) {
             conn.setSecurity(s)
         } else if ok {
@@ -226,6 +248,9 @@ extension HostDriver {
 }
 
 extension LEConnection {
+    /// The host's pairing settings (``HostOptions/security``).
+    public var hostSecurity: SMPConfiguration? { driver.security }
+
     /// The bond kept for this peer, if the host has a bond store and one.
     public func storedBond() throws(HostError) -> Bond? {
         guard let store = driver.bondStore else { return nil }
