@@ -9,8 +9,10 @@ hcigatt has printed a NEW line for every advertiser so far, then reads VmRSS fro
 /proc/PID/status. A sampler thread reads VmRSS every 20 ms throughout. Asserts:
   * every advertiser was printed exactly once (hcigatt really saw 32 000 devices);
   * peak RSS (VmHWM) <= 16 MiB;
-  * RSS after 32 000 advertisers is within 512 KiB of RSS after 8 000 (the device table
-    holds at most 4096 devices, so memory must stop growing well before 8 000).
+  * RSS after 32 000 advertisers is within 1 MiB of RSS after 8 000 (the device table
+    holds at most 4096 devices, so memory must stop growing well before 8 000). Measured
+    growth varies from run to run, 300-630 KiB (malloc keeping freed event buffers); a
+    leak of even 100 bytes per device would be 2.4 MB.
 A batch is smaller than the scan event stream's buffer (8192 events): until the stream
 has back-pressure (issue 13), a batch larger than that is lost in part whenever the
 printing falls behind the burst, and the test would wait for lines that never come.
@@ -33,7 +35,7 @@ BATCH = 8000
 BATCHES = 4
 LINE_TIMEOUT = 20
 PEAK_LIMIT_KIB = 16 * 1024
-GROWTH_LIMIT_KIB = 512
+GROWTH_LIMIT_KIB = 1024
 LINE = re.compile(r'^NEW ([0-9A-F]{2}(?::[0-9A-F]{2}){5}) ')
 
 
