@@ -86,7 +86,7 @@ extension HostDriver {
                 if let frame = try? L2CAPChannels.frame(.smp, pdu) { sendFrame(frame, handle: handle, accounted: false) }
             case .encrypt(let key):
                 let command = LEEnableEncryptionCommand(connectionHandle: handle, randomNumber: key.rand,
-                                                        encryptedDiversifier: key.ediv, longTermKey: littleEndian(key.key))
+                                                        encryptedDiversifier: key.ediv, longTermKey: SMP.bytes(key.key))
                 if let error = submit(command, waiter: .security(handle: handle)) { securityCommandAnswered(handle, .failure(error)) }
             case .displayPasskey(let v):
                 let agent = pairings[handle]?.agent ?? pairingAgent
@@ -114,7 +114,7 @@ extension HostDriver {
                     bondedSecurity[handle] = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
                                                           secureConnections: bond.secureConnections, bonded: true)
                     let command = LEEnableEncryptionCommand(connectionHandle: handle, randomNumber: key.rand,
-                                                            encryptedDiversifier: key.ediv, longTermKey: littleEndian(key.key))
+                                                            encryptedDiversifier: key.ediv, longTermKey: SMP.bytes(key.key))
                     _ = submit(command, waiter: .security(handle: handle))
                 } else if var r = pairings[handle], r.machine.role == .initiator, !r.machine.isActive {
                     let more = r.machine.start(now: Sys.now())
@@ -177,7 +177,7 @@ extension HostDriver {
                                                    secureConnections: bond.secureConnections, bonded: true)
         encryptionWaiters[conn.handle, default: []].append(c)
         let command = LEEnableEncryptionCommand(connectionHandle: conn.handle, randomNumber: key.rand,
-                                                encryptedDiversifier: key.ediv, longTermKey: littleEndian(key.key))
+                                                encryptedDiversifier: key.ediv, longTermKey: SMP.bytes(key.key))
         if let error = submit(command, waiter: .security(handle: conn.handle)) {
             encryptionWaiters[conn.handle] = nil
             c.resume(returning: .failure(error))
@@ -230,7 +230,7 @@ extension HostDriver {
                                                   secureConnections: bond.secureConnections, bonded: true)
         }
         if let key {
-            _ = submit(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: littleEndian(key)), waiter: .security(handle: handle))
+            _ = submit(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: SMP.bytes(key)), waiter: .security(handle: handle))
         } else {
             _ = submit(LELongTermKeyRequestNegativeReplyCommand(connectionHandle: handle), waiter: .security(handle: handle))
         }
@@ -242,9 +242,6 @@ extension HostDriver {
         guard let r = pairings.removeValue(forKey: handle) else { return }
         for c in r.waiters { c.resume(returning: .failure(error)) }
     }
-
-    /// A key as HCI sends it: least significant octet first.
-    func littleEndian(_ v: UInt128) -> [UInt8] { (0 ..< 16).map { UInt8(truncatingIfNeeded: v >> (8 * UInt128($0))) } }
 }
 
 extension LEConnection {
