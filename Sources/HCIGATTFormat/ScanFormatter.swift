@@ -40,6 +40,7 @@ public struct ScanFormatter: Sendable {
         line += (d.rssi.map { "\($0) dBm" } ?? "   ? dBm").leftPadded(8) + "  "
         line += (d.name.map { "\"\($0)\"" } ?? "(no name)").padding(22)
         var extras: [String] = []
+        if let id = d.identity { extras.append("identity \(id.address) (\(id.type))") }
         if !d.serviceUUIDs.isEmpty { extras.append(d.serviceUUIDs.map(Self.serviceName).joined(separator: ", ")) }
         if let m = d.manufacturerData {
             extras.append("\(m.companyName ?? "company 0x\(Hex.pad(m.companyID, 4))"): \(Hex.string(m.data))")
@@ -59,6 +60,13 @@ public struct ScanFormatter: Sendable {
             Field("address", .text(d.address.address.description)),
             Field("address_type", .text(d.address.type.description)),
             Field("address_kind", .text(d.address.kind.rawValue)),
+        ]
+        if let id = d.identity {
+            // A bonded peer's private address, resolved with its IRK.
+            f.append(Field("identity", .text(id.address.description)))
+            f.append(Field("identity_type", .text(id.type.description)))
+        }
+        f += [
             Field("rssi", d.rssi.map { .int(Int64($0)) } ?? .text("unavailable")),
         ]
         if let tx = d.txPower { f.append(Field("tx_power", .int(Int64(tx)))) }

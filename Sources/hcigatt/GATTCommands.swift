@@ -157,6 +157,9 @@ struct PeerSession: Sendable {
             } catch {
                 throw RuntimeError("cannot connect to \(peer): \(error)", cause: error)
             }
+            if let id = connection.identity, id.address != peer.address {
+                Console.err("\(peer.address) is a private address of \(id.address) (\(id.type); resolved with its bond's IRK)")
+            }
             if let wantedParameters {
                 let request = wantedParameters.request(from: connection.parameters)
                 do {
@@ -415,6 +418,12 @@ enum GATTDumpCommand {
         var out = [
             Field("address", .text(p.peer.address.description)),
             Field("address_type", .text(p.peer.type.description)),
+        ]
+        if let id = p.connection?.identity {
+            out.append(Field("identity", .text(id.address.description)))
+            out.append(Field("identity_type", .text(id.type.description)))
+        }
+        out += [
             Field("mtu", .uint(UInt64(p.client.mtu))),
             Field("discovery_round_trips", .uint(UInt64(roundTrips))),
             Field("services", .list(services)),

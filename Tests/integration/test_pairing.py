@@ -5,7 +5,7 @@ import stat
 import tempfile
 import unittest
 
-from peer import Peer, hcigatt
+from peer import Peer, hcigatt, json_lines
 
 ADDR = 'F0:F1:F2:F3:F4:01/public'
 SECRET = '68636967-6174-7400-8000-00805F9B0003'
@@ -95,6 +95,48 @@ class PairTests(unittest.TestCase):
             self.assertEqual(os.listdir(bonds), [])
             rc, out, err = hcigatt('unpair', ADDR, '--bond-dir', bonds)
             self.assertEqual(rc, 1)
+
+    def test_a_private_address_resolves_to_the_bonded_identity(self):
+        # The peripheral advertises from a resolvable private address, a new one each run;
+        # its IRK, distributed when pairing, lets the next run find it by identity.
+        with tempfile.TemporaryDirectory() as tmp:
+            bonds = os.path.join(tmp, 'bonds')
+            spec = f'Thermo-1,service=1809,gatt=health,pairing=jw,privacy,keystore={tmp}/peer-keys.json'
+            with Peer('--peripheral', spec) as peer:
+                first = peer.ready['peripherals'][0]
+                self.assertEqual(first['identity'], 'F0:F1:F2:F3:F4:01')
+                rc, out, err = hcigatt('pair', 'Thermo-1', '--json', '--bond-dir', bonds, '--transport', peer.transport,
+                                       timeout=60)
+                self.assertEqual(rc, 0, err)
+                r = json.loads(out)
+                self.assertEqual(r['address'], first['address'] + ' (resolvable-private)')
+                self.assertEqual(r['identity'], 'F0:F1:F2:F3:F4:01 (public)')
+                self.assertIn('irk', r['keys'])
+                self.assertIsNotNone(peer.events.wait_event('paired', 5))
+                self.assertEqual(os.listdir(bonds), ['F0F1F2F3F401-public.bond'])
+            with Peer('--peripheral', spec) as peer:
+                rpa = peer.ready['peripherals'][0]['address']
+                self.assertNotEqual(rpa, first['address'], 'a new run, a new private address')
+                # scan names the identity behind the new address
+                rc, out, err = hcigatt('scan', '--json', '--duration', '1.5', '--bond-dir', bonds,
+                                       '--transport', peer.transport, timeout=60)
+                self.assertEqual(rc, 0, err)
+                seen = [d for d in json_lines(out) if d.get('address') == rpa]
+                self.assertTrue(seen, out)
+                self.assertEqual((seen[0]['address_kind'], seen[0]['identity'], seen[0]['identity_type']),
+                                 ('resolvable-private', 'F0:F1:F2:F3:F4:01', 'public'))
+                # without the bond, nobody knows who it is
+                rc, out, err = hcigatt('scan', '--json', '--duration', '1.5', '--transport', peer.transport, timeout=60)
+                self.assertEqual(rc, 0, err)
+                self.assertTrue(all('identity' not in d for d in json_lines(out) if 'address' in d), out)
+                # the identity address finds it behind the RPA; the bond encrypts, no pairing
+                rc, out, err = hcigatt('read', ADDR.split('/')[0], SECRET, '--bond-dir', bonds,
+                                       '--transport', peer.transport, timeout=60)
+                self.assertEqual(rc, 0, err)
+                self.assertIn('"secret"', out)
+                self.assertIn(f'{rpa} is a private address of F0:F1:F2:F3:F4:01 (public', err)
+                self.assertIn('with the stored bond', err)
+                self.assertIsNone(peer.events.wait_event('paired', 2), 'paired again instead of encrypting')
 
     def test_a_corrupt_bond_file_is_named_and_kept(self):
         with tempfile.TemporaryDirectory() as bonds:

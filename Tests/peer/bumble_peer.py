@@ -37,6 +37,7 @@ from bumble.core import AdvertisingData, PhysicalTransport, UUID
 from bumble.device import Device
 from bumble.host import Host
 from bumble.link import LocalLink
+from bumble.keys import JsonKeyStore
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 from bumble.transport.common import AsyncPipeSink
@@ -136,6 +137,8 @@ DEFAULT_CONN_PARAMS = '24,40,0,200'
 
 PAIRING_MODES = ('jw', 'legacy', 'passkey', 'legacy-passkey', 'nc', 'refuse')
 PASSKEY = 123456
+# The IRK of peripherals with privacy (Core Vol 3 Part H Appendix D.7's ah example key).
+PRIVACY_IRK = "ec0234a357c8ad05341010a60a397d9b"
 
 
 class PeerPairingDelegate(PairingDelegate):
@@ -176,8 +179,13 @@ def pairing_config(mode):
 def parse_peripheral(spec: str, index: int) -> dict:
     """NAME[,service=UUID]...[,address=AA:..][,mfr=CCCC:HEX][,txpower=N][,random]
     [,gatt=health][,disconnect_after=S][,conn_params[=MIN:MAX:LATENCY:TIMEOUT]]
-    [,ignore_att_after=N][,pairing=MODE]
+    [,ignore_att_after=N][,pairing=MODE][,privacy[=IRK]][,keystore=FILE]
 
+    keystore: keep the bonds in FILE (JSON), so a later run still knows its centrals.
+
+    privacy: advertise from a resolvable private address made with IRK (32 hex digits;
+    a fixed default), a fresh one each run, and distribute the IRK when pairing; the
+    address given stays the identity (public).
     pairing: jw (the default: Secure Connections, Just Works), legacy (LE legacy Just
     Works), passkey (SC, it displays 123456), legacy-passkey (the same, legacy), nc
     (Numeric Comparison, it says yes), refuse (every pairing refused)."""
@@ -194,6 +202,8 @@ def parse_peripheral(spec: str, index: int) -> dict:
         'conn_params': None,
         'ignore_att_after': None,
         'pairing': None,
+        'privacy': None,
+        'keystore': None,
     }
     for part in parts[1:]:
         key, _, value = part.partition('=')
@@ -220,6 +230,12 @@ def parse_peripheral(spec: str, index: int) -> dict:
             if value not in PAIRING_MODES:
                 raise SystemExit(f'bumble_peer: pairing is one of {", ".join(PAIRING_MODES)}, not {value!r}')
             p['pairing'] = value
+        elif key == 'keystore':
+            p['keystore'] = value
+        elif key == 'privacy':
+            p['privacy'] = bytes.fromhex(value or PRIVACY_IRK)
+            if len(p['privacy']) != 16:
+                raise SystemExit(f'bumble_peer: privacy=IRK takes 32 hex digits, not {value!r}')
         else:
             raise SystemExit(f'bumble_peer: unknown peripheral option {key!r} in {spec!r}')
     return p
@@ -254,16 +270,28 @@ async def start_peripheral(link, index, p, events, *, database, **behaviour_opti
     if p.get('pairing'):
         mode = p['pairing']
         device.pairing_config_factory = lambda connection: pairing_config(mode)
+    if p['keystore']:
+        device.keystore = JsonKeyStore(p['address'], p['keystore'])
+    if p['privacy'] is not None:
+        device.le_privacy_enabled = True
+        device.le_rpa_timeout = 0  # one RPA per run: the tests restart the peer for a new one
+        device.irk = p['privacy']
     behaviour = GattBehaviour(device, p['name'], events, database=database, **behaviour_options)
     await device.power_on()
+    if p['privacy'] is not None:
+        p['rpa'] = str(device.random_address).split('/')[0]
     # Public addresses unless asked otherwise: the address given is then what scanners see.
-    own = hci.OwnAddressType.RANDOM if p['random'] else hci.OwnAddressType.PUBLIC
+    own = hci.OwnAddressType.RANDOM if p['random'] or p['privacy'] is not None else hci.OwnAddressType.PUBLIC
     await device.start_advertising(auto_restart=True, own_address_type=own)
     return device, behaviour
 
 
 def peripheral_info(p: dict, database) -> dict:
     """What the ready line says about a peripheral."""
+    if p['privacy'] is not None:
+        # Scanners see the RPA; pairing gives them the identity (the public address).
+        return {'name': p['name'], 'address': p['rpa'], 'address_type': 'random',
+                'identity': p['address'], 'gatt': database}
     return {'name': p['name'], 'address': p['address'],
             'address_type': 'random' if p['random'] else 'public',
             'gatt': database}

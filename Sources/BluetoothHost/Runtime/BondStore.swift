@@ -94,6 +94,23 @@ public final class BondStore: Sendable {
         return bonds
     }
 
+    /// The IRKs of the bonds that have one, for resolving the peers' private addresses.
+    /// Files that cannot be read are left out here; using them by address reports them.
+    public func resolvingEntries() -> [AddressResolver.Entry] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var entries: [AddressResolver.Entry] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            guard name.hasSuffix(".bond"), !name.hasPrefix("."), let b = try? read(path: "\(directory)/\(name)"),
+                  let irk = b.peerIRK else { continue }
+            entries.append(AddressResolver.Entry(irk: irk, identity: b.identity))
+        }
+        return entries
+    }
+
     /// The bond of `identity`, nil when there is none.
     public func bond(for identity: LEAddress) throws(BondStoreError) -> Bond? {
         let p = path(for: identity)

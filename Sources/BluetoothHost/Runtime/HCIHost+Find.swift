@@ -3,7 +3,8 @@ import Synchronization
 
 /// What ``HCIHost/findDevice(_:timeout:)`` looks for.
 public enum DeviceQuery: Sendable, Hashable, CustomStringConvertible {
-    /// The device with this address (its address type is learned from its advertising).
+    /// The device with this address (its address type is learned from its advertising),
+    /// or the bonded device with this identity, behind whatever private address it uses now.
     case address(BluetoothAddress)
     /// A device with this name: an exact (case-insensitive) match, else the first whose
     /// name contains it.
@@ -33,11 +34,15 @@ extension HCIHost {
     public func findDevice(_ query: DeviceQuery, timeout: Duration) async throws(HostError) -> DiscoveredDevice {
         var config = ScanConfiguration(scanResponseWait: .zero)
         switch query {
-        case .address(let a): config.address = a
+        case .address(let a):
+            // A bonded peer with an IRK advertises from private addresses: match the identity
+            // the driver resolves, so the filter cannot be the controller's address match.
+            if !driver.resolvableIdentities.withLock({ $0.contains(a) }) { config.address = a }
         case .service(let u): config.services = [u]
         case .name: break
         }
         let wanted: [UInt8]? = if case .name(let n) = query { Self.lowercased(Array(n.utf8)) } else { nil }
+        let wantedAddress: BluetoothAddress? = if case .address(let a) = query { a } else { nil }
         let stream = scan(config)
         let result = FindResult()
         await withTaskGroup(of: Void.self) { group in
@@ -46,6 +51,7 @@ extension HCIHost {
                 do {
                     for try await event in stream {
                         let d = event.device
+                        if let wantedAddress, d.address.address != wantedAddress, d.identity?.address != wantedAddress { continue }
                         guard let wanted else {
                             result.value.withLock { $0 = .success(d) }
                             return

@@ -57,6 +57,7 @@ extension HostDriver {
 
     func openLink(_ state: LELinkState) -> LEConnection {
         let conn = LEConnection(driver: self, link: state)
+        if let id = identity(of: state.peer) { conn.setIdentity(id) }
         links[state.handle] = LinkRecord(connection: conn)
         aclFlow?.addLink(state.handle)
         l2cap.resetLink(state.handle)

@@ -110,7 +110,7 @@ extension HostDriver {
             case .securityRequested:
                 // A peripheral asks: encrypt with its bond when there is one, else pair.
                 if conn.security.encrypted { break }
-                if let bond = try? bondStore?.bond(for: conn.address), let key = bond.centralKey {
+                if let bond = try? bondStore?.bond(for: conn.peerIdentity), let key = bond.centralKey {
                     bondedSecurity[handle] = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
                                                           secureConnections: bond.secureConnections, bonded: true)
                     let command = LEEnableEncryptionCommand(connectionHandle: handle, randomNumber: key.rand,
@@ -122,6 +122,10 @@ extension HostDriver {
                     executeSMP(handle, more)
                 }
             case .paired(let result):
+                if let id = result.peerIdentityAddress {
+                    conn.setIdentity(id)
+                    if let irk = result.peerIdentityResolvingKey, result.bonded { learnIdentity(irk: irk, identity: id) }
+                }
                 conn.setSecurity(LinkSecurity(encrypted: true, keySize: Int(result.keySize), authenticated: result.authenticated,
                                               secureConnections: result.secureConnections, bonded: result.bonded))
                 let waiters = pairings[handle]?.waiters ?? []
@@ -130,7 +134,7 @@ extension HostDriver {
                 for c in waiters { c.resume(returning: .success(result)) }
                 if waiters.isEmpty, result.bonded, let store = bondStore {
                     // The peer started it: nobody awaits pair(), so the host files the bond.
-                    let bond = Bond(identity: conn.address, result: result, created: Int64(time(nil)))
+                    let bond = Bond(identity: conn.peerIdentity, result: result, created: Int64(time(nil)))
                     let events = pairingEvents
                     Task {
                         let saved: Result<Void, BondStoreError> = await runOnOwnThread {
@@ -222,7 +226,7 @@ extension HostDriver {
         let handle = e.connectionHandle
         guard links[handle] != nil else { return }
         var key = pairings[handle]?.machine.keyForEncryption(ediv: e.encryptedDiversifier, rand: e.randomNumber)
-        if key == nil, let conn = links[handle]?.connection, let bond = try? bondStore?.bond(for: conn.address),
+        if key == nil, let conn = links[handle]?.connection, let bond = try? bondStore?.bond(for: conn.peerIdentity),
            let k = bond.peripheralKey(ediv: e.encryptedDiversifier, rand: e.randomNumber) {
             // A bonded central re-encrypts: the link has the bond's security once encrypted.
             key = k
@@ -251,7 +255,7 @@ extension LEConnection {
     /// The bond kept for this peer, if the host has a bond store and one.
     public func storedBond() throws(HostError) -> Bond? {
         guard let store = driver.bondStore else { return nil }
-        do throws(BondStoreError) { return try store.bond(for: address) } catch {
+        do throws(BondStoreError) { return try store.bond(for: peerIdentity) } catch {
             throw HostError(.bondStore, error.description)
         }
     }
@@ -284,7 +288,7 @@ extension LEConnection {
         let r = try result.get()
         // A bond is kept when both asked for it (and the host has a store).
         if r.bonded, let store = driver.bondStore {
-            let bond = Bond(identity: address, result: r, created: Int64(time(nil)))
+            let bond = Bond(identity: peerIdentity, result: r, created: Int64(time(nil)))
             let saved: Result<Void, BondStoreError> = await runOnOwnThread {
                 do throws(BondStoreError) { try store.save(bond); return .success(()) } catch { return .failure(error) }
             }

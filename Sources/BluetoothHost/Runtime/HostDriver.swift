@@ -175,6 +175,10 @@ final class HostDriver: @unchecked Sendable {
     let security: SMPConfiguration?
     let pairingAgent: PairingAgent
     let bondStore: BondStore?
+    /// Bonded peers' IRKs: their resolvable private addresses to identities (driver thread).
+    var resolver: AddressResolver
+    /// The identities in `resolver`, for any thread (``HCIHost/findDevice(_:timeout:)``).
+    let resolvableIdentities: Mutex<Set<BluetoothAddress>>
     let pairingEvents: AsyncStream<PairingEvent>.Continuation
     let pairingEventStream: AsyncStream<PairingEvent>
     /// Callers of ``LEConnection/encryptWithBond()`` waiting for Encryption Change.
@@ -205,6 +209,9 @@ final class HostDriver: @unchecked Sendable {
         self.security = options.security
         self.pairingAgent = options.pairingAgent
         self.bondStore = options.bondStore
+        let entries = options.bondStore?.resolvingEntries() ?? []
+        self.resolver = AddressResolver(entries)
+        self.resolvableIdentities = Mutex(Set(entries.map(\.identity.address)))
         self.flow = HCICommandFlow(defaultTimeout: options.commandTimeout.nanoseconds)
         (incomingStream, incoming) = AsyncStream<LEConnection>.makeStream()
         (pairingEventStream, pairingEvents) = AsyncStream<PairingEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
@@ -309,9 +316,32 @@ final class HostDriver: @unchecked Sendable {
 
     func deliver(_ events: [ScanEvent]) {
         guard !events.isEmpty, let continuation = scan?.continuation else { return }
-        for e in events {
+        for var e in events {
+            if !resolver.isEmpty, let identity = resolver.resolve(e.device.address) {
+                switch e {
+                case .discovered(var d): d.identity = identity; e = .discovered(d)
+                case .updated(var d): d.identity = identity; e = .updated(d)
+                }
+            }
             if case .dropped = continuation.yield(e) { stats.droppedScanEvents += 1 }
         }
+    }
+
+    /// The identity behind a peer's address: the controller's resolution (identity address
+    /// types), else a bonded peer's IRK resolving it.
+    func identity(of address: LEAddress) -> LEAddress? {
+        switch address.type {
+        case .publicIdentity: LEAddress(address.address, type: .public)
+        case .randomIdentity: LEAddress(address.address, type: .random)
+        default: resolver.resolve(address)
+        }
+    }
+
+    /// A peer's IRK learned from pairing: its later private addresses resolve to `identity`.
+    func learnIdentity(irk: UInt128, identity: LEAddress) {
+        guard irk != 0 else { return }  // all zeros: the peer does not use private addresses
+        resolver.add(AddressResolver.Entry(irk: irk, identity: identity))
+        resolvableIdentities.withLock { _ = $0.insert(identity.address) }
     }
 
     func pollTimeout(now: UInt64) -> Int32 {

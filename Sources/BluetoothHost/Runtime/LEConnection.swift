@@ -32,6 +32,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         var attServerStarted = false
         var security = LinkSecurity.unencrypted
         var attMTU = 23
+        var identity: LEAddress?
     }
 
     let driver: HostDriver
@@ -49,6 +50,17 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         self.handle = link.handle
         self.role = link.role
         self.state = Mutex(State(link: link))
+    }
+
+    /// The peer's identity address when it is known: resolved from its private address with
+    /// a bond's IRK (or by the controller), or distributed while pairing on this link.
+    public var identity: LEAddress? { state.withLock { $0.identity } }
+
+    /// Who the peer is for bonds: its identity, else the address it connected with.
+    public var peerIdentity: LEAddress { identity ?? address }
+
+    func setIdentity(_ identity: LEAddress) {
+        state.withLock { $0.identity = identity }
     }
 
     /// Current parameters: interval, latency, supervision timeout, data length, PHY.

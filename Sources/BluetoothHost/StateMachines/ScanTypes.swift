@@ -112,6 +112,9 @@ public struct ManufacturerData: Sendable, Hashable {
 /// A device heard while scanning: an owned snapshot, safe to keep and send anywhere.
 public struct DiscoveredDevice: Sendable, Hashable {
     public var address: LEAddress
+    /// The identity of a bonded peer whose resolvable private address this is (resolved
+    /// with the IRK it gave when pairing); nil otherwise.
+    public var identity: LEAddress?
     /// dBm; nil when the controller did not measure it.
     public var rssi: Int8?
     /// Advertised TX power: the TX Power Level AD type, else the extended report's field.

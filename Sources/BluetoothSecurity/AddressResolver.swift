@@ -1,0 +1,86 @@
+import BluetoothCrypto
+import BluetoothWire
+
+/// Resolvable private addresses (Core Vol 6 Part B §1.3.2.2): a 24-bit hash of a 24-bit
+/// random part under an Identity Resolving Key, so only holders of the IRK recognise the
+/// device behind addresses that change every few minutes.
+public enum ResolvablePrivateAddress {
+    /// True for a random address whose two most significant bits are 0b01.
+    public static func isResolvable(_ address: LEAddress) -> Bool {
+        address.type == .random && address.address.rawValue >> 46 == 0b01
+    }
+
+    /// prand (the upper 24 bits, its top two bits 0b01) and hash (the lower 24).
+    public static func split(_ address: BluetoothAddress) -> (prand: UInt32, hash: UInt32) {
+        (UInt32(truncatingIfNeeded: address.rawValue >> 24), UInt32(truncatingIfNeeded: address.rawValue & 0xFF_FFFF))
+    }
+
+    /// True when `address` was made with `irk` (§1.3.2.3: hash == ah(IRK, prand)).
+    public static func resolves(_ address: BluetoothAddress, irk: UInt128) -> Bool {
+        let (prand, hash) = split(address)
+        guard prand >> 22 == 0b01, let h = try? SecurityFunctions.ah(k: irk.bigEndianBytes, r: prand) else { return false }
+        return h == hash
+    }
+
+    /// A new address from `irk` and 22 random bits (§1.3.2.2); neither part all zeros or
+    /// all ones, as the specification asks.
+    public static func make(irk: UInt128, random: UInt32) throws(SecurityFunctions.Failure) -> BluetoothAddress {
+        var bits = random & 0x3F_FFFF
+        if bits == 0 || bits == 0x3F_FFFF { bits = 0x15_5555 }
+        let prand = 0x40_0000 | bits
+        let hash = try SecurityFunctions.ah(k: irk.bigEndianBytes, r: prand)
+        return BluetoothAddress(rawValue: UInt64(prand) << 24 | UInt64(hash))
+    }
+}
+
+/// The host's resolving list: the IRKs of bonded peers with their identity addresses.
+/// ``resolve(_:)`` answers which bonded peer a resolvable private address belongs to; it
+/// keeps the last answers (one AES per IRK is the cost of a miss), so a crowd of advertisers
+/// reporting again and again costs a dictionary lookup each.
+public struct AddressResolver: Sendable {
+    public struct Entry: Sendable, Hashable {
+        public var irk: UInt128
+        public var identity: LEAddress
+        public init(irk: UInt128, identity: LEAddress) {
+            self.irk = irk
+            self.identity = identity
+        }
+    }
+
+    public private(set) var entries: [Entry]
+    /// Address → index into `entries` (-1: resolves to none of them).
+    private var answers: [UInt64: Int] = [:]
+    /// Answers kept before the table starts over.
+    public static let answerLimit = 4096
+
+    public init(_ entries: [Entry] = []) {
+        self.entries = []
+        for e in entries { add(e) }
+    }
+
+    public var isEmpty: Bool { entries.isEmpty }
+
+    /// Adds (or replaces, by identity) a peer's key.
+    public mutating func add(_ entry: Entry) {
+        entries.removeAll { $0.identity == entry.identity }
+        entries.append(entry)
+        answers = [:]
+    }
+
+    public mutating func remove(identity: LEAddress) {
+        entries.removeAll { $0.identity == identity }
+        answers = [:]
+    }
+
+    /// The identity behind `address`: nil when it is not a resolvable private address or
+    /// no key resolves it.
+    public mutating func resolve(_ address: LEAddress) -> LEAddress? {
+        guard !entries.isEmpty, ResolvablePrivateAddress.isResolvable(address) else { return nil }
+        let raw = address.address.rawValue
+        if let i = answers[raw] { return i >= 0 ? entries[i].identity : nil }
+        let i = entries.firstIndex { ResolvablePrivateAddress.resolves(address.address, irk: $0.irk) } ?? -1
+        if answers.count >= Self.answerLimit { answers = [:] }
+        answers[raw] = i
+        return i >= 0 ? entries[i].identity : nil
+    }
+}
