@@ -157,6 +157,19 @@ public struct SMPPairing: Sendable {
         do throws(SMPStepError) { return try resumeAfterUser(now: now) } catch { return fail(error.reason, error.message, now: now) }
     }
 
+    /// The user typing the passkey pressed a key: tell the peer (Pairing Keypress
+    /// Notification, §3.5.8) when both asked for keypress notifications; nothing otherwise.
+    public mutating func keypress(_ type: SMPKeypressNotificationType, now: UInt64) -> [SMPAction] {
+        guard isActive, waitingForUser, case .passkeyEntry(false, _)? = method, keypressAgreed else { return [] }
+        return [send(pdu(.pairingKeypressNotification(type)), now: now)]
+    }
+
+    /// Both Pairing Request and Response asked for keypress notifications.
+    private var keypressAgreed: Bool {
+        request?.authenticationRequirements.contains(.keypress) == true
+            && response?.authenticationRequirements.contains(.keypress) == true
+    }
+
     /// The user compared the numbers (false: they differ, or the user said no).
     public mutating func numericComparisonConfirmed(_ same: Bool, now: UInt64) -> [SMPAction] {
         guard isActive, waitingForUser, method == .numericComparison else { return [] }
@@ -230,9 +243,8 @@ public struct SMPPairing: Sendable {
         case .pairingDHKeyCheck(let value):
             return try dhKeyCheck(value, now: now)
         case .pairingKeypressNotification(let type):
-            guard isActive, case .passkeyEntry? = method,
-                  request?.authenticationRequirements.contains(.keypress) == true,
-                  response?.authenticationRequirements.contains(.keypress) == true else { return [] }
+            // Only from the side that types, while the passkey is being typed there.
+            guard isActive, case .passkeyEntry(_, peerDisplays: false)? = method, keypressAgreed else { return [] }
             return [.keypress(type)]
         case .encryptionInformation, .centralIdentification, .identityInformation, .identityAddressInformation,
              .signingInformation:

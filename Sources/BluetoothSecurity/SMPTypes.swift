@@ -87,6 +87,8 @@ public struct SMPConfiguration: Sendable {
     public var signatureKey: UInt128?
     /// SMP's timeout (Core Vol 3 Part H §3.4: 30 s), in nanoseconds.
     public var timeout: UInt64
+    /// Ask for Keypress Notifications during Passkey Entry (§3.5.8): used when both ask.
+    public var keypressNotifications: Bool = false
 
     public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
                 secureConnections: Bool = true, secureConnectionsOnly: Bool = false,
@@ -115,6 +117,7 @@ public struct SMPConfiguration: Sendable {
         if bonding { a.insert(.bonding) }
         if mitm { a.insert(.mitm) }
         if secureConnections { a.insert(.secureConnections) }
+        if keypressNotifications { a.insert(.keypress) }
         return a
     }
 }

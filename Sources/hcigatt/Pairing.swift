@@ -55,6 +55,8 @@ enum SecurityOptions {
         c.secureConnectionsOnly = args.flag("sc-only")
         c.secureConnections = !args.flag("legacy-pairing")
         c.bonding = !args.flag("no-bond")
+        // With a display, a device typing our passkey may report its keys (shown on stderr).
+        c.keypressNotifications = [.displayOnly, .displayYesNo, .keyboardDisplay].contains(c.ioCapability)
         _ = try passkey(args)
         _ = try confirm(args)
         return c
@@ -115,6 +117,10 @@ enum SecurityOptions {
                 Console.errRaw("does \(link.address) show \(sixDigits(n))? [y/N] ")
                 let line = await runOnOwnThread { readLine(strippingNewline: true) }
                 return line == "y" || line == "yes"
+            },
+            keypress: { link, type in
+                // The device's user typing the passkey shown here.
+                Console.err("\(link.address): \(type.name?.lowercased() ?? "keypress \(type.rawValue)")")
             })
     }
 

@@ -92,4 +92,69 @@ import Testing
         #expect(await eventually { fake.commands.contains(.leLongTermKeyRequestNegativeReply) })
         await host.close()
     }
+
+    /// A central on the far side of a fake controller, pairing with our host as peripheral.
+    final class Central: @unchecked Sendable {
+        let machine: Mutex<SMPPairing>
+        let outcomes = Mutex<[SMPAction]>([])
+        let typed: UInt32
+        init(passkey: UInt32) {
+            typed = passkey
+            machine = Mutex(Self.fresh())
+        }
+        static func fresh() -> SMPPairing {
+            SMPPairing(role: .initiator, configuration: SMPConfiguration(ioCapability: .keyboardOnly, mitm: true),
+                       localAddress: peerA, peerAddress: LEAddress(BluetoothAddress(0x11, 0x22, 0x33, 0x44, 0x55, 0x66), type: .public))
+        }
+        func run(_ actions: [SMPAction], _ fake: FakeControllerTransport) {
+            for a in actions {
+                switch a {
+                case .send(let pdu): fake.injectACL(handle: 0x41, l2capFrameBytes(cid: 6, pdu))
+                case .requestPasskey: run(machine.withLock { $0.passkeyEntered(typed, now: 0) }, fake)
+                default: outcomes.withLock { $0.append(a) }
+                }
+            }
+        }
+        var failures: [SMPFailure] {
+            outcomes.withLock { $0.compactMap { if case .failed(let f) = $0 { f } else { nil } } }
+        }
+    }
+
+    @Test func aPeripheralMakesACentralThatFailedItsCheckWait() async throws {
+        let central = Central(passkey: 999_999)
+        let shown = Mutex<[UInt32]>([])
+        let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in
+            let (_, _, l2cap) = aclParts(bytes)
+            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
+            let pdu = Array(l2cap[4...])
+            central.run(pdu.withUnsafeBytes { b in central.machine.withLock { $0.received(b, now: 0) } }, fake)
+        })
+        let agent = PairingAgent.fixed(passkey: nil, confirm: false, display: { _, v in shown.withLock { $0.append(v) } })
+        let host = try await HCIHost.open(transport: fake, options: HostOptions(security: SMPConfiguration(ioCapability: .displayOnly),
+                                                                                 pairingAgent: agent))
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
+        let link = await incoming.next()
+        // The central types a wrong passkey: our check fails it.
+        central.run(central.machine.withLock { $0.start(now: 0) }, fake)
+        #expect(await eventually { !central.failures.isEmpty })
+        #expect(central.failures.first?.reason == .confirmValueFailed && shown.withLock { $0.count } == 1)
+        // It tries again at once: refused with Repeated Attempts, no passkey shown.
+        central.machine.withLock { $0 = Central.fresh() }
+        central.run(central.machine.withLock { $0.start(now: 0) }, fake)
+        #expect(await eventually { central.failures.count == 2 })
+        #expect(central.failures.last?.reason == .repeatedAttempts && central.failures.last?.origin == .peer)
+        #expect(shown.withLock { $0.count } == 1)
+        // Asking that central to pair from our side is refused the same way, with the wait.
+        do {
+            _ = try await link?.pair()
+            Issue.record("paired")
+        } catch {
+            #expect(error.kind == .pairingFailed(.repeatedAttempts))
+            #expect(error.message.contains("wait 2 s"))
+        }
+        #expect(HostDriver.repeatedAttemptsWait(1) == 2_000_000_000 && HostDriver.repeatedAttemptsWait(3) == 8_000_000_000
+                && HostDriver.repeatedAttemptsWait(40) == 64_000_000_000)
+        await host.close()
+    }
 }

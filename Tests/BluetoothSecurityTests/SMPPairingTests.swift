@@ -35,6 +35,10 @@ struct PairingLink {
     var sentByCentral: [[UInt8]] = []
     var sentByPeripheral: [[UInt8]] = []
     var encryptedWith: SMPLongTermKey?
+    /// The typing side reports these keys before it enters the passkey.
+    var keysTyped: [SMPKeypressNotificationType] = []
+    /// Keypress notifications each side passed to its user.
+    var keypressesSeen: [(byPeripheral: Bool, SMPKeypressNotificationType)] = []
 
     init(central: SMPConfiguration, peripheral: SMPConfiguration, seed: UInt64 = 1) {
         self.central = SMPPairing(role: .initiator, configuration: central, localAddress: centralAddress,
@@ -66,6 +70,9 @@ struct PairingLink {
             case .requestPasskey:
                 // The other side displayed it already (it shows before it waits), or both type.
                 let value = typed ?? shown.last ?? 123_456
+                for k in keysTyped {
+                    queue += (fromPeripheral ? peripheral.keypress(k, now: now) : central.keypress(k, now: now)).map { (fromPeripheral, $0) }
+                }
                 queue += (fromPeripheral ? peripheral.passkeyEntered(value, now: now) : central.passkeyEntered(value, now: now))
                     .map { (fromPeripheral, $0) }
             case .confirmNumber(let v):
@@ -76,7 +83,9 @@ struct PairingLink {
                 if fromPeripheral { peripheralResult = .success(r) } else { centralResult = .success(r) }
             case .failed(let f):
                 if fromPeripheral { peripheralResult = .failure(f) } else { centralResult = .failure(f) }
-            case .keypress, .securityRequested:
+            case .keypress(let k):
+                keypressesSeen.append((fromPeripheral, k))
+            case .securityRequested:
                 Issue.record("\(sender): unexpected \(action)")
             }
         }
@@ -126,6 +135,24 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
             // 20 rounds: a Pairing Confirm and a Pairing Random each way per bit of the passkey.
             #expect(link.sentByCentral.filter { $0.first == 0x03 }.count == 20)
             #expect(link.sentByPeripheral.filter { $0.first == 0x04 }.count == 20)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func keypressesReachTheDisplayingSideOnlyWhenBothAskedForThem(both: Bool) {
+        var c = config(.keyboardOnly, mitm: true), p = config(.displayOnly)
+        c.keypressNotifications = true
+        p.keypressNotifications = both
+        var link = PairingLink(central: c, peripheral: p)
+        link.keysTyped = [.passkeyEntryStarted, .passkeyDigitEntered, .passkeyDigitErased, .passkeyEntryCompleted]
+        link.run()
+        guard case .success? = link.peripheralResult else { Issue.record("\(String(describing: link.peripheralResult))"); return }
+        let sent = link.sentByCentral.filter { $0.first == 0x0E }
+        if both {
+            #expect(sent.map { $0 } == [[0x0E, 0], [0x0E, 1], [0x0E, 2], [0x0E, 4]])
+            #expect(link.keypressesSeen.map(\.1) == link.keysTyped && link.keypressesSeen.allSatisfy(\.byPeripheral))
+        } else {
+            #expect(sent.isEmpty && link.keypressesSeen.isEmpty, "no notifications unless both asked")
         }
     }
 

@@ -64,15 +64,46 @@ extension HostDriver {
             c.resume(returning: .failure(HostError(.pairingFailed(.unspecifiedReason), "SMP timed out on this link; it needs a new connection (Core Vol 3 Part H §3.4)")))
             return
         }
-        r.waiters.append(c)
         let now = Sys.now()
+        if !r.machine.isActive {
+            let wait = repeatedAttemptsRemaining(conn, now: now)
+            if wait > 0 {
+                c.resume(returning: .failure(HostError(.pairingFailed(.repeatedAttempts),
+                    "pairing with \(conn.address) failed its checks just before: wait \((wait + 999_999_999) / 1_000_000_000) s (Repeated Attempts, Core Vol 3 Part H §2.3.6)")))
+                return
+            }
+        }
+        r.waiters.append(c)
         let actions = r.machine.isActive ? [] : (r.machine.role == .initiator ? r.machine.start(now: now) : r.machine.requestSecurity(now: now))
         pairings[conn.handle] = r
         executeSMP(conn.handle, actions)
     }
 
+    /// How long a peer waits after `failures` failed checks in a row: 2, 4, 8 ... 64 s
+    /// (doubling, as §2.3.6 asks, from BlueZ's and Zephyr's order of magnitude).
+    static func repeatedAttemptsWait(_ failures: Int) -> UInt64 {
+        UInt64(1) << UInt64(min(failures, 6)) * 1_000_000_000
+    }
+
+    /// Nanoseconds the peer on `conn` must still wait before pairing again (0: none).
+    func repeatedAttemptsRemaining(_ conn: LEConnection, now: UInt64) -> UInt64 {
+        guard let b = pairingBackoff[conn.peerIdentity], b.until > now else { return 0 }
+        return b.until - now
+    }
+
     func smpReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {
         guard machine(handle, configuration: nil, agent: nil), var r = pairings[handle] else { return }
+        // A new Pairing Request (we respond) or Security Request (we would start) from a
+        // peer still waiting out failed attempts: Pairing Failed, Repeated Attempts.
+        if !r.machine.isActive, let code = payload.first,
+           (code == SMPCode.pairingRequest.rawValue && r.machine.role == .responder)
+            || (code == SMPCode.securityRequest.rawValue && r.machine.role == .initiator),
+           let conn = links[handle]?.connection, repeatedAttemptsRemaining(conn, now: Sys.now()) > 0 {
+            if let frame = try? L2CAPChannels.frame(.smp, [SMPCode.pairingFailed.rawValue, SMPPairingFailedReason.repeatedAttempts.rawValue]) {
+                sendFrame(frame, handle: handle, accounted: false)
+            }
+            return
+        }
         let actions = r.machine.received(payload, now: Sys.now())
         pairings[handle] = r
         executeSMP(handle, actions)
@@ -105,8 +136,8 @@ extension HostDriver {
                     let ok = await agent.confirmNumber(conn, n)
                     self?.post(.run({ $0.userAnswered(handle, conn, g) { m, now in m.numericComparisonConfirmed(ok, now: now) } }, refused: { _ in }))
                 }
-            case .keypress:
-                break
+            case .keypress(let type):
+                (pairings[handle]?.agent ?? pairingAgent).keypress(conn, type)
             case .securityRequested:
                 // A peripheral asks: encrypt with its bond when there is one, else pair.
                 if conn.security.encrypted { break }
@@ -122,6 +153,7 @@ extension HostDriver {
                     executeSMP(handle, more)
                 }
             case .paired(let result):
+                pairingBackoff[conn.peerIdentity] = nil
                 if let id = result.peerIdentityAddress {
                     conn.setIdentity(id)
                     if let irk = result.peerIdentityResolvingKey, result.bonded { learnIdentity(irk: irk, identity: id) }
@@ -144,6 +176,13 @@ extension HostDriver {
                     }
                 }
             case .failed(let f):
+                if f.origin == .local, [.confirmValueFailed, .dhKeyCheckFailed].contains(f.reason) {
+                    // Our check failed: a wrong passkey, or someone guessing; the next attempt waits.
+                    let now = Sys.now()
+                    if pairingBackoff.count >= 256 { pairingBackoff = pairingBackoff.filter { $0.value.until > now } }
+                    let n = (pairingBackoff[conn.peerIdentity]?.failures ?? 0) + 1
+                    pairingBackoff[conn.peerIdentity] = (n, now &+ Self.repeatedAttemptsWait(n))
+                }
                 let waiters = pairings[handle]?.waiters ?? []
                 pairings[handle]?.waiters = []
                 let detail = f.origin == .local ? "\(f.message) (Pairing Failed: \(f.reason))" : f.message

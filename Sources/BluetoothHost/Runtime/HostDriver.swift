@@ -185,6 +185,9 @@ final class HostDriver: @unchecked Sendable {
     var encryptionWaiters: [UInt16: [CheckedContinuation<Result<Void, HostError>, Never>]] = [:]
     /// The security a link gets once an encryption with a bond's key completes.
     var bondedSecurity: [UInt16: LinkSecurity] = [:]
+    /// Repeated Attempts (Core Vol 3 Part H §2.3.6): per peer, the pairings that failed our
+    /// checks in a row and until when the next is refused.
+    var pairingBackoff: [LEAddress: (failures: Int, until: UInt64)] = [:]
     /// Incoming links (we are peripheral), for ``HCIHost/incomingConnections``.
     let incoming: AsyncStream<LEConnection>.Continuation
     let incomingStream: AsyncStream<LEConnection>

@@ -1,4 +1,5 @@
 import BluetoothSecurity
+import BluetoothWire
 
 /// Who answers for the user during pairing: shows passkeys, asks for the one the peer
 /// shows, asks whether two numbers match. Called off the driver thread (the answers may
@@ -10,13 +11,18 @@ public struct PairingAgent: Sendable {
     public var enterPasskey: @Sendable (LEConnection) async -> UInt32?
     /// Whether the peer shows this number too (Numeric Comparison).
     public var confirmNumber: @Sendable (LEConnection, UInt32) async -> Bool
+    /// The peer's user pressed a key while typing the passkey we show (Keypress
+    /// Notification; only with ``SMPConfiguration/keypressNotifications`` on both sides).
+    public var keypress: @Sendable (LEConnection, SMPKeypressNotificationType) -> Void
 
     public init(displayPasskey: @escaping @Sendable (LEConnection, UInt32) -> Void,
                 enterPasskey: @escaping @Sendable (LEConnection) async -> UInt32?,
-                confirmNumber: @escaping @Sendable (LEConnection, UInt32) async -> Bool) {
+                confirmNumber: @escaping @Sendable (LEConnection, UInt32) async -> Bool,
+                keypress: @escaping @Sendable (LEConnection, SMPKeypressNotificationType) -> Void = { _, _ in }) {
         self.displayPasskey = displayPasskey
         self.enterPasskey = enterPasskey
         self.confirmNumber = confirmNumber
+        self.keypress = keypress
     }
 
     /// No user: Just Works only (a passkey request is cancelled, a comparison refused).
