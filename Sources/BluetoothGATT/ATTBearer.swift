@@ -50,10 +50,19 @@ public protocol ATTBearer: AnyObject, Sendable {
     /// Waits until ``hasRoom(for:)`` holds, or the bearer closed: back-pressure for a
     /// sender of notifications.
     func waitForRoom(for bytes: Int) async
+
+    /// The peer's identity address when known (bonds are kept by it).
+    var peerIdentity: LEAddress? { get }
+
+    /// Calls `body` after each change of the link's security (a bearer that cannot tell
+    /// never calls it).
+    func observeSecurity(_ body: @escaping @Sendable (LinkSecurity) -> Void)
 }
 
 extension ATTBearer {
     public var security: LinkSecurity { .unencrypted }
+    public var peerIdentity: LEAddress? { nil }
+    public func observeSecurity(_ body: @escaping @Sendable (LinkSecurity) -> Void) {}
     public var sendsWithoutBlocking: Bool { false }
     public var negotiatedMTU: Int? { nil }
     public func mtuNegotiated(_ mtu: Int) {}

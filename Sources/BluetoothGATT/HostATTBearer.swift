@@ -15,6 +15,8 @@ public final class HostATTBearer: ATTBearer {
     }
 
     public var security: LinkSecurity { connection.security }
+    public var peerIdentity: LEAddress? { connection.peerIdentity }
+    public func observeSecurity(_ body: @escaping @Sendable (LinkSecurity) -> Void) { connection.observeSecurity(body) }
     /// `sendATT` posts to the host's driver thread; it never waits.
     public var sendsWithoutBlocking: Bool { true }
     public var negotiatedMTU: Int? {

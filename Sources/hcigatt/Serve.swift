@@ -107,6 +107,11 @@ final class ServeOutput: Sendable {
                  text: "no confirmation of \(l.text) from \(c.peer) within 30 s: closing its link")
         case .peerFault(let c, let detail):
             emit("peer-fault", clientFields(c) + [Field("detail", .text(detail))], text: "\(c.peer): \(detail)")
+        case .bondRestored(let c, let subscriptions, let serviceChanged):
+            emit("bond-restored", clientFields(c) + [Field("subscriptions", .uint(UInt64(subscriptions))),
+                                                     Field("service_changed", .bool(serviceChanged))],
+                 text: "\(c.peer): bonded client back, \(subscriptions) subscription\(subscriptions == 1 ? "" : "s") restored"
+                     + (serviceChanged ? "; the database changed since: Service Changed sent" : ""))
         }
     }
 }
@@ -204,7 +209,10 @@ enum ServeCommand {
         let services = [GATTLocalService.genericAccess(deviceName: name, appearance: appearance), .genericAttribute()]
             + (profiles.flatMap(\.services) + extra).map { requirement.map($0.requiring) ?? $0 }
         let server: GATTServer
-        do { server = try GATTServer(services: services) } catch { throw RuntimeError("cannot build the GATT database: \(error)") }
+        // Bonded clients keep their subscriptions across connections (and restarts).
+        let bonded = GATTBondedClients(store: SecurityOptions.bondStore(args))
+        for failure in bonded.loadFailures { Console.err("serve: \(failure) (not used)") }
+        do { server = try GATTServer(services: services, bondedClients: bonded) } catch { throw RuntimeError("cannot build the GATT database: \(error)") }
         let advertised = profiles.flatMap(\.advertised) + extra.filter(\.isPrimary).map(\.uuid)
         let extended = args.flag("extended")
         let (adv, scanResponse) = extended
@@ -274,6 +282,8 @@ enum ServeCommand {
         }
         await host.stopAdvertising()
         try await session.close()
+        await bonded.flush()
+        for failure in bonded.writeFailures { Console.err("serve: could not keep a bonded client's subscriptions: \(failure)") }
         if let failure { throw failure }
         return 0
     }

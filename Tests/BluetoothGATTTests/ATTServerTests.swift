@@ -813,3 +813,66 @@ enum SpecExampleDatabase {
         ]
     }
 }
+
+/// A bonded client's configuration across connections (Core Vol 3 Part G §3.3.3.3, §7.1).
+@Suite struct BondedClientStateTests {
+    @Test("GATT/SR/GAN/BV-03-C, GAI/BV-02-C: a bonded client's CCCDs come back on its next connection")
+    func cccdsComeBack() throws {
+        var h = try ServerHarness()
+        #expect(h.send("12 17 00 01 00") == "13")   // notify the 128-bit characteristic
+        #expect(h.send("12 09 00 02 00") == "13")   // Service Changed indications
+        #expect(h.send("12 0B 00 01") == "13")      // robust caching
+        let kept = try #require(h.server.bondedState(of: h.a))
+        #expect(kept.configurations == [0x0017: 0x0001, 0x0009: 0x0002] && kept.serviceChanged == 0x0002)
+        #expect(kept.features == .robustCaching && kept.changeAware && kept.databaseHash == h.server.table.hash)
+        h.server.disconnect(h.a)
+        // The next connection: nothing until the bond is back.
+        h.server.connect(h.a)
+        #expect(h.server.subscribers(of: 0x0016).isEmpty)
+        let due = h.server.restore(h.a, kept)
+        #expect(!due, "same database: no Service Changed due")
+        #expect(h.server.configuration(of: h.a, valueHandle: 0x0016) == .notify)
+        #expect(h.server.features(of: h.a) == .robustCaching && h.server.isChangeAware(h.a) == true)
+        var out: [UInt8] = []
+        try h.server.notify(h.a, handle: 0x0016, value: UnsafeRawBufferPointer(start: nil, count: 0)) { out = Array($0) }
+        #expect(out == bytes("1B 16 00"))
+    }
+
+    @Test("A bonded client that missed a change is change-unaware and gets Service Changed")
+    func aMissedChange() throws {
+        var h = try ServerHarness()
+        #expect(h.send("12 17 00 01 00") == "13")
+        #expect(h.send("12 09 00 02 00") == "13")
+        let kept = try #require(h.server.bondedState(of: h.a))
+        h.server.disconnect(h.a)
+        var services = ServerHarness.services()
+        services.insert(GATTLocalService(uuid: BluetoothUUID(0x180F), characteristics: [
+            GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], value: .stored([99])),
+        ]), at: 2)
+        _ = h.server.replaceTable(try GATTAttributeTable(services: services))
+        h.server.connect(h.a)
+        let due = h.server.restore(h.a, kept)
+        #expect(due, "Service Changed is due")
+        #expect(h.server.isChangeAware(h.a) == false)
+        // Only Service Changed's configuration survives: 0x0017 is another attribute now.
+        #expect(h.server.bondedState(of: h.a)?.configurations == [0x0009: 0x0002])
+        var out: [UInt8] = []
+        try h.server.serviceChangedIndication(to: h.a, now: 0) { out = Array($0) }
+        #expect(out == bytes("1D 08 00 01 00 FF FF"))
+        #expect(h.send("1E") == nil)
+        #expect(h.server.isChangeAware(h.a) == true)
+    }
+
+    @Test func whatTheClientWroteOnThisConnectionWinsAndJunkHandlesAreIgnored() throws {
+        var h = try ServerHarness()
+        let kept = ATTBondedClientState(databaseHash: h.server.table.hash,
+                                        configurations: [0x0017: 0x0003, 0x0011: 0x0002, 0x0016: 0x0001, 0x7777: 0x0001],
+                                        serviceChanged: 0, features: [], changeAware: true)
+        #expect(h.send("12 17 00 00 00") == "13")   // the client turned it off before encrypting
+        let due = h.server.restore(h.a, kept)
+        #expect(!due)
+        // 0x0016 is a value and 0x7777 does not exist: neither is a CCCD; the bits are cut to notify|indicate.
+        #expect(h.server.bondedState(of: h.a)?.configurations == [0x0011: 0x0002])
+        #expect(h.server.configuration(of: h.a, valueHandle: 0x0010) == .indicate)
+    }
+}

@@ -210,6 +210,60 @@ class BumbleCentralTests(unittest.TestCase):
             finally:
                 centrals.close()
 
+    def test_a_bonded_central_gets_its_subscriptions_back_and_learns_of_a_changed_database(self):
+        # Core Vol 3 Part G §3.3.3.3 (CCCDs persist for bonded clients; GATT/SR/GAN/BV-03-C)
+        # and §7.1 (a bonded client that missed a change gets Service Changed), across runs
+        # of serve and of the central, which keep their keys in files.
+        with tempfile.TemporaryDirectory() as tmp:
+            bonds = os.path.join(tmp, 'bonds')
+            keys = os.path.join(tmp, 'central-keys.json')
+
+            def world(profiles, *central_args):
+                centrals = Centrals('--centrals', '1', '--target', 'Bond-1', '--listen', '2.5', '--keystore', keys,
+                                    *central_args)
+                try:
+                    with Serve(centrals.transport, '--profile', profiles, '--name', 'Bond-1', '--bond-dir', bonds) as serve:
+                        results, log = centrals.results(1)
+                        self.assertEqual(len(results), 1, log)
+                        r = results[0]
+                        self.assertIsNone(r['error'], f'{r["error"]}\n{log}\n{serve.stderr()}')
+                        restored = serve.wait('bond-restored', 1)
+                        self.assertEqual(serve.close(), 0, serve.stderr())
+                        return r, restored
+                finally:
+                    centrals.close()
+
+            def handle_of(r, uuid):
+                return next(c['handle'] for s in r['services'] for c in s['characteristics'] if c['uuid'] == uuid)
+
+            # 1: pair, subscribe to Heart Rate Measurement and Service Changed, leave both on.
+            r, restored = world('heartrate', '--pair', '--keep-subscribed', '--subscribe-service-changed')
+            self.assertTrue(r['paired'])
+            self.assertTrue(r['values']['2A37'], r)
+            self.assertIsNone(restored, 'nothing to restore for a new bond')
+            self.assertIn('D0D1D2D3D401-public.gatt-server', os.listdir(bonds))
+            hrm = handle_of(r, '2A37')
+            # 2: a new serve with the same database; encrypting with the bond brings both back:
+            # notifications arrive though this run writes no CCCD.
+            r, restored = world('heartrate', '--encrypt', '--no-subscribe', '--record')
+            self.assertTrue(r['encrypted'])
+            self.assertEqual((restored['subscriptions'], restored['service_changed']), (2, False), restored)
+            notified = [x for x in r['received'] if x['kind'] == 'notification' and x['handle'] == hrm]
+            self.assertTrue(notified, r['received'])
+            self.assertTrue(all(x['t'] >= r['encrypted_at'] - 0.05 for x in notified), 'nothing before encryption')
+            self.assertFalse([x for x in r['received'] if x['kind'] == 'indication'], 'no Service Changed: nothing changed')
+            # 3: the database changed (Battery first moves every handle): Service Changed for
+            # the whole range; the old subscriptions are gone (their handles mean other things).
+            r, restored = world('battery,heartrate', '--encrypt', '--no-subscribe', '--record')
+            self.assertEqual((restored['subscriptions'], restored['service_changed']), (1, True), restored)
+            indications = [x for x in r['received'] if x['kind'] == 'indication']
+            self.assertEqual([x['value'] for x in indications], ['0100ffff'], r['received'])
+            self.assertFalse([x for x in r['received'] if x['kind'] == 'notification'], r['received'])
+            # Forgetting the bond forgets the rest.
+            rc, out, err = hcigatt('unpair', 'D0:D1:D2:D3:D4:01', '--bond-dir', bonds)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(os.listdir(bonds), [])
+
     def check_central(self, r):
         self.assertEqual(r['mtu'], 517)
         uuids = [s['uuid'] for s in r['services']]

@@ -13,17 +13,26 @@ unsubscribes and disconnects. Each central prints one JSON result line:
    "writes": [{"uuid", "value", "error"}], "values": {uuid: [hex, ...]}, "error": null}
 
 then keeps the world up until SIGTERM (checks are the test's business).
+
+Bonds across runs: --keystore FILE keeps the centrals' keys in a JSON file; a later run
+with --encrypt encrypts with them instead of pairing. --keep-subscribed leaves the CCCDs
+enabled when disconnecting, --no-subscribe writes none, --subscribe-service-changed
+enables Service Changed indications, and --record puts every notification and indication
+received from the moment of connecting, subscribed or not, in "received":
+[{"kind", "handle", "value"}] (what a bonded client gets without asking again).
 """
 import argparse
 import asyncio
 import json
 import logging
 import signal
+import time
 
 from bumble import att, hci
 from bumble.controller import Controller
 from bumble.device import Device, Peer
 from bumble.host import Host
+from bumble.keys import JsonKeyStore
 from bumble.transport.common import AsyncPipeSink
 
 from bumble_peer import PeerLink, start_host_controller
@@ -55,6 +64,7 @@ async def find(device: Device, name: str, timeout: float):
 
 async def run_central(index: int, device: Device, args, turns) -> dict:
     result = {'central': index, 'error': None}
+    started = time.monotonic()
     try:
         # Bumble's link completes a central's connection even when the peripheral stopped
         # advertising for another one a moment before (a radio would not): the centrals
@@ -67,11 +77,27 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
             connection = await asyncio.wait_for(device.connect(address, own_address_type=hci.OwnAddressType.PUBLIC), 15)
         finally:
             turns[index].set()
+        peer = Peer(connection)
+        if args.record:
+            received = result['received'] = []
+            client = peer.gatt_client
+            for kind in ('notification', 'indication'):
+                original = getattr(client, f'on_att_handle_value_{kind}')
+
+                def hook(pdu, kind=kind, original=original):
+                    received.append({'kind': kind, 'handle': pdu.attribute_handle,
+                                     'value': bytes(pdu.attribute_value).hex(), 't': round(time.monotonic() - started, 3)})
+                    original(pdu)
+                setattr(client, f'on_att_handle_value_{kind}', hook)
         if args.pair:
             # Pair first (Bumble's defaults: Secure Connections, bonding, no IO: Just Works).
             await asyncio.wait_for(connection.pair(), 30)
             result['paired'] = bool(connection.is_encrypted)
-        peer = Peer(connection)
+        elif args.encrypt:
+            # A bond from an earlier run (--keystore): encrypt with its key, no pairing.
+            await asyncio.wait_for(connection.encrypt(), 15)
+            result['encrypted'] = bool(connection.is_encrypted)
+            result['encrypted_at'] = round(time.monotonic() - started, 3)
         result['mtu'] = await peer.request_mtu(517)
         services = []
         chars = {}
@@ -125,16 +151,20 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
 
         values = {}
         subscribed = []
+        if args.subscribe_service_changed and '2A05' in chars:
+            values['2A05'] = []
+            await peer.subscribe(chars['2A05'], lambda v: values['2A05'].append(bytes(v).hex()), prefer_notify=False)
         for uuid, c in chars.items():
-            if uuid == '2A05' or not c.properties & 0x30:
+            if args.no_subscribe or uuid == '2A05' or not c.properties & 0x30:
                 continue
             values[uuid] = []
             await peer.subscribe(c, lambda v, u=uuid: values[u].append(bytes(v).hex()),
                                  prefer_notify=bool(c.properties & 0x10))
             subscribed.append(c)
         await asyncio.sleep(args.listen)
-        for c in subscribed:
-            await peer.unsubscribe(c)
+        if not args.keep_subscribed:
+            for c in subscribed:
+                await peer.unsubscribe(c)
         result['values'] = values
         await connection.disconnect()
     except Exception as e:  # reported in the result line; the test fails on it
@@ -157,6 +187,12 @@ async def main() -> None:
     parser.add_argument('--pair', action='store_true', help='each central pairs before discovering')
     parser.add_argument('--extended-advertising', action='store_true',
                         help="hcigatt's controller claims the extended advertising commands (Bluetooth 5)")
+    parser.add_argument('--keystore', default=None, metavar='FILE', help='keep the keys in FILE (JSON)')
+    parser.add_argument('--encrypt', action='store_true', help='encrypt with the stored keys instead of pairing')
+    parser.add_argument('--keep-subscribed', action='store_true', help='leave the CCCDs enabled')
+    parser.add_argument('--no-subscribe', action='store_true', help='write no CCCD')
+    parser.add_argument('--subscribe-service-changed', action='store_true')
+    parser.add_argument('--record', action='store_true', help='record every notification and indication')
     parser.add_argument('--verbose', action='store_true')
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)
@@ -170,6 +206,8 @@ async def main() -> None:
         controller = Controller(f'central{i}', link=link, public_address=address)
         device = Device(name=f'central{i}', address=hci.Address(address),
                         host=Host(controller, AsyncPipeSink(controller)))
+        if args.keystore:
+            device.keystore = JsonKeyStore(address, args.keystore)
         await device.power_on()
         devices.append(device)
     print(json.dumps({'ready': True, 'port': server_socket.getsockname()[1]}), flush=True)

@@ -94,6 +94,29 @@ public enum ATTServerError: Error, Sendable, Equatable, CustomStringConvertible 
 /// Supported for an unknown request; commands with errors and unknown commands are dropped.
 ///
 /// Time is an input: `now` is a monotonic clock in nanoseconds.
+/// A bonded client's configuration on this server, kept across its connections
+/// (``ATTServer/bondedState(of:)``, ``ATTServer/restore(_:_:)``).
+public struct ATTBondedClientState: Sendable, Hashable {
+    /// The Database Hash of the database the handles below belong to (most significant first).
+    public var databaseHash: [UInt8]
+    /// CCCD handle → its bits (notify 0x0001, indicate 0x0002).
+    public var configurations: [UInt16: UInt16]
+    /// The bits of Service Changed's CCCD: kept when the database changes, which the other
+    /// CCCDs are not.
+    public var serviceChanged: UInt16
+    public var features: GATTClientFeatures
+    public var changeAware: Bool
+
+    public init(databaseHash: [UInt8], configurations: [UInt16: UInt16], serviceChanged: UInt16,
+                features: GATTClientFeatures, changeAware: Bool) {
+        self.databaseHash = databaseHash
+        self.configurations = configurations
+        self.serviceChanged = serviceChanged
+        self.features = features
+        self.changeAware = changeAware
+    }
+}
+
 public struct ATTServer: Sendable {
     public struct Options: Sendable {
         /// The largest ATT_MTU this server accepts (offered in Exchange MTU): 23...517.
@@ -238,6 +261,44 @@ public struct ATTServer: Sendable {
             if newSC != nil, scBits & GATTClientConfiguration.indicate.rawValue != 0 { indicate.append(id) }
         }
         return indicate
+    }
+
+    // MARK: Bonded clients
+
+    /// What `client` configured that outlives the connection when it is bonded: its CCCDs
+    /// (Core Vol 3 Part G §3.3.3.3), Client Supported Features and change-awareness
+    /// (§2.5.2.1), with the Database Hash they belong to.
+    public func bondedState(of client: ATTServerClientID) -> ATTBondedClientState? {
+        guard let s = sessions[client] else { return nil }
+        let sc = table.serviceChangedHandle.flatMap { cccdHandle(ofValue: $0) }
+        return ATTBondedClientState(databaseHash: table.hash, configurations: s.cccd.filter { $0.value != 0 },
+                                    serviceChanged: sc.flatMap { s.cccd[$0] } ?? 0, features: s.features,
+                                    changeAware: s.changeAware)
+    }
+
+    /// A bonded client came back (its link encrypted with the bond): its CCCDs, features and
+    /// change-awareness return. When the database changed since (another hash), only the
+    /// Service Changed configuration survives and the client is change-unaware. Returns true
+    /// when a Service Changed indication is due (§7.1: the client is change-unaware and
+    /// asked for them). What the client wrote on this connection already wins.
+    public mutating func restore(_ client: ATTServerClientID, _ state: ATTBondedClientState) -> Bool {
+        guard var s = sessions[client] else { return false }
+        let sc = table.serviceChangedHandle.flatMap { cccdHandle(ofValue: $0) }
+        var restored: [UInt16: UInt16] = [:]
+        let sameDatabase = state.databaseHash == table.hash
+        if sameDatabase {
+            for (handle, bits) in state.configurations {
+                guard let i = table.index(of: handle), case .cccd = table[i].role else { continue }
+                restored[handle] = bits & 3
+            }
+        }
+        if let sc, state.serviceChanged != 0 { restored[sc] = state.serviceChanged & 3 }
+        s.cccd = restored.merging(s.cccd) { $1 }
+        s.features.formUnion(state.features)
+        s.changeAware = sameDatabase && state.changeAware
+        s.outOfSyncSent = false
+        sessions[client] = s
+        return !s.changeAware && sc != nil && (s.cccd[sc ?? 0] ?? 0) & GATTClientConfiguration.indicate.rawValue != 0
     }
 
     // MARK: Notifications and indications

@@ -25,6 +25,10 @@ public enum GATTServerEvent: Sendable {
     case indicationTimedOut(GATTServerClient, handle: UInt16)
     /// The client sent something malformed or unexpected (dropped; no answer was due).
     case peerFault(GATTServerClient, String)
+    /// A bonded client's link was encrypted with its bond and what it configured before
+    /// came back: `subscriptions` CCCDs; `serviceChanged` when the database changed since
+    /// and a Service Changed indication went out.
+    case bondRestored(GATTServerClient, subscriptions: Int, serviceChanged: Bool)
 }
 
 /// Why a value update did not reach a client.
@@ -64,6 +68,10 @@ public final class GATTServer: Sendable {
         /// Indications waiting for the one outstanding to be confirmed.
         var queued: [(handle: UInt16, value: [UInt8], done: CheckedContinuation<Result<Void, GATTServerError>, Never>)] = []
         var outstanding: CheckedContinuation<Result<Void, GATTServerError>, Never>?
+        /// The bonded state was looked up (restored if there was one).
+        var restored = false
+        /// The bonded state last handed to ``GATTBondedClients``.
+        var saved: ATTBondedClientState?
     }
 
     struct State {
@@ -88,7 +96,13 @@ public final class GATTServer: Sendable {
     /// The attribute layout (handles of every service, characteristic and descriptor).
     public let layout: GATTDatabase
 
-    public init(services: [GATTLocalService], options: ATTServer.Options = .init()) throws(GATTDatabaseError) {
+    /// Where bonded clients' CCCDs, features and change-awareness are kept (nil: forgotten
+    /// with each connection).
+    public let bondedClients: GATTBondedClients?
+
+    public init(services: [GATTLocalService], options: ATTServer.Options = .init(),
+                bondedClients: GATTBondedClients? = nil) throws(GATTDatabaseError) {
+        self.bondedClients = bondedClients
         let table = try GATTAttributeTable(services: services)
         layout = table.layout
         state = Mutex(State(server: ATTServer(table: table, options: options)))
@@ -132,9 +146,49 @@ public final class GATTServer: Sendable {
             emit(.connected(info), &s)
             return info
         }
+        if bondedClients != nil {
+            bearer.observeSecurity { [weak self] security in self?.securityChanged(info.id, security) }
+        }
         bearer.start(received: { [weak self] pdu in self?.received(info.id, pdu) },
                      closed: { [weak self] reason in self?.closed(info.id, reason) })
+        if bondedClients != nil, bearer.security.bonded { securityChanged(info.id, bearer.security) }
         return info
+    }
+
+    private func securityChanged(_ id: ATTServerClientID, _ security: LinkSecurity) {
+        locked { s, fx in
+            guard s.clients[id] != nil else { return }
+            s.server.setSecurity(security, for: id)
+            keepBondedState(id, &s, &fx)
+        }
+    }
+
+    /// For a client on a link encrypted with its bond: first brings back what it configured
+    /// before (and sends Service Changed if it missed a change), then hands any change of
+    /// its state to ``bondedClients`` to keep.
+    private func keepBondedState(_ id: ATTServerClientID, _ s: inout State, _ fx: inout [Effect]) {
+        guard let store = bondedClients, var cl = s.clients[id] else { return }
+        let security = cl.bearer.security
+        guard security.encrypted, security.bonded, let identity = cl.bearer.peerIdentity else { return }
+        if !cl.restored {
+            cl.restored = true
+            if let kept = store.state(for: identity) {
+                let due = s.server.restore(id, kept)
+                let subscriptions = s.server.bondedState(of: id)?.configurations.count ?? 0
+                emit(.bondRestored(cl.info, subscriptions: subscriptions, serviceChanged: due), &s)
+                if due, let handle = s.server.table.serviceChangedHandle {
+                    // The whole range: what changed while it was away is not known.
+                    fx.append { [weak self] in
+                        Task { try? await self?.indicate(handle, value: [0x01, 0x00, 0xFF, 0xFF], to: id, store: false) }
+                    }
+                }
+            }
+        }
+        if let now = s.server.bondedState(of: id), now != cl.saved {
+            cl.saved = now
+            fx.append { store.update(now, for: identity) }
+        }
+        s.clients[id] = cl
     }
 
     /// Serves the ATT channel of a link of our host (the server side of its bearer).
@@ -415,6 +469,7 @@ public final class GATTServer: Sendable {
                 }
             }
             handle(events, &s, &fx)
+            if bondedClients != nil { keepBondedState(id, &s, &fx) }
         }
     }
 

@@ -49,6 +49,11 @@ public struct BondStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     public var path: String
     public var message: String
     public var description: String { "\(path): \(message)" }
+
+    public init(path: String, message: String) {
+        self.path = path
+        self.message = message
+    }
 }
 
 /// Bonds on disk, one file per peer identity address in a directory made 0700
@@ -66,11 +71,61 @@ public final class BondStore: Sendable {
     }
 
     /// The file of a peer: "F0F1F2F3F401-public.bond".
-    public func path(for identity: LEAddress) -> String {
+    public func path(for identity: LEAddress) -> String { path(for: identity, kind: "bond") }
+
+    /// A file kept beside the bond, named like it with another extension
+    /// ("F0F1F2F3F401-public.gatt-server"): what the GATT layers remember about the peer.
+    public func path(for identity: LEAddress, kind: String) -> String {
+        "\(directory)/\(Self.stem(identity)).\(kind)"
+    }
+
+    static func stem(_ identity: LEAddress) -> String {
         let a = identity.address.rawValue
         let hexAddress = (0 ..< 6).map { hex(UInt8(truncatingIfNeeded: a >> (8 * (5 - UInt64($0)))), 2) }.joined()
         let kind = identity.type == .public || identity.type == .publicIdentity ? "public" : "random"
-        return "\(directory)/\(hexAddress)-\(kind).bond"
+        return "\(hexAddress)-\(kind)"
+    }
+
+    /// The peer a file name ("F0F1F2F3F401-public.<kind>") belongs to.
+    static func identity(fromFileName name: String, kind: String) -> LEAddress? {
+        let u = Array(name.utf8)
+        let suffix = Array(".\(kind)".utf8)
+        guard u.count == 19 + suffix.count, u.suffix(suffix.count).elementsEqual(suffix), u[12] == UInt8(ascii: "-"),
+              let raw = UInt64(String(decoding: u[0 ..< 12], as: UTF8.self), radix: 16) else { return nil }
+        switch String(decoding: u[13 ..< 19], as: UTF8.self) {
+        case "public": return LEAddress(BluetoothAddress(rawValue: raw), type: .public)
+        case "random": return LEAddress(BluetoothAddress(rawValue: raw), type: .random)
+        default: return nil
+        }
+    }
+
+    /// The peers that have a file of `kind`.
+    public func identities(kind: String) -> [LEAddress] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var out: [LEAddress] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if let id = Self.identity(fromFileName: name, kind: kind) { out.append(id) }
+        }
+        return out.sorted { $0.address.rawValue < $1.address.rawValue }
+    }
+
+    /// The bytes of the peer's file of `kind`; nil when there is none.
+    public func read(_ identity: LEAddress, kind: String) throws(BondStoreError) -> [UInt8]? {
+        let p = path(for: identity, kind: kind)
+        do throws(BondStoreError) { return try readBytes(path: p) } catch {
+            if error.message.hasPrefix("cannot open: ") && access(p, F_OK) != 0 { return nil }
+            throw error
+        }
+    }
+
+    /// Replaces the peer's file of `kind` atomically (0600, in the 0700 directory).
+    public func write(_ text: String, for identity: LEAddress, kind: String) throws(BondStoreError) {
+        try prepareDirectory()
+        try writeAtomically(Array(text.utf8), to: path(for: identity, kind: kind))
     }
 
     // MARK: Reading
@@ -121,6 +176,10 @@ public final class BondStore: Sendable {
     }
 
     func read(path: String) throws(BondStoreError) -> Bond {
+        try Self.parse(readBytes(path: path), path: path)
+    }
+
+    func readBytes(path: String) throws(BondStoreError) -> [UInt8] {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw BondStoreError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         defer { Glibc.close(fd) }
@@ -134,9 +193,9 @@ public final class BondStore: Sendable {
             }
             if n == 0 { break }
             bytes += buffer[0 ..< n]
-            if bytes.count > 65_536 { throw BondStoreError(path: path, message: "larger than any bond file (64 KiB)") }
+            if bytes.count > 1 << 20 { throw BondStoreError(path: path, message: "larger than any file of a bond (1 MiB)") }
         }
-        return try Self.parse(bytes, path: path)
+        return bytes
     }
 
     /// `key=value` lines; `#` comments. Unknown keys are kept out (a newer version may add some).
@@ -238,11 +297,15 @@ public final class BondStore: Sendable {
             throw BondStoreError(path: path(for: bond.identity), message: "the pairing distributed no key to keep (no LTK): nothing to bond with")
         }
         try prepareDirectory()
-        let final = path(for: bond.identity)
+        try writeAtomically(Array(Self.render(bond).utf8), to: path(for: bond.identity))
+    }
+
+    /// Temporary file (0600), write, fsync, rename over `final`, fsync of the directory:
+    /// a crash leaves the old file or the new one.
+    func writeAtomically(_ bytes: [UInt8], to final: String) throws(BondStoreError) {
         let temporary = "\(directory)/.\(getpid())-\(UInt32.random(in: 0 ... .max)).tmp"
         let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BondStoreError(path: temporary, message: "cannot create: \(String(cString: strerror(errno)))") }
-        let bytes = Array(Self.render(bond).utf8)
         var written = 0
         var failure: String?
         while written < bytes.count {
@@ -275,9 +338,20 @@ public final class BondStore: Sendable {
     /// Forgets the peer's bond; false when there was none.
     @discardableResult
     public func remove(_ identity: LEAddress) throws(BondStoreError) -> Bool {
+        // What the GATT layers kept about the peer goes with the bond.
+        for kind in Self.companionKinds {
+            let c = path(for: identity, kind: kind)
+            if unlink(c) != 0 && errno != ENOENT {
+                throw BondStoreError(path: c, message: "cannot remove: \(String(cString: strerror(errno)))")
+            }
+        }
         let p = path(for: identity)
         if unlink(p) == 0 { return true }
         if errno == ENOENT { return false }
         throw BondStoreError(path: p, message: "cannot remove: \(String(cString: strerror(errno)))")
     }
+
+    /// Files kept beside a bond (``write(_:for:kind:)``): the GATT server's record of the
+    /// client's configuration, the GATT client's cache of the peer's database.
+    public static let companionKinds = ["gatt-server", "gatt-cache"]
 }

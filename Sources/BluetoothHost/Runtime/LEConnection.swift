@@ -43,6 +43,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     let roomWaiters = Mutex<[(bytes: Int, continuation: CheckedContinuation<Void, Never>)]>([])
     /// Nonzero while someone waits (the driver then takes the lock when bytes leave).
     let roomWaiterCount = Atomic<Int>(0)
+    let securityObservers = Mutex<[@Sendable (LinkSecurity) -> Void]>([])
 
     init(driver: HostDriver, link: LELinkState) {
         self.driver = driver
@@ -79,6 +80,14 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     /// Sets the link's security (pairing and encryption do; tests may).
     public func setSecurity(_ security: LinkSecurity) {
         state.withLock { $0.security = security }
+        for o in securityObservers.withLock({ $0 }) { o(security) }
+    }
+
+    /// Calls `body` with the link's new security after each change (encryption with a new
+    /// or a stored key, key refresh), on the host's driver thread: keep it short. A GATT
+    /// server uses it to restore a bonded client's subscriptions once the link is encrypted.
+    public func observeSecurity(_ body: @escaping @Sendable (LinkSecurity) -> Void) {
+        securityObservers.withLock { $0.append(body) }
     }
     public var isConnected: Bool { state.withLock { $0.closed == nil } }
     /// Why the link went down (HCI reason of the Disconnection Complete); nil while it is up

@@ -1,0 +1,164 @@
+import BluetoothHost
+import BluetoothTransport
+import BluetoothWire
+import Synchronization
+
+/// What bonded clients configured on a GATT server: their CCCDs, Client Supported Features
+/// and change-awareness, kept beside their bonds (`F0F1F2F3F401-public.gatt-server` in the
+/// bond directory). A bonded client that comes back gets its notifications without
+/// subscribing again (Core Vol 3 Part G §3.3.3.3), and one that missed a change of the
+/// database gets Service Changed (§7.1).
+///
+/// Everything is read once, when made; updates are written off the caller's thread (the
+/// host's driver thread must not wait for fsync), the newest state of each client last.
+public final class GATTBondedClients: Sendable {
+    public static let fileKind = "gatt-server"
+
+    struct State {
+        var clients: [LEAddress: ATTBondedClientState] = [:]
+        var pending: [LEAddress: ATTBondedClientState] = [:]
+        var writing = false
+        var flushWaiters: [CheckedContinuation<Void, Never>] = []
+        var failures: [BondStoreError] = []
+    }
+
+    public let store: BondStore
+    private let state: Mutex<State>
+    /// Files that could not be read when loading: named, left as they are, not used.
+    public let loadFailures: [BondStoreError]
+
+    public init(store: BondStore) {
+        self.store = store
+        var s = State()
+        var failures: [BondStoreError] = []
+        for identity in store.identities(kind: Self.fileKind) {
+            do throws(BondStoreError) {
+                guard let bytes = try store.read(identity, kind: Self.fileKind) else { continue }
+                s.clients[identity] = try Self.parse(bytes, path: store.path(for: identity, kind: Self.fileKind))
+            } catch {
+                failures.append(error)
+            }
+        }
+        state = Mutex(s)
+        loadFailures = failures
+    }
+
+    /// The kept state of the client with this identity.
+    public func state(for identity: LEAddress) -> ATTBondedClientState? {
+        state.withLock { $0.clients[identity] }
+    }
+
+    /// Records a client's state; written to disk in the background.
+    public func update(_ client: ATTBondedClientState, for identity: LEAddress) {
+        let start: Bool = state.withLock { s in
+            guard s.clients[identity] != client else { return false }
+            s.clients[identity] = client
+            s.pending[identity] = client
+            if s.writing { return false }
+            s.writing = true
+            return true
+        }
+        if start { Task { await runOnOwnThread { self.drain() } } }
+    }
+
+    /// Writes that failed (the state stays in memory; the next update tries again).
+    public var writeFailures: [BondStoreError] { state.withLock { $0.failures } }
+
+    /// Returns once every update made before the call is on disk.
+    public func flush() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s in
+                if !s.writing { return true }
+                s.flushWaiters.append(c)
+                return false
+            }
+            if done { c.resume() }
+        }
+    }
+
+    private func drain() {
+        while true {
+            let next: (LEAddress, ATTBondedClientState)? = state.withLock { s in
+                guard let (identity, client) = s.pending.first else {
+                    s.writing = false
+                    let waiters = s.flushWaiters
+                    s.flushWaiters = []
+                    for w in waiters { w.resume() }
+                    return nil
+                }
+                s.pending[identity] = nil
+                return (identity, client)
+            }
+            guard let (identity, client) = next else { return }
+            do throws(BondStoreError) {
+                try store.write(Self.render(client), for: identity, kind: Self.fileKind)
+            } catch {
+                state.withLock { $0.failures.append(error) }
+            }
+        }
+    }
+
+    // MARK: The file
+
+    static func render(_ c: ATTBondedClientState) -> String {
+        let cccd = c.configurations.keys.sorted().map { "\(hex($0, 4)):\(hex(c.configurations[$0] ?? 0, 4))" }
+        return ["# hcigatt: what a bonded client configured on our GATT server", "version=1",
+                "database_hash=\(c.databaseHash.map { hex($0, 2) }.joined())",
+                "cccd=\(cccd.joined(separator: ","))", "service_changed=\(hex(c.serviceChanged, 4))",
+                "features=\(hex(c.features.rawValue, 2))", "change_aware=\(c.changeAware ? 1 : 0)"]
+            .joined(separator: "\n") + "\n"
+    }
+
+    static func parse(_ bytes: [UInt8], path: String) throws(BondStoreError) -> ATTBondedClientState {
+        var fields: [Substring: Substring] = [:]
+        let text = String(decoding: bytes, as: UTF8.self)
+        for (i, line) in text.split(separator: "\n").enumerated() where !line.hasPrefix("#") {
+            guard let eq = line.firstIndex(of: "=") else { throw BondStoreError(path: path, message: "line \(i + 1): expected key=value") }
+            fields[line[..<eq]] = line[line.index(after: eq)...]
+        }
+        func need(_ k: Substring) throws(BondStoreError) -> Substring {
+            guard let v = fields[k] else { throw BondStoreError(path: path, message: "no \(k)=") }
+            return v
+        }
+        guard try need("version") == "1" else { throw BondStoreError(path: path, message: "unknown version \(fields["version"] ?? "")") }
+        let hashText = Array(try need("database_hash").utf8)
+        guard hashText.count == 32, let hash = Self.bytes(hashText) else {
+            throw BondStoreError(path: path, message: "database_hash is not 32 hex digits")
+        }
+        var configurations: [UInt16: UInt16] = [:]
+        for item in try need("cccd").split(separator: ",") {
+            let parts = item.split(separator: ":")
+            guard parts.count == 2, let h = UInt16(parts[0], radix: 16), h != 0, let bits = UInt16(parts[1], radix: 16) else {
+                throw BondStoreError(path: path, message: "cccd entry '\(item)' is not HANDLE:BITS in hex")
+            }
+            configurations[h] = bits
+        }
+        guard let sc = UInt16(try need("service_changed"), radix: 16) else { throw BondStoreError(path: path, message: "service_changed is not hex") }
+        guard let features = UInt8(try need("features"), radix: 16) else { throw BondStoreError(path: path, message: "features is not hex") }
+        let aware = try need("change_aware")
+        guard aware == "0" || aware == "1" else { throw BondStoreError(path: path, message: "change_aware is not 0 or 1") }
+        return ATTBondedClientState(databaseHash: hash, configurations: configurations, serviceChanged: sc,
+                                    features: GATTClientFeatures(rawValue: features), changeAware: aware == "1")
+    }
+
+    static func bytes(_ hexDigits: [UInt8]) -> [UInt8]? {
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0") ... UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a") ... UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A") ... UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        guard hexDigits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(hexDigits.count / 2)
+        var i = 0
+        while i < hexDigits.count {
+            guard let h = nibble(hexDigits[i]), let l = nibble(hexDigits[i + 1]) else { return nil }
+            out.append(h << 4 | l)
+            i += 2
+        }
+        return out
+    }
+}
