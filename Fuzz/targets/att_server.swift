@@ -12,7 +12,7 @@ let services: [GATTLocalService] = [
         GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A21), properties: [.read, .write, .indicate], value: .stored([1, 0]),
                                 descriptors: [GATTLocalDescriptor(uuid: BluetoothUUID(0x2906), value: .stored([1, 0, 60, 0]))],
                                 maximumLength: 2, onWrite: { _, v in v.count == 2 && v[1] == 0 ? nil : .outOfRange }),
-        GATTLocalCharacteristic(uuid: BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF0")!, properties: [.read, .write, .notify, .writeWithoutResponse],
+        GATTLocalCharacteristic(uuid: BluetoothUUID("12345678-1234-5678-1234-56789ABCDEF0")!, properties: [.read, .write, .notify, .writeWithoutResponse, .authenticatedSignedWrites],
                                 permissions: [.readable, .readEncryptionRequired, .writeable], value: .stored([UInt8](repeating: 7, count: 300))),
         GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A9F), properties: .write),
         GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A3D), properties: .read, permissions: [.readable, .readAuthenticationRequired],
@@ -40,6 +40,10 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var server = ATTServer(table: table, options: .init(prepareQueueLimit: 8))
     let clients = [ATTServerClientID(rawValue: 1), ATTServerClientID(rawValue: 2)]
     for c in clients { server.connect(c) }
+    // Client 1 may sign its writes: every Signed Write Command gets verified (none forges).
+    server.setSigningKey(ATTSigningKey(csrk: [UInt8](repeating: 0x5A, count: 16), lastCounter: nil,
+                                       security: LinkSecurity(encrypted: true, keySize: 16, authenticated: true,
+                                                              secureConnections: true, bonded: true)), for: clients[0])
     var now: UInt64 = 0
     var dead: Set<ATTServerClientID> = []
     while let step = input.popFirst() {

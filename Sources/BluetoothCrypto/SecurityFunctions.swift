@@ -83,6 +83,17 @@ public enum SecurityFunctions {
     }
 
     /// ah, the random address hash (§2.2.2): e(k, 0...0 || r) mod 2^24, `r` the 24-bit prand.
+    /// The Authentication Signature of a signed ATT PDU (Core Vol 3 Part H §2.4.5, Part C
+    /// §10.4.1): AES-CMAC under the CSRK of the PDU followed by SignCounter, of which the
+    /// most significant 64 bits are the MAC. `message` and the result are in wire order
+    /// (least significant octet first): SignCounter (4) then MAC (8), as the PDU carries them.
+    public static func signature(csrk: [UInt8], message: [UInt8], signCounter: UInt32) throws(Failure) -> [UInt8] {
+        let counter = [UInt8(truncatingIfNeeded: signCounter), UInt8(truncatingIfNeeded: signCounter >> 8),
+                       UInt8(truncatingIfNeeded: signCounter >> 16), UInt8(truncatingIfNeeded: signCounter >> 24)]
+        let mac = try BluetoothCrypto.aesCMAC(key: csrk, message: Array((message + counter).reversed()))
+        return counter + mac[0 ..< 8].reversed()
+    }
+
     public static func ah(k: [UInt8], r: UInt32) throws(Failure) -> UInt32 {
         let block = [UInt8](repeating: 0, count: 13) + [UInt8(truncatingIfNeeded: r >> 16), UInt8(truncatingIfNeeded: r >> 8), UInt8(truncatingIfNeeded: r)]
         let out = try e(k, block)

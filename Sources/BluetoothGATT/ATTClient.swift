@@ -1,3 +1,4 @@
+import BluetoothCrypto
 import BluetoothTransport
 import BluetoothWire
 
@@ -141,6 +142,21 @@ public struct ATTClient: Sendable {
             return [.send(try ATTWriteCommand(handle: handle, value: value).encoded())]
         } catch {
             throw .invalidRequest("cannot encode Write Command: \(error)")
+        }
+    }
+
+    /// ATT_SIGNED_WRITE_CMD (§3.4.5.4): the value signed with `csrk` (most significant
+    /// octet first) and `signCounter` (Core Vol 3 Part H §2.4.5); at most MTU−15 bytes.
+    public mutating func signedWriteCommand(handle: UInt16, value: [UInt8], csrk: [UInt8], signCounter: UInt32) throws(GATTError) -> [ATTClientAction] {
+        if case .dead(let e) = state { throw e }
+        guard value.count <= mtu - 3 - ATT.signatureLength else {
+            throw .invalidRequest("Signed Write value of \(value.count) bytes exceeds ATT_MTU-15 (\(mtu - 3 - ATT.signatureLength))")
+        }
+        let unsigned = [ATTOpcode.signedWriteCommand.rawValue, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8)] + value
+        do throws(BluetoothCrypto.Failure) {
+            return [.send(unsigned + (try SecurityFunctions.signature(csrk: csrk, message: unsigned, signCounter: signCounter)))]
+        } catch {
+            throw .invalidRequest("cannot sign the write: \(error)")
         }
     }
 

@@ -183,6 +183,25 @@ extension GATTClient {
         try result.get()
     }
 
+    /// Signed Write Without Response (§4.9.2): a Signed Write Command authenticated with
+    /// `csrk` (the key this side distributed when bonding, most significant octet first)
+    /// and `signCounter` (one more than the last used with this peer). Meant for links that
+    /// are not encrypted; on an encrypted link use ``writeWithoutResponse(handle:value:)``.
+    public func writeSigned(handle: UInt16, value: [UInt8], csrk: [UInt8], signCounter: UInt32) async throws(GATTError) {
+        try await exchangeMTU()
+        let result: Result<Void, GATTError> = locked { s, fx in
+            if let e = s.terminal { return .failure(e) }
+            do throws(GATTError) {
+                let actions = try s.att.signedWriteCommand(handle: handle, value: value, csrk: csrk, signCounter: signCounter)
+                apply(actions, &s, &fx)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+    }
+
     /// Reliable Writes (§4.9.5): every value prepared (in parts when long), each echo
     /// checked, then executed; on a mismatch or error the queue is cancelled.
     public func reliableWrite(_ writes: [ATTHandleValue]) async throws(GATTError) {

@@ -513,19 +513,23 @@ enum WriteCommand {
         Command(
             name: "write", summary: "Write one characteristic (request, command or long write)",
             help: """
-            Usage: hcigatt write ADDR HANDLE|UUID (HEX | --text S) [--no-response] [--long] [OPTIONS]
+            Usage: hcigatt write ADDR HANDLE|UUID (HEX | --text S) [--no-response|--signed] [--long] [OPTIONS]
 
             Writes HEX bytes (or the UTF-8 of --text) with a Write Request and waits for the
             response. Values longer than MTU-3 are written with Prepare/Execute Write (also
             forced by --long). --no-response sends a Write Command (no confirmation).
+            --signed sends a Signed Write Command (Core Vol 3 Part G §4.9.2) authenticated
+            with the signature key this host gave the bonded device, on a link that stays
+            unencrypted (on an encrypted one it is a plain Write Command, as the spec says).
 
             Options:
               --text S               write the UTF-8 bytes of S instead of HEX
               --no-response          Write Command: no response from the device
+              --signed               Signed Write Command (needs a bond; see pair)
               --long                 use Prepare/Execute Write even for a short value
             \(PeerOptions.help)
             """,
-            spec: Arguments.Spec(flags: PeerOptions.flags.union(["no-response", "long"]), options: PeerOptions.options.union(["text"])),
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["no-response", "long", "signed"]), options: PeerOptions.options.union(["text"])),
             run: { args in try await run(args) }
         )
     }
@@ -546,11 +550,20 @@ enum WriteCommand {
             }
         }
         if args.flag("no-response") && args.flag("long") { throw UsageError("--no-response and --long exclude each other") }
+        if args.flag("signed") && (args.flag("long") || args.flag("no-response")) {
+            throw UsageError("--signed is a command of its own: not with --long or --no-response")
+        }
+        if args.flag("signed"), let t = args.option("transport"), t.hasPrefix("l2cap:") {
+            throw UsageError("--signed needs an HCI transport: with \(t) the kernel keeps the keys")
+        }
         guard value.count <= 512 else { throw UsageError("an attribute value is at most 512 bytes (Core Vol 3 Part F §3.2.9), not \(value.count)") }
         try await withPeer(args, target) { p in
             let (handle, _) = try await resolveCharacteristic(ref, p.client)
             let noResponse = args.flag("no-response"), long = args.flag("long")
-            if noResponse {
+            if args.flag("signed") {
+                try await signedWrite(p, handle: handle, value: value, args: args)
+                return
+            } else if noResponse {
                 try await p.client.writeWithoutResponse(handle: handle, value: value)
             } else if long {
                 try await p.client.reliableWrite([ATTHandleValue(handle: handle, value: value)])
@@ -560,6 +573,30 @@ enum WriteCommand {
             Console.err("wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4))")
         }
         return 0
+    }
+
+    /// Signs with the bond's local CSRK and the next SignCounter (kept beside the bond).
+    static func signedWrite(_ p: PeerSession, handle: UInt16, value: [UInt8], args: Arguments) async throws {
+        guard let link = p.connection else { throw RuntimeError("no link to write on") }
+        if link.security.encrypted {
+            try await p.client.writeWithoutResponse(handle: handle, value: value)
+            Console.err("the link is encrypted: wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4)) as a plain Write Command")
+            return
+        }
+        let bond: Bond?
+        do { bond = try link.storedBond() } catch { throw RuntimeError(error.message, cause: error) }
+        guard let bond, let csrk = bond.localCSRK else {
+            throw RuntimeError("no signature key for \(link.peerIdentity): pair first (hcigatt pair), and the device must take our CSRK")
+        }
+        let counters = GATTBondedClients(store: SecurityOptions.bondStore(args))
+        guard let counter = counters.takeLocalSignCounter(for: link.peerIdentity) else {
+            throw RuntimeError("every SignCounter of this bond is used: pair again")
+        }
+        let key = (0 ..< 16).map { UInt8(truncatingIfNeeded: csrk >> (8 * (15 - UInt128($0)))) }
+        try await p.client.writeSigned(handle: handle, value: value, csrk: key, signCounter: counter)
+        await counters.flush()
+        if let failure = counters.writeFailures.first { throw RuntimeError("signed, but the SignCounter was not kept: \(failure)") }
+        Console.err("wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4)) signed (SignCounter \(counter))")
     }
 }
 

@@ -28,6 +28,24 @@ func hexBytes(_ s: String) -> [UInt8] {
     let a1 = hexBytes("00561237 37bfce")
     let a2 = hexBytes("00a71370 2dcfc1")
 
+    /// Signed Write's signature (Core Vol 3 Part H §2.4.5) against BlueZ's unit/test-crypto.c:
+    /// RFC 4493's key and messages, and a real Signed Write Command with SignCounter 1
+    /// (wire order: SignCounter, then the MAC least significant first).
+    @Test func signatureOfASignedWrite() throws {
+        let rfcKey = hexBytes("2b7e1516 28aed2a6 abf71588 09cf4f3c")
+        let rfcMessage = hexBytes("6bc1bee2 2e409f96 e93d7e11 7393172a ae2d8a57 1e03ac9c 9eb76fac 45af8e51"
+                                  + "30c81c46 a35ce411 e5fbc119 1a0a52ef f69f2445 df4f9b17 ad2b417b e66c3710")
+        for (length, expected) in [(0, "00000000 b3a85941 27ebc2c0"), (16, "00000000 273974f4 392a232a"),
+                                   (40, "00000000 b7ca94ab 87c78218"), (64, "00000000 44e1e6ce 1df51368")] {
+            #expect(try SecurityFunctions.signature(csrk: rfcKey, message: Array(rfcMessage[0 ..< length]), signCounter: 0)
+                    == hexBytes(expected), "\(length)-byte message")
+        }
+        // Signed Write Command to handle 0x0012 of 13 37, SignCounter 1.
+        let csrk = hexBytes("611b64eb fbcd1fd3 72ec9196 df425e50")
+        #expect(try SecurityFunctions.signature(csrk: csrk, message: [0xD2, 0x12, 0x00, 0x13, 0x37], signCounter: 1)
+                == hexBytes("01000000 f1871e93 3c900ff2"))
+    }
+
     @Test func c1LegacyConfirm() throws {
         // §2.2.3: Pairing Request 01 01 00 00 10 07 07, Response 02 03 00 00 08 00 05 (as sent).
         let c = try SecurityFunctions.c1(k: [UInt8](repeating: 0, count: 16), r: hexBytes("5783d521 56ad6f0e 6388274e c6702ee0"),

@@ -876,3 +876,78 @@ enum SpecExampleDatabase {
         #expect(h.server.configuration(of: h.a, valueHandle: 0x0010) == .indicate)
     }
 }
+
+/// Signed Write Command (Core Vol 3 Part F §3.4.5.4, Part G §4.9.2, Part H §2.4.5).
+@Suite struct SignedWriteTests {
+    let csrk: [UInt8] = [0x61, 0x1B, 0x64, 0xEB, 0xFB, 0xCD, 0x1F, 0xD3, 0x72, 0xEC, 0x91, 0x96, 0xDF, 0x42, 0x5E, 0x50]
+    let client = ATTServerClientID(rawValue: 1)
+
+    /// 0x0003 takes signed writes (and needs encryption to write); 0x0005 takes plain writes only.
+    func server(key: Bool = true, lastCounter: UInt32? = nil) throws -> ATTServer {
+        var s = ATTServer(table: try GATTAttributeTable(services: [
+            GATTLocalService(uuid: BluetoothUUID(0x181A), characteristics: [
+                GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A6F), properties: [.read, .authenticatedSignedWrites],
+                                        permissions: [.readable, .writeable, .writeEncryptionRequired], value: .stored([0, 0])),
+                GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A6E), properties: [.read, .write], value: .stored([0, 0])),
+            ]),
+        ]))
+        s.connect(client)
+        if key {
+            s.setSigningKey(ATTSigningKey(csrk: csrk, lastCounter: lastCounter,
+                                          security: LinkSecurity(encrypted: true, keySize: 16, authenticated: false,
+                                                                 secureConnections: true, bonded: true)), for: client)
+        }
+        return s
+    }
+
+    func signed(_ handle: UInt16, _ value: [UInt8], counter: UInt32) throws -> [UInt8] {
+        let m = [0xD2, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
+        return m + (try SecurityFunctions.signature(csrk: csrk, message: m, signCounter: counter))
+    }
+
+    func send(_ s: inout ATTServer, _ pdu: [UInt8]) -> [ATTServerEvent] {
+        pdu.withUnsafeBytes { b in s.receive(from: client, pdu: b, now: 0) { _ in Issue.record("a command got a response") } }
+    }
+
+    func value(_ s: ATTServer, _ handle: UInt16) -> [UInt8]? {
+        s.table.index(of: handle).map { s.table.attributes[$0].value }
+    }
+
+    @Test func aVerifiedSignatureWritesWithTheBondsStrength() throws {
+        var s = try server()
+        let events = send(&s, try signed(0x0003, [0x13, 0x37], counter: 1))
+        #expect(events == [.signCounterAdvanced(client, 1), .wrote(client, handle: 0x0003, value: [0x13, 0x37], withResponse: false)])
+        #expect(value(s, 0x0003) == [0x13, 0x37], "written though the link is not encrypted: the signature stands for the bond")
+    }
+
+    @Test func replayedOrOlderCountersAreRefused() throws {
+        var s = try server(lastCounter: 5)
+        for counter: UInt32 in [5, 4, 0] {
+            let e = send(&s, try signed(0x0003, [9, 9], counter: counter))
+            guard case .peerFault(_, let why)? = e.first, e.count == 1 else { Issue.record("\(e)"); continue }
+            #expect(why.contains("replayed"))
+        }
+        #expect(send(&s, try signed(0x0003, [1, 1], counter: 6)).count == 2)
+        let again = send(&s, try signed(0x0003, [2, 2], counter: 6))
+        #expect(again.count == 1 && value(s, 0x0003) == [1, 1], "the same PDU twice is a replay")
+    }
+
+    @Test func aBadSignatureNoKeyOrAPlainCharacteristicIsDropped() throws {
+        var s = try server()
+        var tampered = try signed(0x0003, [0x13, 0x37], counter: 1)
+        tampered[3] ^= 1
+        var e = send(&s, tampered)
+        #expect(e.count == 1 && value(s, 0x0003) == [0, 0])
+        if case .peerFault(_, let why)? = e.first { #expect(why.contains("does not verify")) }
+        // The tampered one did not use counter 1 up.
+        #expect(send(&s, try signed(0x0003, [0x13, 0x37], counter: 1)).count == 2)
+        e = send(&s, try signed(0x0005, [1, 2], counter: 2))
+        #expect(e.first == .signCounterAdvanced(client, 2) && value(s, 0x0005) == [0, 0])
+        if case .peerFault(_, let why)? = e.last { #expect(why.contains("signed writes")) }
+        var unkeyed = try server(key: false)
+        e = send(&unkeyed, try signed(0x0003, [1], counter: 1))
+        if case .peerFault(_, let why)? = e.first { #expect(why.contains("no CSRK")) } else { Issue.record("\(e)") }
+        // Too short for a signature: malformed, dropped.
+        #expect(send(&s, [0xD2, 0x03, 0x00, 1, 2, 3]).count == 1)
+    }
+}

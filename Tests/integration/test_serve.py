@@ -313,6 +313,40 @@ class BumbleCentralTests(unittest.TestCase):
 class HcigattAgainstServeTests(unittest.TestCase):
     """hcigatt's own client (gatt, read, write, subscribe, ask) against hcigatt serve."""
 
+    def test_signed_writes_from_a_bonded_client_on_an_unencrypted_link(self):
+        # Core Vol 3 Part G §4.9.2: the client signs with the CSRK it gave when bonding and a
+        # growing SignCounter; the server verifies both, each side keeps its counter.
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, 'db.json')
+            with open(db, 'w') as f:
+                json.dump({'services': [{'uuid': '181A', 'characteristics': [
+                    {'uuid': '2A6F', 'properties': ['read', 'authenticated-signed-writes'], 'value': [0, 0]}]}]}, f)
+            server_bonds, client_bonds = os.path.join(tmp, 'server'), os.path.join(tmp, 'client')
+            with Peer('--hosts', '2') as world:
+                server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+                with Serve(server, '--db', db, '--name', 'Signed', '--bond-dir', server_bonds) as serve:
+                    rc, out, err = hcigatt('write', 'Signed', '2a6f', '0102', '--signed', '--bond-dir', client_bonds,
+                                           '--transport', client)
+                    self.assertEqual(rc, 1)
+                    self.assertIn('pair first', err)
+                    rc, out, err = hcigatt('pair', 'Signed', '--json', '--bond-dir', client_bonds, '--transport', client)
+                    self.assertEqual(rc, 0, err)
+                    self.assertIsNotNone(serve.wait('paired', 5))
+                    for counter, value in enumerate(('0102', '0304')):
+                        rc, out, err = hcigatt('write', 'Signed', '2a6f', value, '--signed', '--bond-dir', client_bonds,
+                                               '--transport', client)
+                        self.assertEqual(rc, 0, err)
+                        self.assertIn(f'signed (SignCounter {counter})', err)
+                        self.assertIsNotNone(serve.wait('write', 5, value=value, with_response=False), serve.events)
+                    self.assertFalse(serve.all('peer-fault'), serve.events)
+                    rc, out, err = hcigatt('read', 'Signed', '2a6f', '--json', '--transport', client)
+                    self.assertEqual(json.loads(out)['hex'], '0304')
+                    self.assertEqual(serve.close(), 0, serve.stderr())
+            with open(os.path.join(client_bonds, 'C0FFEE000001-public.sign-counters')) as f:
+                self.assertIn('local=1', f.read())
+            with open(os.path.join(server_bonds, 'C0FFEE000002-public.sign-counters')) as f:
+                self.assertIn('peer=1', f.read())
+
     def test_gatt_read_write_subscribe_and_ask(self):
         with Peer('--hosts', '2') as world:
             server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])

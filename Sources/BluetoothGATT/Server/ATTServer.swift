@@ -51,6 +51,25 @@ public enum ATTServerEvent: Sendable, Equatable {
     case indicationTimedOut(ATTServerClientID, handle: UInt16)
     /// The client sent something malformed or unexpected that was dropped (no response is due).
     case peerFault(ATTServerClientID, String)
+    /// A Signed Write Command verified: its SignCounter is the last one seen (keep it with
+    /// the bond, so a replay after a restart is refused too).
+    case signCounterAdvanced(ATTServerClientID, UInt32)
+}
+
+/// How a bonded client signs its Signed Write Commands (Core Vol 3 Part H §2.4.5): the
+/// CSRK it distributed, the last SignCounter accepted, and the bond's strength (a verified
+/// signature stands for it in permission checks).
+public struct ATTSigningKey: Sendable, Hashable {
+    /// Most significant octet first.
+    public var csrk: [UInt8]
+    public var lastCounter: UInt32?
+    public var security: LinkSecurity
+
+    public init(csrk: [UInt8], lastCounter: UInt32?, security: LinkSecurity) {
+        self.csrk = csrk
+        self.lastCounter = lastCounter
+        self.security = security
+    }
 }
 
 /// Why the server could not send a notification or indication.
@@ -155,6 +174,7 @@ public struct ATTServer: Sendable {
         var features = GATTClientFeatures()
         var changeAware = true
         var outOfSyncSent = false
+        var signing: ATTSigningKey?
     }
 
     public let options: Options
@@ -182,6 +202,11 @@ public struct ATTServer: Sendable {
     /// The bearer closed: the client's prepared writes are dropped, nothing is written.
     public mutating func disconnect(_ client: ATTServerClientID) {
         sessions[client] = nil
+    }
+
+    /// The key that verifies `client`'s Signed Write Commands (nil: they are dropped).
+    public mutating func setSigningKey(_ key: ATTSigningKey?, for client: ATTServerClientID) {
+        sessions[client]?.signing = key
     }
 
     /// The link's security changed (encryption, key refresh).
@@ -492,7 +517,7 @@ public struct ATTServer: Sendable {
         case .writeCommand(let c):
             return write(client, c.handle, c.value, withResponse: false, respond)
         case .signedWriteCommand(let c):
-            return fault(client, "Signed Write Command to 0x\(hex(c.handle, 4)) dropped: no CSRK (pairing is not supported yet)")
+            return signedWrite(client, c, signed: UnsafeRawBufferPointer(rebasing: bytes[0 ..< bytes.count - ATT.signatureLength]))
         case .prepareWriteRequest(let r):
             return prepareWrite(client, r.handle, Int(r.offset), r.partValue, respond)
         case .executeWriteRequest(let r):

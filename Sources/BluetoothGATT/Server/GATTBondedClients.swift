@@ -7,16 +7,36 @@ import Synchronization
 /// and change-awareness, kept beside their bonds (`F0F1F2F3F401-public.gatt-server` in the
 /// bond directory). A bonded client that comes back gets its notifications without
 /// subscribing again (Core Vol 3 Part G §3.3.3.3), and one that missed a change of the
-/// database gets Service Changed (§7.1).
+/// database gets Service Changed (§7.1). The SignCounters of Signed Write Commands with a
+/// bonded peer are kept the same way (`….sign-counters`), for both directions.
 ///
 /// Everything is read once, when made; updates are written off the caller's thread (the
 /// host's driver thread must not wait for fsync), the newest state of each client last.
 public final class GATTBondedClients: Sendable {
     public static let fileKind = "gatt-server"
 
+    public static let countersKind = "sign-counters"
+
+    /// The SignCounters of Signed Write Commands with one peer (Core Vol 3 Part H §2.4.5):
+    /// the last one its signatures carried, the last one ours did.
+    public struct SignCounters: Sendable, Hashable {
+        public var peer: UInt32?
+        public var local: UInt32?
+        public init(peer: UInt32? = nil, local: UInt32? = nil) {
+            self.peer = peer
+            self.local = local
+        }
+    }
+
+    struct PendingKey: Hashable {
+        var identity: LEAddress
+        var kind: String
+    }
+
     struct State {
         var clients: [LEAddress: ATTBondedClientState] = [:]
-        var pending: [LEAddress: ATTBondedClientState] = [:]
+        var counters: [LEAddress: SignCounters] = [:]
+        var pending: [PendingKey: String] = [:]
         var writing = false
         var flushWaiters: [CheckedContinuation<Void, Never>] = []
         var failures: [BondStoreError] = []
@@ -39,8 +59,65 @@ public final class GATTBondedClients: Sendable {
                 failures.append(error)
             }
         }
+        for identity in store.identities(kind: Self.countersKind) {
+            do throws(BondStoreError) {
+                guard let bytes = try store.read(identity, kind: Self.countersKind) else { continue }
+                s.counters[identity] = try Self.parseCounters(bytes, path: store.path(for: identity, kind: Self.countersKind))
+            } catch {
+                failures.append(error)
+            }
+        }
         state = Mutex(s)
         loadFailures = failures
+    }
+
+    /// The SignCounters kept for a peer.
+    public func signCounters(for identity: LEAddress) -> SignCounters {
+        state.withLock { $0.counters[identity] ?? SignCounters() }
+    }
+
+    /// The peer's signature with `counter` verified: later ones must carry a larger one.
+    public func notePeerSignCounter(_ counter: UInt32, for identity: LEAddress) {
+        schedule { s in
+            var c = s.counters[identity] ?? SignCounters()
+            guard c.peer.map({ counter > $0 }) ?? true else { return nil }
+            c.peer = counter
+            s.counters[identity] = c
+            return (PendingKey(identity: identity, kind: Self.countersKind), Self.render(c))
+        }
+    }
+
+    /// The SignCounter for our next signature to this peer (one more than the last used,
+    /// which is kept); nil once 2³²−1 were used (pair again for a new CSRK).
+    public func takeLocalSignCounter(for identity: LEAddress) -> UInt32? {
+        var taken: UInt32?
+        schedule { s in
+            var c = s.counters[identity] ?? SignCounters()
+            let next: UInt32
+            if let last = c.local {
+                guard last < .max else { return nil }
+                next = last + 1
+            } else {
+                next = 0
+            }
+            c.local = next
+            taken = next
+            s.counters[identity] = c
+            return (PendingKey(identity: identity, kind: Self.countersKind), Self.render(c))
+        }
+        return taken
+    }
+
+    /// Runs `change` under the lock; what it returns is written in the background.
+    private func schedule(_ change: (inout State) -> (PendingKey, String)?) {
+        let start: Bool = state.withLock { s in
+            guard let (key, text) = change(&s) else { return false }
+            s.pending[key] = text
+            if s.writing { return false }
+            s.writing = true
+            return true
+        }
+        if start { Task { await runOnOwnThread { self.drain() } } }
     }
 
     /// The kept state of the client with this identity.
@@ -50,15 +127,11 @@ public final class GATTBondedClients: Sendable {
 
     /// Records a client's state; written to disk in the background.
     public func update(_ client: ATTBondedClientState, for identity: LEAddress) {
-        let start: Bool = state.withLock { s in
-            guard s.clients[identity] != client else { return false }
+        schedule { s in
+            guard s.clients[identity] != client else { return nil }
             s.clients[identity] = client
-            s.pending[identity] = client
-            if s.writing { return false }
-            s.writing = true
-            return true
+            return (PendingKey(identity: identity, kind: Self.fileKind), Self.render(client))
         }
-        if start { Task { await runOnOwnThread { self.drain() } } }
     }
 
     /// Writes that failed (the state stays in memory; the next update tries again).
@@ -78,20 +151,20 @@ public final class GATTBondedClients: Sendable {
 
     private func drain() {
         while true {
-            let next: (LEAddress, ATTBondedClientState)? = state.withLock { s in
-                guard let (identity, client) = s.pending.first else {
+            let next: (PendingKey, String)? = state.withLock { s in
+                guard let (key, text) = s.pending.first else {
                     s.writing = false
                     let waiters = s.flushWaiters
                     s.flushWaiters = []
                     for w in waiters { w.resume() }
                     return nil
                 }
-                s.pending[identity] = nil
-                return (identity, client)
+                s.pending[key] = nil
+                return (key, text)
             }
-            guard let (identity, client) = next else { return }
+            guard let (key, text) = next else { return }
             do throws(BondStoreError) {
-                try store.write(Self.render(client), for: identity, kind: Self.fileKind)
+                try store.write(text, for: key.identity, kind: key.kind)
             } catch {
                 state.withLock { $0.failures.append(error) }
             }
@@ -107,6 +180,31 @@ public final class GATTBondedClients: Sendable {
                 "cccd=\(cccd.joined(separator: ","))", "service_changed=\(hex(c.serviceChanged, 4))",
                 "features=\(hex(c.features.rawValue, 2))", "change_aware=\(c.changeAware ? 1 : 0)"]
             .joined(separator: "\n") + "\n"
+    }
+
+    static func render(_ c: SignCounters) -> String {
+        var lines = ["# hcigatt: SignCounters of Signed Write Commands with a bonded peer", "version=1"]
+        if let p = c.peer { lines.append("peer=\(p)") }
+        if let l = c.local { lines.append("local=\(l)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func parseCounters(_ bytes: [UInt8], path: String) throws(BondStoreError) -> SignCounters {
+        var c = SignCounters()
+        var version: Substring?
+        for (i, line) in String(decoding: bytes, as: UTF8.self).split(separator: "\n").enumerated() where !line.hasPrefix("#") {
+            guard let eq = line.firstIndex(of: "=") else { throw BondStoreError(path: path, message: "line \(i + 1): expected key=value") }
+            let key = line[..<eq], value = line[line.index(after: eq)...]
+            switch key {
+            case "version": version = value
+            case "peer", "local":
+                guard let n = UInt32(value) else { throw BondStoreError(path: path, message: "\(key)=\(value) is not a 32-bit counter") }
+                if key == "peer" { c.peer = n } else { c.local = n }
+            default: continue
+            }
+        }
+        guard version == "1" else { throw BondStoreError(path: path, message: "no version=1") }
+        return c
     }
 
     static func parse(_ bytes: [UInt8], path: String) throws(BondStoreError) -> ATTBondedClientState {

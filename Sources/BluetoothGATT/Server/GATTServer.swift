@@ -137,11 +137,13 @@ public final class GATTServer: Sendable {
     /// Serves `bearer` (its server side). Returns the client it became.
     @discardableResult
     public func attach(_ bearer: any ATTBearer) -> GATTServerClient {
+        let signing = signingKey(for: bearer)
         let info: GATTServerClient = locked { s, fx in
             let id = ATTServerClientID(rawValue: s.nextID)
             s.nextID &+= 1
             let info = GATTServerClient(id: id, peer: bearer.description)
             s.server.connect(id, security: bearer.security)
+            if let signing { s.server.setSigningKey(signing, for: id) }
             s.clients[id] = Client(info: info, bearer: bearer)
             emit(.connected(info), &s)
             return info
@@ -153,6 +155,16 @@ public final class GATTServer: Sendable {
                      closed: { [weak self] reason in self?.closed(info.id, reason) })
         if bondedClients != nil, bearer.security.bonded { securityChanged(info.id, bearer.security) }
         return info
+    }
+
+    /// A bonded peer that distributed a CSRK may sign its writes on an unencrypted link.
+    private func signingKey(for bearer: any ATTBearer) -> ATTSigningKey? {
+        guard let clients = bondedClients, let identity = bearer.peerIdentity,
+              let bond = try? clients.store.bond(for: identity), let csrk = bond.peerCSRK else { return nil }
+        let strength = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
+                                    secureConnections: bond.secureConnections, bonded: true)
+        let bytes = (0 ..< 16).map { UInt8(truncatingIfNeeded: csrk >> (8 * (15 - UInt128($0)))) }
+        return ATTSigningKey(csrk: bytes, lastCounter: clients.signCounters(for: identity).peer, security: strength)
     }
 
     private func securityChanged(_ id: ATTServerClientID, _ security: LinkSecurity) {
@@ -499,6 +511,10 @@ public final class GATTServer: Sendable {
                 fx.append { bearer.close() }
             case .peerFault(let id, let detail):
                 if let info = s.clients[id]?.info { emit(.peerFault(info, detail), &s) }
+            case .signCounterAdvanced(let id, let counter):
+                if let clients = bondedClients, let identity = s.clients[id]?.bearer.peerIdentity {
+                    fx.append { clients.notePeerSignCounter(counter, for: identity) }
+                }
             }
         }
     }

@@ -352,6 +352,7 @@ public final class BondStore: Sendable {
     }
 
     /// Files kept beside a bond (``write(_:for:kind:)``): the GATT server's record of the
-    /// client's configuration, the GATT client's cache of the peer's database.
-    public static let companionKinds = ["gatt-server", "gatt-cache"]
+    /// client's configuration, the GATT client's cache of the peer's database, the
+    /// SignCounters of signed writes.
+    public static let companionKinds = ["gatt-server", "gatt-cache", "sign-counters"]
 }
