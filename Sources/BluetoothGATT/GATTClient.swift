@@ -107,6 +107,8 @@ public final class GATTClient: Sendable {
         var longWriteWaiters: [CheckedContinuation<Void, Never>] = []
         var database: GATTDatabase?
         var serviceChangedHandle: UInt16?
+        /// Rediscovering after Database Out Of Sync (its own requests must not start another).
+        var resyncing = false
         var droppedNotifications = 0
         var unhandledNotifications = 0
     }
@@ -218,9 +220,27 @@ public final class GATTClient: Sendable {
         do {
             return try await requestOnce(r)
         } catch {
+            if error.attErrorCode == .databaseOutOfSync {
+                // Robust caching (Core Vol 3 Part G §2.5.2.1): the server's database changed
+                // and this client did not know; what it knows is rediscovered (and announced on
+                // ``databaseChanged``) before the caller hears of it: its handles may be stale.
+                await resynchronize()
+                throw error
+            }
             guard await raiseSecurityToRetry(after: error) else { throw error }
             return try await requestOnce(r)
         }
+    }
+
+    func resynchronize() async {
+        let start: Bool = locked { s, _ in
+            if s.resyncing { return false }
+            s.resyncing = true
+            return true
+        }
+        guard start else { return }
+        await rediscover(0x0001 ... 0xFFFF, cached: database != nil)
+        locked { s, _ in s.resyncing = false }
     }
 
     /// After `error`: raises the bearer's security when that can help; true when the

@@ -14,6 +14,8 @@ public enum GATTAttributeType {
     public static let clientCharacteristicConfiguration = BluetoothUUID(0x2902)
     /// Service Changed characteristic (Part G §7.1).
     public static let serviceChanged = BluetoothUUID(0x2A05)
+    /// Database Hash (Core Vol 3 Part G §7.3).
+    public static let databaseHash = BluetoothUUID(0x2B2A)
 }
 
 /// Characteristic Properties. Core Vol 3 Part G §3.3.1.1 Table 3.5.

@@ -9,9 +9,12 @@ import HCIGATTFormat
 enum PeerOptions {
     static let options: Set<String> = ControllerOptions.options.union(["scan-timeout", "connect-timeout", "att-timeout",
                                                                        "conn-interval", "conn-latency", "supervision-timeout"])
-    static let flags: Set<String> = ControllerOptions.flags
+    static let flags: Set<String> = ControllerOptions.flags.union(["no-cache"])
 
     static let help = """
+      --no-cache             discover the whole database even for a bonded device (by
+                             default its database is kept with the bond and reused after
+                             one read of its Database Hash)
       --transport l2cap:hciN the kernel keeps the link and hcigatt speaks ATT on its L2CAP
                              socket (adapter up; security raised when the device asks)
       ADDR                   AA:BB:CC:DD:EE:FF[/public|/random], or a device name: found by
@@ -223,6 +226,60 @@ struct PeerSession: Sendable {
         }
     }
 
+    /// The peer's database: for a bonded device, the one kept with its bond when one read
+    /// of the Database Hash says it is current (or, with no hash on the server, until
+    /// Service Changed); else discovered, and kept with the bond for next time.
+    func discover(_ args: Arguments) async throws -> GATTDiscovery {
+        let start = monotonicNow()
+        var store: BondStore?
+        var cache: GATTCachedDatabase?
+        if !args.flag("no-cache"), let link = connection, (try? link.storedBond()) != nil {
+            let bonds = SecurityOptions.bondStore(args)
+            store = bonds
+            let identity = link.peerIdentity
+            let loaded: Result<GATTCachedDatabase?, BondStoreError> = await runOnOwnThread {
+                do throws(BondStoreError) { return .success(try GATTDatabaseCacheFile.load(bonds, identity)) } catch { return .failure(error) }
+            }
+            switch loaded {
+            case .success(let c): cache = c
+            case .failure(let e): Console.err("\(e); discovering instead (the file is replaced)")
+            }
+        }
+        if cache == nil { Console.err("discovering...") }
+        let before = client.roundTrips
+        // Only a bond keeps the database, and only then is the hash worth its round trip.
+        let d = store != nil ? try await client.discoverAll(reusing: cache)
+            : GATTDiscovery(cached: GATTCachedDatabase(database: try await client.discoverAll(), hash: nil), source: .discovered)
+        let ms = (monotonicNow() &- start) / 1_000_000
+        let trips = client.roundTrips - before
+        let db = d.database
+        Console.err("\(d.source): \(db.services.count) services, \(db.characteristics.count) characteristics in \(trips) round trip\(trips == 1 ? "" : "s") (\(ms) ms, MTU \(client.mtu))")
+        if let store, let link = connection, !d.source.reusedCache {
+            let identity = link.peerIdentity, cached = d.cached
+            let saved: Result<Void, BondStoreError> = await runOnOwnThread {
+                do throws(BondStoreError) { try GATTDatabaseCacheFile.save(cached, store, identity); return .success(()) } catch { return .failure(error) }
+            }
+            if case .failure(let e) = saved { Console.err("could not keep the database with the bond: \(e)") }
+        }
+        if let store, let link = connection {
+            // Service Changed later in this session: what is kept follows (without a hash, so
+            // the next session checks the server's); a failed rediscovery drops the cache.
+            let identity = link.peerIdentity, changes = client.databaseChanged
+            Task {
+                for await change in changes {
+                    let _: Void = await runOnOwnThread {
+                        if let db = change.database {
+                            try? GATTDatabaseCacheFile.save(GATTCachedDatabase(database: db, hash: nil), store, identity)
+                        } else {
+                            try? store.remove(identity, kind: GATTDatabaseCacheFile.kind)
+                        }
+                    }
+                }
+            }
+        }
+        return d
+    }
+
     func close() async {
         client.close()
         await connection?.disconnect()
@@ -337,12 +394,9 @@ enum GATTDumpCommand {
         guard args.positional.count == 1 else { throw UsageError(args.positional.isEmpty ? "missing ADDR" : "unexpected argument '\(args.positional[1])'") }
         let target = try PeerTarget(args.positional[0])
         try await withPeer(args, target) { p in
-            Console.err("discovering...")
-            let start = monotonicNow()
-            let db = try await p.client.discoverAll()
+            let discovery = try await p.discover(args)
+            let db = discovery.database
             let discoveryTrips = p.client.roundTrips
-            let ms = (monotonicNow() &- start) / 1_000_000
-            Console.err("discovered \(db.services.count) services, \(db.characteristics.count) characteristics in \(discoveryTrips) round trips (\(ms) ms, MTU \(p.client.mtu))")
             if let link = p.connection?.parameters { Console.err("link: \(link)") }
             var values: [UInt16: Result<[UInt8], GATTError>] = [:]
             if !args.flag("no-values") {
@@ -354,7 +408,7 @@ enum GATTDumpCommand {
                 }
             }
             if args.flag("json") {
-                Console.out(FieldRenderer.jsonObject(jsonFields(db, values, p, roundTrips: discoveryTrips)))
+                Console.out(FieldRenderer.jsonObject(jsonFields(db, values, p, roundTrips: discoveryTrips, source: discovery.source)))
             } else {
                 printText(db, values)
             }
@@ -382,7 +436,8 @@ enum GATTDumpCommand {
         }
     }
 
-    static func jsonFields(_ db: GATTDatabase, _ values: [UInt16: Result<[UInt8], GATTError>], _ p: PeerSession, roundTrips: Int) -> [Field] {
+    static func jsonFields(_ db: GATTDatabase, _ values: [UInt16: Result<[UInt8], GATTError>], _ p: PeerSession, roundTrips: Int,
+                           source: GATTDiscoverySource) -> [Field] {
         let services: [FieldValue] = db.services.map { s in
             .object([
                 Field("uuid", .text(s.uuid.description)),
@@ -426,6 +481,7 @@ enum GATTDumpCommand {
         out += [
             Field("mtu", .uint(UInt64(p.client.mtu))),
             Field("discovery_round_trips", .uint(UInt64(roundTrips))),
+            Field("database_source", .text(source.jsonName)),
             Field("services", .list(services)),
         ]
         if let link = p.connection?.parameters {
@@ -454,13 +510,13 @@ func describeGATT(_ error: any Error) -> String {
 }
 
 /// Finds the characteristic an AttributeRef names (by value handle or UUID).
-func resolveCharacteristic(_ ref: AttributeRef, _ client: GATTClient) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
+func resolveCharacteristic(_ ref: AttributeRef, _ p: PeerSession, _ args: Arguments) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
     switch ref {
     case .handle(let h):
-        let db = try await client.discoverAll()
+        let db = try await p.discover(args).database
         return (h, db.characteristic(containing: h))
     case .uuid(let u):
-        let db = try await client.discoverAll()
+        let db = try await p.discover(args).database
         guard let c = db.characteristic(uuid: u) else {
             throw RuntimeError("the device has no characteristic \(uuidLabel(u))")
         }
@@ -493,7 +549,7 @@ enum ReadCommand {
         let target = try PeerTarget(args.positional[0])
         let ref = try AttributeRef(args.positional[1])
         try await withPeer(args, target) { p in
-            let (handle, c) = try await resolveCharacteristic(ref, p.client)
+            let (handle, c) = try await resolveCharacteristic(ref, p, args)
             let value = try await p.client.read(handle: handle)
             if args.flag("json") {
                 var f = [Field("handle", .uint(UInt64(handle)))]
@@ -558,7 +614,7 @@ enum WriteCommand {
         }
         guard value.count <= 512 else { throw UsageError("an attribute value is at most 512 bytes (Core Vol 3 Part F §3.2.9), not \(value.count)") }
         try await withPeer(args, target) { p in
-            let (handle, _) = try await resolveCharacteristic(ref, p.client)
+            let (handle, _) = try await resolveCharacteristic(ref, p, args)
             let noResponse = args.flag("no-response"), long = args.flag("long")
             if args.flag("signed") {
                 try await signedWrite(p, handle: handle, value: value, args: args)
@@ -643,7 +699,7 @@ enum SubscribeCommand {
         let received = Locked(0)
         var failure: (any Error)?
         do {
-            let db = try await p.client.discoverAll()
+            let db = try await p.discover(args).database
             var streams: [(GATTCharacteristic, AsyncThrowingStream<GATTValue, Error>)] = []
             for u in uuids {
                 guard let c = db.characteristic(uuid: u) else { throw RuntimeError("the device has no characteristic \(uuidLabel(u))") }
@@ -703,4 +759,16 @@ enum SubscribeCommand {
 
 extension String {
     func leftPad(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}
+
+extension GATTDiscoverySource {
+    /// `gatt --json`'s database_source.
+    var jsonName: String {
+        switch self {
+        case .discovered: "discovered"
+        case .cacheConfirmedByHash: "cache-hash-unchanged"
+        case .cacheWithoutHash: "cache-no-hash"
+        case .rediscovered: "rediscovered"
+        }
+    }
 }

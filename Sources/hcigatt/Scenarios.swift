@@ -176,7 +176,7 @@ struct Scenario: Sendable {
             lastPeer.withLock { $0 = p.peer }
             // With several devices, stderr lines and text output name the device.
             let tag = tagged ? "\(p.peer.address): " : ""
-            let db = try await p.client.discoverAll()
+            let db = try await p.discover(args).database
             for uuid in reads {
                 guard let c = db.characteristic(uuid: uuid), c.properties.contains(.read) else { continue }
                 let value = try await p.client.read(handle: c.valueHandle)

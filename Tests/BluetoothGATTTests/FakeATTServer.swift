@@ -111,6 +111,8 @@ final class FakeATTServer: ATTBearer, Sendable {
         case malformNext
         /// After this many more requests, the next one closes the bearer instead.
         case closeAfter(Int)
+        /// The next request gets an Error Response with this code.
+        case errorNext(ATTErrorCode)
     }
 
     enum Delivery: Sendable {
@@ -217,6 +219,9 @@ final class FakeATTServer: ATTBearer, Sendable {
                     return [.close(FakeATTServer.peerTerminated)]
                 }
                 s.fault = .closeAfter(n - 1)
+            case .errorNext(let code):
+                s.fault = .none
+                return [.pdu(error(op, 0, code))]
             case .none, .malformNext: break
             }
         }

@@ -138,6 +138,36 @@ class PairTests(unittest.TestCase):
                 self.assertIn('with the stored bond', err)
                 self.assertIsNone(peer.events.wait_event('paired', 2), 'paired again instead of encrypting')
 
+    def test_a_bonded_database_is_kept_and_checked_by_bumbles_hash(self):
+        # Bumble's server computes a Database Hash too: the kept database is reused after one read.
+        with tempfile.TemporaryDirectory() as tmp, Peer('--peripheral', peripheral('jw')) as peer:
+            bonds = os.path.join(tmp, 'bonds')
+            rc, out, err = hcigatt('pair', ADDR, '--bond-dir', bonds, '--transport', peer.transport, timeout=60)
+            self.assertEqual(rc, 0, err)
+            runs = []
+            for _ in range(2):
+                rc, out, err = hcigatt('gatt', ADDR, '--json', '--no-values', '--bond-dir', bonds,
+                                       '--transport', peer.transport, timeout=60)
+                self.assertEqual(rc, 0, err)
+                runs.append((json.loads(out), err))
+            (first, _), (second, err) = runs
+            self.assertEqual(first['database_source'], 'discovered')
+            self.assertEqual(second['database_source'], 'cache-hash-unchanged', err)
+            self.assertEqual(second['services'], first['services'])
+            self.assertEqual(second['discovery_round_trips'], 2, 'Exchange MTU and the hash')
+            self.assertGreater(first['discovery_round_trips'], 6)
+            # A corrupt cache is named and replaced by a discovery.
+            cache = os.path.join(bonds, 'F0F1F2F3F401-public.gatt-cache')
+            with open(cache, 'w') as f:
+                f.write('version=1\nservice=zz\n')
+            rc, out, err = hcigatt('gatt', ADDR, '--json', '--no-values', '--bond-dir', bonds,
+                                   '--transport', peer.transport, timeout=60)
+            self.assertEqual(rc, 0, err)
+            self.assertIn(cache, err)
+            self.assertEqual(json.loads(out)['database_source'], 'discovered')
+            with open(cache) as f:
+                self.assertNotIn('zz', f.read())
+
     def test_a_corrupt_bond_file_is_named_and_kept(self):
         with tempfile.TemporaryDirectory() as bonds:
             path = os.path.join(bonds, 'F0F1F2F3F401-public.bond')

@@ -313,6 +313,49 @@ class BumbleCentralTests(unittest.TestCase):
 class HcigattAgainstServeTests(unittest.TestCase):
     """hcigatt's own client (gatt, read, write, subscribe, ask) against hcigatt serve."""
 
+    def test_a_bonded_devices_database_is_kept_and_checked_by_its_hash(self):
+        # Robust caching (Core Vol 3 Part G §2.5.2): the database kept with the bond is reused
+        # after one read of the Database Hash, and discovered again when the hash changed.
+        with tempfile.TemporaryDirectory() as tmp:
+            bonds, server_bonds = os.path.join(tmp, 'client'), os.path.join(tmp, 'server')
+            cache = os.path.join(bonds, 'C0FFEE000001-public.gatt-cache')
+            with Peer('--hosts', '2') as world:
+                server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+
+                def gatt(*extra):
+                    rc, out, err = hcigatt('gatt', 'Cache-1', '--json', '--no-values', '--bond-dir', bonds,
+                                           '--transport', client, *extra)
+                    self.assertEqual(rc, 0, err)
+                    return json.loads(out), err
+
+                with Serve(server, '--profile', 'heartrate', '--name', 'Cache-1', '--bond-dir', server_bonds):
+                    r, _ = gatt()
+                    self.assertEqual(r['database_source'], 'discovered')
+                    self.assertFalse(os.path.exists(cache), 'no bond, nothing kept')
+                    full = r['discovery_round_trips']
+                    rc, out, err = hcigatt('pair', 'Cache-1', '--bond-dir', bonds, '--transport', client)
+                    self.assertEqual(rc, 0, err)
+                    r, _ = gatt()
+                    self.assertEqual(r['database_source'], 'discovered')
+                    self.assertTrue(os.path.exists(cache))
+                    again, err = gatt()
+                    self.assertEqual(again['database_source'], 'cache-hash-unchanged', err)
+                    self.assertIn('cached (Database Hash unchanged)', err)
+                    self.assertEqual(again['services'], r['services'])
+                    # Exchange MTU and the hash read, against the whole discovery.
+                    self.assertEqual(again['discovery_round_trips'], 2)
+                    self.assertGreater(full, 4)
+                    fresh, _ = gatt('--no-cache')
+                    self.assertEqual((fresh['database_source'], fresh['discovery_round_trips']), ('discovered', full))
+                with Serve(server, '--profile', 'battery,heartrate', '--name', 'Cache-1', '--bond-dir', server_bonds):
+                    changed, err = gatt()
+                    self.assertEqual(changed['database_source'], 'rediscovered', err)
+                    self.assertIn('Database Hash changed', err)
+                    self.assertIn('180F', [s['uuid'] for s in changed['services']])
+                    again, err = gatt()
+                    self.assertEqual(again['database_source'], 'cache-hash-unchanged', err)
+                    self.assertEqual(again['services'], changed['services'])
+
     def test_signed_writes_from_a_bonded_client_on_an_unencrypted_link(self):
         # Core Vol 3 Part G §4.9.2: the client signs with the CSRK it gave when bonding and a
         # growing SignCounter; the server verifies both, each side keeps its counter.

@@ -122,6 +122,12 @@ public final class BondStore: Sendable {
         }
     }
 
+    /// Removes the peer's file of `kind` (none is fine).
+    public func remove(_ identity: LEAddress, kind: String) throws(BondStoreError) {
+        let p = path(for: identity, kind: kind)
+        if unlink(p) != 0 && errno != ENOENT { throw BondStoreError(path: p, message: "cannot remove: \(String(cString: strerror(errno)))") }
+    }
+
     /// Replaces the peer's file of `kind` atomically (0600, in the 0700 directory).
     public func write(_ text: String, for identity: LEAddress, kind: String) throws(BondStoreError) {
         try prepareDirectory()
