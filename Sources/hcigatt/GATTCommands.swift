@@ -163,6 +163,19 @@ struct PeerSession: Sendable {
             if let id = connection.identity, id.address != peer.address {
                 Console.err("\(peer.address) is a private address of \(id.address) (\(id.type); resolved with its bond's IRK)")
             }
+            // A bonded device is encrypted at once with its key, as BlueZ does: many (health
+            // devices, a server keeping our subscriptions) send nothing until then.
+            // (Not for --signed: a Signed Write is what an unencrypted link uses.)
+            if !args.flag("signed"), let bond = try? connection.storedBond(), bond.centralKey != nil {
+                do throws(HostError) {
+                    if try await connection.encryptWithBond() {
+                        Console.err("encrypted with the stored bond: \(connection.security)")
+                    }
+                } catch {
+                    if !connection.isConnected { throw RuntimeError("cannot connect to \(peer): \(error.message)", cause: error) }
+                    Console.err("encrypting with the stored bond failed (\(error.message)); going on unencrypted")
+                }
+            }
             if let wantedParameters {
                 let request = wantedParameters.request(from: connection.parameters)
                 do {

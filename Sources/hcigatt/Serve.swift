@@ -1,5 +1,6 @@
 import BluetoothGATT
 import BluetoothHost
+import BluetoothSecurity
 import BluetoothWire
 import HCIGATTFormat
 #if canImport(Glibc)
@@ -142,6 +143,12 @@ enum ServeCommand {
               --max-connections N    centrals served at once (default 4)
               --adv-interval MS      advertising interval (20-10240 ms, default 100)
               --random-address       advertise from a fresh random static address
+              --privacy              advertise from resolvable private addresses made with this
+                                     host's IRK (kept in the bond directory as local.irk), a
+                                     new one every --rpa-timeout; bonding gives centrals the
+                                     IRK and the public address, so they know this host behind
+                                     every one of them (Core Vol 3 Part C §10.7)
+              --rpa-timeout S        seconds between private addresses (default 900, 30-3600)
               --extended             extended advertising PDUs (Bluetooth 5): the whole name and
                                      every service UUID in one advertisement, no scan response
               --legacy               legacy PDUs only (default: legacy, unless the data needs more)
@@ -153,9 +160,10 @@ enum ServeCommand {
               --json                 one JSON object per event
             \(ControllerOptions.help)
             """,
-            spec: Arguments.Spec(flags: ControllerOptions.flags.union(["json", "manual", "random-address", "extended", "legacy"]),
+            spec: Arguments.Spec(flags: ControllerOptions.flags.union(["json", "manual", "random-address", "extended", "legacy", "privacy"]),
                                  options: ControllerOptions.options.union(["profile", "db", "name", "appearance",
-                                                                           "max-connections", "adv-interval", "tx-power", "security"])),
+                                                                           "max-connections", "adv-interval", "tx-power", "security",
+                                                                           "rpa-timeout"])),
             run: { args in try await run(args) })
     }
 
@@ -219,11 +227,24 @@ enum ServeCommand {
             ? (try extendedAdvertisingPayload(name: name, services: advertised, appearance: appearance), [])
             : advertisingPayload(name: name, services: advertised, appearance: appearance)
 
+        let privacy = args.flag("privacy")
+        if privacy && args.flag("random-address") { throw UsageError("--privacy and --random-address exclude each other") }
+        let rpaTimeout = try ControllerOptions.seconds(args, "rpa-timeout", default: 900, range: 30 ... 3600)
+        if args.option("rpa-timeout") != nil && !privacy { throw UsageError("--rpa-timeout goes with --privacy") }
         let session = try await Session.open(args)
+        if privacy && session.host.info.address == .zero {
+            try? await session.close()
+            throw RuntimeError("--privacy needs a controller with a public address (the identity bonded centrals learn)")
+        }
         let out = ServeOutput(json: args.flag("json"), layout: server.layout)
         var own = AdvertisingConfiguration.OwnAddress.public
         var ownText = "\(LEAddress(session.host.info.address, type: .public))"
-        if args.flag("random-address") || session.host.info.address == .zero {
+        let irk: UInt128? = privacy ? try SecurityOptions.bondStore(args).localIdentityResolvingKey() : nil
+        if let irk {
+            let a = try Self.privateAddress(irk)
+            own = .resolvablePrivate(a)
+            ownText = "\(LEAddress(a, type: .random))"
+        } else if args.flag("random-address") || session.host.info.address == .zero {
             var g = SystemRandomNumberGenerator()
             let a = BluetoothAddress.randomStatic(using: &g)
             own = .randomStatic(a)
@@ -267,6 +288,24 @@ enum ServeCommand {
                         throw RuntimeError(error.message)
                     }
                     out.advertising(name: name, address: address, profiles: profileNames, set: set)
+                    if let irk {
+                        // A new private address every rpaTimeout (Core Vol 3 Part C §10.7.1.2):
+                        // advertising restarts from it; links stay as they are.
+                        let base = config
+                        group.addTask {
+                            var current = base
+                            while true {
+                                do { try await Task.sleep(for: rpaTimeout) } catch { return false }
+                                let a = try Self.privateAddress(irk)
+                                current.ownAddress = .resolvablePrivate(a)
+                                await host.stopAdvertising()
+                                do throws(HostError) { _ = try await host.startAdvertising(current) } catch {
+                                    throw RuntimeError("cannot advertise from the next private address: \(error.message)")
+                                }
+                                out.note("advertising from \(LEAddress(a, type: .random)) now (a new private address)")
+                            }
+                        }
+                    }
                     for p in chosen {
                         group.addTask {
                             await p.run(ctx)
@@ -286,6 +325,14 @@ enum ServeCommand {
         for failure in bonded.writeFailures { Console.err("serve: could not keep a bonded client's subscriptions: \(failure)") }
         if let failure { throw failure }
         return 0
+    }
+
+    /// A fresh resolvable private address from this host's IRK.
+    static func privateAddress(_ irk: UInt128) throws -> BluetoothAddress {
+        var g = SystemRandomNumberGenerator()
+        do { return try ResolvablePrivateAddress.make(irk: irk, random: UInt32(truncatingIfNeeded: g.next() as UInt64)) } catch {
+            throw RuntimeError("cannot make a private address: \(error)")
+        }
     }
 
     /// Extended advertising: flags, the complete name, every service UUID and the appearance

@@ -90,10 +90,18 @@ struct Session: Sendable {
         let name = transport.description
         var observer: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)? = nil
         if let snoop { observer = { packet, sent in snoop.record(packet, sent: sent) } }
+        // Privacy (serve --privacy): this host's IRK goes to the peers it bonds with.
+        var irk: UInt128?
+        if args.flag("privacy") {
+            do { irk = try SecurityOptions.bondStore(args).localIdentityResolvingKey() } catch {
+                throw RuntimeError("--privacy: \(error)")
+            }
+        }
         do {
             let host = try await HCIHost.open(transport: transport, options: HostOptions(
                 commandTimeout: timeout, packetObserver: observer,
-                security: security, pairingAgent: agent, bondStore: SecurityOptions.bondStore(args)))
+                security: security, pairingAgent: agent, bondStore: SecurityOptions.bondStore(args),
+                identityResolvingKey: irk))
             return Session(host: host, snoop: snoop, transportName: name)
         } catch {
             try? snoop?.close()

@@ -356,6 +356,46 @@ class HcigattAgainstServeTests(unittest.TestCase):
                     self.assertEqual(again['database_source'], 'cache-hash-unchanged', err)
                     self.assertEqual(again['services'], changed['services'])
 
+    def test_serve_with_privacy_is_known_behind_its_private_addresses_once_bonded(self):
+        # Core Vol 3 Part C §10.7: serve advertises from RPAs made with its IRK, which bonding
+        # gives the central with the public identity; a stranger sees only the RPA.
+        with tempfile.TemporaryDirectory() as tmp:
+            server_bonds, client_bonds = os.path.join(tmp, 'server'), os.path.join(tmp, 'client')
+            with Peer('--hosts', '2') as world:
+                server, client = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+
+                def seen():
+                    rc, out, err = hcigatt('scan', '--json', '--duration', '1.5', '--bond-dir', client_bonds,
+                                           '--transport', client)
+                    self.assertEqual(rc, 0, err)
+                    return [d for d in json_lines(out) if d.get('name') == 'Private-1']
+
+                args = ('--profile', 'battery', '--name', 'Private-1', '--privacy', '--bond-dir', server_bonds)
+                with Serve(server, *args) as serve:
+                    advertised = serve.wait('advertising', 1)['address']
+                    self.assertTrue(advertised.endswith('(resolvable-private)'), advertised)
+                    first = seen()
+                    self.assertTrue(first, 'the RPA advertiser was seen')
+                    self.assertEqual(first[0]['address_kind'], 'resolvable-private')
+                    self.assertNotIn('identity', first[0], 'a stranger does not know who it is')
+                    rc, out, err = hcigatt('pair', 'Private-1', '--json', '--bond-dir', client_bonds, '--transport', client)
+                    self.assertEqual(rc, 0, err)
+                    r = json.loads(out)
+                    self.assertEqual(r['identity'], 'C0:FF:EE:00:00:01 (public)')
+                    self.assertIn('irk', r['keys'])
+                    self.assertEqual(serve.close(), 0, serve.stderr())
+                self.assertIn('local.irk', os.listdir(server_bonds))
+                with Serve(server, *args) as serve:
+                    now = seen()
+                    self.assertTrue(now)
+                    self.assertNotEqual(now[0]['address'], first[0]['address'], 'a new run, a new private address')
+                    self.assertEqual((now[0]['identity'], now[0]['identity_type']), ('C0:FF:EE:00:00:01', 'public'))
+                    rc, out, err = hcigatt('read', 'C0:FF:EE:00:00:01', '2a19', '--json', '--bond-dir', client_bonds,
+                                           '--transport', client)
+                    self.assertEqual(rc, 0, err)
+                    self.assertIn('is a private address of C0:FF:EE:00:00:01', err)
+                    self.assertEqual(json.loads(out)['hex'], '64')
+
     def test_signed_writes_from_a_bonded_client_on_an_unencrypted_link(self):
         # Core Vol 3 Part G §4.9.2: the client signs with the CSRK it gave when bonding and a
         # growing SignCounter; the server verifies both, each side keeps its counter.

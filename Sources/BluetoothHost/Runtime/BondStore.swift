@@ -122,6 +122,29 @@ public final class BondStore: Sendable {
         }
     }
 
+    /// This host's Identity Resolving Key (privacy, Core Vol 3 Part C §10.7): what its
+    /// resolvable private addresses are made with and what it distributes when bonding, so
+    /// bonded peers recognise it behind them. Made at random on first use and kept in
+    /// `local.irk` (0600) beside the bonds; unpairing does not touch it.
+    public func localIdentityResolvingKey() throws(BondStoreError) -> UInt128 {
+        let p = "\(directory)/local.irk"
+        if access(p, F_OK) == 0 {
+            let text = String(decoding: try readBytes(path: p), as: UTF8.self)
+            for line in text.split(separator: "\n") where line.hasPrefix("irk=") {
+                let v = line.dropFirst(4)
+                guard v.utf8.count == 32, let k = UInt128(v, radix: 16), k != 0 else { break }
+                return k
+            }
+            throw BondStoreError(path: p, message: "no irk=<32 hex digits> (remove the file to make a new key; bonded peers then no longer recognise this host)")
+        }
+        var g = SystemRandomNumberGenerator()
+        let k = UInt128(g.next() as UInt64) << 64 | UInt128(g.next() as UInt64)
+        let s = String(k, radix: 16)
+        try prepareDirectory()
+        try writeAtomically(Array("# hcigatt: this host's Identity Resolving Key (keep it private)\nirk=\(String(repeating: "0", count: 32 - s.utf8.count) + s)\n".utf8), to: p)
+        return k
+    }
+
     /// Removes the peer's file of `kind` (none is fine).
     public func remove(_ identity: LEAddress, kind: String) throws(BondStoreError) {
         let p = path(for: identity, kind: kind)

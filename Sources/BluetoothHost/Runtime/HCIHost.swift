@@ -21,16 +21,22 @@ public struct HostOptions: Sendable {
     /// peripheral answers LE Long Term Key Requests from them, ``LEConnection/encryptWithBond()``
     /// uses them. nil: nothing is stored.
     public var bondStore: BondStore?
+    /// Privacy: this host's Identity Resolving Key (``BondStore/localIdentityResolvingKey()``).
+    /// It is distributed with the public address as identity when bonding, so bonded peers
+    /// recognise this host behind the resolvable private addresses it advertises from
+    /// (``AdvertisingConfiguration/OwnAddress/resolvablePrivate(_:)``). nil: none is given.
+    public var identityResolvingKey: UInt128?
 
     public init(commandTimeout: Duration = .seconds(5),
                 packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)? = nil,
                 security: SMPConfiguration? = SMPConfiguration(), pairingAgent: PairingAgent = .justWorks,
-                bondStore: BondStore? = nil) {
+                bondStore: BondStore? = nil, identityResolvingKey: UInt128? = nil) {
         self.commandTimeout = commandTimeout
         self.packetObserver = packetObserver
         self.security = security
         self.pairingAgent = pairingAgent
         self.bondStore = bondStore
+        self.identityResolvingKey = identityResolvingKey
     }
 }
 

@@ -30,6 +30,8 @@ extension HostDriver {
                 connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(error))
             case .linkOpened(let state):
                 let conn = openLink(state)
+                // The address the central connected to (set 0's; a rotated RPA may differ later).
+                conn.localRandomAddress = advertiser.configuration(0)?.ownAddress.randomAddress
                 incoming.yield(conn)
                 execute(advertiser.peripheralLinkOpened(handle: state.handle))
             case .linkUpdated(let state):

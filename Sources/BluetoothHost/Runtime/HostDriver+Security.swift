@@ -27,12 +27,27 @@ extension HostDriver {
     }
 
     /// A machine for the link, made on first use with the host's configuration.
-    private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?) -> Bool {
+    private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?, peerStarted: Bool = false) -> Bool {
         if pairings[handle] != nil { return true }
-        guard let conn = links[handle]?.connection, let config = configuration ?? security else { return false }
+        guard let conn = links[handle]?.connection, var config = configuration ?? security else { return false }
+        if peerStarted, let bond = try? bondStore?.bond(for: conn.peerIdentity) {
+            // A pairing the peer starts may not replace its bond with a weaker one: an
+            // impostor with the peer's address would get in with Just Works. What the bond
+            // had is required (Zephyr refuses the same way); `hcigatt unpair` lifts it.
+            if bond.authenticated { config.mitm = true }
+            if bond.secureConnections {
+                config.secureConnections = true
+                config.secureConnectionsOnly = true
+            }
+        }
         var own = LEAddress(info?.address ?? .zero, type: .public)
-        if conn.role == .peripheral, case .randomStatic(let a)? = advertiser.configuration(0)?.ownAddress {
+        if conn.role == .peripheral, let a = conn.localRandomAddress {
             own = LEAddress(a, type: .random)  // what the central connected to (c1, f5, f6 use it)
+        }
+        if let irk = localIdentityResolvingKey, config.identityResolvingKey == nil, info?.address != .zero {
+            // Privacy: our IRK and identity go to the peer, so it knows us behind our RPAs.
+            config.identityResolvingKey = irk
+            config.identityAddress = LEAddress(info?.address ?? .zero, type: .public)
         }
         let role: SMPRole = conn.role == .central ? .initiator : .responder
         pairings[handle] = PairingRecord(machine: SMPPairing(role: role, configuration: config, localAddress: own, peerAddress: conn.address),
@@ -92,7 +107,7 @@ extension HostDriver {
     }
 
     func smpReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {
-        guard machine(handle, configuration: nil, agent: nil), var r = pairings[handle] else { return }
+        guard machine(handle, configuration: nil, agent: nil, peerStarted: true), var r = pairings[handle] else { return }
         // A new Pairing Request (we respond) or Security Request (we would start) from a
         // peer still waiting out failed attempts: Pairing Failed, Repeated Attempts.
         if !r.machine.isActive, let code = payload.first,

@@ -175,6 +175,8 @@ final class HostDriver: @unchecked Sendable {
     let security: SMPConfiguration?
     let pairingAgent: PairingAgent
     let bondStore: BondStore?
+    /// This host's IRK, distributed when bonding (privacy).
+    let localIdentityResolvingKey: UInt128?
     /// Bonded peers' IRKs: their resolvable private addresses to identities (driver thread).
     var resolver: AddressResolver
     /// The identities in `resolver`, for any thread (``HCIHost/findDevice(_:timeout:)``).
@@ -212,6 +214,7 @@ final class HostDriver: @unchecked Sendable {
         self.security = options.security
         self.pairingAgent = options.pairingAgent
         self.bondStore = options.bondStore
+        self.localIdentityResolvingKey = options.identityResolvingKey
         let entries = options.bondStore?.resolvingEntries() ?? []
         self.resolver = AddressResolver(entries)
         self.resolvableIdentities = Mutex(Set(entries.map(\.identity.address)))

@@ -44,6 +44,9 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     /// Nonzero while someone waits (the driver then takes the lock when bytes leave).
     let roomWaiterCount = Atomic<Int>(0)
     let securityObservers = Mutex<[@Sendable (LinkSecurity) -> Void]>([])
+    /// Peripheral: the random address we advertised when the central connected (nil: the
+    /// public one). Driver thread only.
+    nonisolated(unsafe) var localRandomAddress: BluetoothAddress?
 
     init(driver: HostDriver, link: LELinkState) {
         self.driver = driver

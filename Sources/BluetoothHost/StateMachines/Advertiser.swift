@@ -19,6 +19,18 @@ public struct AdvertisingConfiguration: Sendable, Equatable {
         case `public`
         /// A random static address (Core Vol 6 Part B §1.3.2.1: the two top bits set).
         case randomStatic(BluetoothAddress)
+        /// A resolvable private address (§1.3.2.2: top bits 0b01), made from this host's IRK
+        /// with ``ResolvablePrivateAddress/make(irk:random:)``: only bonded peers know who
+        /// advertises. Replace it every few minutes (restart advertising with a new one).
+        case resolvablePrivate(BluetoothAddress)
+
+        /// The random address to set, nil for the public one.
+        public var randomAddress: BluetoothAddress? {
+            switch self {
+            case .public: nil
+            case .randomStatic(let a), .resolvablePrivate(let a): a
+            }
+        }
     }
 
     /// AD structures, built with ``AdvertisingDataBuilder`` (at most 31 bytes for legacy advertising).
@@ -137,6 +149,9 @@ public struct AdvertisingConfiguration: Sendable, Equatable {
                 throw HostError(.invalidParameters, "\(a) is not a random static address (the two most significant bits must be 1, the rest neither all 0 nor all 1)")
             }
         }
+        if case .resolvablePrivate(let a) = ownAddress, a.rawValue >> 46 != 0b01 {
+            throw HostError(.invalidParameters, "\(a) is not a resolvable private address (the two most significant bits must be 01)")
+        }
     }
 
     /// Units of 0.625 ms, rounded to nearest.
@@ -156,15 +171,14 @@ public struct AdvertisingConfiguration: Sendable, Equatable {
     /// then enable.
     func extendedSetupCommands(legacyPDUs: Bool) -> [any HCICommandEncodable] {
         let h = advertisingSet
-        var own = LEOwnAddressType.public
-        if case .randomStatic = ownAddress { own = .random }
+        let own: LEOwnAddressType = ownAddress.randomAddress == nil ? .public : .random
         let lo = UInt32(Self.units(interval.lowerBound)), hi = UInt32(Self.units(interval.upperBound))
         var c: [any HCICommandEncodable] = [LESetExtendedAdvertisingParametersCommand(
             advertisingHandle: h, advertisingEventProperties: eventProperties(legacyPDUs: legacyPDUs),
             primaryAdvertisingIntervalMin: lo, primaryAdvertisingIntervalMax: hi, ownAddressType: own,
             advertisingTxPower: txPower ?? LESetExtendedAdvertisingParametersCommand.noTxPowerPreference,
             advertisingSID: h & 0x0F)]
-        if case .randomStatic(let a) = ownAddress {
+        if let a = ownAddress.randomAddress {
             c.append(LESetAdvertisingSetRandomAddressCommand(advertisingHandle: h, randomAddress: a))
         }
         let scannable = eventProperties(legacyPDUs: legacyPDUs).contains(.scannable)
@@ -201,7 +215,7 @@ public struct AdvertisingConfiguration: Sendable, Equatable {
     func legacySetupCommands() -> [any HCICommandEncodable] {
         var c: [any HCICommandEncodable] = []
         var own = LEOwnAddressType.public
-        if case .randomStatic(let a) = ownAddress {
+        if let a = ownAddress.randomAddress {
             c.append(LESetRandomAddressCommand(randomAddress: a))
             own = .random
         }
