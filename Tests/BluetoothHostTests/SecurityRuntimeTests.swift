@@ -2,6 +2,7 @@ import BluetoothSecurity
 import BluetoothTransport
 import BluetoothWire
 import Synchronization
+import Glibc
 import Testing
 @testable import BluetoothHost
 
@@ -98,12 +99,12 @@ import Testing
         let machine: Mutex<SMPPairing>
         let outcomes = Mutex<[SMPAction]>([])
         let typed: UInt32
-        init(passkey: UInt32) {
+        init(passkey: UInt32, config: SMPConfiguration = SMPConfiguration(ioCapability: .keyboardOnly, mitm: true)) {
             typed = passkey
-            machine = Mutex(Self.fresh())
+            machine = Mutex(Self.fresh(config))
         }
-        static func fresh() -> SMPPairing {
-            SMPPairing(role: .initiator, configuration: SMPConfiguration(ioCapability: .keyboardOnly, mitm: true),
+        static func fresh(_ config: SMPConfiguration = SMPConfiguration(ioCapability: .keyboardOnly, mitm: true)) -> SMPPairing {
+            SMPPairing(role: .initiator, configuration: config,
                        localAddress: peerA, peerAddress: LEAddress(BluetoothAddress(0x11, 0x22, 0x33, 0x44, 0x55, 0x66), type: .public))
         }
         func run(_ actions: [SMPAction], _ fake: FakeControllerTransport) {
@@ -156,5 +157,34 @@ import Testing
         #expect(HostDriver.repeatedAttemptsWait(1) == 2_000_000_000 && HostDriver.repeatedAttemptsWait(3) == 8_000_000_000
                 && HostDriver.repeatedAttemptsWait(40) == 64_000_000_000)
         await host.close()
+    }
+
+    @Test func aPeerStartedJustWorksPairingCannotReplaceAnAuthenticatedBond() async throws {
+        var template = Array("/tmp/hcigatt-downgrade-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let store = BondStore(directory: dir)
+        let central = LEAddress(peerA.address, type: peerA.type)
+        try store.save(Bond(identity: central, result: SMPPairingResult(
+            method: .passkeyEntry(localDisplays: true, peerDisplays: false), secureConnections: true, authenticated: true,
+            keySize: 16, bonded: true, peerLTK: SMPLongTermKey(key: 77)), created: 0))
+        // An impostor with the central's address and no IO: Just Works only.
+        let impostor = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
+        let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in
+            let (_, _, l2cap) = aclParts(bytes)
+            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
+            let pdu = Array(l2cap[4...])
+            impostor.run(pdu.withUnsafeBytes { b in impostor.machine.withLock { $0.received(b, now: 0) } }, fake)
+        })
+        let host = try await HCIHost.open(transport: fake, options: HostOptions(bondStore: store))
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
+        _ = await incoming.next()
+        impostor.run(impostor.machine.withLock { $0.start(now: 0) }, fake)
+        #expect(await eventually { !impostor.failures.isEmpty })
+        #expect(impostor.failures.first?.reason == .authenticationRequirements, "\(impostor.failures)")
+        #expect(try store.bond(for: central)?.authenticated == true, "the bond is as it was")
+        await host.close()
+        _ = try? store.remove(central)
+        rmdir(dir)
     }
 }
