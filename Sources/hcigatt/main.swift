@@ -22,7 +22,8 @@ func usage() -> String {
     var s = """
     hcigatt \(version) — Bluetooth LE host over raw HCI, for Linux
 
-    Usage: hcigatt COMMAND [OPTIONS] [ARGS]
+    Usage: hcigatt [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]
+           (global options, e.g. --transport SPEC or --bond-dir DIR, go before or after COMMAND)
 
     Commands:
 
@@ -46,10 +47,43 @@ extension String {
     }
 }
 
+/// Global options given before the command (`hcigatt --transport tcp:… scan`, as with
+/// `git -C`): the controller and pairing options, with their values, by name. They go
+/// after the command's own arguments, where its parser takes them like any other; a command
+/// that has no use for one (`decode` and `--transport`) ignores it, so a shell alias with
+/// them works for every command.
+func leadingGlobalOptions(_ args: inout ArraySlice<String>) throws(UsageError) -> [(name: String, tokens: [String])] {
+    var taken: [(name: String, tokens: [String])] = []
+    while let a = args.first, a.hasPrefix("--"), a != "--", a != "--help", a != "--version" {
+        let name = a.dropFirst(2).split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+        if ControllerOptions.flags.contains(name) {
+            taken.append((name, [a]))
+            args = args.dropFirst()
+        } else if ControllerOptions.options.contains(name) {
+            args = args.dropFirst()
+            if a.contains("=") {
+                taken.append((name, [a]))
+            } else {
+                guard let value = args.first else { throw UsageError("option --\(name) needs a value") }
+                taken.append((name, [a, value]))
+                args = args.dropFirst()
+            }
+        } else {
+            throw UsageError("unknown global option --\(name) (before the command go only --transport, --snoop, --bond-dir and the other controller and pairing options)")
+        }
+    }
+    return taken
+}
+
 func runMain() async -> Int32 {
     var args = CommandLine.arguments.dropFirst()
+    let globals: [(name: String, tokens: [String])]
+    do { globals = try leadingGlobalOptions(&args) } catch {
+        Console.err("hcigatt: \(error.message)\nRun `hcigatt --help` for the list of commands.")
+        return 2
+    }
     guard let first = args.first else {
-        Console.err(usage())
+        Console.err(globals.isEmpty ? usage() : "hcigatt: options but no command\n\n\(usage())")
         return 2
     }
     args = args.dropFirst()
@@ -80,6 +114,8 @@ func runMain() async -> Int32 {
             Console.out(c.help)
             return 0
         }
+        let spec = c.spec
+        args += globals.filter { spec.flags.contains($0.name) || spec.options.contains($0.name) }.flatMap(\.tokens)
         do {
             let parsed = try Arguments(args, spec: c.spec)
             return try await c.run(parsed)

@@ -40,6 +40,14 @@ run unknown-command 2 "$bin" frobnicate && expect_err unknown-command "unknown c
 run unknown-kind 2 "$bin" decode nope 00 && expect_err unknown-kind "unknown kind 'nope'"
 run missing-kind 2 "$bin" decode && expect_err missing-kind "missing KIND"
 run unknown-option 2 "$bin" decode ad --frob 00 && expect_err unknown-option "unknown option --frob"
+# Global options before the command, as with git -C; a command without a use for one ignores it.
+run global-before 1 "$bin" --transport tcp:127.0.0.1:1 scan --duration 1 && expect_err global-before "nothing listens on port 1"
+run global-before-eq 1 "$bin" --transport=tcp:127.0.0.1:1 info && expect_err global-before-eq "nothing listens on port 1"
+run global-bond-dir 0 "$bin" --bond-dir "$tmp/no-bonds" bonds && expect_err global-bond-dir "no bonds in $tmp/no-bonds"
+run global-ignored 0 "$bin" --transport tcp:127.0.0.1:1 decode ad 020106 && expect_out global-ignored "Flags"
+run global-unknown 2 "$bin" --frob scan && expect_err global-unknown "unknown global option --frob"
+run global-no-value 2 "$bin" --transport && expect_err global-no-value "needs a value"
+run global-no-command 2 "$bin" --transport tcp:127.0.0.1:1 && expect_err global-no-command "no command"
 
 run ad 0 "$bin" decode ad $AD && { expect_out ad '"Thermo-1234"'; expect_out ad '"1809"'; expect_out ad "Apple"; }
 run ad-json 0 "$bin" decode ad --json $AD && { expect_json_lines ad-json 1; expect_out ad-json '"Thermo-1234"'; }
