@@ -741,6 +741,8 @@ enum SubscribeCommand {
                                 Console.flush()
                                 if let limit, n >= limit { return }
                             }
+                            // Stopped (Ctrl-C, a closed stdout): not a failure; unsubscribing follows.
+                            if Task.isCancelled { return }
                             throw RuntimeError("the subscription to \(uuidLabel(c.uuid)) ended: \(p.client.failure.map { describeGATT($0) } ?? "link closed")")
                         }
                     }

@@ -1,6 +1,7 @@
 import BluetoothWire
 #if canImport(Glibc)
 @preconcurrency import Glibc
+import Synchronization
 #endif
 
 /// The tool's version (a global outside main.swift: initialised on first use, not in file order).
@@ -12,7 +13,11 @@ nonisolated(unsafe) let standardOutput = stdout
 /// Line-oriented output without Foundation: stdout through the stdlib's buffered `print`,
 /// stderr unbuffered with write(2) so errors interleave correctly with progress.
 enum Console {
-    static func out(_ s: String) { print(s) }
+    static func out(_ s: String) {
+        print(s)
+        // stdio flushes a full buffer by itself: a closed pipe shows here too.
+        if ferror_unlocked(standardOutput) != 0 { checkStdout() }
+    }
 
     static func err(_ s: String) { errRaw(s + "\n") }
 
@@ -30,10 +35,26 @@ enum Console {
         }
     }
 
-    static func flush() { fflush(nil) }
+    static func flush() {
+        fflush(nil)
+        checkStdout()
+    }
 
     /// Flushes stdout only. (fflush(NULL) also locks stdin, which a thread blocked in
     /// readLine holds: `serve --manual` would stop printing.)
-    static func flushOut() { fflush(standardOutput) }
+    static func flushOut() {
+        fflush(standardOutput)
+        checkStdout()
+    }
+
+    private static let closed = Atomic<Bool>(false)
+    /// Writing to stdout failed (SIGPIPE is ignored: a closed pipe gives EPIPE instead).
+    static var stdoutClosed: Bool { closed.load(ordering: .relaxed) }
+
+    /// A closed stdout stops the running command the clean way, once.
+    private static func checkStdout() {
+        guard ferror(standardOutput) != 0, !closed.exchange(true, ordering: .relaxed) else { return }
+        StopSwitch.stopCurrent()
+    }
 }
 

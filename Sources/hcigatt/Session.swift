@@ -121,18 +121,27 @@ struct Session: Sendable {
 func runInterruptible(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
     let task = Task { try await body() }
     let interrupted = InterruptFlag()
+    let stop = StopSwitch(flag: interrupted) { task.cancel() }
+    StopSwitch.current.withLock { $0 = stop }
     var sources: [any DispatchSourceSignal] = []
     for sig in [SIGINT, SIGTERM] {
         signal(sig, SIG_IGN)
         let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
         s.setEventHandler {
-            interrupted.set()
-            task.cancel()
+            // A second Ctrl-C while the first is being handled: out at once.
+            if interrupted.isSet {
+                Console.err("interrupted again: exiting without cleaning up")
+                _exit(130)
+            }
+            stop.stop()
         }
         s.resume()
         sources.append(s)
     }
+    // A stdout closed while waiting (the reader of a pipe went away) stops the same way.
+    if Console.stdoutClosed { stop.stop() }
     defer {
+        StopSwitch.current.withLock { $0 = nil }
         for s in sources { s.cancel() }
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)
@@ -142,6 +151,24 @@ func runInterruptible(_ body: @escaping @Sendable () async throws -> Void) async
     } catch is CancellationError where interrupted.isSet {
     }
     return interrupted.isSet
+}
+
+/// How a long-running command is told to stop the clean way (unsubscribe, disconnect,
+/// summary, exit 0): SIGINT/SIGTERM, or its stdout closing (`| head -2`).
+final class StopSwitch: Sendable {
+    static let current = Mutex<StopSwitch?>(nil)
+    let flag: InterruptFlag
+    let cancel: @Sendable () -> Void
+    init(flag: InterruptFlag, cancel: @escaping @Sendable () -> Void) {
+        self.flag = flag
+        self.cancel = cancel
+    }
+    func stop() {
+        flag.set()
+        cancel()
+    }
+    /// Stops the running command, if there is one.
+    static func stopCurrent() { current.withLock { $0 }?.stop() }
 }
 
 final class InterruptFlag: Sendable {

@@ -132,6 +132,9 @@ func runMain() async -> Int32 {
     }
 }
 
+// A closed stdout (`hcigatt subscribe … | head -2`) is an EPIPE to handle, not a death by
+// SIGPIPE with the device's CCCDs still set.
+signal(SIGPIPE, SIG_IGN)
 let status = await runMain()
 Console.flush()
 exit(status)

@@ -1,11 +1,13 @@
 """hcigatt gatt / read / write / subscribe against a Bumble GATT peripheral on a virtual link."""
 import json
 import os
+import signal
+import subprocess
 import tempfile
 import time
 import unittest
 
-from peer import Peer, hcigatt, json_lines
+from peer import HCIGATT, Peer, hcigatt, json_lines
 
 THERMO = 'Thermo-1,service=1809,gatt=health'
 ADDR = 'F0:F1:F2:F3:F4:01/public'
@@ -147,6 +149,42 @@ class SubscriptionTests(unittest.TestCase):
                 if e:
                     cleared.add(e['handle'])
             self.assertEqual(len(cleared), 2)
+
+    def wait_cleared(self, peer, count):
+        cleared = set()
+        deadline = time.monotonic() + 5
+        while len(cleared) < count and time.monotonic() < deadline:
+            e = peer.events.wait_event('written', 1, uuid='2902', value='0000')
+            if e:
+                cleared.add(e['handle'])
+        return cleared
+
+    def test_ctrl_c_and_a_closed_stdout_stop_subscribe_cleanly(self):
+        # SIGINT, or the reader of stdout going away: unsubscribe, disconnect, summary, exit 0.
+        for how in ('sigint', 'closed-stdout'):
+            with self.subTest(how), Peer('--peripheral', THERMO) as peer:
+                env = dict(os.environ, HCIGATT_BOND_DIR=tempfile.mkdtemp())
+                proc = subprocess.Popen([HCIGATT, 'subscribe', ADDR, '2a37', '--transport', peer.transport],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                lines = [proc.stdout.readline() for _ in range(2)]
+                self.assertTrue(all(lines), lines)
+                if how == 'sigint':
+                    proc.send_signal(signal.SIGINT)
+                else:
+                    proc.stdout.close()
+                try:
+                    rc = proc.wait(timeout=20)
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                err = proc.stderr.read()
+                self.assertEqual(rc, 0, err)
+                self.assertIn('values received', err)
+                self.assertNotIn('ended', err)
+                self.assertEqual(len(self.wait_cleared(peer, 1)), 1, 'the CCCD was cleared before disconnecting')
+                if how == 'sigint':
+                    proc.stdout.close()
+                proc.stderr.close()
 
     def test_peer_connection_parameter_request_is_answered(self):
         with Peer('--peripheral', THERMO, '--request-conn-params', '24,40,0,200') as peer:
