@@ -29,7 +29,10 @@ extension GATTClient {
         try await exchangeMTU()
         let needed: GATTCharacteristicProperties = indicate ? .indicate : .notify
         guard characteristic.properties.contains(needed) else {
-            throw .invalidRequest("characteristic \(characteristic.uuid) at 0x\(hex(characteristic.valueHandle, 4)) does not support \(indicate ? "indications" : "notifications")")
+            let props = characteristic.properties
+            let what = props.isDisjoint(with: [.notify, .indicate]) ? "can neither notify nor indicate"
+                : "does not support \(indicate ? "indications" : "notifications")"
+            throw .invalidRequest("characteristic \(characteristic.uuid) at 0x\(hex(characteristic.valueHandle, 4)) \(what) (its properties: \(props.names.isEmpty ? "none" : props.names.joined(separator: ", ")))")
         }
         var cccd = characteristic.cccdHandle
         if cccd == nil {

@@ -233,7 +233,8 @@ struct PeerSession: Sendable {
                 Console.err("\(a) not seen while scanning; assuming a public address")
                 return LEAddress(a, type: .public)
             }
-            throw RuntimeError("no \(what) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
+            let nothing = if case .service(let u) = query { "no device with service \(uuidLabel(u))" } else { "no \(what)" }
+            throw RuntimeError("\(nothing) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
         } catch {
             throw RuntimeError("scanning for \(what) failed: \(error.message)")
         }
@@ -627,8 +628,19 @@ enum WriteCommand {
         }
         guard value.count <= 512 else { throw UsageError("an attribute value is at most 512 bytes (Core Vol 3 Part F §3.2.9), not \(value.count)") }
         try await withPeer(args, target) { p in
-            let (handle, _) = try await resolveCharacteristic(ref, p, args)
+            let (handle, characteristic) = try await resolveCharacteristic(ref, p, args)
             let noResponse = args.flag("no-response"), long = args.flag("long")
+            if let c = characteristic, c.valueHandle == handle, noResponse || args.flag("signed") {
+                // Commands get no answer: one the characteristic does not take would "succeed"
+                // and do nothing. (A Write Request is the server's to refuse.)
+                let props = c.properties
+                let wanted: GATTCharacteristicProperties = noResponse ? .writeWithoutResponse : .authenticatedSignedWrites
+                if !props.contains(wanted) {
+                    let names = props.names.isEmpty ? "none" : props.names.joined(separator: ", ")
+                    let how = noResponse ? "Write Without Response" : "signed writes"
+                    throw RuntimeError("\(uuidLabel(c.uuid)) does not take \(how) (its properties: \(names))")
+                }
+            }
             if args.flag("signed") {
                 try await signedWrite(p, handle: handle, value: value, args: args)
                 return

@@ -93,6 +93,18 @@ class ReadWriteTests(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertIsNotNone(peer.events.wait_event('written', 5, uuid=ECHO, value='c0ffee'))
 
+    def test_commands_a_characteristic_does_not_take_are_refused_naming_its_properties(self):
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'write', ADDR, '2a21', '--no-response', '0200')
+            self.assertEqual(rc, 1)
+            self.assertIn('does not take Write Without Response (its properties: read, write, indicate)', err)
+            rc, out, err = run(peer, 'subscribe', ADDR, '2a29', '--count', '1')
+            self.assertEqual(rc, 1)
+            self.assertIn('can neither notify nor indicate (its properties: read)', err)
+            rc, out, err = run(peer, 'heartrate', '--scan-timeout', '0.5')
+            self.assertEqual(rc, 1)
+            self.assertIn('no device with service 180D', err)
+
     def test_write_out_of_range_names_the_error(self):
         with Peer('--peripheral', THERMO) as peer:
             rc, out, err = run(peer, 'write', ADDR, '2a21', '3c00')   # 60 s: allowed
