@@ -227,7 +227,15 @@ struct PeerSession: Sendable {
         let what = if case .service(let u) = query { "a device with service \(uuidLabel(u))" } else { query.description }
         Console.err("scanning for \(what)...")
         do throws(HostError) {
-            return try await host.findDevice(query, timeout: timeout).address
+            guard case .name(let n) = query else { return try await host.findDevice(query, timeout: timeout).address }
+            // A name is not an address: scan a moment more and say so when it is not unique.
+            let (d, others) = try await host.findDevice(query, timeout: timeout, settle: .milliseconds(300))
+            if !others.isEmpty {
+                func label(_ x: DiscoveredDevice) -> String { "\(x.address)\(x.rssi.map { ", \($0) dBm" } ?? "")" }
+                let list = ([d] + others).map(label).joined(separator: "; ")
+                Console.err("\(others.count + 1) devices are named \"\(n)\": \(list). Using \(d.address) (heard first); give the address to choose another")
+            }
+            return d.address
         } catch where error.kind == .notFound {
             if let a = target.address {
                 Console.err("\(a) not seen while scanning; assuming a public address")

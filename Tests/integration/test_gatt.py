@@ -105,6 +105,19 @@ class ReadWriteTests(unittest.TestCase):
             self.assertEqual(rc, 1)
             self.assertIn('no device with service 180D', err)
 
+    def test_a_name_two_devices_share_is_reported_with_both(self):
+        with Peer('--peripheral', THERMO, '--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'read', 'Thermo-1', '2a19')
+            self.assertEqual(rc, 0, err)
+            self.assertIn('2 devices are named "Thermo-1"', err)
+            self.assertIn('F0:F1:F2:F3:F4:01', err)
+            self.assertIn('F0:F1:F2:F3:F4:02', err)
+            self.assertIn('give the address to choose another', err)
+        with Peer('--peripheral', THERMO) as peer:
+            rc, out, err = run(peer, 'read', 'Thermo-1', '2a19')
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn('devices are named', err)
+
     def test_write_out_of_range_names_the_error(self):
         with Peer('--peripheral', THERMO) as peer:
             rc, out, err = run(peer, 'write', ADDR, '2a21', '3c00')   # 60 s: allowed

@@ -24,6 +24,8 @@ public enum DeviceQuery: Sendable, Hashable, CustomStringConvertible {
 /// The outcome of a find, shared between its scan task and the caller.
 private final class FindResult: Sendable {
     let value = Mutex<Result<DiscoveredDevice, HostError>?>(nil)
+    /// Other devices with the same name heard while settling.
+    let others = Mutex<[DiscoveredDevice]>([])
 }
 
 extension HCIHost {
@@ -32,6 +34,14 @@ extension HCIHost {
     /// when nothing matches within `timeout`, or the scan's own error. Scanning stops
     /// before this returns.
     public func findDevice(_ query: DeviceQuery, timeout: Duration) async throws(HostError) -> DiscoveredDevice {
+        try await findDevice(query, timeout: timeout, settle: .zero).device
+    }
+
+    /// Like ``findDevice(_:timeout:)``, and after an exact name match scans on for `settle`
+    /// to find other devices with the same name (a name is not an address: two thermometers
+    /// may both be "Thermo-1"), returned as `sameName` so the caller can say which it took.
+    public func findDevice(_ query: DeviceQuery, timeout: Duration, settle: Duration) async throws(HostError)
+        -> (device: DiscoveredDevice, sameName: [DiscoveredDevice]) {
         var config = ScanConfiguration(scanResponseWait: .zero)
         switch query {
         case .address(let a):
@@ -45,6 +55,8 @@ extension HCIHost {
         let wantedAddress: BluetoothAddress? = if case .address(let a) = query { a } else { nil }
         let stream = scan(config)
         let result = FindResult()
+        // The first exact name match starts the settle time (a child that then ends the find).
+        let (matched, matchedSignal) = AsyncStream<Void>.makeStream()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 var partial: DiscoveredDevice?
@@ -58,8 +70,20 @@ extension HCIHost {
                         }
                         guard let name = d.name.map({ Self.lowercased(Array($0.utf8)) }) else { continue }
                         if name == wanted {
-                            result.value.withLock { $0 = .success(d) }
-                            return
+                            let first: DiscoveredDevice? = result.value.withLock { r in
+                                if case .success(let f)? = r { return f }
+                                r = .success(d)
+                                return nil
+                            }
+                            if let first {
+                                if d.address != first.address {
+                                    result.others.withLock { o in if !o.contains(where: { $0.address == d.address }) { o.append(d) } }
+                                }
+                                continue
+                            }
+                            if settle == .zero { return }
+                            matchedSignal.yield()
+                            continue
                         }
                         if partial == nil && Self.contains(name, wanted) { partial = d }
                     }
@@ -71,11 +95,18 @@ extension HCIHost {
                 if let partial { result.value.withLock { $0 = $0 ?? .success(partial) } }
             }
             group.addTask { try? await Task.sleep(for: timeout) }
+            group.addTask {
+                for await _ in matched {
+                    try? await Task.sleep(for: settle)
+                    return
+                }
+            }
             await group.next()
             group.cancelAll()
+            matchedSignal.finish()
         }
         try? await stopScan()
-        if let r = result.value.withLock({ $0 }) { return try r.get() }
+        if let r = result.value.withLock({ $0 }) { return (try r.get(), result.others.withLock { $0 }) }
         throw HostError(.notFound, "no \(query) found in \(timeout) of scanning")
     }
 
