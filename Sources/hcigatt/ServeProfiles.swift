@@ -293,8 +293,12 @@ extension ServeProfile {
 final class AnswerSource: Sendable {
     private let lines: AsyncStream<String>
 
-    init() {
-        lines = AsyncStream { continuation in
+    init() { lines = Self.stdinLines() }
+
+    /// The lines of stdin (without the newline, a CR before it dropped), read on a thread
+    /// of their own; the stream ends at end of file.
+    static func stdinLines() -> AsyncStream<String> {
+        AsyncStream { continuation in
             // read(2) on descriptor 0, not readLine: a thread blocked inside stdio would hold
             // the stdin FILE lock, which fflush(NULL) and exit() take.
             let thread = Thread { continuation in

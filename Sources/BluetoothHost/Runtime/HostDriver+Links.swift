@@ -82,6 +82,7 @@ extension HostDriver {
         record.attClient?.closed(reason, text)
         record.attServer?.closed(reason, text)
         pairingLinkClosed(conn.handle, HostError(.disconnected(reason), text))
+        execute(creditChannels.linkClosed(conn.handle))
         deferredDisconnects[conn.handle] = nil
         if record.connection.role == .peripheral { execute(advertiser.peripheralLinkClosed(handle: conn.handle)) }
         for c in record.disconnectWaiters { c.resume() }
@@ -125,7 +126,12 @@ extension HostDriver {
                 stats.droppedATT += 1
             }
         case .leSignaling:
-            execute(connections.receivedSignaling(handle: handle, payload: payload))
+            if !creditChannelSignaling(handle, payload) {
+                execute(connections.receivedSignaling(handle: handle, payload: payload))
+            }
+        case .creditBased(let cid):
+            execute(creditChannels.received(handle: handle, cid: cid, payload: payload,
+                                            nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
         case .smp:
             if security == nil {
                 execute(connections.receivedSMP(handle: handle, payload: payload))  // refused

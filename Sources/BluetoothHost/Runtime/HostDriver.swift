@@ -172,6 +172,11 @@ final class HostDriver: @unchecked Sendable {
     var deferredDisconnects: [UInt16: (reason: HCIErrorCode, deadline: UInt64)] = [:]
     /// Pairing in progress or done, per link (HostDriver+Security.swift).
     var pairings: [UInt16: PairingRecord] = [:]
+    /// LE credit-based channels (HostDriver+L2CAP.swift).
+    var creditChannels = L2CAPCreditChannels()
+    var channelRuntime = L2CAPRuntime()
+    /// Tokens of SDUs sent (any thread: a cancelled send names its own).
+    let channelTokens = Atomic<UInt64>(1 << 40)
     let security: SMPConfiguration?
     let pairingAgent: PairingAgent
     let bondStore: BondStore?

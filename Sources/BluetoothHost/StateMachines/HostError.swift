@@ -15,6 +15,7 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
             case (.commandFailed(let x), .commandFailed(let y)), (.connectFailed(let x), .connectFailed(let y)): x == y
             case (.disconnected(let x), .disconnected(let y)): x == y
             case (.pairingFailed(let x), .pairingFailed(let y)): x == y
+            case (.l2capRefused(let x), .l2capRefused(let y)): x == y
             case (.transport(let x), .transport(let y)): x.kind == y.kind
             case (.malformedPacket(let x), .malformedPacket(let y)): x == y
             default: false
@@ -55,6 +56,10 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         case pairingFailed(SMPPairingFailedReason)
         /// The bond store could not be read or written (the message names the file).
         case bondStore
+        /// The peer refused an L2CAP credit-based channel with this result (Core Vol 3 Part A
+        /// Table 4.16: 0x0002 SPSM not supported, 0x0004 no resources, 0x0005/0x0008
+        /// insufficient authentication/encryption ...).
+        case l2capRefused(UInt16)
     }
 
     public var kind: Kind

@@ -8,6 +8,9 @@ public enum L2CAPChannelConsumer: Sendable, Hashable {
     case leSignaling
     /// The Security Manager (CID 0x0006).
     case smp
+    /// An LE credit-based channel: the dynamic CIDs 0x0040–0x007F (``L2CAPCreditChannels``
+    /// knows which are open on which link).
+    case creditBased(cid: UInt16)
 }
 
 /// The L2CAP layer of LE-U logical links, sans-I/O (Core Vol 3 Part A §2.1, §3.1): ACL
@@ -56,6 +59,10 @@ public struct L2CAPChannels: Sendable {
         let failures = reassembler.append(handle: handle, boundary: boundary, fragment: fragment) { h, cid, payload in
             for r in routes where r.cid == cid {
                 deliver(h, r.consumer, payload)
+                return
+            }
+            if (0x0040 ... 0x007F).contains(cid.rawValue) {
+                deliver(h, .creditBased(cid: cid.rawValue), payload)
                 return
             }
             unrouted += 1

@@ -563,6 +563,16 @@ public struct LEConnectionManager: Sendable {
         }
     }
 
+    /// A fresh signaling identifier (1...255) for a request another layer of the link sends
+    /// (credit-based channels); nil when the link is gone.
+    public mutating func allocateSignalingIdentifier(handle: UInt16) -> UInt8? {
+        guard var link = links[handle] else { return nil }
+        let id = link.nextSignalingIdentifier
+        link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
+        links[handle] = link
+        return id
+    }
+
     /// Sends a signaling request of ours with a fresh identifier (1...255) and remembers it
     /// so the response can be matched. Returns the identifier used.
     public mutating func sendSignalingRequest(handle: UInt16, _ make: (UInt8) -> L2CAPSignalingCommand) -> (UInt8, [ConnectionAction])? {
