@@ -183,15 +183,18 @@ enum L2CAPCommand {
                 throw RuntimeError("cannot open a channel to PSM 0x\(Hex.pad(psm, 4)): \(error.message)", cause: error)
             }
             Console.err("channel open: PSM 0x\(Hex.pad(psm, 4)), their MTU \(channel.peerMTU), ours \(parameters.mtu)")
+            let sending = Counter()
             _ = try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { await receive(channel, hex: hex) }
                     group.addTask {
                         for await line in AnswerSource.stdinLines() {
                             guard let sdu = sdu(line, hex: hex) else { Console.err("not hex, not sent: \(line)"); continue }
+                            sending.add(1)
                             do throws(HostError) { try await channel.send(sdu) } catch {
                                 throw RuntimeError("cannot send: \(error.message)")
                             }
+                            sending.add(-1)
                         }
                         // End of stdin: answers may still come for a moment.
                         try? await Task.sleep(for: linger)
@@ -199,6 +202,10 @@ enum L2CAPCommand {
                     try await group.next()
                     group.cancelAll()
                 }
+            }
+            if sending.value > 0, let end = channel.end {
+                // Closed under an SDU being sent: not all of stdin went.
+                throw RuntimeError("the channel closed (\(end)) while an SDU was being sent: it did not all go")
             }
             await channel.close()
         }
@@ -212,4 +219,11 @@ final class OpenChannels: Sendable {
     var all: [L2CAPChannel] { list.withLock { $0 } }
     func add(_ c: L2CAPChannel) { list.withLock { $0.append(c) } }
     func remove(_ c: L2CAPChannel) { list.withLock { $0.removeAll { $0 === c } } }
+}
+
+/// A count shared by tasks.
+final class Counter: Sendable {
+    private let n = Atomic<Int>(0)
+    func add(_ d: Int) { n.add(d, ordering: .relaxed) }
+    var value: Int { n.load(ordering: .relaxed) }
 }

@@ -8,6 +8,7 @@ import time
 import unittest
 
 from peer import HCIGATT, Peer, hcigatt
+from test_serve import Centrals
 
 
 class Proc:
@@ -58,6 +59,58 @@ class Proc:
     def stderr(self):
         with self.cond:
             return '\n'.join(self.err)
+
+
+class AgainstBumbleTests(unittest.TestCase):
+    def test_sdus_both_ways_through_a_slow_crediting_bumble_server(self):
+        # Bumble's server takes K-frames of 64 bytes and gives 2 credits at a time.
+        with Peer('--peripheral', 'Pipe-B,l2cap=0x80:2048:64:2') as peer:
+            big = ''.join(chr(ord('A') + i % 26) for i in range(1500))
+            rc, out, err = hcigatt('l2cap', 'connect', 'Pipe-B', '0x80', '--mtu', '2048', '--linger', '2',
+                                   '--transport', peer.transport, stdin=f'hello\n{big}\nbye\n')
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out.splitlines(), ['hello', big, 'bye'], 'echoed back whole, in order')
+            opened = peer.events.wait_event('l2cap-open', 5)
+            self.assertEqual((opened['peer_mtu'], opened['peer_mps']), (2048, 247), 'what we take')
+            sdus = [peer.events.wait_event('l2cap-sdu', 5, length=n) for n in (5, 1500, 3)]
+            self.assertTrue(all(sdus), peer.events.events)
+            self.assertEqual(sdus[1]['sum'], sum(big.encode()))
+            self.assertIsNotNone(peer.events.wait_event('l2cap-closed', 5), 'we closed the channel at the end')
+
+    def test_a_refused_psm_and_a_channel_closed_mid_sdu(self):
+        with Peer('--peripheral', 'Pipe-B,l2cap=0x80:65535:23:4,l2cap_close_after=0.5,l2cap_stingy') as peer:
+            rc, out, err = hcigatt('l2cap', 'connect', 'Pipe-B', '0x81', '--transport', peer.transport, stdin='x\n')
+            self.assertEqual(rc, 1)
+            self.assertIn('SPSM not supported (0x0002)', err)
+            # The server gives 4 credits and no more: 4 K-frames of the SDU go, then our send
+            # waits until the server closes the channel.
+            huge = 'z' * 2000
+            rc, out, err = hcigatt('l2cap', 'connect', 'Pipe-B', '0x80', '--mtu', '23', '--transport', peer.transport,
+                                   stdin=huge + '\n')
+            self.assertEqual(rc, 1, err)
+            self.assertIn('disconnected by the peer', err)
+            self.assertIsNone(peer.events.wait_event('l2cap-sdu', 1), 'no half SDU was delivered')
+
+    def test_a_bumble_central_opens_a_channel_to_listen(self):
+        centrals = Centrals('--centrals', '1', '--target', 'Pipe-L', '--listen', '1.5', '--l2cap', '0x85',
+                            '--l2cap-send', 'ping', '--l2cap-send', 'q' * 900)
+        try:
+            listener = Proc('l2cap', 'listen', '0x85', '--name', 'Pipe-L', '--mtu', '1000', '--transport', centrals.transport)
+            try:
+                self.assertIsNotNone(listener.wait_for(listener.err, lambda l: 'channel from' in l), listener.stderr)
+                self.assertIsNotNone(listener.wait_for(listener.lines, lambda l: l == 'ping'), listener.stderr)
+                self.assertIsNotNone(listener.wait_for(listener.lines, lambda l: l == 'q' * 900), 'a 900-byte SDU in 64-byte K-frames')
+                listener.send('pong')
+                results, log = centrals.results(1)
+                self.assertEqual(len(results), 1, log)
+                r = results[0]
+                self.assertIsNone(r['error'], f'{r["error"]}\n{log}')
+                self.assertEqual(r['l2cap']['received'], ['pong'])
+                self.assertEqual((r['l2cap']['peer_mtu'], r['l2cap']['peer_mps']), (1000, 247))
+            finally:
+                self.assertEqual(listener.stop(), 0, listener.stderr)
+        finally:
+            centrals.close()
 
 
 class HcigattToHcigattTests(unittest.TestCase):

@@ -33,6 +33,7 @@ from bumble.controller import Controller
 from bumble.device import Device, Peer
 from bumble.host import Host
 from bumble.keys import JsonKeyStore
+from bumble.l2cap import LeCreditBasedChannelSpec
 from bumble.transport.common import AsyncPipeSink
 
 from bumble_peer import PeerLink, start_host_controller
@@ -77,6 +78,21 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
             connection = await asyncio.wait_for(device.connect(address, own_address_type=hci.OwnAddressType.PUBLIC), 15)
         finally:
             turns[index].set()
+        if args.l2cap is not None:
+            # An LE credit-based channel instead of GATT: send, collect the answers, close.
+            spec = LeCreditBasedChannelSpec(psm=args.l2cap, mtu=2048, mps=args.l2cap_mps, max_credits=args.l2cap_credits)
+            channel = await asyncio.wait_for(connection.create_l2cap_channel(spec=spec), 15)
+            got = []
+            channel.sink = lambda sdu: got.append(bytes(sdu).decode(errors='replace'))
+            result['l2cap'] = {'peer_mtu': channel.peer_mtu, 'peer_mps': channel.peer_mps}
+            for text in args.l2cap_send:
+                channel.write(text.encode())
+            await channel.drain()
+            await asyncio.sleep(args.listen)
+            result['l2cap']['received'] = got
+            await channel.disconnect()
+            await connection.disconnect()
+            return result
         peer = Peer(connection)
         if args.record:
             received = result['received'] = []
@@ -193,6 +209,11 @@ async def main() -> None:
     parser.add_argument('--no-subscribe', action='store_true', help='write no CCCD')
     parser.add_argument('--subscribe-service-changed', action='store_true')
     parser.add_argument('--record', action='store_true', help='record every notification and indication')
+    parser.add_argument('--l2cap', type=lambda v: int(v, 0), default=None, metavar='PSM',
+                        help='open an LE credit-based channel to PSM instead of using GATT')
+    parser.add_argument('--l2cap-send', action='append', default=[], metavar='TEXT', help='an SDU to send')
+    parser.add_argument('--l2cap-mps', type=int, default=64)
+    parser.add_argument('--l2cap-credits', type=int, default=2)
     parser.add_argument('--verbose', action='store_true')
     args = parser.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING)

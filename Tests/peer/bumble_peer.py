@@ -38,6 +38,7 @@ from bumble.device import Device
 from bumble.host import Host
 from bumble.link import LocalLink
 from bumble.keys import JsonKeyStore
+from bumble.l2cap import LeCreditBasedChannelSpec
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 from bumble.transport.common import AsyncPipeSink
@@ -180,8 +181,14 @@ def parse_peripheral(spec: str, index: int) -> dict:
     """NAME[,service=UUID]...[,address=AA:..][,mfr=CCCC:HEX][,txpower=N][,random]
     [,gatt=health][,disconnect_after=S][,conn_params[=MIN:MAX:LATENCY:TIMEOUT]]
     [,ignore_att_after=N][,pairing=MODE][,privacy[=IRK]][,keystore=FILE]
+    [,l2cap=PSM[:MTU:MPS:CREDITS]][,l2cap_close_after=S][,l2cap_stingy]
 
     keystore: keep the bonds in FILE (JSON), so a later run still knows its centrals.
+    l2cap: an LE credit-based channel server on PSM (MTU, MPS, credits: what it takes; a
+    small credit count makes it give credits slowly, one window at a time) that echoes
+    every SDU back and reports it ('l2cap-open', 'l2cap-sdu', 'l2cap-closed' events);
+    l2cap_close_after: it disconnects each channel S seconds after it opened;
+    l2cap_stingy: it never gives credits beyond the initial ones.
 
     privacy: advertise from a resolvable private address made with IRK (32 hex digits;
     a fixed default), a fresh one each run, and distribute the IRK when pairing; the
@@ -204,6 +211,9 @@ def parse_peripheral(spec: str, index: int) -> dict:
         'pairing': None,
         'privacy': None,
         'keystore': None,
+        'l2cap': None,
+        'l2cap_close_after': None,
+        'l2cap_stingy': False,
     }
     for part in parts[1:]:
         key, _, value = part.partition('=')
@@ -232,6 +242,13 @@ def parse_peripheral(spec: str, index: int) -> dict:
             p['pairing'] = value
         elif key == 'keystore':
             p['keystore'] = value
+        elif key == 'l2cap':
+            parts_ = [int(x, 0) for x in value.split(':')]
+            p['l2cap'] = parts_ + [None] * (4 - len(parts_))
+        elif key == 'l2cap_close_after':
+            p['l2cap_close_after'] = float(value)
+        elif key == 'l2cap_stingy':
+            p['l2cap_stingy'] = True
         elif key == 'privacy':
             p['privacy'] = bytes.fromhex(value or PRIVACY_IRK)
             if len(p['privacy']) != 16:
@@ -277,6 +294,8 @@ async def start_peripheral(link, index, p, events, *, database, **behaviour_opti
         device.le_rpa_timeout = 0  # one RPA per run: the tests restart the peer for a new one
         device.irk = p['privacy']
     behaviour = GattBehaviour(device, p['name'], events, database=database, **behaviour_options)
+    if p['l2cap'] is not None:
+        start_l2cap_server(device, p, events)
     await device.power_on()
     if p['privacy'] is not None:
         p['rpa'] = str(device.random_address).split('/')[0]
@@ -284,6 +303,32 @@ async def start_peripheral(link, index, p, events, *, database, **behaviour_opti
     own = hci.OwnAddressType.RANDOM if p['random'] or p['privacy'] is not None else hci.OwnAddressType.PUBLIC
     await device.start_advertising(auto_restart=True, own_address_type=own)
     return device, behaviour
+
+
+def start_l2cap_server(device, p, events):
+    """An LE credit-based channel server that echoes every SDU (see parse_peripheral)."""
+    psm, mtu, mps, credits = p['l2cap']
+    spec = LeCreditBasedChannelSpec(psm=psm, mtu=mtu or 2048, mps=mps or 248, max_credits=credits or 8)
+
+    def on_channel(channel):
+        events('l2cap-open', {'psm': psm, 'peer_mtu': channel.peer_mtu, 'peer_mps': channel.peer_mps,
+                              'credits': channel.credits})
+
+        def on_sdu(sdu):
+            events('l2cap-sdu', {'length': len(sdu), 'hex': bytes(sdu[:32]).hex(), 'sum': sum(sdu) & 0xFFFFFFFF})
+            channel.write(bytes(sdu))
+
+        channel.sink = on_sdu
+        if p['l2cap_stingy']:
+            channel.peer_credits_threshold = -1  # never below it: no credits are given back
+        channel.on('close', lambda: events('l2cap-closed', {'psm': psm}))
+        if p['l2cap_close_after'] is not None:
+            async def close_later():
+                await asyncio.sleep(p['l2cap_close_after'])
+                await channel.disconnect()
+            asyncio.get_running_loop().create_task(close_later())
+
+    device.create_l2cap_server(spec=spec, handler=on_channel)
 
 
 def peripheral_info(p: dict, database) -> dict:
