@@ -678,13 +678,14 @@ enum WriteCommand {
             throw RuntimeError("no signature key for \(link.peerIdentity): pair first (hcigatt pair), and the device must take our CSRK")
         }
         let counters = GATTBondedClients(store: SecurityOptions.bondStore(args))
-        guard let counter = counters.takeLocalSignCounter(for: link.peerIdentity) else {
+        guard let counter = counters.takeLocalSignCounter(for: link.peerIdentity, key: csrk) else {
             throw RuntimeError("every SignCounter of this bond is used: pair again")
         }
+        // The counter is on disk before the write goes: never used twice, even after a crash.
+        await counters.flush()
+        if let failure = counters.writeFailures.first { throw RuntimeError("the SignCounter could not be kept, nothing sent: \(failure)") }
         let key = (0 ..< 16).map { UInt8(truncatingIfNeeded: csrk >> (8 * (15 - UInt128($0)))) }
         try await p.client.writeSigned(handle: handle, value: value, csrk: key, signCounter: counter)
-        await counters.flush()
-        if let failure = counters.writeFailures.first { throw RuntimeError("signed, but the SignCounter was not kept: \(failure)") }
         Console.err("wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4)) signed (SignCounter \(counter))")
     }
 }

@@ -147,7 +147,10 @@ enum L2CAPCommand {
                                 do throws(HostError) { try await c.send(sdu) } catch { Console.err("not sent to \(c.connection.address): \(error.message)") }
                             }
                         }
-                        // End of stdin: keep listening until Ctrl-C.
+                        // End of stdin (or none, </dev/null): keep listening until Ctrl-C.
+                        let (never, open) = AsyncStream<Void>.makeStream()
+                        for await _ in never {}  // ends when the task is cancelled
+                        withExtendedLifetime(open) {}
                     }
                     let set: AdvertisingSetInfo
                     do throws(HostError) {

@@ -53,7 +53,8 @@ enum Console {
 
     /// A closed stdout stops the running command the clean way, once.
     private static func checkStdout() {
-        guard ferror(standardOutput) != 0, !closed.exchange(true, ordering: .relaxed) else { return }
+        // Only a reader gone away (EPIPE) means stop; other errors leave it to the command.
+        guard ferror(standardOutput) != 0, errno == EPIPE, !closed.exchange(true, ordering: .relaxed) else { return }
         StopSwitch.stopCurrent()
     }
 }

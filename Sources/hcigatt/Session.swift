@@ -124,12 +124,14 @@ func runInterruptible(_ body: @escaping @Sendable () async throws -> Void) async
     let stop = StopSwitch(flag: interrupted) { task.cancel() }
     StopSwitch.current.withLock { $0 = stop }
     var sources: [any DispatchSourceSignal] = []
+    let signalled = SignalCount()
     for sig in [SIGINT, SIGTERM] {
         signal(sig, SIG_IGN)
         let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
         s.setEventHandler {
-            // A second Ctrl-C while the first is being handled: out at once.
-            if interrupted.isSet {
+            // A second Ctrl-C while the first is being handled: out at once. (A closed
+            // stdout stops the command too, but is no first Ctrl-C.)
+            if signalled.note() {
                 Console.err("interrupted again: exiting without cleaning up")
                 _exit(130)
             }
@@ -169,6 +171,13 @@ final class StopSwitch: Sendable {
     }
     /// Stops the running command, if there is one.
     static func stopCurrent() { current.withLock { $0 }?.stop() }
+}
+
+/// Whether a signal came already (the second one exits at once).
+final class SignalCount: Sendable {
+    private let value = Atomic<Bool>(false)
+    /// True when one came before.
+    func note() -> Bool { value.exchange(true, ordering: .relaxed) }
 }
 
 final class InterruptFlag: Sendable {

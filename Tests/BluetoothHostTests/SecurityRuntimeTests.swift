@@ -51,14 +51,13 @@ import Testing
 
     @Test(arguments: [false, true])
     func aCentralPairsEncryptsAndTheLinkSaysSo(sc: Bool) async throws {
-        let (fake, peer) = world(SMPConfiguration(secureConnections: sc, identityResolvingKey: 7,
-                                                  identityAddress: LEAddress(BluetoothAddress(rawValue: 0xC0DE_0000_0001), type: .random)))
+        let (fake, peer) = world(SMPConfiguration(secureConnections: sc, identityResolvingKey: 7, identityAddress: peerA))
         let host = try await HCIHost.open(transport: fake, options: HostOptions(security: SMPConfiguration(secureConnections: sc)))
         let link = try await host.connect(to: peerA, timeout: .seconds(2))
         #expect(!link.security.encrypted)
         let result = try await link.pair()
         #expect(result.secureConnections == sc && result.method == .justWorks && result.keySize == 16)
-        #expect(result.peerIdentityResolvingKey == 7 && result.peerIdentityAddress?.address.rawValue == 0xC0DE_0000_0001)
+        #expect(result.peerIdentityResolvingKey == 7 && result.peerIdentityAddress == peerA)
         #expect(link.security.encrypted && link.security.keySize == 16 && !link.security.authenticated)
         #expect(await eventually { peer.results.withLock { $0.contains { if case .paired = $0 { true } else { false } } } },
                 "the peer finished too (it got our keys)")
@@ -186,5 +185,17 @@ import Testing
         await host.close()
         _ = try? store.remove(central)
         rmdir(dir)
+    }
+
+    @Test func aPeerCannotClaimAnotherDevicesIdentity() async throws {
+        // Connected from peerA's public address, it distributes someone else's identity.
+        let victim = LEAddress(BluetoothAddress(rawValue: 0xC0DE_0000_0001), type: .random)
+        let (fake, _) = world(SMPConfiguration(identityResolvingKey: 7, identityAddress: victim))
+        let host = try await HCIHost.open(transport: fake, options: HostOptions())
+        let link = try await host.connect(to: peerA, timeout: .seconds(2))
+        let result = try await link.pair()
+        #expect(result.peerIdentityAddress == nil && result.peerIdentityResolvingKey == nil, "the claim is dropped")
+        #expect(link.peerIdentity == peerA)
+        await host.close()
     }
 }

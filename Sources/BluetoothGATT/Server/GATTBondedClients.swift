@@ -22,10 +22,18 @@ public final class GATTBondedClients: Sendable {
     public struct SignCounters: Sendable, Hashable {
         public var peer: UInt32?
         public var local: UInt32?
-        public init(peer: UInt32? = nil, local: UInt32? = nil) {
+        /// The CSRKs the counters go with: a new bond's keys start over from nothing.
+        public var peerKey: UInt128?
+        public var localKey: UInt128?
+        public init(peer: UInt32? = nil, local: UInt32? = nil, peerKey: UInt128? = nil, localKey: UInt128? = nil) {
             self.peer = peer
             self.local = local
+            self.peerKey = peerKey
+            self.localKey = localKey
         }
+
+        /// The last counter seen from the peer's `key`.
+        public func lastPeer(for key: UInt128) -> UInt32? { peerKey == key ? peer : nil }
     }
 
     struct PendingKey: Hashable {
@@ -77,9 +85,10 @@ public final class GATTBondedClients: Sendable {
     }
 
     /// The peer's signature with `counter` verified: later ones must carry a larger one.
-    public func notePeerSignCounter(_ counter: UInt32, for identity: LEAddress) {
+    public func notePeerSignCounter(_ counter: UInt32, for identity: LEAddress, key: UInt128) {
         schedule { s in
             var c = s.counters[identity] ?? SignCounters()
+            if c.peerKey != key { c.peerKey = key; c.peer = nil }
             guard c.peer.map({ counter > $0 }) ?? true else { return nil }
             c.peer = counter
             s.counters[identity] = c
@@ -89,10 +98,11 @@ public final class GATTBondedClients: Sendable {
 
     /// The SignCounter for our next signature to this peer (one more than the last used,
     /// which is kept); nil once 2³²−1 were used (pair again for a new CSRK).
-    public func takeLocalSignCounter(for identity: LEAddress) -> UInt32? {
+    public func takeLocalSignCounter(for identity: LEAddress, key: UInt128) -> UInt32? {
         var taken: UInt32?
         schedule { s in
             var c = s.counters[identity] ?? SignCounters()
+            if c.localKey != key { c.localKey = key; c.local = nil }
             let next: UInt32
             if let last = c.local {
                 guard last < .max else { return nil }
@@ -184,8 +194,14 @@ public final class GATTBondedClients: Sendable {
 
     static func render(_ c: SignCounters) -> String {
         var lines = ["# hcigatt: SignCounters of Signed Write Commands with a bonded peer", "version=1"]
+        func k(_ v: UInt128) -> String {
+            let t = String(v, radix: 16)
+            return String(repeating: "0", count: 32 - t.utf8.count) + t
+        }
         if let p = c.peer { lines.append("peer=\(p)") }
+        if let v = c.peerKey { lines.append("peer_key=\(k(v))") }
         if let l = c.local { lines.append("local=\(l)") }
+        if let v = c.localKey { lines.append("local_key=\(k(v))") }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -200,6 +216,9 @@ public final class GATTBondedClients: Sendable {
             case "peer", "local":
                 guard let n = UInt32(value) else { throw BondStoreError(path: path, message: "\(key)=\(value) is not a 32-bit counter") }
                 if key == "peer" { c.peer = n } else { c.local = n }
+            case "peer_key", "local_key":
+                guard value.utf8.count == 32, let v = UInt128(value, radix: 16) else { throw BondStoreError(path: path, message: "\(key) is not 32 hex digits") }
+                if key == "peer_key" { c.peerKey = v } else { c.localKey = v }
             default: continue
             }
         }

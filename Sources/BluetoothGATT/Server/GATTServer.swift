@@ -72,6 +72,8 @@ public final class GATTServer: Sendable {
         var restored = false
         /// The bonded state last handed to ``GATTBondedClients``.
         var saved: ATTBondedClientState?
+        /// The CSRK its signed writes are verified with (the bond's, at attach).
+        var signingCSRK: UInt128?
     }
 
     struct State {
@@ -144,7 +146,7 @@ public final class GATTServer: Sendable {
             let info = GATTServerClient(id: id, peer: bearer.description)
             s.server.connect(id, security: bearer.security)
             if let signing { s.server.setSigningKey(signing, for: id) }
-            s.clients[id] = Client(info: info, bearer: bearer)
+            s.clients[id] = Client(info: info, bearer: bearer, signingCSRK: signing?.csrk.reduce(UInt128(0)) { $0 << 8 | UInt128($1) })
             emit(.connected(info), &s)
             return info
         }
@@ -164,7 +166,7 @@ public final class GATTServer: Sendable {
         let strength = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
                                     secureConnections: bond.secureConnections, bonded: true)
         let bytes = (0 ..< 16).map { UInt8(truncatingIfNeeded: csrk >> (8 * (15 - UInt128($0)))) }
-        return ATTSigningKey(csrk: bytes, lastCounter: clients.signCounters(for: identity).peer, security: strength)
+        return ATTSigningKey(csrk: bytes, lastCounter: clients.signCounters(for: identity).lastPeer(for: csrk), security: strength)
     }
 
     private func securityChanged(_ id: ATTServerClientID, _ security: LinkSecurity) {
@@ -512,8 +514,8 @@ public final class GATTServer: Sendable {
             case .peerFault(let id, let detail):
                 if let info = s.clients[id]?.info { emit(.peerFault(info, detail), &s) }
             case .signCounterAdvanced(let id, let counter):
-                if let clients = bondedClients, let identity = s.clients[id]?.bearer.peerIdentity {
-                    fx.append { clients.notePeerSignCounter(counter, for: identity) }
+                if let clients = bondedClients, let cl = s.clients[id], let identity = cl.bearer.peerIdentity, let key = cl.signingCSRK {
+                    fx.append { clients.notePeerSignCounter(counter, for: identity, key: key) }
                 }
             }
         }

@@ -189,7 +189,7 @@ public final class BondStore: Sendable {
                 p.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
             }
             guard name.hasSuffix(".bond"), !name.hasPrefix("."), let b = try? read(path: "\(directory)/\(name)"),
-                  let irk = b.peerIRK else { continue }
+                  let irk = b.peerIRK, irk != 0 else { continue }  // all zeros: no privacy, nothing to resolve
             entries.append(AddressResolver.Entry(irk: irk, identity: b.identity))
         }
         return entries
@@ -327,6 +327,20 @@ public final class BondStore: Sendable {
         }
         try prepareDirectory()
         try writeAtomically(Array(Self.render(bond).utf8), to: path(for: bond.identity))
+    }
+
+    /// Stores `bond` unless the peer's stored one is stronger (authenticated, Secure
+    /// Connections, a longer key): a weaker pairing, however it came about (an impostor
+    /// refusing our key so we pair again), never replaces it; `unpair` first to do that.
+    /// A new bond's SignCounters start over (its CSRKs are new).
+    public func saveUnlessWeaker(_ bond: Bond) throws(BondStoreError) {
+        if let old = try? self.bond(for: bond.identity),
+           (old.authenticated && !bond.authenticated) || (old.secureConnections && !bond.secureConnections) || bond.keySize < old.keySize {
+            throw BondStoreError(path: path(for: bond.identity),
+                                 message: "kept: the stored bond is stronger (\(old.authenticated ? "authenticated" : "unauthenticated"), \(old.secureConnections ? "Secure Connections" : "legacy"), \(old.keySize)-byte key) than this pairing; hcigatt unpair first to replace it")
+        }
+        try save(bond)
+        try remove(bond.identity, kind: "sign-counters")
     }
 
     /// Temporary file (0600), write, fsync, rename over `final`, fsync of the directory:

@@ -75,6 +75,7 @@ extension HostDriver {
         advertisingStops = []
         incoming.finish()
         pairingEvents.finish()
+        finishListeners()
         for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
         let actions = flow.failAll(error)
         pending.removeAll()

@@ -1,3 +1,4 @@
+import BluetoothSecurity
 import BluetoothWire
 
 /// The driver's side of LE credit-based channels: who waits for what.
@@ -22,6 +23,18 @@ struct L2CAPRuntime {
 // sans-I/O machine (L2CAPCreditChannels), its frames to the link, its events to the
 // channel objects and the callers waiting on them.
 extension HostDriver {
+    /// True while `channel` is the open channel its link and CID name (not a closed one
+    /// whose CID went to a newer channel).
+    func isCurrent(_ channel: L2CAPChannel) -> Bool {
+        channelRuntime.channels[L2CAPRuntime.Key(handle: channel.info.handle, cid: channel.info.localCID)] === channel
+    }
+
+    /// Every listener's stream ends (the host stops).
+    func finishListeners() {
+        for l in channelRuntime.listeners.values { l.finish() }
+        channelRuntime.listeners = [:]
+    }
+
     /// The link's next signaling identifier (shared with the connection manager's requests).
     func signalingIdentifier(_ handle: UInt16) -> UInt8 {
         connections.allocateSignalingIdentifier(handle: handle) ?? 1
@@ -72,7 +85,12 @@ extension HostDriver {
             guard let conn = links[info.handle]?.connection else { return }
             let channel = L2CAPChannel(info: info, connection: conn)
             channelRuntime.channels[L2CAPRuntime.Key(handle: info.handle, cid: info.localCID)] = channel
-            if let listener = channelRuntime.listeners[info.spsm] { listener.yield(channel) }
+            // Nobody takes it any more (the listener's stream ended): close it again.
+            guard let listener = channelRuntime.listeners[info.spsm], case .enqueued = listener.yield(channel) else {
+                channelRuntime.channels[L2CAPRuntime.Key(handle: info.handle, cid: info.localCID)] = nil
+                execute(creditChannels.disconnect(handle: info.handle, cid: info.localCID, identifier: signalingIdentifier(info.handle)))
+                return
+            }
         case .received(let handle, let cid, let sdu, let frames):
             channelRuntime.channels[L2CAPRuntime.Key(handle: handle, cid: cid)]?.deliver(sdu, frames: frames)
         case .sent(_, _, let token):
@@ -126,11 +144,25 @@ extension LEConnection {
         do throws(HostError) {
             return try await openL2CAPChannelOnce(psm: psm, parameters: parameters)
         } catch {
-            guard case .l2capRefused(let r) = error.kind,
-                  [L2CAPCreditBasedConnectionResult.insufficientAuthentication.rawValue, L2CAPCreditBasedConnectionResult.insufficientEncryption.rawValue,
-                   L2CAPCreditBasedConnectionResult.encryptionKeySizeTooShort.rawValue].contains(r), role == .central else { throw error }
-            let withBond = !security.encrypted ? ((try? await encryptWithBond()) ?? false) : false
-            if !withBond { _ = try await pair() }
+            guard case .l2capRefused(let r) = error.kind, role == .central else { throw error }
+            let s = security
+            switch L2CAPCreditBasedConnectionResult(rawValue: r) {
+            case .insufficientEncryption, .encryptionKeySizeTooShort:
+                // Encryption is what helps; a link encrypted already gains nothing from pairing.
+                guard !s.encrypted else { throw error }
+                if (try? await encryptWithBond()) != true { _ = try await pair() }
+            case .insufficientAuthentication:
+                guard !s.authenticated else { throw error }
+                if !s.encrypted, let bond = try? storedBond(), bond.authenticated, (try? await encryptWithBond()) == true {
+                    break
+                }
+                // MITM protection is what the peer wants (fails cleanly when the IO cannot give it).
+                var c = hostSecurity ?? SMPConfiguration()
+                c.mitm = true
+                _ = try await pair(configuration: c)
+            default:
+                throw error
+            }
             return try await openL2CAPChannelOnce(psm: psm, parameters: parameters)
         }
     }

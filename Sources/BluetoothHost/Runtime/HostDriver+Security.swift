@@ -167,7 +167,8 @@ extension HostDriver {
                     pairings[handle] = r
                     executeSMP(handle, more)
                 }
-            case .paired(let result):
+            case .paired(let claimed):
+                let result = Self.checkedIdentity(claimed, on: conn)
                 pairingBackoff[conn.peerIdentity] = nil
                 if let id = result.peerIdentityAddress {
                     conn.setIdentity(id)
@@ -185,7 +186,7 @@ extension HostDriver {
                     let events = pairingEvents
                     Task {
                         let saved: Result<Void, BondStoreError> = await runOnOwnThread {
-                            do throws(BondStoreError) { try store.save(bond); return .success(()) } catch { return .failure(error) }
+                            do throws(BondStoreError) { try store.saveUnlessWeaker(bond); return .success(()) } catch { return .failure(error) }
                         }
                         if case .failure(let e) = saved { events.yield(.bondNotStored(conn, HostError(.bondStore, e.description))) }
                     }
@@ -206,6 +207,28 @@ extension HostDriver {
                 for c in waiters { c.resume(returning: .failure(error)) }
             }
         }
+    }
+
+    /// The identity a pairing may claim on this link (Core Vol 3 Part H §2.4.2.1, as BlueZ
+    /// checks it): a peer that connected from its identity address must distribute that
+    /// one, a peer behind a resolvable private address an IRK that resolves it. Anything
+    /// else is dropped (the bond is kept under the address it connected from), so a new
+    /// peer cannot take over a bonded device's identity with a key of its own.
+    static func checkedIdentity(_ r: SMPPairingResult, on conn: LEConnection) -> SMPPairingResult {
+        guard let claimed = r.peerIdentityAddress else { return r }
+        let a = conn.address
+        let ok: Bool
+        if ResolvablePrivateAddress.isResolvable(a) {
+            ok = r.peerIdentityResolvingKey.map { $0 != 0 && ResolvablePrivateAddress.resolves(a.address, irk: $0) } ?? false
+        } else {
+            let base = LEAddress(a.address, type: a.type == .publicIdentity ? .public : (a.type == .randomIdentity ? .random : a.type))
+            ok = base == claimed
+        }
+        if ok { return r }
+        var out = r
+        out.peerIdentityAddress = nil
+        out.peerIdentityResolvingKey = nil
+        return out
     }
 
     func userAnswered(_ handle: UInt16, _ conn: LEConnection, _ generation: Int, _ body: (inout SMPPairing, UInt64) -> [SMPAction]) {
@@ -344,7 +367,7 @@ extension LEConnection {
         if r.bonded, let store = driver.bondStore {
             let bond = Bond(identity: peerIdentity, result: r, created: Int64(time(nil)))
             let saved: Result<Void, BondStoreError> = await runOnOwnThread {
-                do throws(BondStoreError) { try store.save(bond); return .success(()) } catch { return .failure(error) }
+                do throws(BondStoreError) { try store.saveUnlessWeaker(bond); return .success(()) } catch { return .failure(error) }
             }
             if case .failure(let e) = saved { throw HostError(.bondStore, "paired, but the bond could not be stored: \(e)") }
         }

@@ -101,7 +101,9 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
     /// The application took an SDU of `frames` K-frames: the peer may send that many more.
     private func credit(_ frames: Int) {
         let info = self.info
-        connection.driver.post(.run({ d in
+        connection.driver.post(.run({ [self] d in
+            // A closed channel's CID may belong to a newer channel by now.
+            guard d.isCurrent(self) else { return }
             d.execute(d.creditChannels.consumed(handle: info.handle, cid: info.localCID, frames: frames))
         }, refused: { _ in }))
     }
@@ -136,12 +138,19 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
     /// waiting for the peer's credits as long as it takes.
     public func send(_ sdu: [UInt8]) async throws(HostError) {
         if let end { throw HostError(.disconnected(nil), "the L2CAP channel is closed: \(end)") }
+        if Task.isCancelled { throw HostError(.cancelled, "sending on the L2CAP channel was cancelled") }
         let info = self.info, driver = connection.driver
         let token = driver.channelTokens.wrappingAdd(1, ordering: .relaxed).oldValue
         // Cancelled while waiting for credits: the caller goes on (the SDU stays queued).
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
-                driver.post(.run({ d in d.sendSDU(info, sdu, token: token, c) }, refused: { c.resume(returning: .failure($0)) }))
+                driver.post(.run({ [self] d in
+                    guard d.isCurrent(self) else {
+                        c.resume(returning: .failure(HostError(.disconnected(nil), "the L2CAP channel is closed")))
+                        return
+                    }
+                    d.sendSDU(info, sdu, token: token, c)
+                }, refused: { c.resume(returning: .failure($0)) }))
             }
         } onCancel: {
             driver.post(.run({ d in
@@ -153,10 +162,11 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
 
     /// Disconnects the channel (the link stays).
     public func close() async {
+        if end != nil { return }
         let info = self.info
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            connection.driver.post(.run({ d in
-                if let id = d.connections.allocateSignalingIdentifier(handle: info.handle) {
+            connection.driver.post(.run({ [self] d in
+                if d.isCurrent(self), let id = d.connections.allocateSignalingIdentifier(handle: info.handle) {
                     d.execute(d.creditChannels.disconnect(handle: info.handle, cid: info.localCID, identifier: id))
                 }
                 c.resume()

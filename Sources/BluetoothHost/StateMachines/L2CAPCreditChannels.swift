@@ -174,8 +174,13 @@ public struct L2CAPCreditChannels: Sendable {
     // MARK: Servers
 
     /// Accepts channels to `spsm` (0x0001–0x00FF; dynamic 0x0080–0x00FF for applications).
+    /// Parameters out of range are brought into it (MTU and MPS at least 23, a credit at least).
     public mutating func listen(spsm: UInt16, parameters: L2CAPChannelParameters, security: L2CAPChannelSecurity = .none) {
-        listeners[spsm] = Listener(parameters: parameters, security: security)
+        var p = parameters
+        p.mtu = max(p.mtu, 23)
+        p.mps = min(max(p.mps, 23), 65533)
+        p.credits = max(p.credits, 1)
+        listeners[spsm] = Listener(parameters: p, security: security)
     }
 
     public mutating func stopListening(spsm: UInt16) { listeners[spsm] = nil }
@@ -230,7 +235,8 @@ public struct L2CAPCreditChannels: Sendable {
                 return [.event(.openFailed(request: request, .refused(r.result)))]
             }
             let dcid = r.destinationCID.rawValue
-            guard (0x0040 ... 0x007F).contains(dcid), r.mtu >= 23, (23 ... 65533).contains(r.mps) else {
+            let taken = channels.contains { $0.handle == handle && $0.peerCID == dcid && $0.localCID != channels[i].localCID }
+            guard (0x0040 ... 0x007F).contains(dcid), !taken, r.mtu >= 23, (23 ... 65533).contains(r.mps) else {
                 // A success we cannot use: close it again (§4.23).
                 violations += 1
                 channels[i].peerCID = dcid
@@ -256,10 +262,14 @@ public struct L2CAPCreditChannels: Sendable {
             return pump(i)
         case .disconnectionRequest(let id, let dcid, let scid):
             guard let i = channels.firstIndex(where: { $0.handle == handle && $0.localCID == dcid.rawValue && $0.peerCID == scid.rawValue }) else {
+                // Our CID with another peer CID is silently discarded (§4.6); an unknown CID rejected.
+                if channels.contains(where: { $0.handle == handle && $0.localCID == dcid.rawValue }) { return [] }
                 return [signal(handle, .commandReject(identifier: id, reason: .invalidCID(localCID: dcid, remoteCID: scid)))]
             }
             let c = channels.remove(at: i)
             var out: [L2CAPChannelAction] = [signal(handle, .disconnectionResponse(identifier: id, destinationCID: dcid, sourceCID: scid))]
+            // Crossing our own Disconnection Request: its end was reported already.
+            if case .disconnecting = c.phase { return out }
             out += ended(c, .disconnected(byPeer: true))
             return out
         case .disconnectionResponse(let id, _, _):
@@ -436,7 +446,10 @@ public struct L2CAPCreditChannels: Sendable {
     /// The link went down: every channel on it ends.
     public mutating func linkClosed(_ handle: UInt16) -> [L2CAPChannelAction] {
         var out: [L2CAPChannelAction] = []
-        for c in channels where c.handle == handle { out += ended(c, .linkClosed) }
+        for c in channels where c.handle == handle {
+            if case .disconnecting = c.phase { continue }  // its end went out when it was closed
+            out += ended(c, .linkClosed)
+        }
         channels.removeAll { $0.handle == handle }
         return out
     }
