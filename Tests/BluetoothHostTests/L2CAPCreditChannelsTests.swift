@@ -145,6 +145,22 @@ struct CoCLink {
         }
     }
 
+    @Test func unansweredRequestsTimeOut() throws {
+        var m = L2CAPCreditChannels()
+        _ = m.connect(handle: 1, spsm: 0x80, parameters: .init(), identifier: 3, request: 9, now: 1_000)
+        #expect(m.nextDeadline == 1_000 + L2CAPCreditChannels.responseTimeout)
+        #expect(m.timerFired(now: 2_000).isEmpty)
+        #expect(m.timerFired(now: 1_000 + L2CAPCreditChannels.responseTimeout) == [.event(.openFailed(request: 9, .timeout))])
+        #expect(m.nextDeadline == nil)
+        // A disconnection the peer never answers frees its CID when it times out.
+        var link = CoCLink()
+        guard let (ca, _) = opened(&link) else { return }
+        _ = link.a.disconnect(handle: 1, cid: ca, identifier: 40, now: 5)
+        #expect(link.a.credits(handle: 1, cid: ca) != nil)
+        _ = link.a.timerFired(now: 5 + L2CAPCreditChannels.responseTimeout)
+        #expect(link.a.credits(handle: 1, cid: ca) == nil)
+    }
+
     @Test func aLinkGoingDownEndsItsChannels() throws {
         var link = CoCLink()
         guard opened(&link) != nil else { return }

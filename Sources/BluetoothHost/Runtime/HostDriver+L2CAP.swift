@@ -55,7 +55,7 @@ extension HostDriver {
         }
         // A malformed one goes to the connection manager, which answers it.
         guard let command = try? L2CAPSignalingCommand(parsing: payload), let conn = links[handle]?.connection else { return false }
-        execute(creditChannels.signaling(handle: handle, command, security: conn.security,
+        execute(creditChannels.signaling(handle: handle, command, security: conn.security, now: Sys.now(),
                                          nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
         return true
     }
@@ -121,7 +121,7 @@ extension HostDriver {
         }
         let request = channelRuntime.token()
         channelRuntime.opens[request] = (conn, c)
-        execute(creditChannels.connect(handle: conn.handle, spsm: psm, parameters: parameters, identifier: id, request: request))
+        execute(creditChannels.connect(handle: conn.handle, spsm: psm, parameters: parameters, identifier: id, request: request, now: Sys.now()))
     }
 
     func sendSDU(_ info: L2CAPChannelInfo, _ sdu: [UInt8], token: UInt64, _ c: CheckedContinuation<Result<Void, HostError>, Never>) {

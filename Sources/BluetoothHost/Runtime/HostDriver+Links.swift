@@ -130,7 +130,7 @@ extension HostDriver {
                 execute(connections.receivedSignaling(handle: handle, payload: payload))
             }
         case .creditBased(let cid):
-            execute(creditChannels.received(handle: handle, cid: cid, payload: payload,
+            execute(creditChannels.received(handle: handle, cid: cid, payload: payload, now: Sys.now(),
                                             nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
         case .smp:
             if security == nil {

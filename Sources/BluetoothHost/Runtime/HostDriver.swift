@@ -358,7 +358,7 @@ final class HostDriver: @unchecked Sendable {
     func pollTimeout(now: UInt64) -> Int32 {
         let stall = stalledSince.map { $0 &+ Self.writeStallTimeout }
         let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline, connections.nextDeadline, stall,
-                         nextPairingDeadline, deferredDisconnects.values.map(\.deadline).min()].compactMap { $0 }
+                         nextPairingDeadline, deferredDisconnects.values.map(\.deadline).min(), creditChannels.nextDeadline].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
@@ -384,6 +384,7 @@ final class HostDriver: @unchecked Sendable {
             execute(connections.timerFired(now: now))
         }
         if let d = nextPairingDeadline, d <= now { pairingTimersFired(now: now) }
+        if let d = creditChannels.nextDeadline, d <= now { execute(creditChannels.timerFired(now: now)) }
         flushDeferredDisconnects(now: now)
     }
 

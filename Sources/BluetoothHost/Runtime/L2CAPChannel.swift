@@ -167,7 +167,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             connection.driver.post(.run({ [self] d in
                 if d.isCurrent(self), let id = d.connections.allocateSignalingIdentifier(handle: info.handle) {
-                    d.execute(d.creditChannels.disconnect(handle: info.handle, cid: info.localCID, identifier: id))
+                    d.execute(d.creditChannels.disconnect(handle: info.handle, cid: info.localCID, identifier: id, now: Sys.now()))
                 }
                 c.resume()
             }, refused: { _ in c.resume() }))

@@ -154,6 +154,8 @@ public struct L2CAPCreditChannels: Sendable {
         var rxExpected: Int?
         var rxFrames = 0
         var queue: [Outgoing] = []
+        /// Connecting or disconnecting: when to stop waiting for the peer's response.
+        var deadline: UInt64?
 
         var info: L2CAPChannelInfo {
             L2CAPChannelInfo(handle: handle, spsm: spsm, localCID: localCID, peerCID: peerCID, local: local,
@@ -163,9 +165,14 @@ public struct L2CAPCreditChannels: Sendable {
 
     /// Channels per link at most (each needs a CID in 0x0040–0x007F).
     public static let maximumChannelsPerLink = 64
+    /// How long a connection or disconnection request waits for its response (Core Vol 3
+    /// Part A §6.2.1: RTX at most 60 s), in nanoseconds.
+    public static let responseTimeout: UInt64 = 30_000_000_000
 
     var listeners: [UInt16: Listener] = [:]
     var channels: [Channel] = []
+    /// The time of the call being handled (for the deadlines it sets).
+    var now: UInt64 = 0
     /// Protocol violations by peers (each disconnected the channel).
     public private(set) var violations = 0
 
@@ -192,7 +199,7 @@ public struct L2CAPCreditChannels: Sendable {
     /// Asks the peer for a channel to `spsm` with signaling `identifier` (the link's next).
     /// `request` names the outcome (``L2CAPChannelEvent/opened(request:_:)`` or `openFailed`).
     public mutating func connect(handle: UInt16, spsm: UInt16, parameters: L2CAPChannelParameters, identifier: UInt8,
-                                 request: UInt64) -> [L2CAPChannelAction] {
+                                 request: UInt64, now: UInt64 = 0) -> [L2CAPChannelAction] {
         guard parameters.isValid else {
             return [.event(.openFailed(request: request, .refused(.invalidParameters)))]
         }
@@ -200,7 +207,7 @@ public struct L2CAPCreditChannels: Sendable {
             return [.event(.openFailed(request: request, .refused(.noResourcesAvailable)))]
         }
         channels.append(Channel(handle: handle, spsm: spsm, localCID: cid, phase: .connecting(identifier: identifier, request: request),
-                                local: parameters, rxCredits: Int(parameters.credits)))
+                                local: parameters, rxCredits: Int(parameters.credits), deadline: now &+ Self.responseTimeout))
         return [signal(handle, .leCreditBasedConnectionRequest(identifier: identifier, L2CAPLECreditBasedConnectionRequest(
             spsm: spsm, sourceCID: L2CAPChannelID(rawValue: cid), mtu: parameters.mtu, mps: parameters.mps,
             initialCredits: parameters.credits)))]
@@ -223,7 +230,8 @@ public struct L2CAPCreditChannels: Sendable {
     /// of ours). `security` is the link's now; `identifier` gives ours for any request
     /// this needs to send (a Disconnection Request after a violation).
     public mutating func signaling(handle: UInt16, _ command: L2CAPSignalingCommand, security: LinkSecurity,
-                                   nextIdentifier: () -> UInt8) -> [L2CAPChannelAction] {
+                                   now: UInt64 = 0, nextIdentifier: () -> UInt8) -> [L2CAPChannelAction] {
+        self.now = now
         switch command {
         case .leCreditBasedConnectionRequest(let id, let r):
             return incoming(handle, id, r, security)
@@ -242,6 +250,7 @@ public struct L2CAPCreditChannels: Sendable {
                 channels[i].peerCID = dcid
                 let idn = nextIdentifier()
                 channels[i].phase = .disconnecting(identifier: idn)
+                channels[i].deadline = self.now &+ Self.responseTimeout
                 return [signal(handle, .disconnectionRequest(identifier: idn, destinationCID: r.destinationCID,
                                                              sourceCID: L2CAPChannelID(rawValue: channels[i].localCID))),
                         .event(.openFailed(request: request, .protocolViolation("a response with CID 0x\(hex(dcid, 4)), MTU \(r.mtu), MPS \(r.mps)")))]
@@ -251,6 +260,7 @@ public struct L2CAPCreditChannels: Sendable {
             channels[i].peerMPS = r.mps
             channels[i].txCredits = Int(r.initialCredits)
             channels[i].phase = .open
+            channels[i].deadline = nil
             return [.event(.opened(request: request, channels[i].info))]
         case .flowControlCreditIndication(_, let cid, let credits):
             guard let i = channels.firstIndex(where: { $0.handle == handle && $0.peerCID == cid.rawValue && $0.phase == .open }) else { return [] }
@@ -321,7 +331,8 @@ public struct L2CAPCreditChannels: Sendable {
 
     /// A K-frame payload on dynamic `cid` of `handle` (Core Vol 3 Part A §3.4).
     public mutating func received(handle: UInt16, cid: UInt16, payload: UnsafeRawBufferPointer,
-                                  nextIdentifier: () -> UInt8) -> [L2CAPChannelAction] {
+                                  now: UInt64 = 0, nextIdentifier: () -> UInt8) -> [L2CAPChannelAction] {
+        self.now = now
         guard let i = channels.firstIndex(where: { $0.handle == handle && $0.localCID == cid && $0.phase == .open }) else { return [] }
         var c = channels[i]
         guard c.rxCredits > 0 else { return violation(i, "a K-frame without credit", nextIdentifier) }
@@ -425,7 +436,8 @@ public struct L2CAPCreditChannels: Sendable {
 
     /// Disconnects a channel (Disconnection Request with `identifier`); what was queued and
     /// not sent is dropped.
-    public mutating func disconnect(handle: UInt16, cid: UInt16, identifier: UInt8) -> [L2CAPChannelAction] {
+    public mutating func disconnect(handle: UInt16, cid: UInt16, identifier: UInt8, now: UInt64 = 0) -> [L2CAPChannelAction] {
+        self.now = now
         guard let i = channels.firstIndex(where: { $0.handle == handle && $0.localCID == cid }) else { return [] }
         let c = channels[i]
         switch c.phase {
@@ -436,6 +448,7 @@ public struct L2CAPCreditChannels: Sendable {
             return ended(c, .disconnected(byPeer: false))
         case .open:
             channels[i].phase = .disconnecting(identifier: identifier)
+            channels[i].deadline = now &+ Self.responseTimeout
             channels[i].queue = []
             return [signal(handle, .disconnectionRequest(identifier: identifier, destinationCID: L2CAPChannelID(rawValue: c.peerCID),
                                                          sourceCID: L2CAPChannelID(rawValue: c.localCID)))]
@@ -454,6 +467,20 @@ public struct L2CAPCreditChannels: Sendable {
         return out
     }
 
+    /// The earliest response deadline, or nil.
+    public var nextDeadline: UInt64? { channels.compactMap(\.deadline).min() }
+
+    /// Requests unanswered past their deadline: an open fails with `.timeout`; a
+    /// disconnection is taken as done (its CID is free again).
+    public mutating func timerFired(now: UInt64) -> [L2CAPChannelAction] {
+        var out: [L2CAPChannelAction] = []
+        for c in channels where (c.deadline ?? .max) <= now {
+            if case .connecting(_, let request) = c.phase { out.append(.event(.openFailed(request: request, .timeout))) }
+        }
+        channels.removeAll { ($0.deadline ?? .max) <= now }
+        return out
+    }
+
     /// Channels open now (for tests and statistics).
     public var openChannels: [L2CAPChannelInfo] { channels.filter { $0.phase == .open }.map(\.info) }
 
@@ -467,6 +494,7 @@ public struct L2CAPCreditChannels: Sendable {
         let c = channels[i]
         let id = nextIdentifier()
         channels[i].phase = .disconnecting(identifier: id)
+        channels[i].deadline = now &+ Self.responseTimeout
         channels[i].queue = []
         return [signal(c.handle, .disconnectionRequest(identifier: id, destinationCID: L2CAPChannelID(rawValue: c.peerCID),
                                                        sourceCID: L2CAPChannelID(rawValue: c.localCID)))]
