@@ -195,4 +195,32 @@ class HealthDatabase:
         ]
 
 
-DATABASES = {'health': HealthDatabase}
+class UartDatabase:
+    """gatt=uart: the Nordic UART Service as phone and MCU "BLE UART" firmwares serve it.
+    What a central writes to RX is echoed back on TX, piece by piece, upper-cased (so an
+    echo is told from a reflection); the chat tests join the pieces."""
+
+    SERVICE = '6E400001-B5A3-F393-E0A9-E50E24DCCA9E'
+
+    def __init__(self, events):
+        self.events = events
+        self.interval_listener = None
+        # Called with (connection, characteristic, data): the peer notifies it.
+        self.echo_listener = None
+
+        def write_rx(connection, value):
+            if self.echo_listener is not None:
+                self.echo_listener(connection, self.tx, bytes(value).upper())
+
+        self.tx = Characteristic('6E400003-B5A3-F393-E0A9-E50E24DCCA9E', P.NOTIFY, 0, b'')
+        self.services = [Service(self.SERVICE, [
+            Characteristic('6E400002-B5A3-F393-E0A9-E50E24DCCA9E', P.WRITE | P.WRITE_WITHOUT_RESPONSE, WRITE,
+                           CharacteristicValue(write=write_rx)),
+            self.tx,
+        ])]
+
+    def periodic(self):
+        return []
+
+
+DATABASES = {'health': HealthDatabase, 'uart': UartDatabase}

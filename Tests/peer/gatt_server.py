@@ -59,6 +59,8 @@ class GattBehaviour:
                 raise SystemExit(f'bumble_peer: unknown GATT database {database!r} (known: {", ".join(DATABASES)})')
             self.db = factory(self.emit)
             self.db.interval_listener = self.on_interval_changed
+            if hasattr(self.db, 'echo_listener'):
+                self.db.echo_listener = self.on_echo
             device.add_services(self.db.services)
             self.periodic = {c.handle: (c, indicate, value) for c, indicate, value in self.db.periodic()}
         else:
@@ -257,6 +259,16 @@ class GattBehaviour:
                 raise asyncio.CancelledError() from error
             return
         self.emit('indication-confirmed', fields)
+
+    def on_echo(self, connection, characteristic, data):
+        """Notifies what the UART database echoes (in order: one task chain per peer)."""
+        previous = getattr(self, '_echo_task', None)
+
+        async def send():
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            await self.send_value(connection, characteristic, False, data, 0)
+        self._echo_task = asyncio.get_running_loop().create_task(send())
 
     def on_interval_changed(self, connection):
         """Indicates an accepted Measurement Interval write to its subscribers."""

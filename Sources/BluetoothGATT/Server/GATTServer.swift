@@ -116,6 +116,10 @@ public final class GATTServer: Sendable {
         eventSink.finish()
     }
 
+    /// The ATT_MTU in use with `client` (nil: not a client): a notification carries at most
+    /// ATT_MTU - 3 bytes of value.
+    public func mtu(of client: ATTServerClientID) -> Int? { state.withLock { $0.server.mtu(of: client) } }
+
     /// Events that did not fit the event buffer.
     public var droppedEvents: Int { state.withLock { $0.droppedEvents } }
     /// The Database Hash (most significant octet first).

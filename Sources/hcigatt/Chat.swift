@@ -1,0 +1,404 @@
+import BluetoothGATT
+import BluetoothHost
+import BluetoothWire
+import Glibc
+import HCIGATTFormat
+import Synchronization
+
+/// Messages on a byte stream (GATT writes and notifications, or an L2CAP channel's SDUs):
+/// each message is its UTF-8 text and a newline, cut into pieces as large as the carrier
+/// takes. The Nordic UART Service carries text the same way, so terminal apps on phones
+/// (nRF Toolbox, Bluefruit Connect) talk to `hcigatt chat` too.
+struct ChatFramer {
+    /// Bytes of a message not ended yet.
+    private(set) var pending: [UInt8] = []
+    /// A message this long without a newline is delivered as it is.
+    static let limit = 65_536
+
+    /// The messages `bytes` completes (without the newline; a CR before it dropped).
+    mutating func append(_ bytes: [UInt8]) -> [String] {
+        var out: [String] = []
+        var start = 0
+        for (i, b) in bytes.enumerated() where b == 0x0A {
+            pending += bytes[start ..< i]
+            if pending.last == 0x0D { pending.removeLast() }
+            out.append(String(decoding: pending, as: UTF8.self))
+            pending.removeAll(keepingCapacity: true)
+            start = i + 1
+        }
+        pending += bytes[start...]
+        if pending.count >= Self.limit, let m = flush() { out.append(m) }
+        return out
+    }
+
+    /// What came without a newline so far, as a message (nil: nothing).
+    mutating func flush() -> String? {
+        guard !pending.isEmpty else { return nil }
+        defer { pending.removeAll() }
+        return String(decoding: pending, as: UTF8.self)
+    }
+
+    /// `message` and its newline in pieces of at most `size` bytes (over GATT: ATT_MTU - 3,
+    /// and never more than an attribute value's 512: a longer write is refused, and a
+    /// refused write without response is lost without a word).
+    static func pieces(_ message: String, size: Int) -> [[UInt8]] {
+        let bytes = Array(message.utf8) + [0x0A]
+        let size = max(1, size)
+        return stride(from: 0, to: bytes.count, by: size).map { Array(bytes[$0 ..< min($0 + size, bytes.count)]) }
+    }
+}
+
+/// One framer per peer, and a flush of what a peer sent without a newline once it has been
+/// quiet for a second (a phone app that sends no line ends is still heard).
+final class ChatInbox: Sendable {
+    private struct Entry {
+        var framer = ChatFramer()
+        var generation = 0
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+    private let deliver: @Sendable (_ peer: String, _ message: String) -> Void
+
+    init(_ deliver: @escaping @Sendable (_ peer: String, _ message: String) -> Void) { self.deliver = deliver }
+
+    func received(_ bytes: [UInt8], from peer: String) {
+        let (messages, generation, waiting): ([String], Int, Bool) = entries.withLock { all in
+            var e = all[peer] ?? Entry()
+            let m = e.framer.append(bytes)
+            e.generation += 1
+            all[peer] = e
+            return (m, e.generation, !e.framer.pending.isEmpty)
+        }
+        for m in messages { deliver(peer, m) }
+        guard waiting else { return }
+        Task {
+            try? await Task.sleep(for: .seconds(1))
+            let rest: String? = entries.withLock { all in
+                guard var e = all[peer], e.generation == generation else { return nil }
+                let m = e.framer.flush()
+                all[peer] = e
+                return m
+            }
+            if let rest { deliver(peer, rest) }
+        }
+    }
+
+    /// The peer left: what it sent without a newline, then forget it.
+    func closed(_ peer: String) {
+        let rest: String? = entries.withLock { all in
+            guard var e = all.removeValue(forKey: peer) else { return nil }
+            return e.framer.flush()
+        }
+        if let rest { deliver(peer, rest) }
+    }
+}
+
+/// Text lines or JSON events of a chat, flushed one by one.
+struct ChatOutput: Sendable {
+    let json: Bool
+
+    func message(_ text: String, from peer: String) {
+        if json {
+            Console.out(FieldRenderer.jsonObject([Field("event", .text("message")), Field("peer", .text(peer)), Field("text", .text(text))]))
+        } else {
+            Console.out(text)
+        }
+        Console.flushOut()
+    }
+
+    func event(_ event: String, peer: String, text: String, _ extra: [Field] = []) {
+        if json {
+            Console.out(FieldRenderer.jsonObject([Field("event", .text(event)), Field("peer", .text(peer))] + extra))
+            Console.flushOut()
+        } else {
+            Console.err(text)
+        }
+    }
+}
+
+enum ChatCommand {
+    /// The Nordic UART Service: the chat service (128-bit), its RX (centrals write) and TX
+    /// (notified to centrals) characteristics.
+    static let service = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
+    static let rx = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!
+    static let tx = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!
+    /// Where an L2CAP server publishes its PSM (UInt16, little endian): the UUID
+    /// CoreBluetooth uses (`CBUUIDL2CAPPSMCharacteristicString`).
+    static let psmCharacteristic = BluetoothUUID("ABDD3056-28FA-441D-A470-55A75A52553A")!
+    static let defaultPSM: UInt16 = 0x0080
+    /// Our side's channel: messages of several kB are a few SDUs.
+    static let channelParameters = L2CAPChannelParameters(mtu: 4096, mps: 247)
+
+    static var command: Command {
+        Command(
+            name: "chat", summary: "Talk to another hcigatt (or any BLE UART app): lines typed go over, lines received are printed",
+            help: """
+            Usage: hcigatt chat [--name N] [OPTIONS]          wait for someone to connect
+                   hcigatt chat ADDR|NAME [OPTIONS]           connect to a chat peer
+
+            Each line on stdin is sent to the other side (to every connected peer when
+            waiting); each message received is printed as one line; connects and
+            disconnects are shown on stderr. A message may be longer than one packet: it
+            is cut to fit and joined again, so several kB arrive as one line. Works from a
+            terminal and from a pipe.
+
+            The chat service is the Nordic UART Service (6E400001-B5A3-F393-E0A9-E50E24DCCA9E):
+            centrals write (without response) to RX 6E400002, the peripheral notifies TX
+            6E400003, each message ended by a newline; so phone apps for BLE UARTs work
+            too. With --l2cap the messages go over an LE credit-based channel instead (the
+            PSM is in the chat service, characteristic ABDD3056-28FA-441D-A470-55A75A52553A,
+            as CoreBluetooth publishes it).
+
+            Waiting runs until Ctrl-C. Connecting ends when the peer leaves, or at the end
+            of stdin (after --linger seconds for answers).
+
+            Options:
+              --name N               waiting: the name advertised (default hcigatt-chat)
+              --l2cap                an L2CAP channel instead of GATT (waiting: both are open)
+              --psm PSM              the channel's PSM (default: what the peer publishes, 0x0080)
+              --linger S             connecting: after end of stdin, wait S seconds (default 1)
+              --json                 one JSON object per message and event, on stdout
+            \(PeerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["l2cap", "json"]),
+                                 options: PeerOptions.options.union(["name", "psm", "linger"])),
+            run: { args in try await run(args) })
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        if let t = args.option("transport"), t.hasPrefix("l2cap:") {
+            throw UsageError("chat needs an HCI transport: with \(t) the kernel owns the link")
+        }
+        let out = ChatOutput(json: args.flag("json"))
+        let psm = try args.option("psm").map(L2CAPCommand.psm)
+        switch args.positional.count {
+        case 0:
+            if args.option("linger") != nil { throw UsageError("--linger goes with connecting (chat ADDR|NAME)") }
+            return try await wait(args, out: out, psm: psm ?? defaultPSM)
+        case 1:
+            if args.option("name") != nil { throw UsageError("--name goes with waiting (chat without ADDR)") }
+            return try await connect(args, target: try PeerTarget(args.positional[0]), out: out, psm: psm)
+        default:
+            throw UsageError("expected at most one ADDR or NAME, not '\(args.positional.joined(separator: " "))'")
+        }
+    }
+
+    // MARK: Waiting (the peripheral)
+
+    static func wait(_ args: Arguments, out: ChatOutput, psm: UInt16) async throws -> Int32 {
+        let name = args.option("name") ?? "hcigatt-chat"
+        guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
+        let useL2CAP = args.flag("l2cap")
+        var chat = [
+            GATTLocalCharacteristic(uuid: rx, properties: [.write, .writeWithoutResponse], descriptors: [.userDescription("RX")]),
+            GATTLocalCharacteristic(uuid: tx, properties: .notify, descriptors: [.userDescription("TX")]),
+        ]
+        if useL2CAP {
+            chat.append(GATTLocalCharacteristic(uuid: psmCharacteristic, properties: .read,
+                                                value: .stored([UInt8(psm & 0xFF), UInt8(psm >> 8)])))
+        }
+        let server: GATTServer
+        do {
+            server = try GATTServer(services: [.genericAccess(deviceName: name), .genericAttribute(),
+                                               GATTLocalService(uuid: service, characteristics: chat)])
+        } catch { throw RuntimeError("cannot build the GATT database: \(error)") }
+        guard let rxHandle = server.valueHandle(of: rx), let txHandle = server.valueHandle(of: tx) else {
+            throw RuntimeError("the chat service lacks its characteristics")
+        }
+        let session = try await Session.open(args)
+        let host = session.host
+        let inbox = ChatInbox { peer, text in out.message(text, from: peer) }
+        let channels = OpenChannels()
+        let incoming = useL2CAP ? host.listenL2CAP(psm: psm, parameters: channelParameters) : nil
+        let (adv, scan) = ServeCommand.advertisingPayload(name: name, services: [service], appearance: 0)
+        var failure: (any Error)?
+        do {
+            _ = try await runInterruptible {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await connection in host.incomingConnections { server.attach(connection) }
+                        if !Task.isCancelled { throw RuntimeError("the controller went away: \(host.terminationReason?.message ?? "the host stopped")") }
+                    }
+                    group.addTask {
+                        for await event in server.events {
+                            switch event {
+                            case .connected(let c):
+                                out.event("connected", peer: c.peer, text: "connected: \(c.peer)")
+                            case .disconnected(let c, let reason):
+                                inbox.closed(c.peer)
+                                out.event("disconnected", peer: c.peer, text: "disconnected: \(c.peer) (\(reason))",
+                                          [Field("reason", .text(reason))])
+                            case .subscriptionChanged(let c, let handle, let config) where handle == txHandle:
+                                out.event(config.contains(.notify) ? "subscribed" : "unsubscribed", peer: c.peer,
+                                          text: config.contains(.notify) ? "\(c.peer) receives messages now" : "\(c.peer) stopped receiving messages")
+                            case .wrote(let c, let handle, let value, _) where handle == rxHandle:
+                                inbox.received(value, from: c.peer)
+                            default: break
+                            }
+                        }
+                    }
+                    if let incoming {
+                        group.addTask {
+                            await withTaskGroup(of: Void.self) { each in
+                                for await channel in incoming {
+                                    channels.add(channel)
+                                    let peer = "\(channel.connection.address)"
+                                    out.event("channel", peer: peer, text: "channel open with \(peer) (PSM 0x\(Hex.pad(psm, 4)))")
+                                    each.addTask {
+                                        for await sdu in channel.sdus { inbox.received(sdu, from: "\(peer) L2CAP") }
+                                        inbox.closed("\(peer) L2CAP")
+                                        channels.remove(channel)
+                                        out.event("channel-closed", peer: peer, text: "channel with \(peer) closed: \(channel.end?.description ?? "closed")")
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    group.addTask {
+                        for await line in AnswerSource.stdinLines() {
+                            var reached = 0
+                            for (client, config) in server.subscribers(of: txHandle) where config.contains(.notify) {
+                                let size = min((server.mtu(of: client.id) ?? ATT.defaultMTU) - 3, ATT.maximumAttributeValueLength)
+                                var sent = true
+                                for piece in ChatFramer.pieces(line, size: size) {
+                                    let r = await server.notifyWhenReady(txHandle, value: piece, to: [client.id], store: false)
+                                    if let f = r.failed.first {
+                                        Console.err("not sent to \(client.peer): \(f.1)")
+                                        sent = false
+                                        break
+                                    }
+                                }
+                                if sent { reached += 1 }
+                            }
+                            for c in channels.all {
+                                var sent = true
+                                for piece in ChatFramer.pieces(line, size: Int(c.peerMTU)) {
+                                    do throws(HostError) { try await c.send(piece) } catch {
+                                        Console.err("not sent to \(c.connection.address): \(error.message)")
+                                        sent = false
+                                        break
+                                    }
+                                }
+                                if sent { reached += 1 }
+                            }
+                            if reached == 0 { Console.err("nobody is listening yet; not sent: \(line)") }
+                        }
+                        // End of stdin: keep receiving until Ctrl-C.
+                        let (never, open) = AsyncStream<Void>.makeStream()
+                        for await _ in never {}
+                        withExtendedLifetime(open) {}
+                    }
+                    do throws(HostError) {
+                        _ = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: adv, scanResponseData: scan))
+                    } catch {
+                        throw RuntimeError("cannot advertise: \(error.message)")
+                    }
+                    Console.err("waiting as \"\(name)\" (\(LEAddress(host.info.address, type: .public)))"
+                        + (useL2CAP ? ", L2CAP PSM 0x\(Hex.pad(psm, 4))" : "") + "; Ctrl-C ends")
+                    try await group.next()
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            failure = error
+        }
+        if useL2CAP { host.stopListeningL2CAP(psm: psm) }
+        for c in channels.all { await c.close() }
+        await host.stopAdvertising()
+        try await session.close()
+        if let failure { throw failure }
+        return 0
+    }
+
+    // MARK: Connecting (the central)
+
+    static func connect(_ args: Arguments, target: PeerTarget, out: ChatOutput, psm: UInt16?) async throws -> Int32 {
+        let linger = try ControllerOptions.seconds(args, "linger", default: 1, range: 0 ... 3600)
+        let useL2CAP = args.flag("l2cap")
+        try await withPeer(args, target) { p in
+            let client = p.client
+            let who = "\(p.peer)"
+            let inbox = ChatInbox { peer, text in out.message(text, from: peer) }
+            guard let s = try await client.discoverPrimaryServices(uuid: service).first else {
+                throw RuntimeError("\(who) has no chat service (\(service))")
+            }
+            let chars = try await client.discoverCharacteristics(of: s)
+            out.event("connected", peer: who, text: "connected: \(who)")
+            if useL2CAP {
+                guard let link = p.connection else { throw RuntimeError("no link") }
+                var channelPSM = psm ?? defaultPSM
+                if psm == nil, let c = chars.first(where: { $0.uuid == psmCharacteristic }) {
+                    let v = try await client.read(handle: c.valueHandle)
+                    if v.count == 2 { channelPSM = UInt16(v[0]) | UInt16(v[1]) << 8 }
+                }
+                let channel: L2CAPChannel
+                do throws(HostError) {
+                    channel = try await link.openL2CAPChannel(psm: channelPSM, parameters: channelParameters)
+                } catch {
+                    throw RuntimeError("cannot open a channel to PSM 0x\(Hex.pad(channelPSM, 4)): \(error.message)", cause: error)
+                }
+                try await converse(out: out, who: who, linger: linger, receive: {
+                    for await sdu in channel.sdus { inbox.received(sdu, from: who) }
+                    inbox.closed(who)
+                    return channel.end?.description ?? "closed"
+                }, send: { line throws(HostError) in
+                    for piece in ChatFramer.pieces(line, size: Int(channel.peerMTU)) { try await channel.send(piece) }
+                })
+                await channel.close()
+                return
+            }
+            guard let r = chars.first(where: { $0.uuid == rx }), let t = chars.first(where: { $0.uuid == tx }) else {
+                throw RuntimeError("\(who)'s chat service lacks RX (\(rx)) or TX (\(tx))")
+            }
+            let messages = try await client.subscribe(characteristic: t)
+            let mtu = try await client.exchangeMTU()
+            let unacknowledged = !r.properties.contains(.writeWithoutResponse)
+            try await converse(out: out, who: who, linger: linger, receive: {
+                do {
+                    for try await v in messages { inbox.received(v.value, from: who) }
+                    inbox.closed(who)
+                    return "the peer ended the chat"
+                } catch {
+                    inbox.closed(who)
+                    return describeGATT(error)
+                }
+            }, send: { line throws(GATTError) in
+                for piece in ChatFramer.pieces(line, size: min(mtu - 3, ATT.maximumAttributeValueLength)) {
+                    if unacknowledged {
+                        try await client.write(handle: r.valueHandle, value: piece)
+                    } else {
+                        await client.bearer.waitForRoom(for: 3 + piece.count)
+                        try await client.writeWithoutResponse(handle: r.valueHandle, value: piece)
+                    }
+                }
+            })
+            if client.failure == nil { try? await client.unsubscribe(characteristic: t) }
+        }
+        return 0
+    }
+
+    /// Lines from stdin go out through `send`; `receive` prints until the peer leaves and
+    /// says why. Ends when the peer leaves, or `linger` after the end of stdin.
+    static func converse<E: Error>(out: ChatOutput, who: String, linger: Duration,
+                                   receive: @escaping @Sendable () async -> String,
+                                   send: @escaping @Sendable (String) async throws(E) -> Void) async throws {
+        _ = try await runInterruptible {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    let why = await receive()
+                    if !Task.isCancelled { out.event("disconnected", peer: who, text: "disconnected: \(who) (\(why))", [Field("reason", .text(why))]) }
+                }
+                group.addTask {
+                    for await line in AnswerSource.stdinLines() {
+                        do { try await send(line) } catch {
+                            throw RuntimeError("cannot send: \((error as? HostError)?.message ?? describeGATT(error))")
+                        }
+                    }
+                    try? await Task.sleep(for: linger)
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+}
