@@ -348,42 +348,8 @@ enum ServeCommand {
         do { return try adv.encoded() } catch { throw RuntimeError("cannot build the extended advertising data: \(error)") }
     }
 
-    /// Flags, the name, then as many service UUIDs as fit in 31 bytes; what does not fit
-    /// (UUIDs, the whole name when it had to be shortened) goes to the scan response. The
-    /// name comes first: centrals find devices by name, and a scan response is not always
-    /// seen (passive scanning, some controllers).
     static func advertisingPayload(name: String, services: [BluetoothUUID], appearance: UInt16) -> ([UInt8], [UInt8]) {
-        var adv = AdvertisingDataBuilder()
-        adv.append(.flags([.leGeneralDiscoverable, .brEdrNotSupported]))
-        var scan = AdvertisingDataBuilder()
-        func length(_ s: [ADStructureValue]) -> Int { s.reduce(0) { $0 + $1.encodedLength } }
-        let nameBytes = Array(name.utf8)
-        if adv.encodedLength + 2 + nameBytes.count <= 31 {
-            adv.append(.localName(name, complete: true))
-        } else {
-            var cut = 31 - adv.encodedLength - 2 - 4  // leave room for one 16-bit UUID
-            while cut > 0, nameBytes[cut] & 0xC0 == 0x80 { cut -= 1 }  // whole UTF-8 characters
-            adv.append(ADStructureValue(type: .shortenedLocalName, data: Array(nameBytes[0 ..< cut])))
-            scan.append(.localName(String(decoding: nameBytes.prefix(29), as: UTF8.self), complete: nameBytes.count <= 29))
-        }
-        // UUIDs in the order given (the first profile's first), as many as fit.
-        var inAdv: [BluetoothUUID] = []
-        var inScan: [BluetoothUUID] = []
-        let base = adv.encodedLength
-        for u in services {
-            if base + length(ADStructureValue.serviceUUIDs(inAdv + [u], complete: false)) <= 31 {
-                inAdv.append(u)
-            } else if scan.encodedLength + length(ADStructureValue.serviceUUIDs(inScan + [u], complete: false)) <= 31 {
-                inScan.append(u)
-            }
-        }
-        let all = inAdv.count + inScan.count == services.count
-        adv.append(contentsOf: ADStructureValue.serviceUUIDs(inAdv, complete: all && inScan.isEmpty))
-        scan.append(contentsOf: ADStructureValue.serviceUUIDs(inScan, complete: false))
-        if appearance != 0, scan.encodedLength + 4 <= 31 {
-            scan.append(ADStructureValue(type: .appearance, data: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]))
-        }
-        return ((try? adv.encoded()) ?? [], (try? scan.encoded()) ?? [])
+        AdvertisingDataBuilder.legacyPayload(name: name, services: services, appearance: appearance)
     }
 }
 

@@ -64,6 +64,20 @@ import Testing
         #expect(LEAddress(BluetoothAddress("80:00:00:00:00:01")!, type: .random).kind == .reservedRandom)
         #expect(LEAddress(BluetoothAddress("C0:00:00:00:00:01")!, type: .public).kind == .public)
     }
+
+    @Test func leAddressTextRoundTrips() throws {
+        let a = try #require(BluetoothAddress("C0:01:02:03:04:05"))
+        #expect(LEAddress("C0:01:02:03:04:05") == LEAddress(a, type: .public))
+        #expect(LEAddress("C0:01:02:03:04:05/random") == LEAddress(a, type: .random))
+        #expect(LEAddress("C0:01:02:03:04:05/public") == LEAddress(a, type: .public))
+        for t in [LEAddressType.public, .random] {
+            #expect(LEAddress(LEAddress(a, type: t).description) == LEAddress(a, type: t), "description parses back")
+        }
+        for bad in ["", "C0:01:02:03:04", "C0:01:02:03:04:05/other", "C0:01:02:03:04:05 (anonymous)", "C0:01:02:03:04:05:06",
+                    "C0:01:02:03:04:05 (", "C0:01:02:03:04:05 )", "C0:01:02:03:04:05 ()"] {
+            #expect(LEAddress(bad) == nil, "\(bad)")
+        }
+    }
 }
 
 @Suite struct UUIDTests {

@@ -112,4 +112,28 @@ public struct LEAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(address) (\(kind.rawValue))" }
+
+    /// "AA:BB:CC:DD:EE:FF" (public), "AA:BB:CC:DD:EE:FF/random", ".../public", or what
+    /// ``description`` gives ("AA:BB:CC:DD:EE:FF (random-static)"); nil for anything else.
+    public init?(_ text: some StringProtocol) {
+        let s = String(text)
+        var addressPart = Substring(s)
+        var typePart: Substring = "public"
+        if let slash = s.firstIndex(of: "/") {
+            addressPart = s[..<slash]
+            typePart = s[s.index(after: slash)...]
+        } else if let space = s.firstIndex(of: " "), s.hasSuffix(")"), s[s.index(after: space)...].hasPrefix("("),
+                  s.distance(from: space, to: s.endIndex) >= 3 {
+            addressPart = s[..<space]
+            typePart = s[s.index(space, offsetBy: 2) ..< s.index(before: s.endIndex)]
+            guard let kind = Kind(rawValue: String(typePart)), kind != .anonymous else { return nil }
+            typePart = kind == .public ? "public" : "random"
+        }
+        guard addressPart.count == 17, let a = BluetoothAddress(addressPart) else { return nil }
+        switch typePart {
+        case "public": self.init(a, type: .public)
+        case "random": self.init(a, type: .random)
+        default: return nil
+        }
+    }
 }
