@@ -6,15 +6,18 @@
 //   → host core → ATT/GATT → profiles → hcigatt (CLI)
 import PackageDescription
 
-let optimize: [SwiftSetting] = [
-    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
-]
-
 let package = Package(
     name: "hcigatt",
     products: [
         .executable(name: "hcigatt", targets: ["hcigatt"]),
+        // Each layer a program may import, and BluetoothLE: the CoreBluetooth-like roles
+        // (CentralManager, Peripheral, PeripheralManager) on top of them.
+        .library(name: "BluetoothLE", targets: ["BluetoothLE"]),
         .library(name: "BluetoothWire", targets: ["BluetoothWire"]),
+        .library(name: "BluetoothTransport", targets: ["BluetoothTransport"]),
+        .library(name: "BluetoothHost", targets: ["BluetoothHost"]),
+        .library(name: "BluetoothGATT", targets: ["BluetoothGATT"]),
+        .library(name: "BluetoothProfiles", targets: ["BluetoothProfiles"]),
     ],
     targets: [
         // Linux Bluetooth socket structs from libbluetooth-dev headers.
@@ -42,7 +45,7 @@ let package = Package(
         .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
 
         // Pure wire codecs: no I/O, no Foundation.
-        .target(name: "BluetoothWire", swiftSettings: optimize),
+        .target(name: "BluetoothWire"),
         .target(
             name: "BluetoothTransport",
             dependencies: ["BluetoothWire", "CBluetooth"]
@@ -53,31 +56,32 @@ let package = Package(
         // and the Security Manager's toolbox (c1, s1, f4, f5, f6, g2, h6, h7, ah) on them.
         .target(name: "BluetoothCrypto", dependencies: ["CCrypto", "CNettle"]),
         // The Security Manager (Core Vol 3 Part H): pairing state machine, keys.
-        .target(name: "BluetoothSecurity", dependencies: ["BluetoothWire", "BluetoothCrypto"], swiftSettings: optimize),
+        .target(name: "BluetoothSecurity", dependencies: ["BluetoothWire", "BluetoothCrypto"]),
         .target(
             name: "BluetoothHost",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothSecurity"],
-            swiftSettings: optimize
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothSecurity"]
         ),
         // ATT client and GATT procedures over any ATT bearer: an LE link of our own host
         // (HCI) or the kernel's L2CAP ATT socket.
         .target(
             name: "BluetoothGATT",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothCrypto", "BluetoothSecurity", "CBluetooth"],
-            swiftSettings: optimize
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothCrypto", "BluetoothSecurity", "CBluetooth"]
         ),
         // Characteristic value decoders/encoders (GATT Specification Supplement): pure,
         // allocation-free, above GATT.
         .target(
             name: "BluetoothProfiles",
-            dependencies: ["BluetoothWire"],
-            swiftSettings: optimize
+            dependencies: ["BluetoothWire"]
+        ),
+        // The facade: central and peripheral roles shaped like CoreBluetooth's.
+        .target(
+            name: "BluetoothLE",
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothSecurity", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles"]
         ),
         // Text and JSON presentation shared by the CLI and the benchmarks.
         .target(
             name: "HCIGATTFormat",
-            dependencies: ["BluetoothWire", "BluetoothHost"],
-            swiftSettings: optimize
+            dependencies: ["BluetoothWire", "BluetoothHost"]
         ),
         .executableTarget(
             name: "hcigatt",
@@ -86,8 +90,7 @@ let package = Package(
         .executableTarget(
             name: "hcigatt-bench",
             dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat", "CAllocCounter"],
-            path: "Benchmarks/hcigatt-bench",
-            swiftSettings: optimize
+            path: "Benchmarks/hcigatt-bench"
         ),
         .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
