@@ -14,9 +14,9 @@ from test_serve import Centrals
 class Proc:
     """An hcigatt process with stdin kept open and stdout read line by line."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, program=HCIGATT):
         env = dict(os.environ, HCIGATT_BOND_DIR=tempfile.mkdtemp())
-        self.proc = subprocess.Popen([HCIGATT, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([program, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=env)
         self.lines = []
         self.err = []

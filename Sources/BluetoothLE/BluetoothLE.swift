@@ -1,0 +1,84 @@
+// BluetoothLE: the roles a CoreBluetooth developer knows, on hcigatt's raw-HCI host.
+//
+//   CentralManager    (CBCentralManager)    scan, connect
+//   Peripheral        (CBPeripheral)        a connected device: discover, read, write,
+//                                           notifications, L2CAP channels
+//   PeripheralManager (CBPeripheralManager) a local GATT database, advertising, requests,
+//                                           updates to subscribed centrals, L2CAP servers
+//   Central           (CBCentral)           a central connected to the PeripheralManager
+//
+// Everything is async/await; streams are AsyncSequences that end with a typed
+// ``BluetoothError``; times are `Duration`. The layers below stay importable on their own
+// (BluetoothWire, BluetoothHost, BluetoothGATT, BluetoothProfiles) and their types appear
+// here unchanged: UUIDs, addresses, GATT services and characteristics, L2CAP channels.
+@_exported import BluetoothGATT
+@_exported import BluetoothHost
+@_exported import BluetoothProfiles
+@_exported import BluetoothWire
+import BluetoothSecurity
+import BluetoothTransport
+
+/// Where the controller is and how the host treats it; shared by both managers.
+public struct BluetoothOptions: Sendable {
+    /// `user:hciN` (HCI user channel; the adapter must be down), `raw:hciN`,
+    /// `tcp:HOST:PORT` (H4 over TCP, e.g. a virtual controller), `serial:/dev/ttyX[,BAUD]`.
+    /// nil: `$HCIGATT_TRANSPORT`, else the first adapter's user channel.
+    public var transport: String?
+    /// Take the user channel even if the kernel has the adapter up (brings it down).
+    public var bringDown: Bool
+    /// Where bonds are kept (nil: none are stored; pairing still works for the link).
+    public var bondDirectory: String?
+    /// Who answers passkeys and number comparisons (default: Just Works only).
+    public var pairingAgent: PairingAgent
+    /// How long to wait for the controller to answer a command.
+    public var commandTimeout: Duration
+
+    /// The defaults: `$HCIGATT_TRANSPORT` or the first adapter, nothing stored, Just Works.
+    public init(transport: String? = nil, bringDown: Bool = false, bondDirectory: String? = nil,
+                pairingAgent: PairingAgent = .justWorks, commandTimeout: Duration = .seconds(5)) {
+        self.transport = transport
+        self.bringDown = bringDown
+        self.bondDirectory = bondDirectory
+        self.pairingAgent = pairingAgent
+        self.commandTimeout = commandTimeout
+    }
+
+    /// Opens the transport and initialises the controller.
+    func openHost() async throws(BluetoothError) -> HCIHost {
+        let spec: TransportSpec
+        do {
+            if let text = transport ?? Environment.value("HCIGATT_TRANSPORT") {
+                spec = try TransportSpec(parsing: text)
+            } else {
+                let adapters = try listAdapters()
+                guard let chosen = adapters.first(where: { !$0.isUp }) ?? adapters.first else {
+                    throw BluetoothError(.unavailable, "no Bluetooth adapter found (give a transport, e.g. tcp:HOST:PORT)")
+                }
+                spec = try TransportSpec(parsing: "user:\(chosen.name)")
+            }
+        } catch let e as BluetoothError {
+            throw e
+        } catch {
+            throw BluetoothError(.unavailable, "no usable transport: \(error)", underlying: error)
+        }
+        var topts = TransportOptions()
+        topts.bringDown = bringDown
+        let t: any HCITransport
+        do { t = try openTransport(spec, options: topts) } catch {
+            throw BluetoothError(.unavailable, error.message, underlying: error)
+        }
+        do {
+            return try await HCIHost.open(transport: t, options: HostOptions(
+                commandTimeout: commandTimeout, pairingAgent: pairingAgent,
+                bondStore: bondDirectory.map { BondStore(directory: $0) }))
+        } catch {
+            throw BluetoothError(error)
+        }
+    }
+}
+
+import Glibc
+
+enum Environment {
+    static func value(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+}

@@ -1,0 +1,170 @@
+import BluetoothSecurity
+import Synchronization
+
+/// How a value is written (`CBCharacteristicWriteType`).
+public enum WriteType: Sendable, Hashable {
+    /// Write Request: the peer confirms (or refuses with an ATT error).
+    case withResponse
+    /// Write Command: no answer; returns once the PDU is queued (waits for room first).
+    case withoutResponse
+}
+
+/// A connected peripheral (`CBPeripheral`): GATT discovery, reads, writes, notifications
+/// and L2CAP channels over one LE link. Discovered services and characteristics are
+/// remembered, so asking twice costs nothing.
+public final class Peripheral: Sendable, CustomStringConvertible {
+    /// The link (connection parameters, security, pairing).
+    public let link: LEConnection
+    /// The GATT client on the link, for procedures this facade does not cover.
+    public let gatt: GATTClient
+
+    private struct State {
+        var advertisedName: String?
+        var services: [GATTService]?
+        var characteristics: [UInt16: [GATTCharacteristic]] = [:]
+    }
+    private let state = Mutex(State())
+
+    init(link: LEConnection) {
+        self.link = link
+        gatt = GATTClient(bearer: HostATTBearer(connection: link))
+    }
+
+    /// The address connected to.
+    public var address: LEAddress { link.address }
+    /// Who the peer is: its bonded identity when its address resolved to one, else the address.
+    public var identifier: LEAddress { link.peerIdentity }
+    /// The name it advertised (nil when connected by address).
+    public internal(set) var advertisedName: String? {
+        get { state.withLock { $0.advertisedName } }
+        set { state.withLock { $0.advertisedName = newValue } }
+    }
+    /// Whether the link is still up.
+    public var isConnected: Bool { link.isConnected }
+    /// The most a write without response or notification can carry (ATT_MTU - 3).
+    public var maximumWriteValueLength: Int { gatt.mtu - 3 }
+    /// The address, and the advertised name when known.
+    public var description: String { "\(address)\(advertisedName.map { " \"\($0)\"" } ?? "")" }
+
+    // MARK: Discovery
+
+    /// The primary services (only those in `uuids` when given).
+    public func discoverServices(_ uuids: [BluetoothUUID]? = nil) async throws(BluetoothError) -> [GATTService] {
+        var all = state.withLock { $0.services }
+        if all == nil {
+            do throws(GATTError) { all = try await gatt.discoverPrimaryServices() } catch { throw BluetoothError(error) }
+            state.withLock { $0.services = all }
+        }
+        let services = all ?? []
+        guard let uuids else { return services }
+        return services.filter { uuids.contains($0.uuid) }
+    }
+
+    /// The characteristics of `service` (only those in `uuids` when given), with their descriptors.
+    public func discoverCharacteristics(_ uuids: [BluetoothUUID]? = nil, for service: GATTService) async throws(BluetoothError)
+        -> [GATTCharacteristic]
+    {
+        var chars = state.withLock { $0.characteristics[service.startHandle] }
+        if chars == nil {
+            do throws(GATTError) {
+                var found = try await gatt.discoverCharacteristics(of: service)
+                for i in found.indices { found[i].descriptors = try await gatt.discoverDescriptors(of: found[i]) }
+                chars = found
+            } catch {
+                throw BluetoothError(error)
+            }
+            state.withLock { $0.characteristics[service.startHandle] = chars }
+        }
+        let all = chars ?? []
+        guard let uuids else { return all }
+        return all.filter { uuids.contains($0.uuid) }
+    }
+
+    /// The characteristic `uuid` of the first service `service` (discovering both as needed);
+    /// `.notFound` when the peripheral lacks either.
+    public func characteristic(_ uuid: BluetoothUUID, in service: BluetoothUUID) async throws(BluetoothError) -> GATTCharacteristic {
+        guard let s = try await discoverServices([service]).first else {
+            throw BluetoothError(.notFound, "\(self) has no service \(service)")
+        }
+        guard let c = try await discoverCharacteristics([uuid], for: s).first else {
+            throw BluetoothError(.notFound, "\(self)'s service \(service) has no characteristic \(uuid)")
+        }
+        return c
+    }
+
+    // MARK: Values
+
+    /// Reads the value (long values whole).
+    public func readValue(for characteristic: GATTCharacteristic) async throws(BluetoothError) -> [UInt8] {
+        do throws(GATTError) { return try await gatt.read(handle: characteristic.valueHandle) } catch { throw BluetoothError(error) }
+    }
+
+    /// Reads a descriptor's value.
+    public func readValue(for descriptor: GATTDescriptor) async throws(BluetoothError) -> [UInt8] {
+        do throws(GATTError) { return try await gatt.read(handle: descriptor.handle) } catch { throw BluetoothError(error) }
+    }
+
+    /// Writes the value: with response (long values in prepared writes) or without
+    /// (at most ``maximumWriteValueLength`` bytes; waits while the link's queue is full).
+    public func writeValue(_ value: [UInt8], for characteristic: GATTCharacteristic,
+                           type: WriteType = .withResponse) async throws(BluetoothError) {
+        if type == .withoutResponse, !characteristic.properties.contains(.writeWithoutResponse) {
+            throw BluetoothError(.invalidRequest, "\(characteristic.uuid) takes no write without response (its properties: \(characteristic.properties))")
+        }
+        do throws(GATTError) {
+            switch type {
+            case .withResponse:
+                try await gatt.write(handle: characteristic.valueHandle, value: value)
+            case .withoutResponse:
+                await gatt.bearer.waitForRoom(for: 3 + value.count)
+                try await gatt.writeWithoutResponse(handle: characteristic.valueHandle, value: value)
+            }
+        } catch {
+            throw BluetoothError(error)
+        }
+    }
+
+    /// Subscribes (writes the CCCD: notifications, or indications when the characteristic
+    /// only indicates) and returns the values as they come. Ending the iteration (or
+    /// cancelling its task) unsubscribes; the stream ends with `.disconnected` when the
+    /// link goes down.
+    public func notifications(for characteristic: GATTCharacteristic) async throws(BluetoothError) -> BluetoothStream<[UInt8]> {
+        let indicate = !characteristic.properties.contains(.notify) && characteristic.properties.contains(.indicate)
+        let values: AsyncThrowingStream<GATTValue, any Error>
+        do throws(GATTError) { values = try await gatt.subscribe(characteristic: characteristic, indicate: indicate) } catch {
+            throw BluetoothError(error)
+        }
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        let task = Task {
+            do {
+                for try await v in values { continuation.yield(v.value) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: BluetoothError(error))
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return BluetoothStream(stream)
+    }
+
+    // MARK: Link
+
+    /// Opens an LE credit-based L2CAP channel to `psm` (`CBPeripheral.openL2CAPChannel`).
+    public func openL2CAPChannel(_ psm: UInt16, parameters: L2CAPChannelParameters = .init()) async throws(BluetoothError) -> L2CAPChannel {
+        do throws(HostError) { return try await link.openL2CAPChannel(psm: psm, parameters: parameters) } catch {
+            throw BluetoothError(error)
+        }
+    }
+
+    /// Pairs (and bonds, when the manager has a bond directory). Reads and writes that the
+    /// peer refuses for security pair on their own; this is for doing it up front.
+    public func pair() async throws(BluetoothError) {
+        do throws(HostError) { _ = try await link.pair() } catch { throw BluetoothError(error) }
+    }
+
+    /// Ends the link.
+    public func disconnect() async {
+        gatt.close()
+        await link.disconnect()
+    }
+}
