@@ -11,6 +11,7 @@ import CCrypto
 public enum BluetoothCrypto {
     /// libcrypto failed (out of memory, no AES in the linked provider).
     public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The libcrypto call that failed.
         public var operation: String
         public var description: String { "libcrypto: \(operation) failed" }
     }

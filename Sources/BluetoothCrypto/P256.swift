@@ -6,9 +6,13 @@ import CNettle
 /// virtual controller, like some real ones, has no LE Read Local P-256 Public Key or LE
 /// Generate DHKey). Coordinates and keys are 32 bytes, most significant first.
 public enum P256 {
+    /// A public key: the point (x, y).
     public struct PublicKey: Sendable, Hashable {
+        /// The x coordinate, 32 bytes, most significant first.
         public var x: [UInt8]
+        /// The y coordinate, 32 bytes, most significant first.
         public var y: [UInt8]
+        /// A point as given (check it with `isValid` before use).
         public init(x: [UInt8], y: [UInt8]) {
             precondition(x.count == 32 && y.count == 32, "P-256 coordinates are 32 bytes")
             self.x = x
@@ -21,6 +25,7 @@ public enum P256 {
         }
     }
 
+    /// Why a key cannot be used or made.
     public enum KeyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The peer's public key is not a point of the curve (an invalid-curve attack or a
         /// corrupted PDU): refused, never used.
@@ -33,14 +38,16 @@ public enum P256 {
             switch self {
             case .invalidPublicKey: "the public key is not a point of P-256"
             case .invalidPrivateKey: "the private key is outside 1...n-1"
-            case .failure(let s): "libcrypto: \(s) failed"
+            case .failure(let s): "P-256 (Nettle): \(s) failed"
             }
         }
     }
 
+    /// A private key (the scalar d) with its public key.
     public struct PrivateKey: Sendable {
         /// The scalar d (keep it secret).
         public let rawValue: [UInt8]
+        /// The public key d·G.
         public let publicKey: PublicKey
 
         /// A key from the given scalar (the specification's debug key, tests).

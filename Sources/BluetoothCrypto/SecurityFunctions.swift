@@ -94,6 +94,8 @@ public enum SecurityFunctions {
         return counter + mac[0 ..< 8].reversed()
     }
 
+    /// The random address hash function ah (Core Vol 3 Part H §2.2.2): the 24-bit hash of a
+    /// resolvable private address's prand `r` under the IRK `k` (most significant first).
     public static func ah(k: [UInt8], r: UInt32) throws(Failure) -> UInt32 {
         let block = [UInt8](repeating: 0, count: 13) + [UInt8(truncatingIfNeeded: r >> 16), UInt8(truncatingIfNeeded: r >> 8), UInt8(truncatingIfNeeded: r)]
         let out = try e(k, block)

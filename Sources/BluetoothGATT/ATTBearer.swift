@@ -60,14 +60,21 @@ public protocol ATTBearer: AnyObject, Sendable {
 }
 
 extension ATTBearer {
+    /// Unencrypted, unless the bearer knows better.
     public var security: LinkSecurity { .unencrypted }
+    /// Not known, unless the bearer knows better.
     public var peerIdentity: LEAddress? { nil }
+    /// Never called, unless the bearer can tell.
     public func observeSecurity(_ body: @escaping @Sendable (LinkSecurity) -> Void) {}
+    /// A bearer's `send` may block unless it says otherwise.
     public var sendsWithoutBlocking: Bool { false }
+    /// Nothing shared, unless the bearer keeps the MTU of its link.
     public var negotiatedMTU: Int? { nil }
+    /// Ignored, unless the bearer keeps the MTU of its link.
     public func mtuNegotiated(_ mtu: Int) {}
     /// A bearer whose `send` waits for room itself (a socket) always has room.
     public func hasRoom(for bytes: Int) -> Bool { true }
+    /// Returns at once (see hasRoom(for:)).
     public func waitForRoom(for bytes: Int) async {}
 }
 
@@ -76,8 +83,10 @@ extension ATTBearer {
 public struct ATTBearerClosed: Error, Sendable, CustomStringConvertible, Equatable {
     /// The HCI disconnect reason when the link went down.
     public var reason: HCIErrorCode?
+    /// What happened, for people.
     public var message: String
 
+    /// A closure with its HCI reason (when the link went down) and a message.
     public init(reason: HCIErrorCode? = nil, message: String) {
         self.reason = reason
         self.message = message
@@ -99,7 +108,9 @@ public protocol ATTSecurityRaising: ATTBearer {
 
 /// Raising a link's security failed (pairing refused or timed out, no SMP, the link dropped).
 public struct ATTSecurityFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, for people.
     public var message: String
+    /// A failure saying `message`.
     public init(_ message: String) { self.message = message }
     public var description: String { message }
 }

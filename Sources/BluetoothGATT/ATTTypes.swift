@@ -90,8 +90,11 @@ public enum ATTRequest: Sendable, Hashable {
 
 /// One (handle, UUID) pair of an ATT_FIND_INFORMATION_RSP.
 public struct ATTHandleUUID: Sendable, Hashable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute type.
     public var uuid: BluetoothUUID
+    /// A pair as given.
     public init(handle: UInt16, uuid: BluetoothUUID) {
         self.handle = handle
         self.uuid = uuid
@@ -100,8 +103,11 @@ public struct ATTHandleUUID: Sendable, Hashable {
 
 /// A handle range: an entry of ATT_FIND_BY_TYPE_VALUE_RSP (found handle, group end).
 public struct ATTHandleRange: Sendable, Hashable {
+    /// The found attribute's handle.
     public var start: UInt16
+    /// The end of its group.
     public var end: UInt16
+    /// A range as given.
     public init(start: UInt16, end: UInt16) {
         self.start = start
         self.end = end
@@ -110,8 +116,11 @@ public struct ATTHandleRange: Sendable, Hashable {
 
 /// An attribute handle with a value (ATT_READ_BY_TYPE_RSP entries, reads by UUID).
 public struct ATTHandleValue: Sendable, Hashable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// Its value (as much as the response carried).
     public var value: [UInt8]
+    /// A pair as given.
     public init(handle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.value = value
@@ -120,9 +129,13 @@ public struct ATTHandleValue: Sendable, Hashable {
 
 /// An entry of ATT_READ_BY_GROUP_TYPE_RSP.
 public struct ATTGroupValue: Sendable, Hashable {
+    /// The group's first handle (the service declaration).
     public var handle: UInt16
+    /// The group's last handle.
     public var endGroupHandle: UInt16
+    /// The attribute value (a service declaration's: its UUID).
     public var value: [UInt8]
+    /// An entry as given.
     public init(handle: UInt16, endGroupHandle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.endGroupHandle = endGroupHandle

@@ -24,6 +24,7 @@ import Synchronization
 /// This file holds the state and the ATT request path; the procedures are in
 /// GATTClient+Procedures.swift, subscriptions and Service Changed in GATTClient+Subscriptions.swift.
 public final class GATTClient: Sendable {
+    /// How a client behaves.
     public struct Options: Sendable {
         /// The ATT transaction timeout (Core Vol 3 Part F §3.3.3: 30 s).
         public var requestTimeout: Duration
@@ -39,6 +40,8 @@ public final class GATTClient: Sendable {
         /// Told what happened when security was raised (the CLI prints it).
         public var securityObserver: (@Sendable (GATTSecurityEvent) -> Void)?
 
+        /// The defaults: 30 s transactions, 256 notifications buffered per subscriber, Service
+        /// Changed handled, security raised once when a server asks for it.
         public init(requestTimeout: Duration = .seconds(30), notificationBufferSize: Int = 256,
                     handleServiceChanged: Bool = true, raisesSecurity: Bool = true,
                     securityObserver: (@Sendable (GATTSecurityEvent) -> Void)? = nil) {
@@ -113,7 +116,9 @@ public final class GATTClient: Sendable {
         var unhandledNotifications = 0
     }
 
+    /// The bearer the client speaks on.
     public let bearer: any ATTBearer
+    /// The options it was made with.
     public let options: Options
     let state: Mutex<State>
     let clockBase = ContinuousClock.now

@@ -4,10 +4,12 @@ import BluetoothWire
 /// A peer's database as discovered, with the Database Hash it had then (nil when the
 /// server has no Database Hash characteristic).
 public struct GATTCachedDatabase: Sendable, Hashable {
+    /// The services, characteristics and descriptors with their handles.
     public var database: GATTDatabase
     /// Most significant octet first, as ``GATTClient/readDatabaseHash()`` gives it.
     public var hash: [UInt8]?
 
+    /// A cache entry as given.
     public init(database: GATTDatabase, hash: [UInt8]?) {
         self.database = database
         self.hash = hash
@@ -26,6 +28,7 @@ public enum GATTDiscoverySource: Sendable, Equatable, CustomStringConvertible {
     /// Discovered again: the cache was stale (`reason`).
     case rediscovered(reason: String)
 
+    /// The database came from the cache (no discovery was needed).
     public var reusedCache: Bool { self == .cacheConfirmedByHash || self == .cacheWithoutHash }
 
     public var description: String {
@@ -40,10 +43,14 @@ public enum GATTDiscoverySource: Sendable, Equatable, CustomStringConvertible {
 
 /// The result of a discovery that may reuse a cache.
 public struct GATTDiscovery: Sendable, Equatable {
+    /// What to keep for next time (with the hash read now).
     public var cached: GATTCachedDatabase
+    /// Where it came from.
     public var source: GATTDiscoverySource
+    /// The database.
     public var database: GATTDatabase { cached.database }
 
+    /// A result as given.
     public init(cached: GATTCachedDatabase, source: GATTDiscoverySource) {
         self.cached = cached
         self.source = source
@@ -111,6 +118,7 @@ extension GATTClient {
 
 /// A bonded peer's discovered database on disk, beside its bond (`….gatt-cache`).
 public enum GATTDatabaseCacheFile {
+    /// The companion-file kind in the BondStore.
     public static let kind = "gatt-cache"
 
     /// The cached database of `identity`; nil when there is none. A file that cannot be
@@ -120,6 +128,7 @@ public enum GATTDatabaseCacheFile {
         return try parse(bytes, path: store.path(for: identity, kind: kind))
     }
 
+    /// Keeps `cache` beside the bond of `identity` (written atomically).
     public static func save(_ cache: GATTCachedDatabase, _ store: BondStore, _ identity: LEAddress) throws(BondStoreError) {
         try store.write(render(cache), for: identity, kind: kind)
     }

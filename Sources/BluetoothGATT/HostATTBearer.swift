@@ -6,35 +6,48 @@ import BluetoothWire
 /// A bearer takes one side (``ATTRole``) of the link's ATT channel: a GATT client the
 /// client side, a ``GATTServer`` the server side; both may run on one link.
 public final class HostATTBearer: ATTBearer {
+    /// The link.
     public let connection: LEConnection
+    /// Which side of ATT this bearer carries (client, server or both).
     public let role: ATTRole
 
+    /// A bearer on `connection`'s ATT channel (CID 4) for `role`.
     public init(connection: LEConnection, role: ATTRole = .client) {
         self.connection = connection
         self.role = role
     }
 
+    /// The link's security now.
     public var security: LinkSecurity { connection.security }
+    /// The peer's identity (its bonded identity address, else its address).
     public var peerIdentity: LEAddress? { connection.peerIdentity }
+    /// Calls `body` after each change of the link's security.
     public func observeSecurity(_ body: @escaping @Sendable (LinkSecurity) -> Void) { connection.observeSecurity(body) }
     /// `sendATT` posts to the host's driver thread; it never waits.
     public var sendsWithoutBlocking: Bool { true }
+    /// The ATT_MTU settled on this link (by either side's exchange), if any.
     public var negotiatedMTU: Int? {
         let m = connection.attMTU
         return m > ATT.defaultMTU ? m : nil
     }
+    /// Shares an ATT_MTU one side settled with the other side of the link.
     public func mtuNegotiated(_ mtu: Int) { connection.noteATTMTU(mtu) }
 
+    /// 517 (what the host offers).
     public var maximumMTU: UInt16 { connection.maximumATTMTU }
+    /// Whether the link's send queue takes `bytes` more now.
     public func hasRoom(for bytes: Int) -> Bool { connection.hasRoom(forATT: bytes) }
+    /// Waits until the link's send queue takes `bytes` more (or the link is gone).
     public func waitForRoom(for bytes: Int) async { await connection.waitForRoom(forATT: bytes) }
 
+    /// Starts delivering ATT PDUs for this role (buffered ones first) and link closure.
     public func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
         connection.startATT(role: role, received: received) { reason, message in
             closed(ATTBearerClosed(reason: reason, message: message))
         }
     }
 
+    /// Queues `pdu` on the link (never blocks).
     public func send(_ pdu: [UInt8]) throws(ATTBearerClosed) {
         do {
             try connection.sendATT(pdu)
@@ -45,6 +58,7 @@ public final class HostATTBearer: ATTBearer {
         }
     }
 
+    /// Stops delivering; the link stays (disconnect it with LEConnection/disconnect(reason:)).
     public func close() {
         let connection = self.connection
         Task { await connection.disconnect() }

@@ -23,9 +23,13 @@ public final class KernelATTBearer: ATTSecurityRaising, @unchecked Sendable {
 
     /// The kernel socket on the fixed ATT channel.
     public let socket: KernelL2CAPSocket
+    /// What the kernel's socket carries at most (its receive MTU).
     public let maximumMTU: UInt16
+    /// The adapter (hciN) the socket is on.
     public var adapterIndex: UInt16 { socket.adapterIndex }
+    /// The adapter's address.
     public var adapterAddress: BluetoothAddress { socket.adapterAddress }
+    /// The peer connected to.
     public var peer: LEAddress { socket.peer }
     /// The socket's imtu as the kernel reported it (before the 517 cap), nil if unknown.
     public var socketMTU: UInt16? { socket.socketMTU }
@@ -44,10 +48,12 @@ public final class KernelATTBearer: ATTSecurityRaising, @unchecked Sendable {
         maximumMTU = max(Self.attDefaultMTU, min(socket.socketMTU ?? Self.attDefaultMTU, Self.attMaximumMTU))
     }
 
+    /// Starts the socket's reader thread: PDUs and closure are delivered on it.
     public func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
         socket.start(received: received, closed: { closed(ATTBearerClosed(reason: $0.reason, message: $0.message)) })
     }
 
+    /// Writes `pdu` to the socket (may block while the kernel's buffer is full).
     public func send(_ pdu: [UInt8]) throws(ATTBearerClosed) {
         do throws(KernelL2CAPSocket.Closed) {
             try socket.send(pdu)
@@ -56,6 +62,7 @@ public final class KernelATTBearer: ATTSecurityRaising, @unchecked Sendable {
         }
     }
 
+    /// Closes the socket (the kernel drops the link when nothing else uses it).
     public func close() { socket.close() }
 
     /// The socket's current BT_SECURITY level.

@@ -10,6 +10,7 @@ import BluetoothWire
 /// Holds only scalars. An error value from the device reads as SFLOAT NaN (`kind == .nan`),
 /// never as a number. Trailing bytes are an error.
 public struct BloodPressureMeasurement: WireEncodable, Hashable, Sendable {
+    /// The Flags field: which optional fields follow, and the unit.
     public struct Flags: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -20,10 +21,12 @@ public struct BloodPressureMeasurement: WireEncodable, Hashable, Sendable {
         public static let measurementStatusPresent = Flags(rawValue: 0x10)
     }
 
+    /// The Flags field as received.
     public var flags: Flags
     public var systolic: SFloat
     public var diastolic: SFloat
     public var meanArterialPressure: SFloat
+    /// When it was measured (when the flags say so).
     public var timestamp: DateTime?
     /// Beats per minute.
     public var pulseRate: SFloat?
@@ -47,6 +50,7 @@ public struct BloodPressureMeasurement: WireEncodable, Hashable, Sendable {
         self.flags = Flags(rawValue: encodedFlags)
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -149,6 +153,7 @@ public struct IntermediateCuffPressure: WireEncodable, Hashable, Sendable {
                                          measurementStatus: measurementStatus)
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         value = try BloodPressureMeasurement(parsing: bytes)
@@ -169,6 +174,7 @@ public struct IntermediateCuffPressure: WireEncodable, Hashable, Sendable {
         return f + value.optionalFields()
     }
 
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         (["cuff \(currentCuffPressure.text(unit.symbol))"] + value.optionalSummary()).joined(separator: ", ")
     }
@@ -244,6 +250,7 @@ public struct BloodPressureFeature: OptionSet, Hashable, Sendable, WireEncodable
         6: "E2E-CRC", 7: "user data service", 8: "user facing time",
     ]
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -255,6 +262,7 @@ public struct BloodPressureFeature: OptionSet, Hashable, Sendable, WireEncodable
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.u16(rawValue) }
 
     var fieldValue: FieldValue { Display.bitField(UInt64(rawValue), width: 16, Self.names) }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         let n = Display.bitNames(UInt64(rawValue), width: 16, Self.names)
         return n.isEmpty ? "no optional features" : n.joined(separator: ", ")

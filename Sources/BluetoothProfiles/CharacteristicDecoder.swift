@@ -112,6 +112,7 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
         }
     }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         switch self {
         case .temperatureMeasurement(let v), .intermediateTemperature(let v): return v.fields(title: fieldTitle)

@@ -10,6 +10,7 @@ public struct BatteryLevel: RawRepresentable, Hashable, Sendable, WireEncodable 
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
     @inlinable public var percent: UInt8 { rawValue }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -36,6 +37,7 @@ public struct SystemID: Hashable, Sendable, WireEncodable {
         self.organizationallyUniqueIdentifier = organizationallyUniqueIdentifier
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -62,6 +64,7 @@ public struct SystemID: Hashable, Sendable, WireEncodable {
             Field("organizationally_unique_identifier", .text(Display.hex(UInt64(organizationallyUniqueIdentifier), 6))),
         ]
     }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         "manufacturer \(Display.hex(manufacturerIdentifier, 10)), OUI \(Display.hex(UInt64(organizationallyUniqueIdentifier), 6))"
     }
@@ -71,6 +74,7 @@ public struct SystemID: Hashable, Sendable, WireEncodable {
 /// kept as raw bytes (a view, valid while the caller's buffer is alive).
 public struct RegulatoryCertificationData: WireEncodable {
     public var bytes: UnsafeRawBufferPointer
+    /// A view of `bytes` (not copied: valid while they are).
     @inlinable public init(parsing bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
     public var encodedLength: Int { bytes.count }
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.bytes(bytes) }
@@ -91,6 +95,7 @@ public struct PnPID: Hashable, Sendable, WireEncodable {
         self.productVersion = productVersion
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -129,6 +134,7 @@ public struct PnPID: Hashable, Sendable, WireEncodable {
             Field("product_version", .text(versionString)),
         ]
     }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         "vendor \(Display.hex(UInt64(vendorID), 4))\(vendorName.map { " (\($0))" } ?? "") [\(vendorIDSourceName)], "
             + "product \(Display.hex(UInt64(productID), 4)), version \(versionString)"
@@ -141,6 +147,7 @@ public struct AppearanceCharacteristic: Hashable, Sendable, WireEncodable {
     public var appearance: Appearance
     @inlinable public init(_ appearance: Appearance) { self.appearance = appearance }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -151,6 +158,7 @@ public struct AppearanceCharacteristic: Hashable, Sendable, WireEncodable {
     public var name: String? { AssignedNumbers.appearanceName(appearance.rawValue) }
     public var encodedLength: Int { 2 }
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.u16(appearance.rawValue) }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String { "\(name ?? "unknown appearance") (\(Display.hex(UInt64(appearance.rawValue), 4)))" }
 
     var fields: [Field] {
@@ -190,6 +198,7 @@ public struct CurrentTime: Hashable, Sendable, WireEncodable {
         self.adjustReason = adjustReason
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -230,6 +239,7 @@ public struct CurrentTime: Hashable, Sendable, WireEncodable {
             Field("adjust_reason", Display.bitField(UInt64(adjustReason.rawValue), width: 8, AdjustReason.names)),
         ]
     }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         var s = "\(dateTime.description) +\(fractions256)/256 s, \(dayOfWeekName)"
         let reasons = Display.bitNames(UInt64(adjustReason.rawValue), width: 8, AdjustReason.names)

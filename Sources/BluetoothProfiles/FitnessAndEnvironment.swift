@@ -37,6 +37,7 @@ public struct CSCMeasurement: WireEncodable, Hashable, Sendable {
         self.crank = crank
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -85,6 +86,7 @@ public struct CSCMeasurement: WireEncodable, Hashable, Sendable {
         return f
     }
 
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         var parts: [String] = []
         if let x = wheel { parts.append("wheel \(x.cumulativeRevolutions) rev @ \(x.lastEventTime)/1024 s") }
@@ -119,6 +121,7 @@ public struct RSCMeasurement: WireEncodable, Hashable, Sendable {
         self.totalDistance = totalDistance
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -158,6 +161,7 @@ public struct RSCMeasurement: WireEncodable, Hashable, Sendable {
         return f
     }
 
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         var parts = ["\(Display.number((speed * 1000).rounded() / 1000)) m/s", "\(cadence)/min", isRunning ? "running" : "walking"]
         if let s = strideLength { parts.append("stride " + Display.fixedU(UInt64(s), decimals: 2) + " m") }
@@ -174,6 +178,7 @@ public struct EnvironmentalTemperature: RawRepresentable, Hashable, Sendable, Wi
     /// Degrees Celsius, nil when unknown.
     @inlinable public var celsius: Double? { isKnown ? Double(rawValue) / 100 : nil }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -182,6 +187,7 @@ public struct EnvironmentalTemperature: RawRepresentable, Hashable, Sendable, Wi
     }
     public var encodedLength: Int { 2 }
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.u16(UInt16(bitPattern: rawValue)) }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String { isKnown ? Display.fixed(Int64(rawValue), decimals: 2) + " °C" : "unknown" }
 }
 
@@ -194,6 +200,7 @@ public struct Humidity: RawRepresentable, Hashable, Sendable, WireEncodable {
     @inlinable public var isInRange: Bool { rawValue <= 10000 }
     @inlinable public var percent: Double? { isKnown ? Double(rawValue) / 100 : nil }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -202,6 +209,7 @@ public struct Humidity: RawRepresentable, Hashable, Sendable, WireEncodable {
     }
     public var encodedLength: Int { 2 }
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.u16(rawValue) }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         isKnown ? Display.fixedU(UInt64(rawValue), decimals: 2) + " %" + (isInRange ? "" : " (above 100 %)") : "unknown"
     }
@@ -213,6 +221,7 @@ public struct Pressure: RawRepresentable, Hashable, Sendable, WireEncodable {
     @inlinable public init(rawValue: UInt32) { self.rawValue = rawValue }
     @inlinable public var pascals: Double { Double(rawValue) / 10 }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -221,6 +230,7 @@ public struct Pressure: RawRepresentable, Hashable, Sendable, WireEncodable {
     }
     public var encodedLength: Int { 4 }
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.u32(rawValue) }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String { Display.fixedU(UInt64(rawValue), decimals: 1) + " Pa" }
 }
 
@@ -239,6 +249,7 @@ public struct SensorTagKeys: RawRepresentable, Hashable, Sendable, WireEncodable
     /// Bits other than the two keys.
     @inlinable public var otherBits: UInt8 { rawValue & ~3 }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -248,6 +259,7 @@ public struct SensorTagKeys: RawRepresentable, Hashable, Sendable, WireEncodable
     public var encodedLength: Int { 1 }
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.u8(rawValue) }
 
+    /// The name from the specification.
     public var name: String {
         switch rawValue & 3 {
         case 0: "released"
@@ -256,5 +268,6 @@ public struct SensorTagKeys: RawRepresentable, Hashable, Sendable, WireEncodable
         default: "both"
         }
     }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String { otherBits == 0 ? name : "\(name), other bits \(Display.hex(UInt64(otherBits), 2))" }
 }

@@ -10,6 +10,7 @@ import BluetoothWire
 ///
 /// Holds only scalars. Trailing bytes are an error.
 public struct GlucoseMeasurement: WireEncodable, Hashable, Sendable {
+    /// The Flags field: which optional fields follow, and the unit.
     public struct Flags: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -20,6 +21,7 @@ public struct GlucoseMeasurement: WireEncodable, Hashable, Sendable {
         public static let contextFollows = Flags(rawValue: 0x10)
     }
 
+    /// The Flags field as received.
     public var flags: Flags
     public var sequenceNumber: UInt16
     public var baseTime: DateTime
@@ -50,6 +52,7 @@ public struct GlucoseMeasurement: WireEncodable, Hashable, Sendable {
         self.flags = Flags(rawValue: encodedFlags)
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -180,6 +183,7 @@ public struct GlucoseSampleType: RawRepresentable, Hashable, Sendable {
     public static let undeterminedPlasma = Self(rawValue: 8)
     public static let interstitialFluid = Self(rawValue: 9)
     public static let controlSolution = Self(rawValue: 10)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "capillary whole blood"
@@ -206,6 +210,7 @@ public struct GlucoseSampleLocation: RawRepresentable, Hashable, Sendable {
     public static let earlobe = Self(rawValue: 3)
     public static let controlSolution = Self(rawValue: 4)
     public static let notAvailable = Self(rawValue: 15)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "finger"
@@ -315,6 +320,7 @@ public struct GlucoseMeasurementContext: WireEncodable, Hashable, Sendable {
         self.flags = encodedFlags
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -419,6 +425,7 @@ public struct GlucoseMeasurementContext: WireEncodable, Hashable, Sendable {
         return f
     }
 
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         var parts = ["#\(sequenceNumber)"]
         if let c = carbohydrate { parts.append("\(c.id.name) \(c.amount.text("kg")) carbohydrate") }
@@ -442,6 +449,7 @@ public struct CarbohydrateID: RawRepresentable, Hashable, Sendable {
     public static let drink = Self(rawValue: 5)
     public static let supper = Self(rawValue: 6)
     public static let brunch = Self(rawValue: 7)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "breakfast"
@@ -465,6 +473,7 @@ public struct GlucoseMeal: RawRepresentable, Hashable, Sendable {
     public static let fasting = Self(rawValue: 3)
     public static let casual = Self(rawValue: 4)
     public static let bedtime = Self(rawValue: 5)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "preprandial (before meal)"
@@ -515,6 +524,7 @@ public struct MedicationID: RawRepresentable, Hashable, Sendable {
     public static let intermediateActingInsulin = Self(rawValue: 3)
     public static let longActingInsulin = Self(rawValue: 4)
     public static let preMixedInsulin = Self(rawValue: 5)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "rapid acting insulin"

@@ -10,6 +10,7 @@ import BluetoothWire
 /// Holds only scalars: safe to keep after the input buffer is gone. Trailing bytes after the
 /// fields the flags announce are an error (`.trailingBytes`).
 public struct TemperatureMeasurement: WireEncodable, Hashable, Sendable {
+    /// The Flags field: which optional fields follow, and the unit.
     public struct Flags: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -22,6 +23,7 @@ public struct TemperatureMeasurement: WireEncodable, Hashable, Sendable {
     public var flags: Flags
     /// The temperature, possibly NaN/NRes/±INF; in `unit`.
     public var temperature: MedFloat32
+    /// When it was measured (when the flags say so).
     public var timestamp: DateTime?
     public var temperatureType: TemperatureType?
 
@@ -105,6 +107,7 @@ public struct TemperatureType: RawRepresentable, Hashable, Sendable, WireEncodab
     public static let toe = TemperatureType(rawValue: 8)
     public static let tympanum = TemperatureType(rawValue: 9)
 
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "armpit"
@@ -144,6 +147,7 @@ public struct MeasurementInterval: RawRepresentable, Hashable, Sendable, WireEnc
     @inlinable public var seconds: UInt16 { rawValue }
     @inlinable public var isPeriodic: Bool { rawValue != 0 }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -153,6 +157,7 @@ public struct MeasurementInterval: RawRepresentable, Hashable, Sendable, WireEnc
 
     public var encodedLength: Int { 2 }
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.u16(rawValue) }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String { rawValue == 0 ? "no periodic measurement" : "\(rawValue) s" }
 }
 
@@ -167,6 +172,7 @@ public struct ValidRange: Hashable, Sendable, WireEncodable {
         self.upper = upper
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -183,5 +189,6 @@ public struct ValidRange: Hashable, Sendable, WireEncodable {
         try w.u16(lower)
         try w.u16(upper)
     }
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String { "\(lower)...\(upper)" + (isEmpty ? " (empty: lower > upper)" : "") }
 }

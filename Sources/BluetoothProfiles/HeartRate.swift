@@ -10,6 +10,7 @@ import BluetoothWire
 /// Parsing checks the RR list is a whole number of u16 (at least one when flag bit 4 is set);
 /// without flag bit 4 trailing bytes are an error.
 public struct HeartRateMeasurement: WireEncodable {
+    /// The Flags field: which optional fields follow, and the unit.
     public struct Flags: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -20,6 +21,7 @@ public struct HeartRateMeasurement: WireEncodable {
         public static let rrIntervalsPresent = Flags(rawValue: 0x10)
     }
 
+    /// The Flags field as received.
     public var flags: Flags
     /// Beats per minute.
     public var heartRate: UInt16
@@ -28,6 +30,7 @@ public struct HeartRateMeasurement: WireEncodable {
     /// The RR-Interval field bytes (empty when absent).
     public var rrIntervalBytes: UnsafeRawBufferPointer
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -181,6 +184,7 @@ public struct SensorContactStatus: RawRepresentable, Hashable, Sendable {
     public static let notSupported = SensorContactStatus(rawValue: 0)
     public static let notDetected = SensorContactStatus(rawValue: 2)
     public static let detected = SensorContactStatus(rawValue: 3)
+    /// The name from the specification.
     @inlinable public var isSupported: Bool { rawValue & 2 != 0 }
     @inlinable public var isDetected: Bool { rawValue == 3 }
     public var name: String {
@@ -204,6 +208,7 @@ public struct BodySensorLocation: RawRepresentable, Hashable, Sendable, WireEnco
     public static let earLobe = Self(rawValue: 5)
     public static let foot = Self(rawValue: 6)
 
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 0: "other"
@@ -218,6 +223,7 @@ public struct BodySensorLocation: RawRepresentable, Hashable, Sendable, WireEnco
     }
     public var description: String { name }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)

@@ -17,6 +17,7 @@ public struct RecordAccessControlPoint: WireEncodable {
     public var `operator`: RACPOperator
     public var operand: UnsafeRawBufferPointer
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -123,6 +124,7 @@ public struct RecordAccessControlPoint: WireEncodable {
         return f
     }
 
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         if let n = numberOfRecords { return "number of stored records: \(n)" }
         if let (req, code) = response { return "response to \(req.name): \(code.name)" }
@@ -219,6 +221,7 @@ public struct RACPOpCode: RawRepresentable, Hashable, Sendable {
     public static let reportNumberOfStoredRecords = Self(rawValue: 4)
     public static let numberOfStoredRecordsResponse = Self(rawValue: 5)
     public static let responseCode = Self(rawValue: 6)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "report stored records"
@@ -243,6 +246,7 @@ public struct RACPOperator: RawRepresentable, Hashable, Sendable {
     public static let withinRange = Self(rawValue: 4)
     public static let firstRecord = Self(rawValue: 5)
     public static let lastRecord = Self(rawValue: 6)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 0: "null"
@@ -263,6 +267,7 @@ public struct RACPFilterType: RawRepresentable, Hashable, Sendable {
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
     public static let sequenceNumber = Self(rawValue: 1)
     public static let userFacingTime = Self(rawValue: 2)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "sequence number"
@@ -285,6 +290,7 @@ public struct RACPResponseCode: RawRepresentable, Hashable, Sendable {
     public static let abortUnsuccessful = Self(rawValue: 7)
     public static let procedureNotCompleted = Self(rawValue: 8)
     public static let operandNotSupported = Self(rawValue: 9)
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 1: "success"

@@ -82,6 +82,7 @@ enum Display {
 public struct UTF8Value: WireEncodable {
     public var bytes: UnsafeRawBufferPointer
 
+    /// A view of `bytes` (not copied: valid while they are).
     @inlinable public init(parsing bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// Whether `bytes` is well-formed UTF-8 (checked without allocating).

@@ -10,6 +10,7 @@ public struct WeightMeasurement: WireEncodable, Hashable, Sendable {
     public var flags: UInt8
     /// Raw weight in resolution units (see `weight`).
     public var weightRaw: UInt16
+    /// When it was measured (when the flags say so).
     public var timestamp: DateTime?
     public var userID: UInt8?
     /// Raw BMI (0.1 kg/m²) and height (0.001 m or 0.1 in), present together.
@@ -37,6 +38,7 @@ public struct WeightMeasurement: WireEncodable, Hashable, Sendable {
         self.flags = encodedFlags
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -224,6 +226,7 @@ private func plxOptionalSummary(_ ms: PLXMeasurementStatus?, _ ds: PLXDeviceSens
 public struct PLXSpotCheckMeasurement: WireEncodable, Hashable, Sendable {
     public var flags: UInt8
     public var reading: SpO2PulseRate
+    /// When it was measured (when the flags say so).
     public var timestamp: DateTime?
     public var measurementStatus: PLXMeasurementStatus?
     public var deviceAndSensorStatus: PLXDeviceSensorStatus?
@@ -243,6 +246,7 @@ public struct PLXSpotCheckMeasurement: WireEncodable, Hashable, Sendable {
         self.flags = encodedFlags
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -287,6 +291,7 @@ public struct PLXSpotCheckMeasurement: WireEncodable, Hashable, Sendable {
         return f
     }
 
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         var parts = [reading.summary]
         if let t = timestamp { parts.append(t.description + (deviceClockNotSet ? " (clock not set)" : "")) }
@@ -319,6 +324,7 @@ public struct PLXContinuousMeasurement: WireEncodable, Hashable, Sendable {
         self.flags = encodedFlags
     }
 
+    /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(bytes)
@@ -365,6 +371,7 @@ public struct PLXContinuousMeasurement: WireEncodable, Hashable, Sendable {
         return f + plxOptionalFields(measurementStatus, deviceAndSensorStatus, pulseAmplitudeIndex)
     }
 
+    /// The value in one line for people (what `hcigatt read` and `monitor` print).
     public var summary: String {
         var parts = [normal.summary]
         if let x = fast { parts.append("fast: " + x.summary) }

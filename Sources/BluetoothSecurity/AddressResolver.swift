@@ -38,26 +38,33 @@ public enum ResolvablePrivateAddress {
 /// keeps the last answers (one AES per IRK is the cost of a miss), so a crowd of advertisers
 /// reporting again and again costs a dictionary lookup each.
 public struct AddressResolver: Sendable {
+    /// One bonded peer: the IRK it distributed and the identity it goes with.
     public struct Entry: Sendable, Hashable {
+        /// The peer's Identity Resolving Key.
         public var irk: UInt128
+        /// The identity address its private addresses resolve to.
         public var identity: LEAddress
+        /// An entry as the bond gives it.
         public init(irk: UInt128, identity: LEAddress) {
             self.irk = irk
             self.identity = identity
         }
     }
 
+    /// The keys, one per identity.
     public private(set) var entries: [Entry]
     /// Address → index into `entries` (-1: resolves to none of them).
     private var answers: [UInt64: Int] = [:]
     /// Answers kept before the table starts over.
     public static let answerLimit = 4096
 
+    /// A resolver over `entries` (a later entry for an identity replaces an earlier one).
     public init(_ entries: [Entry] = []) {
         self.entries = []
         for e in entries { add(e) }
     }
 
+    /// No key: nothing resolves.
     public var isEmpty: Bool { entries.isEmpty }
 
     /// Adds (or replaces, by identity) a peer's key.
@@ -67,6 +74,7 @@ public struct AddressResolver: Sendable {
         answers = [:]
     }
 
+    /// Forgets the key of `identity` (unpaired).
     public mutating func remove(identity: LEAddress) {
         entries.removeAll { $0.identity == identity }
         answers = [:]

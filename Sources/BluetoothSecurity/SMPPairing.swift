@@ -30,10 +30,13 @@ public struct SMPPairing: Sendable {
         case failed
     }
 
+    /// Initiator (central) or responder (peripheral).
     public let role: SMPRole
+    /// What this side asks for and offers.
     public let configuration: SMPConfiguration
     /// Our address and the peer's as the link uses them (c1, f5, f6).
     public let localAddress: LEAddress
+    /// The peer's address as the link uses it.
     public let peerAddress: LEAddress
     private let random: @Sendable () -> UInt64
     /// A key given at init (tests, the debug key) is kept; otherwise each pairing makes one.
@@ -44,8 +47,11 @@ public struct SMPPairing: Sendable {
     private(set) var phase: Phase = .idle
     /// When the SMP timer expires (reset whenever a PDU is queued).
     public private(set) var deadline: UInt64?
+    /// The method both sides' features chose (nil until the features were exchanged).
     public private(set) var method: SMPPairingMethod?
+    /// LE Secure Connections was chosen (both offered it).
     public private(set) var secureConnections = false
+    /// The encryption key size both settled on (0 until then).
     public private(set) var keySize: UInt8 = 0
 
     private var preq: [UInt8] = []
@@ -84,6 +90,8 @@ public struct SMPPairing: Sendable {
     private var result: SMPPairingResult?
     private var receivedLTK: UInt128?
 
+    /// A pairing machine for one link; `privateKey` fixes the P-256 key (tests, the debug key),
+    /// else each pairing makes a new one.
     public init(role: SMPRole, configuration: SMPConfiguration, localAddress: LEAddress, peerAddress: LEAddress,
                 privateKey: P256.PrivateKey? = nil,
                 random: @escaping @Sendable () -> UInt64 = { var g = SystemRandomNumberGenerator(); return g.next() }) {

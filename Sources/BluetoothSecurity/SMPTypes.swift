@@ -63,6 +63,7 @@ public enum SMPPairingMethod: Sendable, Hashable, CustomStringConvertible {
 
 /// What this device asks for and offers when pairing.
 public struct SMPConfiguration: Sendable {
+    /// What the user can do on this device (display, keyboard, yes/no...).
     public var ioCapability: SMPIOCapability
     /// Ask to bond (keep the keys); both must for keys to be distributed.
     public var bonding: Bool
@@ -75,6 +76,7 @@ public struct SMPConfiguration: Sendable {
     public var secureConnectionsOnly: Bool
     /// The smallest encryption key accepted (7...16 bytes); below it: Encryption Key Size.
     public var minimumKeySize: UInt8
+    /// The largest encryption key offered (7...16 bytes).
     public var maximumKeySize: UInt8
     /// Keys this device sends (when the peer accepts them).
     public var localKeys: SMPKeyDistribution
@@ -82,6 +84,7 @@ public struct SMPConfiguration: Sendable {
     public var peerKeys: SMPKeyDistribution
     /// The identity to distribute (Identity Information, Identity Address Information).
     public var identityResolvingKey: UInt128?
+    /// The identity address distributed with the IRK.
     public var identityAddress: LEAddress?
     /// The signature key to distribute (random when nil).
     public var signatureKey: UInt128?
@@ -90,6 +93,8 @@ public struct SMPConfiguration: Sendable {
     /// Ask for Keypress Notifications during Passkey Entry (§3.5.8): used when both ask.
     public var keypressNotifications: Bool = false
 
+    /// The defaults: no input or output (Just Works), bonding, Secure Connections offered,
+    /// 16-byte keys, every key distributed and asked for, 30 s timeout.
     public init(ioCapability: SMPIOCapability = .noInputNoOutput, bonding: Bool = true, mitm: Bool = false,
                 secureConnections: Bool = true, secureConnectionsOnly: Bool = false,
                 minimumKeySize: UInt8 = 16, maximumKeySize: UInt8 = 16,
@@ -124,9 +129,13 @@ public struct SMPConfiguration: Sendable {
 
 /// A Long Term Key with the values that name it (EDIV and Rand; both 0 for Secure Connections).
 public struct SMPLongTermKey: Sendable, Hashable {
+    /// The key.
     public var key: UInt128
+    /// Encrypted Diversifier (legacy pairing).
     public var ediv: UInt16
+    /// Random Number (legacy pairing).
     public var rand: UInt64
+    /// A key with the values that name it.
     public init(key: UInt128, ediv: UInt16 = 0, rand: UInt64 = 0) {
         self.key = key
         self.ediv = ediv
@@ -136,10 +145,13 @@ public struct SMPLongTermKey: Sendable, Hashable {
 
 /// What a finished pairing produced.
 public struct SMPPairingResult: Sendable, Hashable {
+    /// The method used (Just Works, passkey, numeric comparison...).
     public var method: SMPPairingMethod
+    /// LE Secure Connections (else LE legacy pairing).
     public var secureConnections: Bool
     /// MITM-protected (every method but Just Works).
     public var authenticated: Bool
+    /// The encryption key size in bytes.
     public var keySize: UInt8
     /// Both asked to bond: the keys are meant to be stored.
     public var bonded: Bool
@@ -148,11 +160,16 @@ public struct SMPPairingResult: Sendable, Hashable {
     public var peerLTK: SMPLongTermKey?
     /// Legacy pairing: the LTK we distributed (for us as peripheral).
     public var localLTK: SMPLongTermKey?
+    /// The peer's Identity Resolving Key, if it distributed one.
     public var peerIdentityResolvingKey: UInt128?
+    /// The peer's identity address, if it distributed one.
     public var peerIdentityAddress: LEAddress?
+    /// The peer's signature key (CSRK), if it distributed one.
     public var peerSignatureKey: UInt128?
+    /// The signature key we distributed, if any.
     public var localSignatureKey: UInt128?
 
+    /// A result as the state machine makes it.
     public init(method: SMPPairingMethod, secureConnections: Bool, authenticated: Bool, keySize: UInt8, bonded: Bool,
                 peerLTK: SMPLongTermKey? = nil, localLTK: SMPLongTermKey? = nil, peerIdentityResolvingKey: UInt128? = nil,
                 peerIdentityAddress: LEAddress? = nil, peerSignatureKey: UInt128? = nil, localSignatureKey: UInt128? = nil) {
@@ -172,6 +189,7 @@ public struct SMPPairingResult: Sendable, Hashable {
 
 /// Why pairing failed.
 public struct SMPFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Where the failure came from.
     public enum Origin: Sendable, Hashable {
         /// We sent Pairing Failed with `reason`.
         case local
@@ -180,8 +198,11 @@ public struct SMPFailure: Error, Sendable, Hashable, CustomStringConvertible {
         /// SMP's 30 s timer expired (no Pairing Failed: the channel is dead on this link).
         case timeout
     }
+    /// The reason (sent or received in Pairing Failed).
     public var reason: SMPPairingFailedReason
+    /// Who ended the pairing.
     public var origin: Origin
+    /// What happened, for people.
     public var message: String
 
     public var description: String { message }

@@ -25,17 +25,22 @@ public struct AdapterInfo: Sendable, Hashable {
         }
     }
 
+    /// The adapter index (N of hciN).
     public var index: UInt16
     /// "hci0".
     public var name: String
+    /// Its public address (BD_ADDR).
     public var address: BluetoothAddress
+    /// The kernel has it up (HCI_UP): the user channel needs it down.
     public var isUp: Bool
     /// The bus the controller sits on ("USB", "UART", "virtual"...), from hci_dev_info.type.
     public var bus: String
     /// "primary" (BR/EDR/LE) or "AMP".
     public var controllerType: String
+    /// Whether `user:hciN` could take it now, and if not why.
     public var userChannel: UserChannelState
 
+    /// An adapter as the kernel describes it.
     public init(index: UInt16, name: String, address: BluetoothAddress, isUp: Bool, bus: String, controllerType: String, userChannel: UserChannelState) {
         self.index = index
         self.name = name

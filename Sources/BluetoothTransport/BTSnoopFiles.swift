@@ -7,6 +7,7 @@ import Glibc
 /// must be called to see the errors of the final flush (deinit closes silently as a
 /// last resort).
 public final class BTSnoopWriter {
+    /// The file written.
     public let path: String
     private let system: SystemCalls
     private var fd: Int32
@@ -17,6 +18,7 @@ public final class BTSnoopWriter {
     /// Wall-clock time in microseconds since the Unix epoch (replaceable in tests).
     private let clock: () -> Int64
 
+    /// The wall clock in microseconds since 1970 (CLOCK_REALTIME).
     public static func realtimeMicroseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
@@ -118,9 +120,11 @@ public final class BTSnoopWriter {
 /// while let r = try records.next() { ... r.data ... }   // keep `file` alive meanwhile
 /// ```
 public final class BTSnoopFile {
+    /// The file read.
     public let path: String
     /// The file's bytes; owned by this object.
     public let bytes: UnsafeRawBufferPointer
+    /// The datalink its header declares.
     public let datalink: BTSnoopDatalink
 
     /// Reads `path` and checks its header (magic, version 1, datalink `expectedDatalink`).

@@ -127,7 +127,9 @@ final class H4Stream {
 /// H4 over TCP (virtual controllers such as Bumble, HCI bridges).
 public final class TCPTransport: HCITransport {
     private let stream: H4Stream
+    /// The host connected to.
     public let host: String
+    /// The TCP port connected to.
     public let port: UInt16
 
     /// Resolves `host` (IPv4, IPv6 or a name), connects with `options.connectTimeout`
@@ -140,13 +142,18 @@ public final class TCPTransport: HCITransport {
         self.stream = H4Stream(fd: fd, label: label, useSend: true, options: options)
     }
 
+    /// The connected socket (for poll).
     public var fileDescriptor: Int32 { stream.fd }
     public var description: String { stream.label }
+    /// Reads what the socket has and hands each whole H4 packet to `body`; false at end of stream.
     public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
         try stream.readAvailable(body)
     }
+    /// Writes one H4 packet whole (waiting up to the write timeout).
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try stream.write(packet) }
+    /// Writes what the socket takes now; returns the bytes written.
     public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try stream.writeAvailable(bytes) }
+    /// Closes the socket.
     public func close() { stream.close() }
 
     static func connect(host: String, port: UInt16, label: String, options: TransportOptions) throws(TransportError) -> Int32 {
@@ -228,8 +235,11 @@ public final class TCPTransport: HCITransport {
 /// H4 over a UART (termios raw mode).
 public final class SerialTransport: HCITransport {
     private let stream: H4Stream
+    /// The device path (/dev/ttyX).
     public let path: String
+    /// The baud rate set.
     public let baudRate: Int
+    /// RTS/CTS hardware flow control is on.
     public let flowControl: Bool
 
     /// Opens `path` non-blocking, sets raw mode, `baudRate` (one of
@@ -316,12 +326,17 @@ public final class SerialTransport: HCITransport {
         }
     }
 
+    /// The open device (for poll).
     public var fileDescriptor: Int32 { stream.fd }
     public var description: String { stream.label }
+    /// Reads what the UART has and hands each whole H4 packet to `body`; false at end of stream.
     public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
         try stream.readAvailable(body)
     }
+    /// Writes one H4 packet whole (waiting up to the write timeout).
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try stream.write(packet) }
+    /// Writes what the device takes now; returns the bytes written.
     public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try stream.writeAvailable(bytes) }
+    /// Closes the device.
     public func close() { stream.close() }
 }

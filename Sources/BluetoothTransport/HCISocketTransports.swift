@@ -188,8 +188,10 @@ extension TransportError {
 /// the error says what holds it and how to free it. Needs CAP_NET_ADMIN.
 public final class UserChannelTransport: HCITransport {
     private let socket: HCIPacketSocket
+    /// The adapter index (hciN).
     public let index: UInt16
 
+    /// Opens the user channel of adapter `index` (see above for busy adapters).
     public init(index: UInt16, options: TransportOptions = TransportOptions()) throws(TransportError) {
         self.index = index
         let label = TransportSpec.userChannel(index: index).description
@@ -295,13 +297,18 @@ public final class UserChannelTransport: HCITransport {
         }
     }
 
+    /// The HCI socket (for poll).
     public var fileDescriptor: Int32 { socket.fd }
     public var description: String { socket.label }
+    /// Reads the packets the socket has (one per read) and hands each to `body`; false when it closed.
     public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
         try socket.readAvailable(body)
     }
+    /// Writes one H4 packet.
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try socket.write(packet) }
+    /// Writes one H4 packet if the socket takes it now; returns the bytes written (0: try later).
     public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try socket.writeAvailable(bytes) }
+    /// Closes the socket (the kernel gets the adapter back, down).
     public func close() { socket.close() }
 }
 
@@ -312,8 +319,10 @@ public final class UserChannelTransport: HCITransport {
 /// sockets needs CAP_NET_RAW.
 public final class RawChannelTransport: HCITransport {
     private let socket: HCIPacketSocket
+    /// The adapter index (hciN).
     public let index: UInt16
 
+    /// Opens the raw channel of adapter `index` (it must be up).
     public init(index: UInt16, options: TransportOptions = TransportOptions()) throws(TransportError) {
         self.index = index
         let label = TransportSpec.rawChannel(index: index).description
@@ -364,12 +373,17 @@ public final class RawChannelTransport: HCITransport {
             options: options)
     }
 
+    /// The HCI socket (for poll).
     public var fileDescriptor: Int32 { socket.fd }
     public var description: String { socket.label }
+    /// Reads the packets the socket has (one per read) and hands each to `body`; false when it closed.
     public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
         try socket.readAvailable(body)
     }
+    /// Writes one H4 packet.
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try socket.write(packet) }
+    /// Writes one H4 packet if the socket takes it now; returns the bytes written (0: try later).
     public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try socket.writeAvailable(bytes) }
+    /// Closes the socket.
     public func close() { socket.close() }
 }

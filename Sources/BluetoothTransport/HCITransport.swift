@@ -42,6 +42,7 @@ extension HCITransport {
 /// Why a transport could not be opened or stopped working. `message` is written for the
 /// user: it says what is wrong and, where we know, how to fix it.
 public struct TransportError: Error, CustomStringConvertible, Sendable {
+    /// What kind of failure: what callers switch on.
     public struct Kind: RawRepresentable, Hashable, Sendable {
         public var rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -71,13 +72,16 @@ public struct TransportError: Error, CustomStringConvertible, Sendable {
         public static let timedOut = Kind(rawValue: 12)
     }
 
+    /// What kind of failure.
     public var kind: Kind
+    /// What is wrong and, where known, how to fix it.
     public var message: String
     /// The errno behind the failure, when there is one.
     public var errno: Int32?
     /// For `.malformedStream` / `.malformedFile`: the byte offset where the input went wrong.
     public var streamOffset: Int?
 
+    /// An error of `kind`, with the errno behind it when there is one.
     public init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
         self.kind = kind
         self.message = message

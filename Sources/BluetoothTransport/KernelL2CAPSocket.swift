@@ -5,6 +5,7 @@ import Synchronization
 
 /// Options of a kernel L2CAP socket. `system` is the syscall shim (tests replace it).
 public struct KernelL2CAPSocketOptions: Sendable {
+    /// The system calls (tests replace them).
     public var system: SystemCalls
     /// How long to wait for the LE connection (the kernel's own LE connection attempt
     /// gives up after about 20 s).
@@ -17,6 +18,7 @@ public struct KernelL2CAPSocketOptions: Sendable {
     /// Bring the adapter up (HCIDEVUP) when it is down; needs CAP_NET_ADMIN.
     public var bringUp: Bool
 
+    /// The defaults: 20 s to connect, 30 s to send or raise security, a down adapter brought up.
     public init(system: SystemCalls = .live, connectTimeout: Duration = .seconds(20),
                 sendTimeout: Duration = .seconds(30), securityTimeout: Duration = .seconds(30), bringUp: Bool = true) {
         self.system = system
@@ -41,8 +43,11 @@ public struct KernelL2CAPSocketOptions: Sendable {
 public final class KernelL2CAPSocket: @unchecked Sendable {
     /// Why the socket closed: the HCI reason when the link went down, and a message.
     public struct Closed: Error, Sendable, CustomStringConvertible, Equatable {
+        /// The HCI disconnect reason, when the link went down.
         public var reason: HCIErrorCode?
+        /// What happened, for people.
         public var message: String
+        /// A closure with its reason and message.
         public init(reason: HCIErrorCode? = nil, message: String) {
             self.reason = reason
             self.message = message
@@ -63,6 +68,7 @@ public final class KernelL2CAPSocket: @unchecked Sendable {
         /// Authenticated LE Secure Connections key, 128-bit.
         public static let fips = SecurityLevel(rawValue: UInt8(BT_SECURITY_FIPS))
 
+        /// Levels in increasing strength.
         public static func < (a: SecurityLevel, b: SecurityLevel) -> Bool { a.rawValue < b.rawValue }
 
         public var description: String {
@@ -76,13 +82,17 @@ public final class KernelL2CAPSocket: @unchecked Sendable {
         }
     }
 
+    /// The adapter (hciN) the socket is bound to.
     public let adapterIndex: UInt16
+    /// The adapter's address.
     public let adapterAddress: BluetoothAddress
+    /// The peer connected to.
     public let peer: LEAddress
     /// The fixed channel.
     public let cid: UInt16
     /// The socket's imtu as the kernel reported it, nil if unknown.
     public let socketMTU: UInt16?
+    /// "hci0 -> F0:F1:F2:F3:F4:01 (public), CID 4".
     public let description: String
 
     private let system: SystemCalls
@@ -197,6 +207,7 @@ public final class KernelL2CAPSocket: @unchecked Sendable {
 
     // MARK: Packets
 
+    /// Starts the reader thread: each packet goes to `received`, the end to `closed` (once).
     public func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (Closed) -> Void) {
         let early: Closed? = state.withLock { s in
             switch s {
@@ -229,6 +240,7 @@ public final class KernelL2CAPSocket: @unchecked Sendable {
         pthread_detach(thread)
     }
 
+    /// Sends one PDU (waiting up to the send timeout for room).
     public func send(_ pdu: [UInt8]) throws(Closed) {
         if let why = closedReason() { throw why }
         let fd = self.fd
@@ -262,6 +274,7 @@ public final class KernelL2CAPSocket: @unchecked Sendable {
         }
     }
 
+    /// Closes the socket and stops the reader thread.
     public func close() {
         let wasRunning = state.withLock { s -> Bool? in
             switch s {

@@ -11,6 +11,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
     case tcp(host: String, port: UInt16)
     case serial(path: String, baudRate: Int, flowControl: Bool)
 
+    /// `serial:` without a baud rate.
     public static let defaultBaudRate = 115_200
 
     /// Baud rates `serial:` accepts (the termios standard rates).
@@ -22,6 +23,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
     /// For error messages.
     public static let acceptedForms = "user:hciN (or hciN), raw:hciN, tcp:HOST:PORT, serial:/dev/ttyX[,BAUD[,rtscts]]"
 
+    /// Parses a `--transport` spec (see acceptedForms); the error says what is wrong.
     public init(parsing text: String) throws(TransportError) {
         func invalid(_ why: String) -> TransportError {
             TransportError(.invalidSpec, "invalid transport \"\(text)\": \(why); accepted forms: \(TransportSpec.acceptedForms)")
@@ -109,6 +111,7 @@ public struct TransportOptions: Sendable {
     /// User channel: how long to keep retrying while the kernel answers EBUSY
     /// (it does for a few seconds after an adapter appears), and how often.
     public var busyRetryDuration: Duration
+    /// How often the user channel retries while EBUSY.
     public var busyRetryInterval: Duration
     /// TCP: how long to wait for the connection.
     public var connectTimeout: Duration
@@ -117,6 +120,7 @@ public struct TransportOptions: Sendable {
     /// The system calls to use (tests replace them).
     public var system: SystemCalls
 
+    /// The defaults: no bring-down, EBUSY retried for 3 s every 100 ms, 5 s to connect and per write.
     public init(
         bringDown: Bool = false,
         busyRetryDuration: Duration = .seconds(3),

@@ -6,6 +6,7 @@ import BluetoothWire
 public struct ATTServerClientID: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
     public var rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// Clients in the order they were attached.
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
     public var description: String { "client \(rawValue)" }
 }
@@ -14,7 +15,9 @@ public struct ATTServerClientID: RawRepresentable, Hashable, Sendable, Comparabl
 public struct GATTClientConfiguration: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public var rawValue: UInt16
     public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Notifications enabled.
     public static let notify = GATTClientConfiguration(rawValue: 0x0001)
+    /// Indications enabled.
     public static let indicate = GATTClientConfiguration(rawValue: 0x0002)
     public var description: String {
         switch (contains(.notify), contains(.indicate)) {
@@ -30,8 +33,11 @@ public struct GATTClientConfiguration: OptionSet, Sendable, Hashable, CustomStri
 public struct GATTClientFeatures: OptionSet, Sendable, Hashable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Robust Caching: Database Out Of Sync until the client is change-aware again.
     public static let robustCaching = GATTClientFeatures(rawValue: 0x01)
+    /// Enhanced ATT bearers (EATT).
     public static let enhancedATTBearer = GATTClientFeatures(rawValue: 0x02)
+    /// ATT_MULTIPLE_HANDLE_VALUE_NTF.
     public static let multipleHandleValueNotifications = GATTClientFeatures(rawValue: 0x04)
     static let defined: GATTClientFeatures = [.robustCaching, .enhancedATTBearer, .multipleHandleValueNotifications]
 }
@@ -62,9 +68,12 @@ public enum ATTServerEvent: Sendable, Equatable {
 public struct ATTSigningKey: Sendable, Hashable {
     /// Most significant octet first.
     public var csrk: [UInt8]
+    /// The last SignCounter accepted (nil: none yet): the next must be larger.
     public var lastCounter: UInt32?
+    /// The bond's security, which a verified signature stands for.
     public var security: LinkSecurity
 
+    /// A key as the bond gives it.
     public init(csrk: [UInt8], lastCounter: UInt32?, security: LinkSecurity) {
         self.csrk = csrk
         self.lastCounter = lastCounter
@@ -123,9 +132,12 @@ public struct ATTBondedClientState: Sendable, Hashable {
     /// The bits of Service Changed's CCCD: kept when the database changes, which the other
     /// CCCDs are not.
     public var serviceChanged: UInt16
+    /// The Client Supported Features it wrote.
     public var features: GATTClientFeatures
+    /// Whether it knew of the database as it is (Robust Caching).
     public var changeAware: Bool
 
+    /// A state as kept beside the bond.
     public init(databaseHash: [UInt8], configurations: [UInt16: UInt16], serviceChanged: UInt16,
                 features: GATTClientFeatures, changeAware: Bool) {
         self.databaseHash = databaseHash
@@ -136,7 +148,14 @@ public struct ATTBondedClientState: Sendable, Hashable {
     }
 }
 
+/// The ATT server state machine (Core Vol 3 Part F, Part G §4 server side), sans-I/O: fed
+/// every client's PDUs with the time, it answers each request exactly once within the
+/// client's ATT_MTU (handing the bytes to a closure, no allocation for a static read),
+/// checks permissions against the client's link security, keeps CCCDs, prepared writes and
+/// the one outstanding indication per client, and reports what happened as
+/// ATTServerEvents. GATTServer runs it for bearers.
 public struct ATTServer: Sendable {
+    /// Limits and timeouts of a server.
     public struct Options: Sendable {
         /// The largest ATT_MTU this server accepts (offered in Exchange MTU): 23...517.
         public var maximumMTU: UInt16
@@ -147,6 +166,7 @@ public struct ATTServer: Sendable {
         /// Smallest encryption key (octets) that satisfies an encryption requirement.
         public var minimumKeySize: Int
 
+        /// The defaults: ATT_MTU up to 517, 32 prepared writes, 30 s for a confirmation, 16-byte keys.
         public init(maximumMTU: UInt16 = 517, prepareQueueLimit: Int = 32, confirmationTimeout: Duration = .seconds(30),
                     minimumKeySize: Int = 16) {
             self.maximumMTU = min(max(maximumMTU, UInt16(ATT.defaultMTU)), 517)
@@ -177,7 +197,9 @@ public struct ATTServer: Sendable {
         var signing: ATTSigningKey?
     }
 
+    /// The options it was made with.
     public let options: Options
+    /// The attribute table (values change with writes and setValue(_:for:)).
     public internal(set) var table: GATTAttributeTable
     var sessions: [ATTServerClientID: Session] = [:]
     let confirmationTimeoutNanoseconds: UInt64
@@ -186,6 +208,7 @@ public struct ATTServer: Sendable {
     /// PDUs dropped as malformed or unexpected.
     public private(set) var peerFaults = 0
 
+    /// A server for `table`, with no client yet.
     public init(table: GATTAttributeTable, options: Options = .init()) {
         self.table = table
         self.options = options
@@ -227,10 +250,15 @@ public struct ATTServer: Sendable {
         sessions[client]?.pendingIndication = nil
     }
 
+    /// The attached clients.
     public var clients: [ATTServerClientID] { sessions.keys.sorted() }
+    /// The ATT_MTU of `client` (nil: not attached).
     public func mtu(of client: ATTServerClientID) -> Int? { sessions[client]?.mtu }
+    /// The Client Supported Features `client` wrote.
     public func features(of client: ATTServerClientID) -> GATTClientFeatures? { sessions[client]?.features }
+    /// Whether `client` is change-aware (Robust Caching).
     public func isChangeAware(_ client: ATTServerClientID) -> Bool? { sessions[client]?.changeAware }
+    /// Whether an indication to `client` waits for its confirmation.
     public func hasPendingIndication(_ client: ATTServerClientID) -> Bool { sessions[client]?.pendingIndication != nil }
 
     /// What `client` enabled in the CCCD of the characteristic whose value is at `valueHandle`.

@@ -43,6 +43,8 @@ public struct GATTAttributeTable: Sendable {
     /// The last handle in use.
     public var lastHandle: UInt16 { UInt16(attributes.count) }
 
+    /// The attribute table for `services` (handles from 0x0001, Database Hash computed);
+    /// fails on a database that cannot be served (a duplicate CCCD, an include of a missing service...).
     public init(services: [GATTLocalService]) throws(GATTDatabaseError) {
         // Pass 1: where each service starts and ends (includes point forward and back).
         var ranges: [(start: UInt16, end: UInt16)] = []

@@ -13,18 +13,24 @@ import Synchronization
 /// Everything is read once, when made; updates are written off the caller's thread (the
 /// host's driver thread must not wait for fsync), the newest state of each client last.
 public final class GATTBondedClients: Sendable {
+    /// The companion-file kind of the bonded state (CCCDs, features, change-awareness).
     public static let fileKind = "gatt-server"
 
+    /// The companion-file kind of the SignCounters.
     public static let countersKind = "sign-counters"
 
     /// The SignCounters of Signed Write Commands with one peer (Core Vol 3 Part H §2.4.5):
     /// the last one its signatures carried, the last one ours did.
     public struct SignCounters: Sendable, Hashable {
+        /// The last SignCounter the peer's signatures carried.
         public var peer: UInt32?
+        /// The last SignCounter our signatures carried.
         public var local: UInt32?
         /// The CSRKs the counters go with: a new bond's keys start over from nothing.
         public var peerKey: UInt128?
+        /// The CSRK our counter goes with.
         public var localKey: UInt128?
+        /// Counters as given.
         public init(peer: UInt32? = nil, local: UInt32? = nil, peerKey: UInt128? = nil, localKey: UInt128? = nil) {
             self.peer = peer
             self.local = local
@@ -50,11 +56,13 @@ public final class GATTBondedClients: Sendable {
         var failures: [BondStoreError] = []
     }
 
+    /// The bond store the files sit in.
     public let store: BondStore
     private let state: Mutex<State>
     /// Files that could not be read when loading: named, left as they are, not used.
     public let loadFailures: [BondStoreError]
 
+    /// Reads every bonded client's state from `store` (unreadable files in loadFailures).
     public init(store: BondStore) {
         self.store = store
         var s = State()

@@ -7,7 +7,9 @@ public struct GATTPermissions: OptionSet, Sendable, Hashable, CustomStringConver
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Clients may read.
     public static let readable = GATTPermissions(rawValue: 0x01)
+    /// Clients may write.
     public static let writeable = GATTPermissions(rawValue: 0x02)
     /// Reading needs an encrypted link (else Insufficient Encryption).
     public static let readEncryptionRequired = GATTPermissions(rawValue: 0x04)
@@ -18,6 +20,7 @@ public struct GATTPermissions: OptionSet, Sendable, Hashable, CustomStringConver
     /// Writing needs an authenticated key.
     public static let writeAuthenticationRequired = GATTPermissions(rawValue: 0x20)
 
+    /// Read and write, no security needed.
     public static let readWrite: GATTPermissions = [.readable, .writeable]
 
     /// Every permission with its name.
@@ -70,11 +73,16 @@ public enum GATTLocalValue: Sendable {
 /// Characteristic Configuration descriptor is added by the database for characteristics
 /// that notify or indicate; do not add one yourself.
 public struct GATTLocalDescriptor: Sendable {
+    /// The descriptor type.
     public var uuid: BluetoothUUID
+    /// Who may read and write it.
     public var permissions: GATTPermissions
+    /// Its value: stored, or computed on each read.
     public var value: GATTLocalValue
+    /// Called before a write is stored (nil: writes within 512 bytes are accepted).
     public var onWrite: GATTWriteHandler?
 
+    /// A descriptor, readable by default.
     public init(uuid: BluetoothUUID, permissions: GATTPermissions = .readable, value: GATTLocalValue,
                 onWrite: GATTWriteHandler? = nil) {
         self.uuid = uuid
@@ -108,10 +116,15 @@ public struct GATTLocalDescriptor: Sendable {
 /// properties say what clients may try (they are advertised in the declaration),
 /// permissions say what the server allows.
 public struct GATTLocalCharacteristic: Sendable {
+    /// The characteristic type.
     public var uuid: BluetoothUUID
+    /// What the declaration advertises.
     public var properties: GATTCharacteristicProperties
+    /// What the server allows (with security).
     public var permissions: GATTPermissions
+    /// Its value: stored, or computed on each read.
     public var value: GATTLocalValue
+    /// Descriptors besides the CCCD (which the database adds).
     public var descriptors: [GATTLocalDescriptor]
     /// Called before a write is stored (nil: every write within ``maximumLength`` is accepted).
     public var onWrite: GATTWriteHandler?
@@ -121,6 +134,7 @@ public struct GATTLocalCharacteristic: Sendable {
     /// with encryption required, subscribing needs an encrypted link (what health devices do).
     public var cccdPermissions: GATTPermissions = .readWrite
 
+    /// A characteristic; without `permissions`, what `properties` imply (permissions(for:)).
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions? = nil,
                 value: GATTLocalValue = .stored([]), descriptors: [GATTLocalDescriptor] = [],
                 maximumLength: Int = ATT.maximumAttributeValueLength, onWrite: GATTWriteHandler? = nil) {
@@ -145,12 +159,16 @@ public struct GATTLocalCharacteristic: Sendable {
 
 /// A local service. Core Vol 3 Part G §3.1. Like `CBMutableService`.
 public struct GATTLocalService: Sendable {
+    /// The service type.
     public var uuid: BluetoothUUID
+    /// Primary, or secondary (only reachable by includes).
     public var isPrimary: Bool
     /// Services this one includes, by UUID (the first service in the database with that UUID).
     public var includedServices: [BluetoothUUID]
+    /// Its characteristics, in handle order.
     public var characteristics: [GATTLocalCharacteristic]
 
+    /// A service of `characteristics`.
     public init(uuid: BluetoothUUID, isPrimary: Bool = true, includedServices: [BluetoothUUID] = [],
                 characteristics: [GATTLocalCharacteristic] = []) {
         self.uuid = uuid
@@ -162,24 +180,38 @@ public struct GATTLocalService: Sendable {
 
 /// Why a database could not be built.
 public struct GATTDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong with the database.
     public var message: String
     public var description: String { message }
 }
 
 /// Assigned UUIDs the server gives meaning to.
 public enum GATTServerUUID {
+    /// Generic Access (the device name and appearance).
     public static let genericAccess = BluetoothUUID(0x1800)
+    /// Generic Attribute (Service Changed, Client Supported Features, Database Hash).
     public static let genericAttribute = BluetoothUUID(0x1801)
+    /// Device Name.
     public static let deviceName = BluetoothUUID(0x2A00)
+    /// Appearance.
     public static let appearance = BluetoothUUID(0x2A01)
+    /// Service Changed.
     public static let serviceChanged = BluetoothUUID(0x2A05)
+    /// Client Supported Features.
     public static let clientSupportedFeatures = BluetoothUUID(0x2B29)
+    /// Database Hash.
     public static let databaseHash = BluetoothUUID(0x2B2A)
+    /// Characteristic Extended Properties.
     public static let extendedProperties = BluetoothUUID(0x2900)
+    /// Characteristic User Description.
     public static let userDescription = BluetoothUUID(0x2901)
+    /// Client Characteristic Configuration (CCCD).
     public static let clientCharacteristicConfiguration = BluetoothUUID(0x2902)
+    /// Server Characteristic Configuration.
     public static let serverCharacteristicConfiguration = BluetoothUUID(0x2903)
+    /// Characteristic Presentation Format.
     public static let presentationFormat = BluetoothUUID(0x2904)
+    /// Characteristic Aggregate Format.
     public static let aggregateFormat = BluetoothUUID(0x2905)
 }
 

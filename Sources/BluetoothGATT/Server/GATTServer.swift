@@ -4,6 +4,7 @@ import Synchronization
 
 /// A client of a ``GATTServer``: one ATT bearer and who is behind it.
 public struct GATTServerClient: Sendable, Hashable, CustomStringConvertible {
+    /// The server's handle on the client.
     public var id: ATTServerClientID
     /// The peer ("F0:F1:F2:F3:F4:01 (public)"), as its bearer describes it.
     public var peer: String
@@ -102,6 +103,8 @@ public final class GATTServer: Sendable {
     /// with each connection).
     public let bondedClients: GATTBondedClients?
 
+    /// A server of `services` (with `options`); `bondedClients` keeps bonded clients'
+    /// subscriptions across connections.
     public init(services: [GATTLocalService], options: ATTServer.Options = .init(),
                 bondedClients: GATTBondedClients? = nil) throws(GATTDatabaseError) {
         self.bondedClients = bondedClients

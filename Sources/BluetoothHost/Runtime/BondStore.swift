@@ -7,19 +7,26 @@ public struct Bond: Sendable, Hashable {
     /// The peer's identity address (its public or static random address, or the one it
     /// distributed with its IRK).
     public var identity: LEAddress
+    /// Made with LE Secure Connections.
     public var secureConnections: Bool
+    /// Made with MITM protection (passkey or numeric comparison).
     public var authenticated: Bool
+    /// Encryption key size in bytes (7-16).
     public var keySize: UInt8
     /// The key that encrypts the link when we are central (SC: the derived LTK).
     public var peerLTK: SMPLongTermKey?
     /// Legacy pairing: the key we distributed, for when we are peripheral.
     public var localLTK: SMPLongTermKey?
+    /// The peer's Identity Resolving Key: resolves its private addresses.
     public var peerIRK: UInt128?
+    /// The peer's signature key: verifies its signed writes.
     public var peerCSRK: UInt128?
+    /// Our signature key: signs our signed writes to the peer.
     public var localCSRK: UInt128?
     /// Seconds since 1970 when the bond was made.
     public var created: Int64
 
+    /// The bond a pairing made with `identity` (or the identity the peer distributed).
     public init(identity: LEAddress, result r: SMPPairingResult, created: Int64) {
         self.identity = r.peerIdentityAddress ?? identity
         secureConnections = r.secureConnections
@@ -46,10 +53,13 @@ public struct Bond: Sendable, Hashable {
 
 /// A bond file that cannot be used: which, where and why (it is left as it is).
 public struct BondStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file.
     public var path: String
+    /// What is wrong with it.
     public var message: String
     public var description: String { "\(path): \(message)" }
 
+    /// An error about `path`.
     public init(path: String, message: String) {
         self.path = path
         self.message = message
@@ -62,10 +72,13 @@ public struct BondStoreError: Error, Sendable, Equatable, CustomStringConvertibl
 /// never half of either. A file that cannot be read or parsed is reported with its path and
 /// never dropped or overwritten silently.
 public final class BondStore: Sendable {
+    /// Where the bond files are.
     public let directory: String
 
+    /// Where bonds are kept unless told otherwise.
     public static let defaultDirectory = "/var/lib/hcigatt/bonds"
 
+    /// A store in `directory` (made, 0700, on the first save).
     public init(directory: String) {
         self.directory = directory
     }

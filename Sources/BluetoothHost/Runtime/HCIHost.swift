@@ -27,6 +27,7 @@ public struct HostOptions: Sendable {
     /// (``AdvertisingConfiguration/OwnAddress/resolvablePrivate(_:)``). nil: none is given.
     public var identityResolvingKey: UInt128?
 
+    /// The defaults: 5 s per command, no observer, Just Works pairing, nothing stored.
     public init(commandTimeout: Duration = .seconds(5),
                 packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)? = nil,
                 security: SMPConfiguration? = SMPConfiguration(), pairingAgent: PairingAgent = .justWorks,

@@ -192,6 +192,7 @@ extension HCIHost {
         return stream
     }
 
+    /// Refuses new channels to `psm` again; open channels stay open.
     public func stopListeningL2CAP(psm: UInt16) {
         driver.post(.run({ d in
             d.creditChannels.stopListening(spsm: psm)

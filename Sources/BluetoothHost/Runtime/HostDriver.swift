@@ -6,10 +6,15 @@ import Synchronization
 
 /// Counters of one host.
 public struct HostStatistics: Sendable, Equatable {
+    /// H4 packets received from the controller.
     public var packetsIn = 0
+    /// H4 packets written to the controller.
     public var packetsOut = 0
+    /// Bytes received from the controller.
     public var bytesIn = 0
+    /// Bytes written to the controller.
     public var bytesOut = 0
+    /// HCI events received.
     public var events = 0
     /// Advertising reports handled by the scanner (each report of a multi-report event).
     public var reports = 0
@@ -22,7 +27,9 @@ public struct HostStatistics: Sendable, Equatable {
     public var malformedPackets = 0
     /// What was wrong with the last malformed packet.
     public var lastMalformed: String?
+    /// HCI commands sent.
     public var commandsSent = 0
+    /// Commands that got no answer in time.
     public var commandTimeouts = 0
     /// Command Complete/Status events that matched no command we sent.
     public var unmatchedCommandAnswers = 0
@@ -30,9 +37,11 @@ public struct HostStatistics: Sendable, Equatable {
     public var devices = 0
     /// HCI ACL Data packets received / sent.
     public var aclPacketsIn = 0
+    /// HCI ACL Data packets sent.
     public var aclPacketsOut = 0
     /// Incoming ACL fragments that did not reassemble (see ``L2CAPReassemblyError``).
     public var l2capErrors = 0
+    /// What was wrong with the last fragment that did not reassemble.
     public var lastL2CAPError: String?
     /// L2CAP frames for a handle or channel we do not serve.
     public var unroutedFrames = 0
@@ -40,7 +49,9 @@ public struct HostStatistics: Sendable, Equatable {
     public var droppedATT = 0
     /// Links currently up.
     public var links = 0
+    /// The connection manager's counters.
     public var connection = ConnectionStatistics()
+    /// All zero.
     public init() {}
 }
 

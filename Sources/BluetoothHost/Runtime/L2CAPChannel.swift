@@ -10,7 +10,9 @@ import Synchronization
 /// so a slow reader slows the sender and nothing piles up beyond what was granted.
 /// ``send(_:)`` returns once the SDU left in K-frames, waiting for the peer's credits.
 public final class L2CAPChannel: Sendable, CustomStringConvertible {
+    /// How both sides settled the channel (CIDs, MTUs, MPS).
     public let info: L2CAPChannelInfo
+    /// The link the channel is on.
     public let connection: LEConnection
 
     struct State {
@@ -41,11 +43,13 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
     /// SDU before that was taken; ``end`` then says why.
     public var sdus: SDUs { SDUs(channel: self) }
 
+    /// The SDUs received, in order; each one read gives its credits back to the peer.
     public struct SDUs: AsyncSequence, Sendable {
         public typealias Element = [UInt8]
         let channel: L2CAPChannel
         public func makeAsyncIterator() -> Iterator { Iterator(channel: channel) }
 
+        /// Iterates the SDUs: nil once the channel closed and nothing is left.
         public struct Iterator: AsyncIteratorProtocol {
             let channel: L2CAPChannel
             public mutating func next() async -> [UInt8]? { await channel.take() }

@@ -15,8 +15,11 @@ public enum ATTRole: Sendable, Hashable {
 /// are buffered (up to ``bufferedATTLimit``; more are dropped and counted in
 /// ``HostStatistics/droppedATT``).
 public final class LEConnection: Sendable, CustomStringConvertible {
+    /// The peer's address as the link layer reported it.
     public let address: LEAddress
+    /// Connection_Handle.
     public let handle: UInt16
+    /// Our role: central (we connected) or peripheral (it connected to our advertising).
     public let role: LEConnectionRole
     /// The largest ATT_MTU this host takes: 517 (Core Vol 3 Part F §3.2.8, 512-byte values + 5).
     public let maximumATTMTU: UInt16 = 517
@@ -92,6 +95,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     public func observeSecurity(_ body: @escaping @Sendable (LinkSecurity) -> Void) {
         securityObservers.withLock { $0.append(body) }
     }
+    /// Whether the link is still up.
     public var isConnected: Bool { state.withLock { $0.closed == nil } }
     /// Why the link went down (HCI reason of the Disconnection Complete); nil while it is up
     /// or when the host itself was closed.

@@ -15,6 +15,7 @@ public struct PairingAgent: Sendable {
     /// Notification; only with ``SMPConfiguration/keypressNotifications`` on both sides).
     public var keypress: @Sendable (LEConnection, SMPKeypressNotificationType) -> Void
 
+    /// An agent answering with these closures.
     public init(displayPasskey: @escaping @Sendable (LEConnection, UInt32) -> Void,
                 enterPasskey: @escaping @Sendable (LEConnection) async -> UInt32?,
                 confirmNumber: @escaping @Sendable (LEConnection, UInt32) async -> Bool,

@@ -2,6 +2,7 @@ import BluetoothWire
 
 /// One HCI ACL Data packet ready to be written, with its H4 indicator.
 public struct OutgoingACLPacket: Sendable, Equatable {
+    /// The link (Connection_Handle) the packet goes on.
     public var handle: UInt16
     /// H4 packet: 0x02, ACL header, data.
     public var packet: [UInt8]
@@ -10,6 +11,7 @@ public struct OutgoingACLPacket: Sendable, Equatable {
     /// the frame's length.
     public var accountedBytes: Int
 
+    /// A packet for `handle`; `accountedBytes` as below.
     public init(handle: UInt16, packet: [UInt8], accountedBytes: Int = 0) {
         self.handle = handle
         self.packet = packet
@@ -92,6 +94,7 @@ public struct ACLFlowControl: Sendable {
         self.freeBuffers = self.bufferCount
     }
 
+    /// Flow control for the controller's LE ACL buffers as the init sequence read them.
     public init(info: ControllerInfo) {
         self.init(bufferLength: info.aclBufferLength, bufferCount: info.aclBufferCount)
     }
@@ -103,6 +106,7 @@ public struct ACLFlowControl: Sendable {
         guard let l = links[handle] else { return 0 }
         return l.queue.count - l.head
     }
+    /// Whether `handle` is a link this flow control knows (added, not yet removed).
     public func hasLink(_ handle: UInt16) -> Bool { links[handle] != nil }
 
     /// Starts tracking a link (after its Connection Complete).

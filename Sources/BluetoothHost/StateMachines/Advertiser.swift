@@ -42,10 +42,12 @@ public struct AdvertisingConfiguration: Sendable, Equatable {
     public var connectable: Bool
     /// Advertising interval range (20 ms ... 10.24 s).
     public var interval: ClosedRange<Duration>
+    /// The address the set advertises from.
     public var ownAddress: OwnAddress
     /// Advertising is restarted after each connection until this many centrals are
     /// connected through this set.
     public var maximumConnections: Int
+    /// Legacy or extended PDUs (or whichever the data needs).
     public var pdus: PDUs
     /// Advertising set (Advertising_Handle 0x00–0xEF): controllers with extended advertising
     /// run several sets at once; legacy advertising has set 0 only.
@@ -54,6 +56,8 @@ public struct AdvertisingConfiguration: Sendable, Equatable {
     /// controller picks the closest it can and reports it); nil: no preference.
     public var txPower: Int8?
 
+    /// A configuration; the defaults: connectable, 100-150 ms, the public address, up to four
+    /// centrals, legacy PDUs when the data fit, set 0, no TX power preference.
     public init(advertisingData: [UInt8], scanResponseData: [UInt8] = [], connectable: Bool = true,
                 interval: ClosedRange<Duration> = .milliseconds(100) ... .milliseconds(150),
                 ownAddress: OwnAddress = .public, maximumConnections: Int = 4,
@@ -239,6 +243,7 @@ public struct AdvertisingCapabilities: Sendable, Equatable {
     /// The longest advertising or scan response data of one set.
     public var maximumDataLength: Int
 
+    /// Capabilities as given (tests, or a controller known in advance).
     public init(extendedCommands: Bool, sets: Int, maximumDataLength: Int) {
         self.extendedCommands = extendedCommands
         self.sets = sets
@@ -248,6 +253,8 @@ public struct AdvertisingCapabilities: Sendable, Equatable {
     /// A controller before Bluetooth 5: one set, 31 bytes.
     public static let legacy = AdvertisingCapabilities(extendedCommands: false, sets: 1, maximumDataLength: AdvertisingData.legacyMaximumLength)
 
+    /// What the init sequence found: extended advertising with its sets and data length, or
+    /// legacy.
     public init(_ info: ControllerInfo) {
         if info.supportsExtendedAdvertising, info.advertisingSets > 0 {
             self.init(extendedCommands: true, sets: info.advertisingSets, maximumDataLength: info.maximumAdvertisingDataLength)
@@ -259,6 +266,7 @@ public struct AdvertisingCapabilities: Sendable, Equatable {
 
 /// One advertising set once it runs.
 public struct AdvertisingSetInfo: Sendable, Equatable {
+    /// The set's Advertising_Handle.
     public var advertisingSet: UInt8
     /// Started with the extended advertising commands.
     public var extendedCommands: Bool
@@ -267,6 +275,7 @@ public struct AdvertisingSetInfo: Sendable, Equatable {
     /// The transmit power the controller chose, in dBm (extended commands only).
     public var selectedTxPower: Int8?
 
+    /// The running set as the advertiser started it.
     public init(advertisingSet: UInt8, extendedCommands: Bool, legacyPDUs: Bool, selectedTxPower: Int8?) {
         self.advertisingSet = advertisingSet
         self.extendedCommands = extendedCommands
@@ -328,6 +337,7 @@ public struct Advertiser: Sendable {
         var links = 0
     }
 
+    /// What the controller offers (decides the commands used).
     public let capabilities: AdvertisingCapabilities
     private var sets: [UInt8: AdvertisingSet] = [:]
     /// The set each peripheral-role link came through.
@@ -338,6 +348,7 @@ public struct Advertiser: Sendable {
     /// Restarts sent after connections (for tests and statistics).
     public private(set) var restarts = 0
 
+    /// An idle advertiser for a controller with `capabilities`.
     public init(capabilities: AdvertisingCapabilities = .legacy) {
         self.capabilities = capabilities
     }
@@ -347,6 +358,7 @@ public struct Advertiser: Sendable {
         sets.contains { (h, s) in (set == nil || set == h) && s.state == .running(enabled: true) }
     }
 
+    /// Some set advertises now.
     public var isAdvertising: Bool { isAdvertising(nil) }
 
     /// Some set is starting or running.
@@ -364,7 +376,9 @@ public struct Advertiser: Sendable {
         sets.keys.filter { set == nil || $0 == set }.sorted()
     }
 
+    /// The configuration set `set` runs with (nil: the set is idle).
     public func configuration(_ set: UInt8 = 0) -> AdvertisingConfiguration? { sets[set]?.configuration }
+    /// The configuration of set 0.
     public var configuration: AdvertisingConfiguration? { sets[0]?.configuration }
 
     /// Starts (or reconfigures) the set `c.advertisingSet`.

@@ -2,11 +2,15 @@ import BluetoothWire
 
 /// What the init sequence learned about the controller.
 public struct ControllerInfo: Sendable, Equatable {
+    /// HCI_Version (Read Local Version Information).
     public var hciVersion: HCICoreVersion
+    /// HCI_Subversion: the manufacturer's revision of the HCI implementation.
     public var hciRevision: UInt16
+    /// LMP/LL version: the Core Specification the link layer implements.
     public var lmpVersion: HCICoreVersion
     /// Company identifier of the manufacturer (Assigned Numbers §7).
     public var manufacturer: UInt16
+    /// LMP_Subversion: the manufacturer's link layer revision.
     public var lmpSubversion: UInt16
     /// The public device address (BD_ADDR); zero when the controller has none.
     public var address: BluetoothAddress
@@ -14,9 +18,11 @@ public struct ControllerInfo: Sendable, Equatable {
     public var supportedCommands: [UInt8]
     /// LMP features page 0 (BR/EDR and the "LE supported" bits).
     public var features: UInt64
+    /// The LE features the controller supports (LE Read Local Supported Features).
     public var leFeatures: LEFeatures
     /// LE ACL buffers (or the shared BR/EDR buffers when the LE ones are 0).
     public var aclBufferLength: UInt16
+    /// Number of LE ACL buffers: packets in flight at most.
     public var aclBufferCount: UInt16
     /// ISO buffers from LE Read Buffer Size [v2], when the controller has any.
     public var isoBuffer: ISOBuffer?
@@ -29,6 +35,7 @@ public struct ControllerInfo: Sendable, Equatable {
     /// Advertising Data Length); 31 with legacy advertising.
     public var maximumAdvertisingDataLength: Int = 31
 
+    /// Controller information as given (tests); the init sequence fills it in from the controller.
     public init(hciVersion: HCICoreVersion = HCICoreVersion(rawValue: 0), hciRevision: UInt16 = 0,
                 lmpVersion: HCICoreVersion = HCICoreVersion(rawValue: 0), manufacturer: UInt16 = 0,
                 lmpSubversion: UInt16 = 0, address: BluetoothAddress = .zero,
@@ -60,14 +67,21 @@ public struct ControllerInfo: Sendable, Equatable {
 
     /// Supported_Commands bits this host looks at (Core Vol 4 Part E §6.27).
     public enum CommandBit {
+        /// LE Set Extended Advertising Parameters.
         public static let leSetExtendedAdvertisingParameters = (octet: 36, bit: 2)
+        /// LE Read Maximum Advertising Data Length.
         public static let leReadMaximumAdvertisingDataLength = (octet: 36, bit: 6)
+        /// LE Read Number of Supported Advertising Sets.
         public static let leReadNumberOfSupportedAdvertisingSets = (octet: 36, bit: 7)
+        /// LE Set Extended Scan Parameters.
         public static let leSetExtendedScanParameters = (octet: 37, bit: 5)
+        /// LE Set Extended Scan Enable.
         public static let leSetExtendedScanEnable = (octet: 37, bit: 6)
+        /// LE Read Buffer Size [v2].
         public static let leReadBufferSizeV2 = (octet: 41, bit: 5)
     }
 
+    /// Whether the controller claims the command at `b` (one of CommandBit).
     public func supports(_ b: (octet: Int, bit: Int)) -> Bool { supportsCommand(octet: b.octet, bit: b.bit) }
 
     /// True when the controller has LE Extended Advertising AND claims the
@@ -86,8 +100,11 @@ public struct ControllerInfo: Sendable, Equatable {
 
 /// ISO data buffers (HCI_LE_Read_Buffer_Size [v2]).
 public struct ISOBuffer: Sendable, Equatable {
+    /// ISO_Data_Packet_Length: bytes per ISO buffer.
     public var length: UInt16
+    /// Total_Num_ISO_Data_Packets: ISO buffers.
     public var count: UInt8
+    /// ISO buffer sizes as read.
     public init(length: UInt16, count: UInt8) {
         self.length = length
         self.count = count

@@ -19,6 +19,7 @@ import BluetoothWire
 /// Drive it with ``start()`` then ``handle(_:)`` with each command's result until it
 /// returns `.finished` or `.failed`.
 public struct ControllerInitializer: Sendable {
+    /// The command being run (in order; `done` at the end).
     public enum Step: Sendable, Equatable {
         case reset, readLocalVersion, readBDADDR, readSupportedCommands, readFeatures, leReadFeatures
         case leReadBufferSizeV2, leReadBufferSizeV1, readBufferSize
@@ -28,12 +29,15 @@ public struct ControllerInitializer: Sendable {
 
     /// A command to submit to the command flow.
     public struct Command: Sendable, Equatable {
+        /// The HCI command packet (H4 indicator included).
         public var packet: [UInt8]
+        /// Its opcode, to match the answer.
         public var opcode: HCIOpcode
         /// nil: the flow's default timeout.
         public var timeout: UInt64?
     }
 
+    /// What the driver does next.
     public enum Action: Sendable {
         case send(Command)
         case finished(ControllerInfo)
@@ -51,16 +55,20 @@ public struct ControllerInitializer: Sendable {
         .advertisingSetTerminated, .channelSelectionAlgorithm,
     ]
 
+    /// The step in progress.
     public private(set) var step: Step = .reset
+    /// What was learned so far.
     public private(set) var info = ControllerInfo()
     /// Timeout for the LE Read Buffer Size [v2] probe (some controllers claim it and never
     /// answer); nil: the default command timeout.
     public var probeTimeout: UInt64?
 
+    /// An initializer; `probeTimeout` as above.
     public init(probeTimeout: UInt64? = 2_000_000_000) {
         self.probeTimeout = probeTimeout
     }
 
+    /// The first command (HCI_Reset).
     public mutating func start() -> Action {
         step = .reset
         info = ControllerInfo()
@@ -231,6 +239,8 @@ public struct ControllerInitializer: Sendable {
 /// HCI_Read_Buffer_Size (Core Vol 4 Part E §7.4.5). Not in BluetoothWire's command set;
 /// defined here for the init fallback when the controller shares BR/EDR buffers with LE.
 public struct ReadBufferSizeCommand: HCIParameterlessCommand {
+    /// HCI_Read_Buffer_Size (0x1005).
     public static let opcode = HCIOpcode.readBufferSize
+    /// The command (no parameters).
     public init() {}
 }

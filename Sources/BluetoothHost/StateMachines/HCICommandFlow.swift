@@ -55,8 +55,11 @@ public struct HCICommandFlow: Sendable {
 
     /// Command Complete/Status events that matched no outstanding command.
     public private(set) var unmatchedAnswers = 0
+    /// Commands that got no answer within their timeout.
     public private(set) var timeouts = 0
 
+    /// A flow with one credit (until the controller says otherwise) and `defaultTimeout`
+    /// nanoseconds per command.
     public init(defaultTimeout: UInt64 = 5_000_000_000) {
         self.defaultTimeout = defaultTimeout
     }

@@ -5,6 +5,7 @@ import BluetoothWire
 /// Why a host operation failed. `message` is written for the user: what went wrong and,
 /// where we know, how to fix it.
 public struct HostError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure: what callers switch on.
     public enum Kind: Sendable, Equatable {
         /// Equality compares transport errors by their kind only.
         public static func == (a: Kind, b: Kind) -> Bool {
@@ -62,11 +63,14 @@ public struct HostError: Error, Sendable, CustomStringConvertible {
         case l2capRefused(UInt16)
     }
 
+    /// What kind of failure.
     public var kind: Kind
+    /// What happened, for people (names the command, the peer, the reason).
     public var message: String
     /// The command the error belongs to, when there is one.
     public var opcode: HCIOpcode?
 
+    /// An error of `kind`; `opcode` names the command it concerns, if any.
     public init(_ kind: Kind, _ message: String, opcode: HCIOpcode? = nil) {
         self.kind = kind
         self.message = message
@@ -141,6 +145,7 @@ func formatDuration(_ ns: UInt64) -> String {
 /// The answer to a command: its Command Complete return parameters (owned copy), or the
 /// status of its Command Status.
 public struct CommandReturn: Sendable, Equatable {
+    /// The command answered.
     public var opcode: HCIOpcode
     /// The Status return parameter (`.success` when there are no return parameters).
     public var status: HCIErrorCode
@@ -151,6 +156,7 @@ public struct CommandReturn: Sendable, Equatable {
     /// and its result comes later in its own event.
     public var isCommandStatus: Bool
 
+    /// An answer as the command flow builds it from the event.
     public init(opcode: HCIOpcode, status: HCIErrorCode, returnParameters: [UInt8], isCommandStatus: Bool = false) {
         self.opcode = opcode
         self.status = status

@@ -25,6 +25,7 @@ public struct L2CAPChannels: Sendable {
     /// Frames for channels nobody registered.
     public private(set) var unroutedFrames = 0
 
+    /// A router over `reassembler` with no channel registered.
     public init(reassembler: L2CAPReassembler = L2CAPReassembler()) {
         self.reassembler = reassembler
     }
@@ -35,10 +36,12 @@ public struct L2CAPChannels: Sendable {
         routes.append((cid, consumer))
     }
 
+    /// Stops routing `cid` (its frames count as unrouted).
     public mutating func unregister(_ cid: L2CAPChannelID) {
         routes.removeAll { $0.cid == cid }
     }
 
+    /// Who gets the frames of `cid` (nil: nobody).
     public func consumer(of cid: L2CAPChannelID) -> L2CAPChannelConsumer? {
         for r in routes where r.cid == cid { return r.consumer }
         return nil

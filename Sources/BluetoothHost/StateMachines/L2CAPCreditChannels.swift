@@ -12,6 +12,7 @@ public struct L2CAPChannelParameters: Sendable, Hashable {
     /// may wait unread is at most `credits` K-frames of `mps` bytes.
     public var credits: UInt16
 
+    /// Parameters; without `credits`, enough for two whole SDUs of `mtu` in K-frames of `mps`.
     public init(mtu: UInt16 = 512, mps: UInt16 = 247, credits: UInt16? = nil) {
         self.mtu = mtu
         self.mps = mps
@@ -35,14 +36,19 @@ public enum L2CAPChannelSecurity: Sendable, Hashable {
 
 /// A channel as both sides settled it.
 public struct L2CAPChannelInfo: Sendable, Hashable {
+    /// The link (Connection_Handle).
     public var handle: UInt16
+    /// The Simplified PSM the channel was opened to.
     public var spsm: UInt16
+    /// Our channel identifier (0x0040-0x007F): the peer sends K-frames to it.
     public var localCID: UInt16
+    /// The peer's channel identifier: we send K-frames to it.
     public var peerCID: UInt16
     /// What we receive.
     public var local: L2CAPChannelParameters
     /// What the peer receives: the SDUs and K-frames we send are cut to these.
     public var peerMTU: UInt16
+    /// The largest K-frame payload the peer takes.
     public var peerMPS: UInt16
 }
 
@@ -176,6 +182,7 @@ public struct L2CAPCreditChannels: Sendable {
     /// Protocol violations by peers (each disconnected the channel).
     public private(set) var violations = 0
 
+    /// A machine with no channel and no server.
     public init() {}
 
     // MARK: Servers
@@ -190,8 +197,10 @@ public struct L2CAPCreditChannels: Sendable {
         listeners[spsm] = Listener(parameters: p, security: security)
     }
 
+    /// Refuses new channels to `spsm` again (PSM not supported); open channels stay.
     public mutating func stopListening(spsm: UInt16) { listeners[spsm] = nil }
 
+    /// Whether channels to `spsm` are accepted.
     public func isListening(_ spsm: UInt16) -> Bool { listeners[spsm] != nil }
 
     // MARK: Opening

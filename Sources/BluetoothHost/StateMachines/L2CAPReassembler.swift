@@ -61,12 +61,18 @@ public struct L2CAPReassembler: Sendable {
     }
 
     private var links: [UInt16: LinkState] = [:]
+    /// Bytes held in unfinished frames (all links).
     public private(set) var pendingBytes = 0
 
+    /// Whole frames handed over.
     public private(set) var framesDelivered = 0
+    /// Fragments that did not fit a frame (dropped; see `lastError`).
     public private(set) var errors = 0
+    /// Why the last fragment was dropped.
     public private(set) var lastError: L2CAPReassemblyError?
 
+    /// A reassembler taking frames up to `maximumFrameLength` (basic header included) and
+    /// holding at most `maximumPendingBytes` unfinished.
     public init(maximumFrameLength: Int = 65535 + 4, maximumPendingBytes: Int = 1 << 20) {
         self.maximumFrameLength = maximumFrameLength
         self.maximumPendingBytes = maximumPendingBytes

@@ -65,8 +65,11 @@ public struct LEConnectionManager: Sendable {
     /// After a cancel that was never confirmed: the controller may still be initiating.
     public private(set) var staleCreate = false
     private var links: [UInt16: Link] = [:]
+    /// Counters (refused requests, orphan connections, unknown handles...).
     public private(set) var statistics = ConnectionStatistics()
 
+    /// A manager; `useExtendedCreate` when the controller has LE Extended Create Connection,
+    /// `cancelGracePeriod` nanoseconds to wait for a cancelled create to be confirmed.
     public init(useExtendedCreate: Bool = false, cancelGracePeriod: UInt64 = 2_000_000_000) {
         self.useExtendedCreate = useExtendedCreate
         self.cancelGracePeriod = cancelGracePeriod
@@ -76,15 +79,19 @@ public struct LEConnectionManager: Sendable {
     /// Connection_Handle range (Core Vol 4 Part E §5.4.2).
     public static let maximumConnectionHandle: UInt16 = 0x0EFF
 
+    /// Whether the controller has HCI_LE_Extended_Create_Connection [v1].
     public static func supportsExtendedCreate(_ info: ControllerInfo) -> Bool {
         info.supportsCommand(octet: 37, bit: 7)
     }
 
+    /// The state of link `handle` (nil: not connected).
     public func link(_ handle: UInt16) -> LELinkState? { links[handle]?.state }
+    /// The links up now, in handle order.
     public var linkHandles: [UInt16] { links.keys.sorted() }
     /// True while a create is in progress or requests wait.
     public var isConnecting: Bool { attempt != nil || !waiting.isEmpty }
 
+    /// The earliest deadline (connect timeouts, signaling timeouts, cancel grace).
     public var nextDeadline: UInt64? {
         var d: UInt64? = nil
         func consider(_ t: UInt64) { d = min(d ?? t, t) }
@@ -172,6 +179,7 @@ public struct LEConnectionManager: Sendable {
 
     // MARK: Timers
 
+    /// Deadlines that passed by `now`: timed-out connects and requests fail, stale cancels clear.
     public mutating func timerFired(now: UInt64) -> [ConnectionAction] {
         var actions: [ConnectionAction] = []
         if var a = attempt {
@@ -211,6 +219,7 @@ public struct LEConnectionManager: Sendable {
 
     // MARK: Command answers
 
+    /// The controller answered a command this manager asked for.
     public mutating func commandAnswered(_ purpose: ConnectionCommandPurpose, _ result: Result<CommandReturn, HostError>,
                                          now: UInt64) -> [ConnectionAction] {
         var actions: [ConnectionAction] = []
@@ -272,6 +281,7 @@ public struct LEConnectionManager: Sendable {
         }
     }
 
+    /// An LE Meta event: connection complete, updates, data length, PHY, remote features...
     public mutating func handle(_ meta: LEMetaEvent, now: UInt64) -> [ConnectionAction] {
         switch meta {
         case .connectionComplete(let e):
@@ -477,6 +487,7 @@ public struct LEConnectionManager: Sendable {
                             .connectionUpdate(handle: handle))
     }
 
+    /// Whether a peer's connection parameter request is within the spec's ranges and what we accept.
     public static func isAcceptable(_ p: L2CAPConnectionParameters) -> Bool {
         guard p.isWithinSpecRanges else { return false }
         return UInt32(p.timeoutMultiplier) * 4 > (1 + UInt32(p.peripheralLatency)) * UInt32(p.intervalMax)

@@ -5,14 +5,17 @@ import BluetoothWire
 public struct LEConnectParameters: Sendable, Equatable {
     /// LE_Scan_Interval / LE_Scan_Window while initiating, units of 0.625 ms.
     public var scanInterval: UInt16
+    /// LE_Scan_Window while initiating, units of 0.625 ms.
     public var scanWindow: UInt16
     /// Connection_Interval_Min/Max, units of 1.25 ms (6...3200).
     public var intervalMin: UInt16
+    /// Connection_Interval_Max, units of 1.25 ms.
     public var intervalMax: UInt16
     /// Max_Latency in connection events (0...499).
     public var maxLatency: UInt16
     /// Supervision_Timeout, units of 10 ms (10...3200).
     public var supervisionTimeout: UInt16
+    /// The address type we connect from.
     public var ownAddressType: LEOwnAddressType
 
     /// Scan 60 ms every 60 ms; interval 30...50 ms, no latency, 4 s supervision timeout.
@@ -28,6 +31,7 @@ public struct LEConnectParameters: Sendable, Equatable {
         self.ownAddressType = ownAddressType
     }
 
+    /// The defaults above.
     public static let `default` = LEConnectParameters()
 
     var range: LEConnectionParameterRange {
@@ -38,8 +42,11 @@ public struct LEConnectParameters: Sendable, Equatable {
 
 /// The state of one LE link as the host knows it.
 public struct LELinkState: Sendable, Equatable, CustomStringConvertible {
+    /// Connection_Handle.
     public var handle: UInt16
+    /// Our role on the link.
     public var role: LEConnectionRole
+    /// The peer's address as the link layer reported it.
     public var peer: LEAddress
     /// Connection_Interval, units of 1.25 ms.
     public var interval: UInt16
@@ -49,15 +56,20 @@ public struct LELinkState: Sendable, Equatable, CustomStringConvertible {
     public var supervisionTimeout: UInt16
     /// Link layer payload sizes/times from HCI_LE_Data_Length_Change (27 / 328 µs until then).
     public var maxTxOctets: UInt16 = 27
+    /// The longest link layer payload the peer may send (octets).
     public var maxRxOctets: UInt16 = 27
+    /// The longest transmission time we may use (µs).
     public var maxTxTime: UInt16 = 328
+    /// The longest transmission time the peer may use (µs).
     public var maxRxTime: UInt16 = 328
-    /// PHYs from HCI_LE_PHY_Update_Complete (1M until then).
     /// The peer's LE features (LE Read Remote Features), once read.
     public var remoteFeatures: LEFeatures?
+    /// The PHY we transmit on (HCI_LE_PHY_Update_Complete; LE 1M until one comes).
     public var txPHY: LEPHY = .le1M
+    /// The PHY we receive on.
     public var rxPHY: LEPHY = .le1M
 
+    /// A link as LE Connection Complete describes it.
     public init(handle: UInt16, role: LEConnectionRole, peer: LEAddress, interval: UInt16, latency: UInt16,
                 supervisionTimeout: UInt16) {
         self.handle = handle
@@ -151,9 +163,11 @@ public struct ConnectionStatistics: Sendable, Equatable {
     public var unmatchedSignalingResponses = 0
     /// Peer connection parameter requests (L2CAP or LL) accepted / rejected.
     public var parameterRequestsAccepted = 0
+    /// Peer connection parameter requests rejected.
     public var parameterRequestsRejected = 0
     /// SMP PDUs ignored (no pairing layer yet) and Pairing Requests refused.
     public var smpIgnored = 0
+    /// Pairing Requests refused (pairing disabled).
     public var pairingRequestsRefused = 0
     /// Connections that completed with no request waiting (disconnected again).
     public var orphanConnections = 0
@@ -161,5 +175,6 @@ public struct ConnectionStatistics: Sendable, Equatable {
     public var unknownHandleEvents = 0
     /// LE Connection Complete events with a Connection_Handle above 0x0EFF (refused).
     public var invalidConnectionHandles = 0
+    /// All zero.
     public init() {}
 }

@@ -13,6 +13,7 @@ public struct LinkSecurity: Sendable, Hashable, CustomStringConvertible {
     /// The peer is bonded (keys stored).
     public var bonded: Bool
 
+    /// A security state; the default is an unencrypted link.
     public init(encrypted: Bool = false, keySize: Int = 0, authenticated: Bool = false,
                 secureConnections: Bool = false, bonded: Bool = false) {
         self.encrypted = encrypted

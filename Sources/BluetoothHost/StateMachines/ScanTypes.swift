@@ -4,7 +4,9 @@ import BluetoothWire
 public struct ScanPHYs: OptionSet, Sendable, Hashable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// LE 1M.
     public static let le1M = ScanPHYs(rawValue: 1 << 0)
+    /// LE Coded (long range).
     public static let leCoded = ScanPHYs(rawValue: 1 << 2)
 }
 
@@ -14,6 +16,7 @@ public struct ScanConfiguration: Sendable, Equatable {
     public var active: Bool
     /// Scan interval and window in units of 0.625 ms (0x0004...0x4000 for legacy scanning).
     public var interval: UInt16
+    /// Scan window (how long of each interval the controller listens), units of 0.625 ms.
     public var window: UInt16
     /// PHYs for extended scanning; ignored for legacy scanning.
     public var phys: ScanPHYs
@@ -38,6 +41,7 @@ public struct ScanConfiguration: Sendable, Equatable {
     /// scan response, so it is reported once with both. Zero reports at once.
     public var scanResponseWait: Duration
 
+    /// A configuration; the defaults: active, 60 ms every 60 ms... see each field.
     public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, phys: ScanPHYs = .le1M,
                 reportDuplicates: Bool = false, services: [BluetoothUUID] = [], nameSubstring: String? = nil,
                 address: BluetoothAddress? = nil, minimumRSSI: Int8? = nil, deviceTimeout: Duration = .seconds(60),
@@ -61,19 +65,24 @@ public struct ScanConfiguration: Sendable, Equatable {
 
 /// What kind of advertising a device does, from its latest advertisement (not scan response).
 public struct AdvertisingEventInfo: Sendable, Hashable {
+    /// ADV_IND, ADV_DIRECT_IND or a connectable extended advertisement.
     public var connectable: Bool
+    /// Scan requests are answered (a scan response may come).
     public var scannable: Bool
+    /// Directed at one central.
     public var directed: Bool
     /// A legacy advertising PDU (ADV_IND & co.), as opposed to extended advertising.
     public var legacy: Bool
     /// Reported through an LE Extended Advertising Report (0x0D) rather than 0x02.
     public var extendedReport: Bool
+    /// The PHY of the primary advertising channels.
     public var primaryPHY: LEPHY
     /// `.none` when there were no packets on the secondary channel.
     public var secondaryPHY: LEPHY
     /// Advertising_SID; nil when absent (legacy, or no ADI field).
     public var sid: UInt8?
 
+    /// Event properties as given (reports build them).
     public init(connectable: Bool = false, scannable: Bool = false, directed: Bool = false, legacy: Bool = true,
                 extendedReport: Bool = false, primaryPHY: LEPHY = .le1M, secondaryPHY: LEPHY = .none, sid: UInt8? = nil) {
         self.connectable = connectable
@@ -100,17 +109,22 @@ public struct AdvertisingEventInfo: Sendable, Hashable {
 
 /// Manufacturer specific data, owned.
 public struct ManufacturerData: Sendable, Hashable {
+    /// Company identifier (Assigned Numbers).
     public var companyID: UInt16
+    /// The bytes after the company identifier.
     public var data: [UInt8]
+    /// Manufacturer data as given.
     public init(companyID: UInt16, data: [UInt8]) {
         self.companyID = companyID
         self.data = data
     }
+    /// The company's name from the assigned numbers (nil: not assigned).
     public var companyName: String? { AssignedNumbers.companyName(companyID) }
 }
 
 /// A device heard while scanning: an owned snapshot, safe to keep and send anywhere.
 public struct DiscoveredDevice: Sendable, Hashable {
+    /// The address the report came from.
     public var address: LEAddress
     /// The identity of a bonded peer whose resolvable private address this is (resolved
     /// with the IRK it gave when pairing); nil otherwise.
@@ -119,27 +133,37 @@ public struct DiscoveredDevice: Sendable, Hashable {
     public var rssi: Int8?
     /// Advertised TX power: the TX Power Level AD type, else the extended report's field.
     public var txPower: Int8?
+    /// The latest advertising data.
     public var advertisingData: [UInt8]
+    /// The latest scan response data.
     public var scanResponseData: [UInt8]
+    /// What kind of advertising it is.
     public var eventType: AdvertisingEventInfo
     /// Monotonic nanoseconds.
     public var firstSeen: UInt64
+    /// When the latest report came (monotonic nanoseconds).
     public var lastSeen: UInt64
     /// Reports received for this device (advertisements and scan responses).
     public var reportCount: Int
 
     // Decoded from advertising data then scan response data (first occurrence wins,
     // a complete name beats a shortened one).
+    /// The complete local name, else the shortened one.
     public var name: String?
+    /// Service UUIDs (16/32/128-bit, complete and incomplete lists).
     public var serviceUUIDs: [BluetoothUUID]
     /// Service Data UUIDs (16/32/128-bit).
     public var serviceDataUUIDs: [BluetoothUUID]
+    /// Manufacturer Specific Data (the first structure).
     public var manufacturerData: ManufacturerData?
+    /// The Appearance AD type.
     public var appearance: Appearance?
+    /// The Flags AD type.
     public var flags: ADFlags?
     /// Malformed AD structures were found in the data (decoded what came before them).
     public var hasMalformedData: Bool
 
+    /// A device as first heard; the decoded fields come from the data.
     public init(address: LEAddress, rssi: Int8?, txPower: Int8?, advertisingData: [UInt8], scanResponseData: [UInt8],
                 eventType: AdvertisingEventInfo, firstSeen: UInt64, lastSeen: UInt64, reportCount: Int) {
         self.address = address
@@ -177,6 +201,7 @@ public enum ScanEvent: Sendable, Hashable {
     /// with `reportDuplicates`).
     case updated(DiscoveredDevice)
 
+    /// The device the event is about.
     public var device: DiscoveredDevice {
         switch self {
         case .discovered(let d), .updated(let d): d

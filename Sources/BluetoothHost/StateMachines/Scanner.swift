@@ -5,7 +5,9 @@ import BluetoothWire
 public struct ScannerStatistics: Sendable, Equatable {
     /// Advertising reports handled (each report of a multi-report event counts).
     public var reports = 0
+    /// Reports from LE Advertising Report events.
     public var legacyReports = 0
+    /// Reports from LE Extended Advertising Report events.
     public var extendedReports = 0
     /// Extended advertising data dropped because the controller truncated it.
     public var droppedTruncated = 0
@@ -19,6 +21,7 @@ public struct ScannerStatistics: Sendable, Equatable {
     public var evicted = 0
     /// Scan responses received while scanning passively (ignored).
     public var ignoredScanResponses = 0
+    /// All zero.
     public init() {}
 }
 
@@ -38,12 +41,14 @@ public struct ScannerStatistics: Sendable, Equatable {
 /// - The device table is bounded: devices age out after `deviceTimeout` and the least
 ///   recently seen is evicted at `maximumDevices`.
 public struct Scanner: Sendable {
+    /// What this scan looks for.
     public let configuration: ScanConfiguration
     /// The configuration's durations in the nanoseconds `now` comes in.
     private let deviceTimeout: UInt64
     private let scanResponseWait: UInt64
     /// Whether the enable/disable commands use the extended scanning commands.
     public let extended: Bool
+    /// Counters (reports, drops, expired and evicted devices).
     public private(set) var statistics = ScannerStatistics()
 
     struct Entry: Sendable {
@@ -78,6 +83,7 @@ public struct Scanner: Sendable {
     private var held: [LEAddress] = []
     private let lowercasedName: [UInt8]?
 
+    /// A scanner for `configuration`; `extended` when the extended scanning commands are used.
     public init(configuration: ScanConfiguration, extended: Bool) {
         self.configuration = configuration
         self.deviceTimeout = configuration.deviceTimeout.nanoseconds
@@ -134,6 +140,7 @@ public struct Scanner: Sendable {
         return out
     }
 
+    /// One report of an LE Advertising Report event; what it makes known goes to `out`.
     public mutating func handleLegacy(_ r: LEAdvertisingReport, now: UInt64, into out: inout [ScanEvent]) {
         statistics.reports &+= 1
         statistics.legacyReports &+= 1
@@ -145,6 +152,7 @@ public struct Scanner: Sendable {
                rssi: r.rssiIfAvailable, txPower: nil, now: now, into: &out)
     }
 
+    /// One report of an LE Extended Advertising Report event (fragments are joined first).
     public mutating func handleExtended(_ r: LEExtendedAdvertisingReport, now: UInt64, into out: inout [ScanEvent]) {
         statistics.reports &+= 1
         statistics.extendedReports &+= 1

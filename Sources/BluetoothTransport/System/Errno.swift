@@ -4,6 +4,7 @@ import Glibc
 /// kernel returns can be represented; the common ones have names.
 public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: Int32
+    /// The errno value `rawValue`.
     @inlinable public init(rawValue: Int32) { self.rawValue = rawValue }
     @inlinable public init(_ rawValue: Int32) { self.rawValue = rawValue }
 
@@ -13,30 +14,55 @@ public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringCo
         set { Glibc.errno = newValue.rawValue }
     }
 
+    /// EPERM: Operation not permitted.
     public static let permissionDenied = Errno(EPERM)
+    /// ENOENT: No such file or directory.
     public static let noSuchFile = Errno(ENOENT)
+    /// EINTR: Interrupted system call.
     public static let interrupted = Errno(EINTR)
+    /// EIO: I/O error.
     public static let ioError = Errno(EIO)
+    /// EBADF: Bad file descriptor.
     public static let badFileDescriptor = Errno(EBADF)
+    /// EAGAIN: Try again (non-blocking descriptor not ready).
     public static let wouldBlock = Errno(EAGAIN)
+    /// EACCES: Permission denied.
     public static let accessDenied = Errno(EACCES)
+    /// EBUSY: Device or resource busy.
     public static let busy = Errno(EBUSY)
+    /// ENODEV: No such device.
     public static let noSuchDevice = Errno(ENODEV)
+    /// EINVAL: Invalid argument.
     public static let invalidArgument = Errno(EINVAL)
+    /// ENOTTY: Not a terminal (inappropriate ioctl).
     public static let notATerminal = Errno(ENOTTY)
+    /// EPIPE: Broken pipe.
     public static let brokenPipe = Errno(EPIPE)
+    /// EPROTONOSUPPORT: Protocol not supported (no Bluetooth in the kernel).
     public static let protocolNotSupported = Errno(EPROTONOSUPPORT)
+    /// EOPNOTSUPP: Operation not supported.
     public static let operationNotSupported = Errno(EOPNOTSUPP)
+    /// EAFNOSUPPORT: Address family not supported (no AF_BLUETOOTH).
     public static let addressFamilyNotSupported = Errno(EAFNOSUPPORT)
+    /// ENETDOWN: Network is down (the adapter is down).
     public static let networkDown = Errno(ENETDOWN)
+    /// ECONNRESET: Connection reset by peer.
     public static let connectionReset = Errno(ECONNRESET)
+    /// ETIMEDOUT: Connection timed out.
     public static let timedOut = Errno(ETIMEDOUT)
+    /// ECONNREFUSED: Connection refused.
     public static let connectionRefused = Errno(ECONNREFUSED)
+    /// EHOSTUNREACH: No route to host.
     public static let hostUnreachable = Errno(EHOSTUNREACH)
+    /// ENETUNREACH: Network is unreachable.
     public static let networkUnreachable = Errno(ENETUNREACH)
+    /// EALREADY: Operation already in progress.
     public static let alreadyInProgress = Errno(EALREADY)
+    /// EINPROGRESS: Operation now in progress.
     public static let inProgress = Errno(EINPROGRESS)
+    /// EUSERS: Too many users (the user channel is taken).
     public static let tooManyUsers = Errno(EUSERS)
+    /// ERFKILL: Blocked by rfkill.
     public static let rfkill = Errno(ERFKILL)
 
     /// The symbolic name, e.g. "EBUSY", or nil for a number without a name here.

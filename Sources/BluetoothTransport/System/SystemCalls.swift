@@ -11,27 +11,42 @@ import Glibc
 ///
 /// Transports keep the `SystemCalls` they were opened with and use only it.
 public struct SystemCalls: Sendable {
+    /// socket(2).
     public var socket: @Sendable (_ domain: Int32, _ type: Int32, _ protocol: Int32) -> Int32
+    /// bind(2).
     public var bind: @Sendable (_ fd: Int32, _ address: UnsafeRawPointer, _ length: socklen_t) -> Int32
+    /// connect(2).
     public var connect: @Sendable (_ fd: Int32, _ address: UnsafeRawPointer, _ length: socklen_t) -> Int32
+    /// open(2).
     public var open: @Sendable (_ path: UnsafePointer<CChar>, _ flags: Int32, _ mode: mode_t) -> Int32
+    /// read(2).
     public var read: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int
+    /// write(2).
     public var write: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int
+    /// send(2).
     public var send: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ flags: Int32) -> Int
     /// `ioctl(fd, request, argument)`; the argument is a pointer's bit pattern or an integer.
     public var ioctl: @Sendable (_ fd: Int32, _ request: UInt, _ argument: Int) -> Int32
+    /// setsockopt(2).
     public var setsockopt: @Sendable (_ fd: Int32, _ level: Int32, _ name: Int32, _ value: UnsafeRawPointer, _ length: socklen_t) -> Int32
+    /// getsockopt(2).
     public var getsockopt: @Sendable (_ fd: Int32, _ level: Int32, _ name: Int32, _ value: UnsafeMutableRawPointer, _ length: UnsafeMutablePointer<socklen_t>) -> Int32
+    /// poll(2).
     public var poll: @Sendable (_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeoutMilliseconds: Int32) -> Int32
+    /// tcgetattr(3).
     public var tcgetattr: @Sendable (_ fd: Int32, _ attributes: UnsafeMutablePointer<termios>) -> Int32
+    /// tcsetattr(3).
     public var tcsetattr: @Sendable (_ fd: Int32, _ when: Int32, _ attributes: UnsafePointer<termios>) -> Int32
+    /// tcflush(3).
     public var tcflush: @Sendable (_ fd: Int32, _ queue: Int32) -> Int32
+    /// close(2).
     public var close: @Sendable (_ fd: Int32) -> Int32
     /// Monotonic clock in nanoseconds (for retry deadlines).
     public var monotonicNanoseconds: @Sendable () -> UInt64
     /// Sleeps the calling thread (only while opening a transport: the EBUSY retry).
     public var sleepNanoseconds: @Sendable (_ nanoseconds: UInt64) -> Void
 
+    /// A set of calls (`.live` has the C library's; tests change single entries).
     public init(
         socket: @escaping @Sendable (Int32, Int32, Int32) -> Int32,
         bind: @escaping @Sendable (Int32, UnsafeRawPointer, socklen_t) -> Int32,

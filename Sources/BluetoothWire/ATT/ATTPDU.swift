@@ -319,6 +319,7 @@ extension ATTPDU: WireEncodable {
 extension ATTPDU: FieldDescribable {
     public var fieldTitle: String { opcode.description }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         var f: [Field] = [Field("opcode", opcode.field)]
         func u(_ v: some BinaryInteger) -> FieldValue { .uint(UInt64(v)) }

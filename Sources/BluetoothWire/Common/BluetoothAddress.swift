@@ -29,6 +29,7 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
         BluetoothAddress(rawValue: try r.u48("BD_ADDR"))
     }
 
+    /// Appends the encoded value.
     @inlinable
     public func write(_ w: inout ByteWriter) throws(WireError) {
         try w.u48(rawValue)

@@ -96,6 +96,7 @@ public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodab
     }
 
     public var fieldTitle: String { "Date Time" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [
             Field("year", year == 0 ? .named(0, "unknown") : .uint(UInt64(year))),

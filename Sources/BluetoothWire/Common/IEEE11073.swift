@@ -195,6 +195,7 @@ public struct SFloat: RawRepresentable, Hashable, Sendable, CustomStringConverti
         try r.expectEnd()
     }
 
+    /// Appends the encoded value.
     @inlinable
     public func write(_ w: inout ByteWriter) throws(WireError) { try w.u16(rawValue) }
 
@@ -281,6 +282,7 @@ public struct MedFloat32: RawRepresentable, Hashable, Sendable, CustomStringConv
         try r.expectEnd()
     }
 
+    /// Appends the encoded value.
     @inlinable
     public func write(_ w: inout ByteWriter) throws(WireError) { try w.u32(rawValue) }
 

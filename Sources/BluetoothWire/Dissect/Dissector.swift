@@ -8,6 +8,7 @@ public enum Dissector {
     /// (the layers that parsed are still in `fields`).
     public struct Dissection: Sendable {
         public var title: String
+        /// The decoded fields, for the text and JSON renderers.
         public var fields: [Field]
         public var error: WireError?
     }

@@ -108,6 +108,7 @@ public struct H4Frame {
 
 extension H4Frame: FieldDescribable {
     public var fieldTitle: String { "H4 \(type)" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [
             Field("packet_type", .named(UInt64(type.rawValue), type.description)),

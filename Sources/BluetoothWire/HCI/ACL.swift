@@ -126,6 +126,7 @@ public struct ACLPacket: FieldDescribable {
     }
 
     public var fieldTitle: String { "HCI_ACL_Data" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [
             Field("handle", .uint(UInt64(header.handle))),
@@ -190,6 +191,7 @@ public struct SCOPacket: FieldDescribable {
     }
 
     public var fieldTitle: String { "HCI_Synchronous_Data" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [
             Field("connection_handle", .uint(UInt64(handle))),
@@ -230,6 +232,7 @@ public struct ISOPacket: FieldDescribable {
     }
 
     public var fieldTitle: String { "HCI_ISO_Data" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [
             Field("connection_handle", .uint(UInt64(handle))),

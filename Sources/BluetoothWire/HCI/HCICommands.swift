@@ -36,6 +36,7 @@ extension HCICommandEncodable {
 
     public var fieldTitle: String { Self.opcode.name ?? "HCI_Command" }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         HCICommand.headerFields(Self.opcode, parameterLength: parameterLength) + parameterFields
     }
@@ -319,6 +320,7 @@ extension HCICommand: WireEncodable {
 extension HCICommand: FieldDescribable {
     public var fieldTitle: String { opcode.name ?? "HCI_Command" }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         if let c = command { return c.fields }
         var parameters: [UInt8] = []

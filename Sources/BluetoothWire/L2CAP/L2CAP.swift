@@ -101,6 +101,7 @@ public struct L2CAPBasicFrame {
 
 extension L2CAPBasicFrame: FieldDescribable {
     public var fieldTitle: String { "L2CAP Basic Frame" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [
             Field("length", .uint(UInt64(payload.count))),
@@ -242,6 +243,7 @@ public enum L2CAPCommandRejectReason: Hashable, Sendable {
         }
     }
 
+    /// The name from the specification.
     public var name: String {
         switch self {
         case .commandNotUnderstood: "Command not understood"
@@ -750,6 +752,7 @@ extension L2CAPSignalingCommand: WireEncodable {
 extension L2CAPSignalingCommand: FieldDescribable {
     public var fieldTitle: String { code.name ?? "L2CAP signaling command 0x\(Hex.pad(code.rawValue, 2))" }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         var f: [Field] = [
             Field("code", .named(UInt64(code.rawValue), code.description)),

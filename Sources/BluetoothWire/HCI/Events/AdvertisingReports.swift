@@ -52,6 +52,7 @@ public struct LEAdvertisingReport {
     /// `rssi`, or nil when the controller reports 127 (not available).
     @inlinable public var rssiIfAvailable: Int8? { rssi == 127 ? nil : rssi }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("event_type", .code(eventType, eventType.name)),
          Field("address_type", .addressType(address.type)),
@@ -144,6 +145,7 @@ public struct LEAdvertisingReportEvent: LEMetaEventParameters {
     }
 
     public var fieldTitle: String { "HCI_LE_Advertising_Report" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         var list: [FieldValue] = []
         var it = makeIterator()
@@ -193,6 +195,7 @@ public struct LEAdvertisingReportEvent: LEMetaEventParameters {
             }
         }
         public var fieldTitle: String { "HCI_LE_Advertising_Report" }
+        /// The decoded fields, for the text and JSON renderers.
         public var fields: [Field] {
             [Field("num_reports", .u(reports.count)),
              Field("reports", .list(reports.map { r in
@@ -222,6 +225,7 @@ public struct LEDirectedAdvertisingReport: Hashable, Sendable {
         self.rssi = rssi
     }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("event_type", .code(eventType, eventType.name)),
          Field("address_type", .addressType(address.type)),
@@ -288,6 +292,7 @@ public struct LEDirectedAdvertisingReportEvent: LEMetaEventParameters {
     }
 
     public var fieldTitle: String { "HCI_LE_Directed_Advertising_Report" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         var list: [FieldValue] = []
         var it = makeIterator()
@@ -316,6 +321,7 @@ public struct LEDirectedAdvertisingReportEvent: LEMetaEventParameters {
             }
         }
         public var fieldTitle: String { "HCI_LE_Directed_Advertising_Report" }
+        /// The decoded fields, for the text and JSON renderers.
         public var fields: [Field] {
             [Field("num_reports", .u(reports.count)), Field("reports", .list(reports.map { .object($0.fields) }))]
         }
@@ -451,6 +457,7 @@ public struct LEExtendedAdvertisingReport {
     @inlinable public var rssiIfAvailable: Int8? { rssi == 127 ? nil : rssi }
     @inlinable public var txPowerIfAvailable: Int8? { txPower == 127 ? nil : txPower }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("event_type", eventType.fieldValue),
          Field("address_type", .addressType(address.type)),
@@ -551,6 +558,7 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
     }
 
     public var fieldTitle: String { "HCI_LE_Extended_Advertising_Report" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         var list: [FieldValue] = []
         var it = makeIterator()
@@ -628,6 +636,7 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
             }
         }
         public var fieldTitle: String { "HCI_LE_Extended_Advertising_Report" }
+        /// The decoded fields, for the text and JSON renderers.
         public var fields: [Field] {
             [Field("num_reports", .u(reports.count)),
              Field("reports", .list(reports.map { r in

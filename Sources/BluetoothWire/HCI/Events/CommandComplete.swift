@@ -56,6 +56,7 @@ public struct HCICommandComplete: HCIEventParameters {
     }
 
     public var fieldTitle: String { "HCI_Command_Complete" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("num_hci_command_packets", .u(numHCICommandPackets)),
          Field("command_opcode", .opcode(commandOpcode)),
@@ -87,6 +88,7 @@ public struct HCICommandComplete: HCIEventParameters {
             try w.bytes(returnParameters)
         }
         public var fieldTitle: String { "HCI_Command_Complete" }
+        /// The decoded fields, for the text and JSON renderers.
         public var fields: [Field] {
             returnParameters.withUnsafeBytes {
                 HCICommandComplete(numHCICommandPackets: numHCICommandPackets, commandOpcode: commandOpcode, returnParameters: $0).fields
@@ -260,6 +262,7 @@ public struct HCIStatusReturn: HCICommandReturnParameters, Hashable, Sendable {
     public var encodedLength: Int { 1 }
     public func encode(into w: inout ByteWriter) throws(WireError) { try w.u8(status.rawValue) }
     public var fieldTitle: String { "Status return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status))] }
 }
 
@@ -282,6 +285,7 @@ public struct HCIConnectionHandleReturn: HCICommandReturnParameters, Hashable, S
         try w.u16(connectionHandle)
     }
     public var fieldTitle: String { "Status and Connection_Handle return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("connection_handle", .u(connectionHandle))] }
 }
 
@@ -322,6 +326,7 @@ public struct HCIReadLocalVersionInformationReturn: HCICommandReturnParameters, 
         try w.u16(lmpSubversion)
     }
     public var fieldTitle: String { "HCI_Read_Local_Version_Information return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("hci_version", .code(hciVersion, hciVersion.name)),
@@ -350,6 +355,7 @@ public struct HCIReadBDADDRReturn: HCICommandReturnParameters, Hashable, Sendabl
         try bdAddr.write(&w)
     }
     public var fieldTitle: String { "HCI_Read_BD_ADDR return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("bd_addr", .address(bdAddr))] }
 }
 
@@ -385,6 +391,7 @@ public struct HCIReadLocalSupportedCommandsReturn: HCICommandReturnParameters, H
         try w.bytes(supportedCommands)
     }
     public var fieldTitle: String { "HCI_Read_Local_Supported_Commands return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("supported_commands", .bytes(supportedCommands))] }
 }
 
@@ -411,6 +418,7 @@ public struct HCIReadLocalSupportedFeaturesReturn: HCICommandReturnParameters, H
         try w.u64(lmpFeatures)
     }
     public var fieldTitle: String { "HCI_Read_Local_Supported_Features return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("lmp_features", .text("0x" + Hex.pad(lmpFeatures, 16))),
@@ -449,6 +457,7 @@ public struct HCIReadBufferSizeReturn: HCICommandReturnParameters, Hashable, Sen
         try w.u16(totalNumSynchronousDataPackets)
     }
     public var fieldTitle: String { "HCI_Read_Buffer_Size return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("acl_data_packet_length", .u(aclDataPacketLength)),
@@ -481,6 +490,7 @@ public struct HCIReadRSSIReturn: HCICommandReturnParameters, Hashable, Sendable 
         try w.i8(rssi)
     }
     public var fieldTitle: String { "HCI_Read_RSSI return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)), Field("handle", .u(connectionHandle)), Field("rssi", .i(rssi))]
     }
@@ -509,6 +519,7 @@ public struct LEReadBufferSizeV1Return: HCICommandReturnParameters, Hashable, Se
         try w.u8(totalNumLEACLDataPackets)
     }
     public var fieldTitle: String { "HCI_LE_Read_Buffer_Size [v1] return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("le_acl_data_packet_length", .u(leACLDataPacketLength)),
@@ -546,6 +557,7 @@ public struct LEReadBufferSizeV2Return: HCICommandReturnParameters, Hashable, Se
         try w.u8(totalNumISODataPackets)
     }
     public var fieldTitle: String { "HCI_LE_Read_Buffer_Size [v2] return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("le_acl_data_packet_length", .u(leACLDataPacketLength)),
@@ -573,6 +585,7 @@ public struct LEReadLocalSupportedFeaturesReturn: HCICommandReturnParameters, Ha
         try w.u64(leFeatures.rawValue)
     }
     public var fieldTitle: String { "HCI_LE_Read_Local_Supported_Features return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("le_features", leFeatures.fieldValue)] }
 }
 
@@ -594,6 +607,7 @@ public struct LEReadAdvertisingPhysicalChannelTxPowerReturn: HCICommandReturnPar
         try w.i8(txPowerLevel)
     }
     public var fieldTitle: String { "HCI_LE_Read_Advertising_Physical_Channel_Tx_Power return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("tx_power_level", .i(txPowerLevel))] }
 }
 
@@ -615,6 +629,7 @@ public struct LEReadFilterAcceptListSizeReturn: HCICommandReturnParameters, Hash
         try w.u8(filterAcceptListSize)
     }
     public var fieldTitle: String { "HCI_LE_Read_Filter_Accept_List_Size return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("filter_accept_list_size", .u(filterAcceptListSize))] }
 }
 
@@ -636,6 +651,7 @@ public struct LERandReturn: HCICommandReturnParameters, Hashable, Sendable {
         try w.u64(randomNumber)
     }
     public var fieldTitle: String { "HCI_LE_Rand return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("random_number", .text("0x" + Hex.pad(randomNumber, 16)))] }
 }
 
@@ -657,6 +673,7 @@ public struct LEReadSupportedStatesReturn: HCICommandReturnParameters, Hashable,
         try w.u64(leStates)
     }
     public var fieldTitle: String { "HCI_LE_Read_Supported_States return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("le_states", .text("0x" + Hex.pad(leStates, 16)))] }
 }
 
@@ -682,6 +699,7 @@ public struct LEReadSuggestedDefaultDataLengthReturn: HCICommandReturnParameters
         try w.u16(suggestedMaxTxTime)
     }
     public var fieldTitle: String { "HCI_LE_Read_Suggested_Default_Data_Length return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("suggested_max_tx_octets", .u(suggestedMaxTxOctets)),
@@ -719,6 +737,7 @@ public struct LEReadMaximumDataLengthReturn: HCICommandReturnParameters, Hashabl
         try w.u16(supportedMaxRxTime)
     }
     public var fieldTitle: String { "HCI_LE_Read_Maximum_Data_Length return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("supported_max_tx_octets", .u(supportedMaxTxOctets)),
@@ -754,6 +773,7 @@ public struct LEReadPHYReturn: HCICommandReturnParameters, Hashable, Sendable {
         try w.u8(rxPHY.rawValue)
     }
     public var fieldTitle: String { "HCI_LE_Read_PHY return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("connection_handle", .u(connectionHandle)),
@@ -781,6 +801,7 @@ public struct LESetExtendedAdvertisingParametersReturn: HCICommandReturnParamete
         try w.i8(selectedTxPower)
     }
     public var fieldTitle: String { "HCI_LE_Set_Extended_Advertising_Parameters return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("selected_tx_power", .i(selectedTxPower))] }
 }
 
@@ -802,6 +823,7 @@ public struct LEReadMaximumAdvertisingDataLengthReturn: HCICommandReturnParamete
         try w.u16(maxAdvertisingDataLength)
     }
     public var fieldTitle: String { "HCI_LE_Read_Maximum_Advertising_Data_Length return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("max_advertising_data_length", .u(maxAdvertisingDataLength))] }
 }
 
@@ -823,6 +845,7 @@ public struct LEReadNumberOfSupportedAdvertisingSetsReturn: HCICommandReturnPara
         try w.u8(numSupportedAdvertisingSets)
     }
     public var fieldTitle: String { "HCI_LE_Read_Number_of_Supported_Advertising_Sets return parameters" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("status", .status(status)), Field("num_supported_advertising_sets", .u(numSupportedAdvertisingSets))] }
 }
 

@@ -121,6 +121,7 @@ extension HCIEvent: FieldDescribable {
         }
     }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         switch self {
         case .commandComplete(let e): e.fields
@@ -171,6 +172,7 @@ public struct HCICommandStatus: HCIEventParameters, Hashable, Sendable {
     }
 
     public var fieldTitle: String { "HCI_Command_Status" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("num_hci_command_packets", .u(numHCICommandPackets)),
@@ -210,6 +212,7 @@ public struct HCIDisconnectionComplete: HCIEventParameters, Hashable, Sendable {
     }
 
     public var fieldTitle: String { "HCI_Disconnection_Complete" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("connection_handle", .u(connectionHandle)),
@@ -257,6 +260,7 @@ public struct HCIEncryptionChange: HCIEventParameters, Hashable, Sendable {
     }
 
     public var fieldTitle: String { isV2 ? "HCI_Encryption_Change [v2]" : "HCI_Encryption_Change [v1]" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         var f = [Field("status", .status(status)),
                  Field("connection_handle", .u(connectionHandle)),
@@ -294,6 +298,7 @@ public struct HCIEncryptionKeyRefreshComplete: HCIEventParameters, Hashable, Sen
     }
 
     public var fieldTitle: String { "HCI_Encryption_Key_Refresh_Complete" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)), Field("connection_handle", .u(connectionHandle))]
     }
@@ -313,6 +318,7 @@ public struct HCIHardwareError: HCIEventParameters, Hashable, Sendable {
     public var parameterLength: Int { 1 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try w.u8(hardwareCode) }
     public var fieldTitle: String { "HCI_Hardware_Error" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("hardware_code", .u(hardwareCode))] }
 }
 
@@ -328,6 +334,7 @@ public struct HCIDataBufferOverflow: HCIEventParameters, Hashable, Sendable {
     public var parameterLength: Int { 1 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try w.u8(linkType.rawValue) }
     public var fieldTitle: String { "HCI_Data_Buffer_Overflow" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [Field("link_type", .code(linkType, linkType.name))] }
 }
 
@@ -373,6 +380,7 @@ public struct HCIReadRemoteVersionInformationComplete: HCIEventParameters, Hasha
     }
 
     public var fieldTitle: String { "HCI_Read_Remote_Version_Information_Complete" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("connection_handle", .u(connectionHandle)),
@@ -463,6 +471,7 @@ public struct HCINumberOfCompletedPackets: HCIEventParameters, Sequence {
     }
 
     public var fieldTitle: String { "HCI_Number_Of_Completed_Packets" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         var list: [FieldValue] = []
         var it = makeIterator()
@@ -488,6 +497,7 @@ public struct HCINumberOfCompletedPackets: HCIEventParameters, Sequence {
             }
         }
         public var fieldTitle: String { "HCI_Number_Of_Completed_Packets" }
+        /// The decoded fields, for the text and JSON renderers.
         public var fields: [Field] {
             [Field("num_handles", .u(entries.count)),
              Field("handles", .list(entries.map {

@@ -98,6 +98,7 @@ extension LEMetaEvent: WireEncodable, FieldDescribable {
         return payload?.fieldTitle ?? "HCI_LE_Meta"
     }
 
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         let code = subeventCode
         var f = [Field("subevent_code", .code(code, code.name))]
@@ -171,6 +172,7 @@ public struct LEConnectionComplete: LEMetaEventParameters, Hashable, Sendable {
     }
 
     public var fieldTitle: String { "HCI_LE_Connection_Complete" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("connection_handle", .u(connectionHandle)),
@@ -281,6 +283,7 @@ public struct LEEnhancedConnectionComplete: LEMetaEventParameters, Hashable, Sen
     public var fieldTitle: String {
         v2 == nil ? "HCI_LE_Enhanced_Connection_Complete [v1]" : "HCI_LE_Enhanced_Connection_Complete [v2]"
     }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         var f = [Field("status", .status(status)),
                  Field("connection_handle", .u(connectionHandle)),
@@ -339,6 +342,7 @@ public struct LEConnectionUpdateComplete: LEMetaEventParameters, Hashable, Senda
     }
 
     public var fieldTitle: String { "HCI_LE_Connection_Update_Complete" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("connection_handle", .u(connectionHandle)),
@@ -378,6 +382,7 @@ public struct LEReadRemoteFeaturesComplete: LEMetaEventParameters, Hashable, Sen
     }
 
     public var fieldTitle: String { "HCI_LE_Read_Remote_Features_Complete" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("connection_handle", .u(connectionHandle)),
@@ -417,6 +422,7 @@ public struct LELongTermKeyRequest: LEMetaEventParameters, Hashable, Sendable {
     }
 
     public var fieldTitle: String { "HCI_LE_Long_Term_Key_Request" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("connection_handle", .u(connectionHandle)),
          Field("random_number", .text("0x" + Hex.pad(randomNumber, 16))),
@@ -462,6 +468,7 @@ public struct LERemoteConnectionParameterRequest: LEMetaEventParameters, Hashabl
     }
 
     public var fieldTitle: String { "HCI_LE_Remote_Connection_Parameter_Request" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("connection_handle", .u(connectionHandle)),
          Field("interval_min", .u(intervalMin)),
@@ -509,6 +516,7 @@ public struct LEDataLengthChange: LEMetaEventParameters, Hashable, Sendable {
     }
 
     public var fieldTitle: String { "HCI_LE_Data_Length_Change" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("connection_handle", .u(connectionHandle)),
          Field("max_tx_octets", .u(maxTxOctets)),
@@ -552,6 +560,7 @@ public struct LEPHYUpdateComplete: LEMetaEventParameters, Hashable, Sendable {
     }
 
     public var fieldTitle: String { "HCI_LE_PHY_Update_Complete" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("connection_handle", .u(connectionHandle)),
@@ -567,6 +576,7 @@ public struct LEScanTimeout: LEMetaEventParameters, Hashable, Sendable {
     public var subeventParameterLength: Int { 0 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {}
     public var fieldTitle: String { "HCI_LE_Scan_Timeout" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] { [] }
 }
 
@@ -605,6 +615,7 @@ public struct LEAdvertisingSetTerminated: LEMetaEventParameters, Hashable, Senda
     }
 
     public var fieldTitle: String { "HCI_LE_Advertising_Set_Terminated" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("status", .status(status)),
          Field("advertising_handle", .u(advertisingHandle)),
@@ -639,6 +650,7 @@ public struct LEChannelSelectionAlgorithm: LEMetaEventParameters, Hashable, Send
     }
 
     public var fieldTitle: String { "HCI_LE_Channel_Selection_Algorithm" }
+    /// The decoded fields, for the text and JSON renderers.
     public var fields: [Field] {
         [Field("connection_handle", .u(connectionHandle)),
          Field("channel_selection_algorithm", .code(channelSelectionAlgorithm, channelSelectionAlgorithm.name))]
