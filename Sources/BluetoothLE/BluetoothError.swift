@@ -1,3 +1,5 @@
+import BluetoothTransport
+
 /// What went wrong, in one type for the whole facade: a kind to switch on, a message to
 /// show, and the lower layer's error when there was one.
 public struct BluetoothError: Error, Sendable, CustomStringConvertible {
@@ -48,7 +50,8 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
         case .notFound: .notFound
         case .connectTimeout: .timeout
         case .disconnected: .disconnected
-        case .connectFailed, .commandFailed, .l2capRefused, .busy, .notSupported: .refused
+        case .connectFailed, .commandFailed, .l2capRefused: .refused
+        case .busy, .notSupported: .invalidRequest
         case .pairingFailed, .bondStore: .security
         case .cancelled: .cancelled
         case .malformedPacket: .protocolViolation
@@ -75,7 +78,8 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
         case let h as HostError: self.init(h)
         case let g as GATTError: self.init(g)
         case is CancellationError: self.init(.cancelled, "cancelled")
-        default: self.init(.unavailable, "\(e)", underlying: nil)
+        case let t as TransportError: self.init(t.kind == .invalidSpec ? .invalidRequest : .unavailable, t.message, underlying: t)
+        default: self.init(.unavailable, "\(e)", underlying: e)
         }
     }
 }

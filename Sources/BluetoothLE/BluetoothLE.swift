@@ -59,7 +59,7 @@ public struct BluetoothOptions: Sendable {
         } catch let e as BluetoothError {
             throw e
         } catch {
-            throw BluetoothError(.unavailable, "no usable transport: \(error)", underlying: error)
+            throw BluetoothError(error)
         }
         var topts = TransportOptions()
         topts.bringDown = bringDown

@@ -61,6 +61,10 @@ public final class CentralManager: Sendable {
         host = try await options.openHost()
     }
 
+    /// A central on a host that is open already: the same controller can serve a
+    /// ``PeripheralManager`` too (``PeripheralManager/init(name:services:appearance:host:bondDirectory:)``).
+    public init(host: HCIHost) { self.host = host }
+
     /// This controller's public address.
     public var address: BluetoothAddress { host.info.address }
 
@@ -72,28 +76,20 @@ public final class CentralManager: Sendable {
         let events = host.scan(ScanConfiguration(active: active, reportDuplicates: allowDuplicates, services: filter.services,
                                                  nameSubstring: filter.name, address: filter.address,
                                                  minimumRSSI: filter.minimumRSSI))
-        let (stream, continuation) = AsyncThrowingStream<Advertisement, any Error>.makeStream()
-        let task = Task {
-            do {
-                for try await e in events { continuation.yield(Advertisement(device: e.device)) }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: BluetoothError(error))
-            }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return BluetoothStream(stream)
+        return BluetoothStream(events) { Advertisement(device: $0.device) }
     }
 
-    /// The first device matching `filter` (a name must match exactly here), or
-    /// `.notFound` after `timeout`.
+    /// The first device matching `filter`, or `.notFound` after `timeout`. A name alone is
+    /// looked for as the host's `findDevice` does: the exact name (ignoring case) first,
+    /// else a name containing it; with other criteria too, a name containing it.
     public func find(_ filter: ScanFilter, timeout: Duration = .seconds(10)) async throws(BluetoothError) -> Advertisement {
         let query: DeviceQuery
-        if let a = filter.address, filter.services.isEmpty, filter.name == nil {
+        let alone = filter.minimumRSSI == nil
+        if alone, let a = filter.address, filter.services.isEmpty, filter.name == nil {
             query = .address(a)
-        } else if let n = filter.name, filter.services.isEmpty, filter.address == nil {
+        } else if alone, let n = filter.name, filter.services.isEmpty, filter.address == nil {
             query = .name(n)
-        } else if filter.services.count == 1, filter.name == nil, filter.address == nil {
+        } else if alone, filter.services.count == 1, filter.name == nil, filter.address == nil {
             query = .service(filter.services[0])
         } else {
             // A combination: the general scan with a deadline.
@@ -136,15 +132,26 @@ public final class CentralManager: Sendable {
         return p
     }
 
-    /// Connects to `address` (no scan: it must be advertising connectably). A bonded
-    /// device is encrypted with its stored key at once, as BlueZ does.
+    /// Connects to `address` (no scan: it must be advertising connectably) and settles the
+    /// ATT_MTU. A bonded device is encrypted with its stored key at once, as BlueZ does;
+    /// when that fails (the device forgot the bond) the link is dropped and this throws
+    /// `.security`, as CoreBluetooth reports "peer removed pairing information": remove
+    /// the bond (`hcigatt unpair`) to pair again.
     public func connect(to address: LEAddress, timeout: Duration = .seconds(10)) async throws(BluetoothError) -> Peripheral {
         let link: LEConnection
         do throws(HostError) { link = try await host.connect(to: address, timeout: timeout) } catch { throw BluetoothError(error) }
         if let bond = try? link.storedBond(), bond.centralKey != nil {
-            _ = try? await link.encryptWithBond()
+            do throws(HostError) {
+                _ = try await link.encryptWithBond()
+            } catch {
+                await link.disconnect()
+                throw BluetoothError(.security, "\(address) refused the stored bond's key (\(error.message)); it may have removed its pairing information",
+                                     underlying: error)
+            }
         }
-        return Peripheral(link: link)
+        let p = Peripheral(link: link)
+        _ = try? await p.gatt.exchangeMTU()
+        return p
     }
 
     /// Disconnects every peripheral and releases the controller.

@@ -41,8 +41,9 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     }
     /// Whether the link is still up.
     public var isConnected: Bool { link.isConnected }
-    /// The most a write without response or notification can carry (ATT_MTU - 3).
-    public var maximumWriteValueLength: Int { gatt.mtu - 3 }
+    /// The most a write without response can carry: ATT_MTU - 3, at most 512 (an
+    /// attribute value's limit).
+    public var maximumWriteValueLength: Int { min(gatt.mtu - 3, ATT.maximumAttributeValueLength) }
     /// The address, and the advertised name when known.
     public var description: String { "\(address)\(advertisedName.map { " \"\($0)\"" } ?? "")" }
 
@@ -111,6 +112,9 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         if type == .withoutResponse, !characteristic.properties.contains(.writeWithoutResponse) {
             throw BluetoothError(.invalidRequest, "\(characteristic.uuid) takes no write without response (its properties: \(characteristic.properties))")
         }
+        if type == .withoutResponse, value.count > maximumWriteValueLength {
+            throw BluetoothError(.invalidRequest, "\(value.count) bytes do not fit one write without response (at most \(maximumWriteValueLength) here)")
+        }
         do throws(GATTError) {
             switch type {
             case .withResponse:
@@ -125,26 +129,18 @@ public final class Peripheral: Sendable, CustomStringConvertible {
     }
 
     /// Subscribes (writes the CCCD: notifications, or indications when the characteristic
-    /// only indicates) and returns the values as they come. Ending the iteration (or
-    /// cancelling its task) unsubscribes; the stream ends with `.disconnected` when the
-    /// link goes down.
+    /// only indicates) and returns the values as they come. Notifications wait in a
+    /// bounded buffer (the oldest are dropped when the program falls behind); an
+    /// indication is confirmed once the program has taken it, which holds the peer back.
+    /// Releasing the stream (or cancelling the task iterating it) unsubscribes; it ends
+    /// with `.disconnected` when the link goes down.
     public func notifications(for characteristic: GATTCharacteristic) async throws(BluetoothError) -> BluetoothStream<[UInt8]> {
         let indicate = !characteristic.properties.contains(.notify) && characteristic.properties.contains(.indicate)
         let values: AsyncThrowingStream<GATTValue, any Error>
         do throws(GATTError) { values = try await gatt.subscribe(characteristic: characteristic, indicate: indicate) } catch {
             throw BluetoothError(error)
         }
-        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        let task = Task {
-            do {
-                for try await v in values { continuation.yield(v.value) }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: BluetoothError(error))
-            }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return BluetoothStream(stream)
+        return BluetoothStream(values) { $0.value }
     }
 
     // MARK: Link

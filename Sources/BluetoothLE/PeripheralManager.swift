@@ -44,33 +44,59 @@ public final class PeripheralManager: Sendable {
     public let server: GATTServer
     /// The name in Generic Access and in the advertising data.
     public let name: String
-    /// Everything that happens, in order (one consumer).
+    /// Everything that happens, in order (one consumer; the newest 4096 wait when it falls
+    /// behind). Ends when the controller goes away or the manager is closed.
     public let events: AsyncStream<PeripheralManagerEvent>
     private let tasks: [Task<Void, Never>]
     private let primaryServices: [BluetoothUUID]
+    private let ownAddress: AdvertisingConfiguration.OwnAddress
 
     /// Opens the controller and builds the database: Generic Access (with `name`),
     /// Generic Attribute (Service Changed, Database Hash), then `services`.
-    public init(name: String, services: [GATTLocalService], appearance: UInt16 = 0,
-                options: BluetoothOptions = BluetoothOptions()) async throws(BluetoothError) {
-        let server: GATTServer
+    public convenience init(name: String, services: [GATTLocalService], appearance: UInt16 = 0,
+                            options: BluetoothOptions = BluetoothOptions()) async throws(BluetoothError) {
+        let server = try Self.makeServer(name: name, services: services, appearance: appearance, bondDirectory: options.bondDirectory)
+        self.init(name: name, server: server, primaryServices: services.filter(\.isPrimary).map(\.uuid),
+                  host: try await options.openHost())
+    }
+
+    /// The same on a host that is open already (one controller for both roles, with a
+    /// ``CentralManager/init(host:)``); `bondDirectory` keeps bonded centrals' subscriptions.
+    public convenience init(name: String, services: [GATTLocalService], appearance: UInt16 = 0, host: HCIHost,
+                            bondDirectory: String? = nil) throws(BluetoothError) {
+        let server = try Self.makeServer(name: name, services: services, appearance: appearance, bondDirectory: bondDirectory)
+        self.init(name: name, server: server, primaryServices: services.filter(\.isPrimary).map(\.uuid), host: host)
+    }
+
+    private static func makeServer(name: String, services: [GATTLocalService], appearance: UInt16,
+                                   bondDirectory: String?) throws(BluetoothError) -> GATTServer {
         do throws(GATTDatabaseError) {
-            server = try GATTServer(services: [.genericAccess(deviceName: name, appearance: appearance), .genericAttribute()] + services,
-                                    bondedClients: options.bondDirectory.map { GATTBondedClients(store: BondStore(directory: $0)) })
+            return try GATTServer(services: [.genericAccess(deviceName: name, appearance: appearance), .genericAttribute()] + services,
+                                  bondedClients: bondDirectory.map { GATTBondedClients(store: BondStore(directory: $0)) })
         } catch {
-            throw BluetoothError(.invalidRequest, "cannot build the GATT database: \(error)")
+            throw BluetoothError(.invalidRequest, "cannot build the GATT database: \(error)", underlying: error)
         }
-        let host = try await options.openHost()
+    }
+
+    private init(name: String, server: GATTServer, primaryServices: [BluetoothUUID], host: HCIHost) {
         self.host = host
         self.server = server
         self.name = name
-        primaryServices = services.filter(\.isPrimary).map(\.uuid)
-        let (events, sink) = AsyncStream<PeripheralManagerEvent>.makeStream()
+        self.primaryServices = primaryServices
+        // A controller without a public address advertises from one random static address
+        // for the manager's life (a new one each start would make it a new device each time).
+        var g = SystemRandomNumberGenerator()
+        ownAddress = host.info.address == .zero ? .randomStatic(BluetoothAddress.randomStatic(using: &g)) : .public
+        // Bounded like the server's own stream: a program that stops reading loses the
+        // oldest events, memory does not grow.
+        let (events, sink) = AsyncStream<PeripheralManagerEvent>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         self.events = events
         let layout = server.layout
         tasks = [
             Task {
                 for await link in host.incomingConnections { server.attach(link) }
+                // The controller went away (or the manager closed): the events end.
+                sink.finish()
             },
             Task {
                 for await e in server.events {
@@ -103,16 +129,11 @@ public final class PeripheralManager: Sendable {
         let (adv, scan) = AdvertisingDataBuilder.legacyPayload(name: name, services: serviceUUIDs ?? primaryServices)
         do throws(HostError) {
             _ = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: adv, scanResponseData: scan, interval: interval,
-                                                                         ownAddress: host.info.address == .zero ? .randomStatic(Self.randomStatic()) : .public,
+                                                                         ownAddress: ownAddress,
                                                                          maximumConnections: maximumConnections))
         } catch {
             throw BluetoothError(error)
         }
-    }
-
-    private static func randomStatic() -> BluetoothAddress {
-        var g = SystemRandomNumberGenerator()
-        return BluetoothAddress.randomStatic(using: &g)
     }
 
     /// Stops advertising (connected centrals stay connected).
@@ -130,18 +151,23 @@ public final class PeripheralManager: Sendable {
     public func setValue(_ value: [UInt8], for characteristic: BluetoothUUID) throws(BluetoothError) {
         let h = try handle(of: characteristic)
         do throws(ATTServerError) { try server.setValue(value, for: h) } catch {
-            throw BluetoothError(.invalidRequest, "\(error)")
+            throw BluetoothError(.invalidRequest, "\(error)", underlying: error)
         }
     }
 
     /// Stores `value` and sends it to the centrals subscribed to `characteristic` (or only
     /// to `centrals`): a notification, waiting while a link's queue is full, or for a
-    /// characteristic that only indicates, an indication each, waiting for the confirmation.
-    /// Returns the centrals it reached (`updateValue(_:for:onSubscribedCentrals:)`).
+    /// characteristic that only indicates, an indication each (all at once), waiting for
+    /// the confirmations. Returns the centrals it reached (`updateValue(_:for:onSubscribedCentrals:)`).
+    /// A value over 512 bytes is refused (`.invalidRequest`); each central gets at most
+    /// ``maximumUpdateValueLength(for:)`` of it.
     @discardableResult
     public func updateValue(_ value: [UInt8], for characteristic: BluetoothUUID,
                             onSubscribedCentrals centrals: [Central]? = nil) async throws(BluetoothError) -> [Central] {
         let h = try handle(of: characteristic)
+        guard value.count <= ATT.maximumAttributeValueLength else {
+            throw BluetoothError(.invalidRequest, "a value of \(value.count) bytes is over an attribute's 512")
+        }
         let subscribers = server.subscribers(of: h).filter { s in centrals?.contains { $0.id == s.0.id } ?? true }
         let notifying = subscribers.filter { $0.1.contains(.notify) }.map(\.0)
         var reached: [Central] = []
@@ -149,13 +175,26 @@ public final class PeripheralManager: Sendable {
             let r = await server.notifyWhenReady(h, value: value, to: notifying.map(\.id))
             reached += notifying.filter { c in r.sent.contains(c.id) }.map(Central.init)
         } else {
-            try? server.setValue(value, for: h)
+            do throws(ATTServerError) { try server.setValue(value, for: h) } catch {
+                throw BluetoothError(.invalidRequest, "\(error)", underlying: error)
+            }
         }
-        for (c, config) in subscribers where config.contains(.indicate) && !config.contains(.notify) {
-            do throws(GATTServerError) {
-                try await server.indicate(h, value: value, to: c.id)
-                reached.append(Central(c))
-            } catch {}
+        let indicating = subscribers.filter { $0.1.contains(.indicate) && !$0.1.contains(.notify) }.map(\.0)
+        let server = self.server
+        reached += await withTaskGroup(of: Central?.self) { group in
+            for c in indicating {
+                group.addTask {
+                    do throws(GATTServerError) {
+                        try await server.indicate(h, value: value, to: c.id)
+                        return Central(c)
+                    } catch {
+                        return nil
+                    }
+                }
+            }
+            var confirmed: [Central] = []
+            for await c in group { if let c { confirmed.append(c) } }
+            return confirmed
         }
         return reached
     }
@@ -163,8 +202,11 @@ public final class PeripheralManager: Sendable {
     /// The centrals connected now.
     public var centrals: [Central] { server.clients.map(Central.init) }
 
-    /// The largest update `central` can receive in one notification (ATT_MTU - 3).
-    public func maximumUpdateValueLength(for central: Central) -> Int { (server.mtu(of: central.id) ?? ATT.defaultMTU) - 3 }
+    /// The largest update `central` receives whole in one notification: ATT_MTU - 3, at
+    /// most 512.
+    public func maximumUpdateValueLength(for central: Central) -> Int {
+        min((server.mtu(of: central.id) ?? ATT.defaultMTU) - 3, ATT.maximumAttributeValueLength)
+    }
 
     /// Accepts LE credit-based L2CAP channels on `psm` (0x0080-0x00FF;
     /// `CBPeripheralManager.publishL2CAPChannel`); the channels come in the stream.

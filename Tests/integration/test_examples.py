@@ -115,6 +115,21 @@ class AgainstHcigattTests(unittest.TestCase):
             finally:
                 server.stop()
 
+    def test_the_peripheral_example_ends_when_its_controller_goes_away(self):
+        world, a, b = self.world()
+        with world:
+            ball = ExampleProc('MagicEightBallPeripheral', '--transport', a, '--name', 'Ball-Z')
+            try:
+                self.assertIsNotNone(ball.wait_for(ball.lines, lambda l: l == 'advertising as "Ball-Z"'), ball.stderr)
+            finally:
+                world.close()  # the virtual controllers go away
+                try:
+                    rc = ball.proc.wait(timeout=20)
+                finally:
+                    ball.stop()
+            self.assertEqual(rc, 1, ball.stderr)
+            self.assertIn('the controller went away', ball.stderr)
+
     def test_peer_chat_with_hcigatt_chat_both_ways(self):
         world, a, b = self.world()
         with world:

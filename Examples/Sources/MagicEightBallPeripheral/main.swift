@@ -44,6 +44,8 @@ do {
         if limit > 0 && answered >= limit { break }
     }
     await manager.close()
+    // The events end early only when the controller went away.
+    if limit == 0 || answered < limit { throw BluetoothError(.unavailable, "the controller went away") }
 } catch {
     fail(error)
 }

@@ -13,21 +13,30 @@ let uart = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
 let rx = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!  // centrals write
 let tx = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!  // the waiting side notifies
 
-/// Joins pieces into messages at each newline.
+/// Joins pieces into messages at each newline (a CR before it dropped); a peer that never
+/// sends one gets its text cut into 64 KiB messages rather than memory without end.
 struct Messages {
     var pending: [UInt8] = []
     mutating func add(_ piece: [UInt8]) -> [String] {
         var out: [String] = []
         for b in piece {
-            if b == 0x0A {
-                out.append(String(decoding: pending, as: UTF8.self))
+            if b == 0x0A || pending.count == 65_536 {
+                if pending.last == 0x0D { pending.removeLast() }
+                out.append(printable(String(decoding: pending, as: UTF8.self)))
                 pending.removeAll()
-            } else {
-                pending.append(b)
+                if b == 0x0A { continue }
             }
+            pending.append(b)
         }
         return out
     }
+}
+
+/// Control characters shown as U+FFFD: a peer's text must not drive the terminal.
+func printable(_ text: String) -> String {
+    String(String.UnicodeScalarView(text.unicodeScalars.map {
+        ($0.value < 0x20 && $0 != "\t") || (0x7F ... 0x9F).contains($0.value) ? "\u{FFFD}" : $0
+    }))
 }
 
 func pieces(_ line: String, size: Int) -> [[UInt8]] {
@@ -78,8 +87,13 @@ func join() async throws(BluetoothError) {
     let write = try await peer.characteristic(rx, in: uart)
     let typing = Task {
         for await line in standardInputLines() {
-            for piece in pieces(line, size: min(peer.maximumWriteValueLength, 512)) {
-                try await peer.writeValue(piece, for: write, type: .withoutResponse)
+            do {
+                for piece in pieces(line, size: peer.maximumWriteValueLength) {
+                    try await peer.writeValue(piece, for: write, type: .withoutResponse)
+                }
+            } catch {
+                say("* not sent: \(error)")
+                return
             }
         }
     }
