@@ -54,6 +54,8 @@ final class ChatInbox: Sendable {
     private struct Entry {
         var framer = ChatFramer()
         var generation = 0
+        /// A quiet-timer task is running for this peer.
+        var timing = false
     }
 
     private let entries = Mutex<[String: Entry]>([:])
@@ -62,24 +64,34 @@ final class ChatInbox: Sendable {
     init(_ deliver: @escaping @Sendable (_ peer: String, _ message: String) -> Void) { self.deliver = deliver }
 
     func received(_ bytes: [UInt8], from peer: String) {
-        let (messages, generation, waiting): ([String], Int, Bool) = entries.withLock { all in
+        let (messages, startTimer): ([String], Bool) = entries.withLock { all in
             var e = all[peer] ?? Entry()
             let m = e.framer.append(bytes)
             e.generation += 1
+            let start = !e.framer.pending.isEmpty && !e.timing
+            if start { e.timing = true }
             all[peer] = e
-            return (m, e.generation, !e.framer.pending.isEmpty)
+            return (m, start)
         }
         for m in messages { deliver(peer, m) }
-        guard waiting else { return }
+        guard startTimer else { return }
+        // One timer per peer: it sleeps until the peer has been quiet for a second.
         Task {
-            try? await Task.sleep(for: .seconds(1))
-            let rest: String? = entries.withLock { all in
-                guard var e = all[peer], e.generation == generation else { return nil }
-                let m = e.framer.flush()
-                all[peer] = e
-                return m
+            var seen = -1
+            while true {
+                try? await Task.sleep(for: .seconds(1))
+                let (done, rest): (Bool, String?) = entries.withLock { all in
+                    guard var e = all[peer] else { return (true, nil) }
+                    if e.framer.pending.isEmpty { e.timing = false; all[peer] = e; return (true, nil) }
+                    if e.generation != seen { seen = e.generation; return (false, nil) }
+                    let m = e.framer.flush()
+                    e.timing = false
+                    all[peer] = e
+                    return (true, m)
+                }
+                if let rest { deliver(peer, rest) }
+                if done { return }
             }
-            if let rest { deliver(peer, rest) }
         }
     }
 
@@ -93,17 +105,90 @@ final class ChatInbox: Sendable {
     }
 }
 
+/// Lines to send, one bounded queue and one sender task per peer: a peer that takes
+/// nothing (no credits, a full link) holds back only its own messages, and what waits for
+/// it is bounded (a line that does not fit its queue is not sent to it, and said so).
+final class ChatOutbox: Sendable {
+    static let limit = 256
+    private struct Queue {
+        var id: Int
+        var continuation: AsyncStream<String>.Continuation
+    }
+    private let queues = Mutex<(next: Int, all: [String: Queue])>((0, [:]))
+
+    /// Starts sending to `peer`: each line posted goes to `send` in order; when `send`
+    /// returns false the peer's queue closes.
+    func open(_ peer: String, send: @escaping @Sendable (String) async -> Bool) {
+        let (lines, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Self.limit))
+        let (id, replaced) = queues.withLock { q in
+            q.next += 1
+            return (q.next, q.all.updateValue(Queue(id: q.next, continuation: continuation), forKey: peer))
+        }
+        replaced?.continuation.finish()
+        Task {
+            for await line in lines where !(await send(line)) { break }
+            continuation.finish()
+            // Forget the queue unless a newer one replaced it meanwhile.
+            queues.withLock { q in if q.all[peer]?.id == id { q.all[peer] = nil } }
+        }
+    }
+
+    /// Stops sending to `peer` (what is queued is dropped).
+    func close(_ peer: String) {
+        queues.withLock { $0.all.removeValue(forKey: peer) }?.continuation.finish()
+    }
+
+    /// Queues `line` for every open peer; returns how many took it and who had no room.
+    func post(_ line: String) -> (queued: Int, full: [String]) {
+        let all = queues.withLock { $0.all }
+        var queued = 0
+        var full: [String] = []
+        for (peer, q) in all {
+            switch q.continuation.yield(line) {
+            case .enqueued: queued += 1
+            case .dropped: full.append(peer)
+            case .terminated: break
+            @unknown default: break
+            }
+        }
+        return (queued, full)
+    }
+
+    /// Closes every queue.
+    func closeAll() {
+        let all: [Queue] = queues.withLock { q in
+            defer { q.all = [:] }
+            return Array(q.all.values)
+        }
+        for q in all { q.continuation.finish() }
+    }
+}
+
 /// Text lines or JSON events of a chat, flushed one by one.
 struct ChatOutput: Sendable {
     let json: Bool
 
-    func message(_ text: String, from peer: String) {
+    func message(_ text: String, from peer: String, via: String = "gatt") {
         if json {
-            Console.out(FieldRenderer.jsonObject([Field("event", .text("message")), Field("peer", .text(peer)), Field("text", .text(text))]))
+            Console.out(FieldRenderer.jsonObject([Field("event", .text("message")), Field("peer", .text(peer)), Field("via", .text(via)),
+                                                  Field("text", .text(text))]))
         } else {
-            Console.out(text)
+            Console.out(Self.printable(text))
         }
         Console.flushOut()
+    }
+
+    /// The text with control characters (C0 but tab, DEL, C1) shown as U+FFFD: a peer's
+    /// message must not drive the terminal (escape sequences, OSC 52 clipboard writes).
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = String.UnicodeScalarView()
+        for u in text.unicodeScalars { out.append(isControl(u) ? "\u{FFFD}" : u) }
+        return String(out)
+    }
+
+    private static func isControl(_ u: Unicode.Scalar) -> Bool {
+        (u.value < 0x20 && u != "\t") || (0x7F ... 0x9F).contains(u.value)
     }
 
     func event(_ event: String, peer: String, text: String, _ extra: [Field] = []) {
@@ -207,7 +292,12 @@ enum ChatCommand {
         }
         let session = try await Session.open(args)
         let host = session.host
-        let inbox = ChatInbox { peer, text in out.message(text, from: peer) }
+        // Inbox keys: "gatt PEER" or "l2cap PEER" (one framer per carrier).
+        let inbox = ChatInbox { key, text in
+            let (via, peer) = key.hasPrefix("l2cap ") ? ("l2cap", String(key.dropFirst(6))) : ("gatt", String(key.dropFirst(5)))
+            out.message(text, from: peer, via: via)
+        }
+        let outbox = ChatOutbox()
         let channels = OpenChannels()
         let incoming = useL2CAP ? host.listenL2CAP(psm: psm, parameters: channelParameters) : nil
         let (adv, scan) = ServeCommand.advertisingPayload(name: name, services: [service], appearance: 0)
@@ -225,28 +315,54 @@ enum ChatCommand {
                             case .connected(let c):
                                 out.event("connected", peer: c.peer, text: "connected: \(c.peer)")
                             case .disconnected(let c, let reason):
-                                inbox.closed(c.peer)
+                                inbox.closed("gatt \(c.peer)")
+                                outbox.close("gatt \(c.peer)")
                                 out.event("disconnected", peer: c.peer, text: "disconnected: \(c.peer) (\(reason))",
                                           [Field("reason", .text(reason))])
                             case .subscriptionChanged(let c, let handle, let config) where handle == txHandle:
+                                if config.contains(.notify) {
+                                    outbox.open("gatt \(c.peer)") { line in
+                                        let size = min((server.mtu(of: c.id) ?? ATT.defaultMTU) - 3, ATT.maximumAttributeValueLength)
+                                        for piece in ChatFramer.pieces(line, size: size) {
+                                            let r = await server.notifyWhenReady(txHandle, value: piece, to: [c.id], store: false)
+                                            if let f = r.failed.first {
+                                                Console.err("not sent to \(c.peer): \(f.1)")
+                                                return false
+                                            }
+                                        }
+                                        return true
+                                    }
+                                } else {
+                                    outbox.close("gatt \(c.peer)")
+                                }
                                 out.event(config.contains(.notify) ? "subscribed" : "unsubscribed", peer: c.peer,
                                           text: config.contains(.notify) ? "\(c.peer) receives messages now" : "\(c.peer) stopped receiving messages")
                             case .wrote(let c, let handle, let value, _) where handle == rxHandle:
-                                inbox.received(value, from: c.peer)
+                                inbox.received(value, from: "gatt \(c.peer)")
                             default: break
                             }
                         }
                     }
                     if let incoming {
                         group.addTask {
-                            await withTaskGroup(of: Void.self) { each in
+                            await withDiscardingTaskGroup { each in
                                 for await channel in incoming {
                                     channels.add(channel)
                                     let peer = "\(channel.connection.address)"
                                     out.event("channel", peer: peer, text: "channel open with \(peer) (PSM 0x\(Hex.pad(psm, 4)))")
+                                    outbox.open("l2cap \(peer)") { line in
+                                        for piece in ChatFramer.pieces(line, size: channel.peerMTU) {
+                                            do throws(HostError) { try await channel.send(piece) } catch {
+                                                Console.err("not sent to \(peer): \(error.message)")
+                                                return false
+                                            }
+                                        }
+                                        return true
+                                    }
                                     each.addTask {
-                                        for await sdu in channel.sdus { inbox.received(sdu, from: "\(peer) L2CAP") }
-                                        inbox.closed("\(peer) L2CAP")
+                                        for await sdu in channel.sdus { inbox.received(sdu, from: "l2cap \(peer)") }
+                                        inbox.closed("l2cap \(peer)")
+                                        outbox.close("l2cap \(peer)")
                                         channels.remove(channel)
                                         out.event("channel-closed", peer: peer, text: "channel with \(peer) closed: \(channel.end?.description ?? "closed")")
                                     }
@@ -256,44 +372,30 @@ enum ChatCommand {
                     }
                     group.addTask {
                         for await line in AnswerSource.stdinLines() {
-                            var reached = 0
-                            for (client, config) in server.subscribers(of: txHandle) where config.contains(.notify) {
-                                let size = min((server.mtu(of: client.id) ?? ATT.defaultMTU) - 3, ATT.maximumAttributeValueLength)
-                                var sent = true
-                                for piece in ChatFramer.pieces(line, size: size) {
-                                    let r = await server.notifyWhenReady(txHandle, value: piece, to: [client.id], store: false)
-                                    if let f = r.failed.first {
-                                        Console.err("not sent to \(client.peer): \(f.1)")
-                                        sent = false
-                                        break
-                                    }
-                                }
-                                if sent { reached += 1 }
-                            }
-                            for c in channels.all {
-                                var sent = true
-                                for piece in ChatFramer.pieces(line, size: Int(c.peerMTU)) {
-                                    do throws(HostError) { try await c.send(piece) } catch {
-                                        Console.err("not sent to \(c.connection.address): \(error.message)")
-                                        sent = false
-                                        break
-                                    }
-                                }
-                                if sent { reached += 1 }
-                            }
-                            if reached == 0 { Console.err("nobody is listening yet; not sent: \(line)") }
+                            let (queued, full) = outbox.post(line)
+                            for peer in full { Console.err("\(peer.split(separator: " ", maxSplits: 1).last ?? "") takes nothing (\(ChatOutbox.limit) messages wait for it); not sent to it: \(line)") }
+                            if queued == 0 && full.isEmpty { Console.err("nobody is listening yet; not sent: \(line)") }
                         }
                         // End of stdin: keep receiving until Ctrl-C.
                         let (never, open) = AsyncStream<Void>.makeStream()
                         for await _ in never {}
                         withExtendedLifetime(open) {}
                     }
+                    // A controller without a public address advertises from a random static one.
+                    var own = AdvertisingConfiguration.OwnAddress.public
+                    var ownText = "\(LEAddress(host.info.address, type: .public))"
+                    if host.info.address == .zero {
+                        var g = SystemRandomNumberGenerator()
+                        let a = BluetoothAddress.randomStatic(using: &g)
+                        own = .randomStatic(a)
+                        ownText = "\(LEAddress(a, type: .random))"
+                    }
                     do throws(HostError) {
-                        _ = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: adv, scanResponseData: scan))
+                        _ = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: adv, scanResponseData: scan, ownAddress: own))
                     } catch {
                         throw RuntimeError("cannot advertise: \(error.message)")
                     }
-                    Console.err("waiting as \"\(name)\" (\(LEAddress(host.info.address, type: .public)))"
+                    Console.err("waiting as \"\(name)\" (\(ownText))"
                         + (useL2CAP ? ", L2CAP PSM 0x\(Hex.pad(psm, 4))" : "") + "; Ctrl-C ends")
                     try await group.next()
                     group.cancelAll()
@@ -302,6 +404,7 @@ enum ChatCommand {
         } catch {
             failure = error
         }
+        outbox.closeAll()
         if useL2CAP { host.stopListeningL2CAP(psm: psm) }
         for c in channels.all { await c.close() }
         await host.stopAdvertising()
@@ -318,7 +421,8 @@ enum ChatCommand {
         try await withPeer(args, target) { p in
             let client = p.client
             let who = "\(p.peer)"
-            let inbox = ChatInbox { peer, text in out.message(text, from: peer) }
+            let via = useL2CAP ? "l2cap" : "gatt"
+            let inbox = ChatInbox { peer, text in out.message(text, from: peer, via: via) }
             guard let s = try await client.discoverPrimaryServices(uuid: service).first else {
                 throw RuntimeError("\(who) has no chat service (\(service))")
             }
