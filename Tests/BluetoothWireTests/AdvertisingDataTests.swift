@@ -387,4 +387,31 @@ private func first<R>(_ bytes: [UInt8], _ body: (ADStructure) throws -> R) throw
         #expect(text.contains("https://google.com") && text.contains("23.5"))
         #expect(text.contains("unknown") && text.contains("invalid length"))
     }
+
+    @Test func legacyPayloadPutsTheNameFirstAndCutsWholeCharacters() throws {
+        // Short: everything in the advertisement, the UUID list complete.
+        let (adv, scan) = AdvertisingDataBuilder.legacyPayload(name: "Thermo", services: [BluetoothUUID(0x1809)])
+        #expect(adv == h("02 01 06 07 09 54 68 65 72 6D 6F 03 03 09 18"))
+        #expect(scan.isEmpty)
+        // Long, multi-byte: a shortened name in the advertisement, as much of the whole name
+        // as fits in the scan response; neither cuts a character (é is 2 bytes, ✓ 3).
+        let name = String(repeating: "é", count: 13) + "✓✓"  // 26 + 6 = 32 bytes
+        let (adv2, scan2) = AdvertisingDataBuilder.legacyPayload(name: name, services: [])
+        #expect(adv2.count <= 31 && scan2.count <= 31)
+        // The name structure: after the flags in the advertisement, first in the scan response.
+        for (data, at) in [(adv2, 3), (scan2, 0)] {
+            try #require(data.count > at + 2)
+            #expect(data[at + 1] == 0x08, "a shortened name both times (the whole one is 32 bytes)")
+            let text = String(decoding: data[(at + 2) ..< (at + 1 + Int(data[at]))], as: UTF8.self)
+            #expect(!text.contains("\u{FFFD}"), "no character cut in two: \(text)")
+            #expect(name.hasPrefix(text) && !text.isEmpty)
+        }
+        // A long name and a 128-bit service: the UUID stays in the advertisement.
+        let nus = try #require(BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E"))
+        let (adv3, scan3) = AdvertisingDataBuilder.legacyPayload(name: String(repeating: "n", count: 30), services: [nus])
+        #expect(adv3.count <= 31 && scan3.count <= 31)
+        // 6E400001-B5A3-F393-E0A9-E50E24DCCA9E, least significant octet first.
+        #expect(Array(adv3.suffix(18)) == h("11 07 9E CA DC 24 0E E5 A9 E0 93 F3 A3 B5 01 00 40 6E"), "the UUID in the advertisement")
+        #expect(scan3 == [30, 0x08] + Array(repeating: 0x6E, count: 29), "as much of the name as fits")
+    }
 }

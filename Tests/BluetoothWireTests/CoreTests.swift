@@ -70,6 +70,7 @@ import Testing
         #expect(LEAddress("C0:01:02:03:04:05") == LEAddress(a, type: .public))
         #expect(LEAddress("C0:01:02:03:04:05/random") == LEAddress(a, type: .random))
         #expect(LEAddress("C0:01:02:03:04:05/public") == LEAddress(a, type: .public))
+        #expect(LEAddress("c0:01:02:03:04:05/Random") == LEAddress(a, type: .random))
         for t in [LEAddressType.public, .random] {
             #expect(LEAddress(LEAddress(a, type: t).description) == LEAddress(a, type: t), "description parses back")
         }

@@ -163,7 +163,8 @@ extension AdvertisingDataBuilder {
     /// Flags, the name, then as many service UUIDs as fit in 31 bytes; what does not fit
     /// (UUIDs, the whole name when it had to be shortened) goes to the scan response. The
     /// name comes first: centrals find devices by name, and a scan response is not always
-    /// seen (passive scanning, some controllers).
+    /// seen (passive scanning, some controllers); a shortened name leaves room for the
+    /// first service UUID. Names and UUIDs are cut at whole characters and whole UUIDs.
     public static func legacyPayload(name: String, services: [BluetoothUUID], appearance: UInt16 = 0)
         -> (advertisingData: [UInt8], scanResponseData: [UInt8])
     {
@@ -175,10 +176,15 @@ extension AdvertisingDataBuilder {
         if adv.encodedLength + 2 + nameBytes.count <= 31 {
             adv.append(.localName(name, complete: true))
         } else {
-            var cut = 31 - adv.encodedLength - 2 - 4  // leave room for one 16-bit UUID
+            // Leave room for the first service UUID, whatever its size: scanners filter on it
+            // (a 128-bit one would not fit beside the whole name in the scan response either).
+            let firstUUID = services.first.map { length(ADStructureValue.serviceUUIDs([$0], complete: false)) } ?? 0
+            var cut = max(1, 31 - adv.encodedLength - 2 - firstUUID)
             while cut > 0, nameBytes[cut] & 0xC0 == 0x80 { cut -= 1 }  // whole UTF-8 characters
             adv.append(ADStructureValue(type: .shortenedLocalName, data: Array(nameBytes[0 ..< cut])))
-            scan.append(.localName(String(decoding: nameBytes.prefix(29), as: UTF8.self), complete: nameBytes.count <= 29))
+            var whole = min(29, nameBytes.count)  // the scan response: as much as fits, whole characters
+            while whole > 0, whole < nameBytes.count, nameBytes[whole] & 0xC0 == 0x80 { whole -= 1 }
+            scan.append(.localName(String(decoding: nameBytes[0 ..< whole], as: UTF8.self), complete: whole == nameBytes.count))
         }
         // UUIDs in the order given (the first profile's first), as many as fit.
         var inAdv: [BluetoothUUID] = []

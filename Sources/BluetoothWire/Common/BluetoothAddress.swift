@@ -131,7 +131,7 @@ public struct LEAddress: Hashable, Sendable, CustomStringConvertible {
             typePart = kind == .public ? "public" : "random"
         }
         guard addressPart.count == 17, let a = BluetoothAddress(addressPart) else { return nil }
-        switch typePart {
+        switch typePart.lowercased() {
         case "public": self.init(a, type: .public)
         case "random": self.init(a, type: .random)
         default: return nil
