@@ -74,7 +74,7 @@ extension ATTBearer {
     public func mtuNegotiated(_ mtu: Int) {}
     /// A bearer whose `send` waits for room itself (a socket) always has room.
     public func hasRoom(for bytes: Int) -> Bool { true }
-    /// Returns at once (see hasRoom(for:)).
+    /// Returns at once (see ``hasRoom(for:)``).
     public func waitForRoom(for bytes: Int) async {}
 }
 

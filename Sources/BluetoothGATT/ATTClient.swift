@@ -87,7 +87,7 @@ public struct ATTClient: Sendable {
     /// PDUs from the peer that were malformed or unexpected and were ignored.
     public private(set) var peerFaults = 0
 
-    /// A client offering `maximumMTU` (23...517) with `transactionTimeout` per request.
+    /// A client offering `maximumMTU` (at least 23; the host takes 517 at most) with `transactionTimeout` per request.
     public init(maximumMTU: UInt16 = 517, transactionTimeout: Duration = .seconds(30)) {
         precondition(transactionTimeout > .zero, "transaction timeout must be positive")
         self.maximumMTU = max(maximumMTU, UInt16(ATT.defaultMTU))

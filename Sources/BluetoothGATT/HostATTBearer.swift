@@ -58,7 +58,8 @@ public final class HostATTBearer: ATTBearer {
         }
     }
 
-    /// Stops delivering; the link stays (disconnect it with LEConnection/disconnect(reason:)).
+    /// Ends the bearer by disconnecting the link (its L2CAP channels and any other bearer on
+    /// it end too): a GATT client closing means the link is no longer wanted.
     public func close() {
         let connection = self.connection
         Task { await connection.disconnect() }

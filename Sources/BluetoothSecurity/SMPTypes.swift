@@ -198,7 +198,7 @@ public struct SMPFailure: Error, Sendable, Hashable, CustomStringConvertible {
         /// SMP's 30 s timer expired (no Pairing Failed: the channel is dead on this link).
         case timeout
     }
-    /// The reason (sent or received in Pairing Failed).
+    /// The reason sent or received in Pairing Failed (`.unspecifiedReason` for a timeout).
     public var reason: SMPPairingFailedReason
     /// Who ended the pairing.
     public var origin: Origin

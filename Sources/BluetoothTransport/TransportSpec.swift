@@ -23,7 +23,7 @@ public enum TransportSpec: Hashable, Sendable, CustomStringConvertible {
     /// For error messages.
     public static let acceptedForms = "user:hciN (or hciN), raw:hciN, tcp:HOST:PORT, serial:/dev/ttyX[,BAUD[,rtscts]]"
 
-    /// Parses a `--transport` spec (see acceptedForms); the error says what is wrong.
+    /// Parses a `--transport` spec (see ``acceptedForms``); the error says what is wrong.
     public init(parsing text: String) throws(TransportError) {
         func invalid(_ why: String) -> TransportError {
             TransportError(.invalidSpec, "invalid transport \"\(text)\": \(why); accepted forms: \(TransportSpec.acceptedForms)")

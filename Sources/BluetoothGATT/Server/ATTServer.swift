@@ -199,7 +199,7 @@ public struct ATTServer: Sendable {
 
     /// The options it was made with.
     public let options: Options
-    /// The attribute table (values change with writes and setValue(_:for:)).
+    /// The attribute table (values change with writes and ``setValue(_:for:)``).
     public internal(set) var table: GATTAttributeTable
     var sessions: [ATTServerClientID: Session] = [:]
     let confirmationTimeoutNanoseconds: UInt64

@@ -62,7 +62,7 @@ public final class GATTBondedClients: Sendable {
     /// Files that could not be read when loading: named, left as they are, not used.
     public let loadFailures: [BondStoreError]
 
-    /// Reads every bonded client's state from `store` (unreadable files in loadFailures).
+    /// Reads every bonded client's state from `store` (unreadable files in ``loadFailures``).
     public init(store: BondStore) {
         self.store = store
         var s = State()

@@ -134,7 +134,7 @@ public struct GATTLocalCharacteristic: Sendable {
     /// with encryption required, subscribing needs an encrypted link (what health devices do).
     public var cccdPermissions: GATTPermissions = .readWrite
 
-    /// A characteristic; without `permissions`, what `properties` imply (permissions(for:)).
+    /// A characteristic; without `permissions`, what `properties` imply (``permissions(for:)``).
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions? = nil,
                 value: GATTLocalValue = .stored([]), descriptors: [GATTLocalDescriptor] = [],
                 maximumLength: Int = ATT.maximumAttributeValueLength, onWrite: GATTWriteHandler? = nil) {

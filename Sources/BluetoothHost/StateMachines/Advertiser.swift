@@ -254,7 +254,7 @@ public struct AdvertisingCapabilities: Sendable, Equatable {
     public static let legacy = AdvertisingCapabilities(extendedCommands: false, sets: 1, maximumDataLength: AdvertisingData.legacyMaximumLength)
 
     /// What the init sequence found: extended advertising with its sets and data length, or
-    /// legacy.
+    /// ``legacy``.
     public init(_ info: ControllerInfo) {
         if info.supportsExtendedAdvertising, info.advertisingSets > 0 {
             self.init(extendedCommands: true, sets: info.advertisingSets, maximumDataLength: info.maximumAdvertisingDataLength)

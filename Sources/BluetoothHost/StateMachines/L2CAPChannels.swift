@@ -36,7 +36,8 @@ public struct L2CAPChannels: Sendable {
         routes.append((cid, consumer))
     }
 
-    /// Stops routing `cid` (its frames count as unrouted).
+    /// Stops routing `cid` (its frames count as unrouted, except dynamic channels 0x0040-0x007F,
+    /// which go to the credit-based channel machine).
     public mutating func unregister(_ cid: L2CAPChannelID) {
         routes.removeAll { $0.cid == cid }
     }

@@ -61,12 +61,12 @@ public struct L2CAPReassembler: Sendable {
     }
 
     private var links: [UInt16: LinkState] = [:]
-    /// Bytes held in unfinished frames (all links).
+    /// Bytes reserved for unfinished frames (their announced lengths, all links).
     public private(set) var pendingBytes = 0
 
     /// Whole frames handed over.
     public private(set) var framesDelivered = 0
-    /// Fragments that did not fit a frame (dropped; see `lastError`).
+    /// Reassembly failures (the fragments dropped; see `lastError`).
     public private(set) var errors = 0
     /// Why the last fragment was dropped.
     public private(set) var lastError: L2CAPReassemblyError?

@@ -91,7 +91,7 @@ public struct LEConnectionManager: Sendable {
     /// True while a create is in progress or requests wait.
     public var isConnecting: Bool { attempt != nil || !waiting.isEmpty }
 
-    /// The earliest deadline (connect timeouts, signaling timeouts, cancel grace).
+    /// The earliest deadline of the connection attempt (its timeout, the cancel grace period).
     public var nextDeadline: UInt64? {
         var d: UInt64? = nil
         func consider(_ t: UInt64) { d = min(d ?? t, t) }

@@ -41,7 +41,8 @@ public struct ScanConfiguration: Sendable, Equatable {
     /// scan response, so it is reported once with both. Zero reports at once.
     public var scanResponseWait: Duration
 
-    /// A configuration; the defaults: active, 60 ms every 60 ms... see each field.
+    /// A configuration; the defaults: active, a 30 ms window every 60 ms on LE 1M, only new or
+    /// changed devices, no filter, devices forgotten after 60 s (at most 4096).
     public init(active: Bool = true, interval: UInt16 = 0x0060, window: UInt16 = 0x0030, phys: ScanPHYs = .le1M,
                 reportDuplicates: Bool = false, services: [BluetoothUUID] = [], nameSubstring: String? = nil,
                 address: BluetoothAddress? = nil, minimumRSSI: Int8? = nil, deviceTimeout: Duration = .seconds(60),

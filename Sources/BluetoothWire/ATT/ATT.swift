@@ -6,36 +6,67 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// ATT Error Response PDU (0x01).
     public static let errorResponse = ATTOpcode(rawValue: 0x01)
+    /// ATT Exchange MTU Request PDU (0x02).
     public static let exchangeMTURequest = ATTOpcode(rawValue: 0x02)
+    /// ATT Exchange MTU Response PDU (0x03).
     public static let exchangeMTUResponse = ATTOpcode(rawValue: 0x03)
+    /// ATT Find Information Request PDU (0x04).
     public static let findInformationRequest = ATTOpcode(rawValue: 0x04)
+    /// ATT Find Information Response PDU (0x05).
     public static let findInformationResponse = ATTOpcode(rawValue: 0x05)
+    /// ATT Find By Type Value Request PDU (0x06).
     public static let findByTypeValueRequest = ATTOpcode(rawValue: 0x06)
+    /// ATT Find By Type Value Response PDU (0x07).
     public static let findByTypeValueResponse = ATTOpcode(rawValue: 0x07)
+    /// ATT Read By Type Request PDU (0x08).
     public static let readByTypeRequest = ATTOpcode(rawValue: 0x08)
+    /// ATT Read By Type Response PDU (0x09).
     public static let readByTypeResponse = ATTOpcode(rawValue: 0x09)
+    /// ATT Read Request PDU (0x0A).
     public static let readRequest = ATTOpcode(rawValue: 0x0A)
+    /// ATT Read Response PDU (0x0B).
     public static let readResponse = ATTOpcode(rawValue: 0x0B)
+    /// ATT Read Blob Request PDU (0x0C).
     public static let readBlobRequest = ATTOpcode(rawValue: 0x0C)
+    /// ATT Read Blob Response PDU (0x0D).
     public static let readBlobResponse = ATTOpcode(rawValue: 0x0D)
+    /// ATT Read Multiple Request PDU (0x0E).
     public static let readMultipleRequest = ATTOpcode(rawValue: 0x0E)
+    /// ATT Read Multiple Response PDU (0x0F).
     public static let readMultipleResponse = ATTOpcode(rawValue: 0x0F)
+    /// ATT Read By Group Type Request PDU (0x10).
     public static let readByGroupTypeRequest = ATTOpcode(rawValue: 0x10)
+    /// ATT Read By Group Type Response PDU (0x11).
     public static let readByGroupTypeResponse = ATTOpcode(rawValue: 0x11)
+    /// ATT Write Request PDU (0x12).
     public static let writeRequest = ATTOpcode(rawValue: 0x12)
+    /// ATT Write Response PDU (0x13).
     public static let writeResponse = ATTOpcode(rawValue: 0x13)
+    /// ATT Prepare Write Request PDU (0x16).
     public static let prepareWriteRequest = ATTOpcode(rawValue: 0x16)
+    /// ATT Prepare Write Response PDU (0x17).
     public static let prepareWriteResponse = ATTOpcode(rawValue: 0x17)
+    /// ATT Execute Write Request PDU (0x18).
     public static let executeWriteRequest = ATTOpcode(rawValue: 0x18)
+    /// ATT Execute Write Response PDU (0x19).
     public static let executeWriteResponse = ATTOpcode(rawValue: 0x19)
+    /// ATT Handle Value Notification PDU (0x1B).
     public static let handleValueNotification = ATTOpcode(rawValue: 0x1B)
+    /// ATT Handle Value Indication PDU (0x1D).
     public static let handleValueIndication = ATTOpcode(rawValue: 0x1D)
+    /// ATT Handle Value Confirmation PDU (0x1E).
     public static let handleValueConfirmation = ATTOpcode(rawValue: 0x1E)
+    /// ATT Read Multiple Variable Request PDU (0x20).
     public static let readMultipleVariableRequest = ATTOpcode(rawValue: 0x20)
+    /// ATT Read Multiple Variable Response PDU (0x21).
     public static let readMultipleVariableResponse = ATTOpcode(rawValue: 0x21)
+    /// ATT Multiple Handle Value Notification PDU (0x23).
     public static let multipleHandleValueNotification = ATTOpcode(rawValue: 0x23)
+    /// ATT Write Command PDU (0x52).
     public static let writeCommand = ATTOpcode(rawValue: 0x52)
+    /// ATT Signed Write Command PDU (0xD2).
     public static let signedWriteCommand = ATTOpcode(rawValue: 0xD2)
 
     /// Bit 6: the PDU is a command (no response).
@@ -109,24 +140,43 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Invalid Handle (0x01).
     public static let invalidHandle = ATTErrorCode(rawValue: 0x01)
+    /// Read Not Permitted (0x02).
     public static let readNotPermitted = ATTErrorCode(rawValue: 0x02)
+    /// Write Not Permitted (0x03).
     public static let writeNotPermitted = ATTErrorCode(rawValue: 0x03)
+    /// Invalid PDU (0x04).
     public static let invalidPDU = ATTErrorCode(rawValue: 0x04)
+    /// Insufficient Authentication (0x05).
     public static let insufficientAuthentication = ATTErrorCode(rawValue: 0x05)
+    /// Request Not Supported (0x06).
     public static let requestNotSupported = ATTErrorCode(rawValue: 0x06)
+    /// Invalid Offset (0x07).
     public static let invalidOffset = ATTErrorCode(rawValue: 0x07)
+    /// Insufficient Authorization (0x08).
     public static let insufficientAuthorization = ATTErrorCode(rawValue: 0x08)
+    /// Prepare Queue Full (0x09).
     public static let prepareQueueFull = ATTErrorCode(rawValue: 0x09)
+    /// Attribute Not Found (0x0A).
     public static let attributeNotFound = ATTErrorCode(rawValue: 0x0A)
+    /// Attribute Not Long (0x0B).
     public static let attributeNotLong = ATTErrorCode(rawValue: 0x0B)
+    /// Encryption Key Size Too Short (0x0C).
     public static let encryptionKeySizeTooShort = ATTErrorCode(rawValue: 0x0C)
+    /// Invalid Attribute Value Length (0x0D).
     public static let invalidAttributeValueLength = ATTErrorCode(rawValue: 0x0D)
+    /// Unlikely Error (0x0E).
     public static let unlikelyError = ATTErrorCode(rawValue: 0x0E)
+    /// Insufficient Encryption (0x0F).
     public static let insufficientEncryption = ATTErrorCode(rawValue: 0x0F)
+    /// Unsupported Group Type (0x10).
     public static let unsupportedGroupType = ATTErrorCode(rawValue: 0x10)
+    /// Insufficient Resources (0x11).
     public static let insufficientResources = ATTErrorCode(rawValue: 0x11)
+    /// Database Out Of Sync (0x12).
     public static let databaseOutOfSync = ATTErrorCode(rawValue: 0x12)
+    /// Value Not Allowed (0x13).
     public static let valueNotAllowed = ATTErrorCode(rawValue: 0x13)
     /// 0xFC (Core Specification Supplement Part B §1.2).
     public static let writeRequestRejected = ATTErrorCode(rawValue: 0xFC)

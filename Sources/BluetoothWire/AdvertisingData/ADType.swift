@@ -6,56 +6,105 @@ public struct ADType: RawRepresentable, Hashable, Sendable, CustomStringConverti
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
     @inlinable public init(_ rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Flags AD type (0x01).
     public static let flags = ADType(0x01)
+    /// Incomplete Service UUIDs (16-bit) AD type (0x02).
     public static let incompleteServiceUUIDs16 = ADType(0x02)
+    /// Complete Service UUIDs (16-bit) AD type (0x03).
     public static let completeServiceUUIDs16 = ADType(0x03)
+    /// Incomplete Service UUIDs (32-bit) AD type (0x04).
     public static let incompleteServiceUUIDs32 = ADType(0x04)
+    /// Complete Service UUIDs (32-bit) AD type (0x05).
     public static let completeServiceUUIDs32 = ADType(0x05)
+    /// Incomplete Service UUIDs (128-bit) AD type (0x06).
     public static let incompleteServiceUUIDs128 = ADType(0x06)
+    /// Complete Service UUIDs (128-bit) AD type (0x07).
     public static let completeServiceUUIDs128 = ADType(0x07)
+    /// Shortened Local Name AD type (0x08).
     public static let shortenedLocalName = ADType(0x08)
+    /// Complete Local Name AD type (0x09).
     public static let completeLocalName = ADType(0x09)
+    /// TX Power Level AD type (0x0A).
     public static let txPowerLevel = ADType(0x0A)
+    /// Class Of Device AD type (0x0D).
     public static let classOfDevice = ADType(0x0D)
+    /// Simple Pairing Hash C-192 AD type (0x0E).
     public static let simplePairingHashC192 = ADType(0x0E)
+    /// Simple Pairing Randomizer R-192 AD type (0x0F).
     public static let simplePairingRandomizerR192 = ADType(0x0F)
     /// Device ID (EIR) or Security Manager TK Value (OOB): same code.
     public static let securityManagerTKValue = ADType(0x10)
+    /// Security Manager OOB Flags AD type (0x11).
     public static let securityManagerOOBFlags = ADType(0x11)
+    /// Peripheral Connection Interval Range AD type (0x12).
     public static let peripheralConnectionIntervalRange = ADType(0x12)
+    /// Service Solicitation UUIDs (16-bit) AD type (0x14).
     public static let serviceSolicitationUUIDs16 = ADType(0x14)
+    /// Service Solicitation UUIDs (128-bit) AD type (0x15).
     public static let serviceSolicitationUUIDs128 = ADType(0x15)
+    /// Service Data (16-bit) AD type (0x16).
     public static let serviceData16 = ADType(0x16)
+    /// Public Target Address AD type (0x17).
     public static let publicTargetAddress = ADType(0x17)
+    /// Random Target Address AD type (0x18).
     public static let randomTargetAddress = ADType(0x18)
+    /// Appearance AD type (0x19).
     public static let appearance = ADType(0x19)
+    /// Advertising Interval AD type (0x1A).
     public static let advertisingInterval = ADType(0x1A)
+    /// LE Bluetooth Device Address AD type (0x1B).
     public static let leBluetoothDeviceAddress = ADType(0x1B)
+    /// LE Role AD type (0x1C).
     public static let leRole = ADType(0x1C)
+    /// Simple Pairing Hash C-256 AD type (0x1D).
     public static let simplePairingHashC256 = ADType(0x1D)
+    /// Simple Pairing Randomizer R-256 AD type (0x1E).
     public static let simplePairingRandomizerR256 = ADType(0x1E)
+    /// Service Solicitation UUIDs (32-bit) AD type (0x1F).
     public static let serviceSolicitationUUIDs32 = ADType(0x1F)
+    /// Service Data (32-bit) AD type (0x20).
     public static let serviceData32 = ADType(0x20)
+    /// Service Data (128-bit) AD type (0x21).
     public static let serviceData128 = ADType(0x21)
+    /// LE Secure Connections Confirmation Value AD type (0x22).
     public static let leSecureConnectionsConfirmationValue = ADType(0x22)
+    /// LE Secure Connections Random Value AD type (0x23).
     public static let leSecureConnectionsRandomValue = ADType(0x23)
+    /// URI AD type (0x24).
     public static let uri = ADType(0x24)
+    /// Indoor Positioning AD type (0x25).
     public static let indoorPositioning = ADType(0x25)
+    /// Transport Discovery Data AD type (0x26).
     public static let transportDiscoveryData = ADType(0x26)
+    /// LE Supported Features AD type (0x27).
     public static let leSupportedFeatures = ADType(0x27)
+    /// Channel Map Update Indication AD type (0x28).
     public static let channelMapUpdateIndication = ADType(0x28)
+    /// Pb Advertising AD type (0x29).
     public static let pbADV = ADType(0x29)
+    /// Mesh Message AD type (0x2A).
     public static let meshMessage = ADType(0x2A)
+    /// Mesh Beacon AD type (0x2B).
     public static let meshBeacon = ADType(0x2B)
+    /// BIG Info AD type (0x2C).
     public static let bigInfo = ADType(0x2C)
+    /// Broadcast Code AD type (0x2D).
     public static let broadcastCode = ADType(0x2D)
+    /// Resolvable Set Identifier AD type (0x2E).
     public static let resolvableSetIdentifier = ADType(0x2E)
+    /// Advertising Interval Long AD type (0x2F).
     public static let advertisingIntervalLong = ADType(0x2F)
+    /// Broadcast Name AD type (0x30).
     public static let broadcastName = ADType(0x30)
+    /// Encrypted Advertising Data AD type (0x31).
     public static let encryptedAdvertisingData = ADType(0x31)
+    /// Periodic Advertising Response Timing Information AD type (0x32).
     public static let periodicAdvertisingResponseTimingInformation = ADType(0x32)
+    /// Electronic Shelf Label AD type (0x34).
     public static let electronicShelfLabel = ADType(0x34)
+    /// Three D Information Data AD type (0x3D).
     public static let threeDInformationData = ADType(0x3D)
+    /// Manufacturer Specific Data AD type (0xFF).
     public static let manufacturerSpecificData = ADType(0xFF)
 
     /// The name from the Assigned Numbers document, or nil for an unassigned value.

@@ -302,13 +302,20 @@ public struct HCIFlowControlEnable: RawRepresentable, Hashable, Sendable, Custom
 /// Event_Mask of HCI_Set_Event_Mask: bit n enables one event (Core Vol 4 Part E §7.3.1).
 public struct HCIEventMask: OptionSet, Hashable, Sendable {
     public var rawValue: UInt64
+    /// Disconnection Complete event (1 << 4).
     @inlinable public init(rawValue: UInt64) { self.rawValue = rawValue }
     public static let disconnectionComplete = HCIEventMask(rawValue: 1 << 4)
+    /// Encryption Change event (1 << 7).
     public static let encryptionChange = HCIEventMask(rawValue: 1 << 7)
+    /// Read Remote Version Information Complete event (1 << 11).
     public static let readRemoteVersionInformationComplete = HCIEventMask(rawValue: 1 << 11)
+    /// Hardware Error event (1 << 15).
     public static let hardwareError = HCIEventMask(rawValue: 1 << 15)
+    /// Data Buffer Overflow event (1 << 25).
     public static let dataBufferOverflow = HCIEventMask(rawValue: 1 << 25)
+    /// Encryption Key Refresh Complete event (1 << 47).
     public static let encryptionKeyRefreshComplete = HCIEventMask(rawValue: 1 << 47)
+    /// LE Meta event (1 << 61).
     public static let leMeta = HCIEventMask(rawValue: 1 << 61)
     /// The controller's default after reset: 0x00001FFFFFFFFFFF.
     public static let `default` = HCIEventMask(rawValue: 0x0000_1FFF_FFFF_FFFF)
@@ -322,23 +329,40 @@ public struct HCIEventMask: OptionSet, Hashable, Sendable {
 /// (Core Vol 4 Part E §7.8.1).
 public struct LEEventMask: OptionSet, Hashable, Sendable {
     public var rawValue: UInt64
+    /// LE Connection Complete event (1 << 0).
     @inlinable public init(rawValue: UInt64) { self.rawValue = rawValue }
     public static let connectionComplete = LEEventMask(rawValue: 1 << 0)
+    /// LE Advertising Report event (1 << 1).
     public static let advertisingReport = LEEventMask(rawValue: 1 << 1)
+    /// LE Connection Update Complete event (1 << 2).
     public static let connectionUpdateComplete = LEEventMask(rawValue: 1 << 2)
+    /// LE Read Remote Features Complete event (1 << 3).
     public static let readRemoteFeaturesComplete = LEEventMask(rawValue: 1 << 3)
+    /// LE Long Term Key Request event (1 << 4).
     public static let longTermKeyRequest = LEEventMask(rawValue: 1 << 4)
+    /// LE Remote Connection Parameter Request event (1 << 5).
     public static let remoteConnectionParameterRequest = LEEventMask(rawValue: 1 << 5)
+    /// LE Data Length Change event (1 << 6).
     public static let dataLengthChange = LEEventMask(rawValue: 1 << 6)
+    /// LE Read Local P-256 Public Key Complete event (1 << 7).
     public static let readLocalP256PublicKeyComplete = LEEventMask(rawValue: 1 << 7)
+    /// LE Generate DH Key Complete event (1 << 8).
     public static let generateDHKeyComplete = LEEventMask(rawValue: 1 << 8)
+    /// LE Enhanced Connection Complete event (1 << 9).
     public static let enhancedConnectionComplete = LEEventMask(rawValue: 1 << 9)
+    /// LE Directed Advertising Report event (1 << 10).
     public static let directedAdvertisingReport = LEEventMask(rawValue: 1 << 10)
+    /// LE PHY Update Complete event (1 << 11).
     public static let phyUpdateComplete = LEEventMask(rawValue: 1 << 11)
+    /// LE Extended Advertising Report event (1 << 12).
     public static let extendedAdvertisingReport = LEEventMask(rawValue: 1 << 12)
+    /// LE Scan Timeout event (1 << 16).
     public static let scanTimeout = LEEventMask(rawValue: 1 << 16)
+    /// LE Advertising Set Terminated event (1 << 17).
     public static let advertisingSetTerminated = LEEventMask(rawValue: 1 << 17)
+    /// LE Scan Request Received event (1 << 18).
     public static let scanRequestReceived = LEEventMask(rawValue: 1 << 18)
+    /// LE Channel Selection Algorithm event (1 << 19).
     public static let channelSelectionAlgorithm = LEEventMask(rawValue: 1 << 19)
     /// The controller's default after reset: 0x000000000000001F.
     public static let `default` = LEEventMask(rawValue: 0x1F)

@@ -3,19 +3,33 @@ public struct SMPCode: RawRepresentable, Hashable, Sendable, CustomStringConvert
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// SMP Pairing Request (0x01).
     public static let pairingRequest = SMPCode(rawValue: 0x01)
+    /// SMP Pairing Response (0x02).
     public static let pairingResponse = SMPCode(rawValue: 0x02)
+    /// SMP Pairing Confirm (0x03).
     public static let pairingConfirm = SMPCode(rawValue: 0x03)
+    /// SMP Pairing Random (0x04).
     public static let pairingRandom = SMPCode(rawValue: 0x04)
+    /// SMP Pairing Failed (0x05).
     public static let pairingFailed = SMPCode(rawValue: 0x05)
+    /// SMP Encryption Information (0x06).
     public static let encryptionInformation = SMPCode(rawValue: 0x06)
+    /// SMP Central Identification (0x07).
     public static let centralIdentification = SMPCode(rawValue: 0x07)
+    /// SMP Identity Information (0x08).
     public static let identityInformation = SMPCode(rawValue: 0x08)
+    /// SMP Identity Address Information (0x09).
     public static let identityAddressInformation = SMPCode(rawValue: 0x09)
+    /// SMP Signing Information (0x0A).
     public static let signingInformation = SMPCode(rawValue: 0x0A)
+    /// SMP Security Request (0x0B).
     public static let securityRequest = SMPCode(rawValue: 0x0B)
+    /// SMP Pairing Public Key (0x0C).
     public static let pairingPublicKey = SMPCode(rawValue: 0x0C)
+    /// SMP Pairing DH Key Check (0x0D).
     public static let pairingDHKeyCheck = SMPCode(rawValue: 0x0D)
+    /// SMP Pairing Keypress Notification (0x0E).
     public static let pairingKeypressNotification = SMPCode(rawValue: 0x0E)
 
     public var name: String? {

@@ -858,49 +858,93 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
     @inlinable public init(rawValue: UInt64) { self.rawValue = rawValue }
     @inlinable public init(bit: Int) { self.rawValue = bit >= 0 && bit < 64 ? 1 << UInt64(bit) : 0 }
 
+    /// LE Encryption (bit 0).
     public static let leEncryption = LEFeatures(bit: 0)
+    /// Connection Parameters Request Procedure (bit 1).
     public static let connectionParametersRequestProcedure = LEFeatures(bit: 1)
+    /// Extended Reject Indication (bit 2).
     public static let extendedRejectIndication = LEFeatures(bit: 2)
+    /// Peripheral Initiated Features Exchange (bit 3).
     public static let peripheralInitiatedFeaturesExchange = LEFeatures(bit: 3)
+    /// LE Ping (bit 4).
     public static let lePing = LEFeatures(bit: 4)
+    /// LE Data Packet Length Extension (bit 5).
     public static let leDataPacketLengthExtension = LEFeatures(bit: 5)
+    /// LL Privacy (bit 6).
     public static let llPrivacy = LEFeatures(bit: 6)
+    /// Extended Scanner Filter Policies (bit 7).
     public static let extendedScannerFilterPolicies = LEFeatures(bit: 7)
+    /// LE 2 MPHY (bit 8).
     public static let le2MPHY = LEFeatures(bit: 8)
+    /// Stable Modulation Index Transmitter (bit 9).
     public static let stableModulationIndexTransmitter = LEFeatures(bit: 9)
+    /// Stable Modulation Index Receiver (bit 10).
     public static let stableModulationIndexReceiver = LEFeatures(bit: 10)
+    /// LE Coded PHY (bit 11).
     public static let leCodedPHY = LEFeatures(bit: 11)
+    /// LE Extended Advertising (bit 12).
     public static let leExtendedAdvertising = LEFeatures(bit: 12)
+    /// LE Periodic Advertising (bit 13).
     public static let lePeriodicAdvertising = LEFeatures(bit: 13)
+    /// Channel Selection Algorithm 2 (bit 14).
     public static let channelSelectionAlgorithm2 = LEFeatures(bit: 14)
+    /// LE Power Class 1 (bit 15).
     public static let lePowerClass1 = LEFeatures(bit: 15)
+    /// Minimum Number Of Used Channels Procedure (bit 16).
     public static let minimumNumberOfUsedChannelsProcedure = LEFeatures(bit: 16)
+    /// Connection CTE Request (bit 17).
     public static let connectionCTERequest = LEFeatures(bit: 17)
+    /// Connection CTE Response (bit 18).
     public static let connectionCTEResponse = LEFeatures(bit: 18)
+    /// Connectionless CTE Transmitter (bit 19).
     public static let connectionlessCTETransmitter = LEFeatures(bit: 19)
+    /// Connectionless CTE Receiver (bit 20).
     public static let connectionlessCTEReceiver = LEFeatures(bit: 20)
+    /// Antenna Switching During CTE Transmission (bit 21).
     public static let antennaSwitchingDuringCTETransmission = LEFeatures(bit: 21)
+    /// Antenna Switching During CTE Reception (bit 22).
     public static let antennaSwitchingDuringCTEReception = LEFeatures(bit: 22)
+    /// Receiving Constant Tone Extensions (bit 23).
     public static let receivingConstantToneExtensions = LEFeatures(bit: 23)
+    /// Periodic Advertising Sync Transfer Sender (bit 24).
     public static let periodicAdvertisingSyncTransferSender = LEFeatures(bit: 24)
+    /// Periodic Advertising Sync Transfer Recipient (bit 25).
     public static let periodicAdvertisingSyncTransferRecipient = LEFeatures(bit: 25)
+    /// Sleep Clock Accuracy Updates (bit 26).
     public static let sleepClockAccuracyUpdates = LEFeatures(bit: 26)
+    /// Remote Public Key Validation (bit 27).
     public static let remotePublicKeyValidation = LEFeatures(bit: 27)
+    /// Connected Isochronous Stream Central (bit 28).
     public static let connectedIsochronousStreamCentral = LEFeatures(bit: 28)
+    /// Connected Isochronous Stream Peripheral (bit 29).
     public static let connectedIsochronousStreamPeripheral = LEFeatures(bit: 29)
+    /// Isochronous Broadcaster (bit 30).
     public static let isochronousBroadcaster = LEFeatures(bit: 30)
+    /// Synchronized Receiver (bit 31).
     public static let synchronizedReceiver = LEFeatures(bit: 31)
+    /// Connected Isochronous Stream Host Support (bit 32).
     public static let connectedIsochronousStreamHostSupport = LEFeatures(bit: 32)
+    /// LE Power Control Request (bit 33).
     public static let lePowerControlRequest = LEFeatures(bit: 33)
+    /// LE Power Control Request 2 (bit 34).
     public static let lePowerControlRequest2 = LEFeatures(bit: 34)
+    /// LE Path Loss Monitoring (bit 35).
     public static let lePathLossMonitoring = LEFeatures(bit: 35)
+    /// Periodic Advertising ADI Support (bit 36).
     public static let periodicAdvertisingADISupport = LEFeatures(bit: 36)
+    /// Connection Subrating (bit 37).
     public static let connectionSubrating = LEFeatures(bit: 37)
+    /// Connection Subrating Host Support (bit 38).
     public static let connectionSubratingHostSupport = LEFeatures(bit: 38)
+    /// Channel Classification (bit 39).
     public static let channelClassification = LEFeatures(bit: 39)
+    /// Advertising Coding Selection (bit 40).
     public static let advertisingCodingSelection = LEFeatures(bit: 40)
+    /// Advertising Coding Selection Host Support (bit 41).
     public static let advertisingCodingSelectionHostSupport = LEFeatures(bit: 41)
+    /// Periodic Advertising With Responses Advertiser (bit 43).
     public static let periodicAdvertisingWithResponsesAdvertiser = LEFeatures(bit: 43)
+    /// Periodic Advertising With Responses Scanner (bit 44).
     public static let periodicAdvertisingWithResponsesScanner = LEFeatures(bit: 44)
 
     /// The Core Specification name of feature bit `bit`; nil for reserved bits.

@@ -3,62 +3,115 @@ public struct HCIEventCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Inquiry Complete event (0x01).
     public static let inquiryComplete = HCIEventCode(rawValue: 0x01)
+    /// Inquiry Result event (0x02).
     public static let inquiryResult = HCIEventCode(rawValue: 0x02)
+    /// Connection Complete event (0x03).
     public static let connectionComplete = HCIEventCode(rawValue: 0x03)
+    /// Connection Request event (0x04).
     public static let connectionRequest = HCIEventCode(rawValue: 0x04)
+    /// Disconnection Complete event (0x05).
     public static let disconnectionComplete = HCIEventCode(rawValue: 0x05)
+    /// Authentication Complete event (0x06).
     public static let authenticationComplete = HCIEventCode(rawValue: 0x06)
+    /// Remote Name Request Complete event (0x07).
     public static let remoteNameRequestComplete = HCIEventCode(rawValue: 0x07)
     /// HCI_Encryption_Change [v1].
     public static let encryptionChangeV1 = HCIEventCode(rawValue: 0x08)
+    /// Change Connection Link Key Complete event (0x09).
     public static let changeConnectionLinkKeyComplete = HCIEventCode(rawValue: 0x09)
+    /// Link Key Type Changed event (0x0A).
     public static let linkKeyTypeChanged = HCIEventCode(rawValue: 0x0A)
+    /// Read Remote Supported Features Complete event (0x0B).
     public static let readRemoteSupportedFeaturesComplete = HCIEventCode(rawValue: 0x0B)
+    /// Read Remote Version Information Complete event (0x0C).
     public static let readRemoteVersionInformationComplete = HCIEventCode(rawValue: 0x0C)
+    /// QoS Setup Complete event (0x0D).
     public static let qosSetupComplete = HCIEventCode(rawValue: 0x0D)
+    /// Command Complete event (0x0E).
     public static let commandComplete = HCIEventCode(rawValue: 0x0E)
+    /// Command Status event (0x0F).
     public static let commandStatus = HCIEventCode(rawValue: 0x0F)
+    /// Hardware Error event (0x10).
     public static let hardwareError = HCIEventCode(rawValue: 0x10)
+    /// Flush Occurred event (0x11).
     public static let flushOccurred = HCIEventCode(rawValue: 0x11)
+    /// Role Change event (0x12).
     public static let roleChange = HCIEventCode(rawValue: 0x12)
+    /// Number Of Completed Packets event (0x13).
     public static let numberOfCompletedPackets = HCIEventCode(rawValue: 0x13)
+    /// Mode Change event (0x14).
     public static let modeChange = HCIEventCode(rawValue: 0x14)
+    /// Return Link Keys event (0x15).
     public static let returnLinkKeys = HCIEventCode(rawValue: 0x15)
+    /// PIN Code Request event (0x16).
     public static let pinCodeRequest = HCIEventCode(rawValue: 0x16)
+    /// Link Key Request event (0x17).
     public static let linkKeyRequest = HCIEventCode(rawValue: 0x17)
+    /// Link Key Notification event (0x18).
     public static let linkKeyNotification = HCIEventCode(rawValue: 0x18)
+    /// Loopback Command event (0x19).
     public static let loopbackCommand = HCIEventCode(rawValue: 0x19)
+    /// Data Buffer Overflow event (0x1A).
     public static let dataBufferOverflow = HCIEventCode(rawValue: 0x1A)
+    /// Max Slots Change event (0x1B).
     public static let maxSlotsChange = HCIEventCode(rawValue: 0x1B)
+    /// Read Clock Offset Complete event (0x1C).
     public static let readClockOffsetComplete = HCIEventCode(rawValue: 0x1C)
+    /// Connection Packet Type Changed event (0x1D).
     public static let connectionPacketTypeChanged = HCIEventCode(rawValue: 0x1D)
+    /// QoS Violation event (0x1E).
     public static let qosViolation = HCIEventCode(rawValue: 0x1E)
+    /// Page Scan Repetition Mode Change event (0x20).
     public static let pageScanRepetitionModeChange = HCIEventCode(rawValue: 0x20)
+    /// Flow Specification Complete event (0x21).
     public static let flowSpecificationComplete = HCIEventCode(rawValue: 0x21)
+    /// Inquiry Result With RSSI event (0x22).
     public static let inquiryResultWithRSSI = HCIEventCode(rawValue: 0x22)
+    /// Read Remote Extended Features Complete event (0x23).
     public static let readRemoteExtendedFeaturesComplete = HCIEventCode(rawValue: 0x23)
+    /// Synchronous Connection Complete event (0x2C).
     public static let synchronousConnectionComplete = HCIEventCode(rawValue: 0x2C)
+    /// Synchronous Connection Changed event (0x2D).
     public static let synchronousConnectionChanged = HCIEventCode(rawValue: 0x2D)
+    /// Sniff Subrating event (0x2E).
     public static let sniffSubrating = HCIEventCode(rawValue: 0x2E)
+    /// Extended Inquiry Result event (0x2F).
     public static let extendedInquiryResult = HCIEventCode(rawValue: 0x2F)
+    /// Encryption Key Refresh Complete event (0x30).
     public static let encryptionKeyRefreshComplete = HCIEventCode(rawValue: 0x30)
+    /// Io Capability Request event (0x31).
     public static let ioCapabilityRequest = HCIEventCode(rawValue: 0x31)
+    /// Io Capability Response event (0x32).
     public static let ioCapabilityResponse = HCIEventCode(rawValue: 0x32)
+    /// User Confirmation Request event (0x33).
     public static let userConfirmationRequest = HCIEventCode(rawValue: 0x33)
+    /// User Passkey Request event (0x34).
     public static let userPasskeyRequest = HCIEventCode(rawValue: 0x34)
+    /// Remote OOB Data Request event (0x35).
     public static let remoteOOBDataRequest = HCIEventCode(rawValue: 0x35)
+    /// Simple Pairing Complete event (0x36).
     public static let simplePairingComplete = HCIEventCode(rawValue: 0x36)
+    /// Link Supervision Timeout Changed event (0x38).
     public static let linkSupervisionTimeoutChanged = HCIEventCode(rawValue: 0x38)
+    /// Enhanced Flush Complete event (0x39).
     public static let enhancedFlushComplete = HCIEventCode(rawValue: 0x39)
+    /// User Passkey Notification event (0x3B).
     public static let userPasskeyNotification = HCIEventCode(rawValue: 0x3B)
+    /// Keypress Notification event (0x3C).
     public static let keypressNotification = HCIEventCode(rawValue: 0x3C)
+    /// Remote Host Supported Features Notification event (0x3D).
     public static let remoteHostSupportedFeaturesNotification = HCIEventCode(rawValue: 0x3D)
+    /// LE Meta event (0x3E).
     public static let leMeta = HCIEventCode(rawValue: 0x3E)
+    /// Number Of Completed Data Blocks event (0x48).
     public static let numberOfCompletedDataBlocks = HCIEventCode(rawValue: 0x48)
+    /// Authenticated Payload Timeout Expired event (0x57).
     public static let authenticatedPayloadTimeoutExpired = HCIEventCode(rawValue: 0x57)
     /// HCI_Encryption_Change [v2] (adds Encryption_Key_Size).
     public static let encryptionChangeV2 = HCIEventCode(rawValue: 0x59)
+    /// Vendor Specific event (0xFF).
     public static let vendorSpecific = HCIEventCode(rawValue: 0xFF)
 
     /// The Core Specification name, e.g. "HCI_Command_Complete"; nil when unknown.
@@ -131,26 +184,47 @@ public struct LEMetaSubeventCode: RawRepresentable, Hashable, Sendable, CustomSt
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// LE Connection Complete subevent (0x01).
     public static let connectionComplete = LEMetaSubeventCode(rawValue: 0x01)
+    /// LE Advertising Report subevent (0x02).
     public static let advertisingReport = LEMetaSubeventCode(rawValue: 0x02)
+    /// LE Connection Update Complete subevent (0x03).
     public static let connectionUpdateComplete = LEMetaSubeventCode(rawValue: 0x03)
+    /// LE Read Remote Features Complete subevent (0x04).
     public static let readRemoteFeaturesComplete = LEMetaSubeventCode(rawValue: 0x04)
+    /// LE Long Term Key Request subevent (0x05).
     public static let longTermKeyRequest = LEMetaSubeventCode(rawValue: 0x05)
+    /// LE Remote Connection Parameter Request subevent (0x06).
     public static let remoteConnectionParameterRequest = LEMetaSubeventCode(rawValue: 0x06)
+    /// LE Data Length Change subevent (0x07).
     public static let dataLengthChange = LEMetaSubeventCode(rawValue: 0x07)
+    /// LE Read Local P-256 Public Key Complete subevent (0x08).
     public static let readLocalP256PublicKeyComplete = LEMetaSubeventCode(rawValue: 0x08)
+    /// LE Generate DH Key Complete subevent (0x09).
     public static let generateDHKeyComplete = LEMetaSubeventCode(rawValue: 0x09)
+    /// LE Enhanced Connection Complete [v1] subevent (0x0A).
     public static let enhancedConnectionCompleteV1 = LEMetaSubeventCode(rawValue: 0x0A)
+    /// LE Directed Advertising Report subevent (0x0B).
     public static let directedAdvertisingReport = LEMetaSubeventCode(rawValue: 0x0B)
+    /// LE PHY Update Complete subevent (0x0C).
     public static let phyUpdateComplete = LEMetaSubeventCode(rawValue: 0x0C)
+    /// LE Extended Advertising Report subevent (0x0D).
     public static let extendedAdvertisingReport = LEMetaSubeventCode(rawValue: 0x0D)
+    /// LE Periodic Advertising Sync Established [v1] subevent (0x0E).
     public static let periodicAdvertisingSyncEstablishedV1 = LEMetaSubeventCode(rawValue: 0x0E)
+    /// LE Periodic Advertising Report [v1] subevent (0x0F).
     public static let periodicAdvertisingReportV1 = LEMetaSubeventCode(rawValue: 0x0F)
+    /// LE Periodic Advertising Sync Lost subevent (0x10).
     public static let periodicAdvertisingSyncLost = LEMetaSubeventCode(rawValue: 0x10)
+    /// LE Scan Timeout subevent (0x11).
     public static let scanTimeout = LEMetaSubeventCode(rawValue: 0x11)
+    /// LE Advertising Set Terminated subevent (0x12).
     public static let advertisingSetTerminated = LEMetaSubeventCode(rawValue: 0x12)
+    /// LE Scan Request Received subevent (0x13).
     public static let scanRequestReceived = LEMetaSubeventCode(rawValue: 0x13)
+    /// LE Channel Selection Algorithm subevent (0x14).
     public static let channelSelectionAlgorithm = LEMetaSubeventCode(rawValue: 0x14)
+    /// LE Enhanced Connection Complete [v2] subevent (0x29).
     public static let enhancedConnectionCompleteV2 = LEMetaSubeventCode(rawValue: 0x29)
 
     public var name: String? {
