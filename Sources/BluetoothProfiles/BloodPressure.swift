@@ -14,17 +14,25 @@ public struct BloodPressureMeasurement: WireEncodable, Hashable, Sendable {
     public struct Flags: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Pressures in kPa (else mmHg) (0x01).
         public static let kPa = Flags(rawValue: 0x01)
+        /// Timestamp present (0x02).
         public static let timestampPresent = Flags(rawValue: 0x02)
+        /// Pulse rate present (0x04).
         public static let pulseRatePresent = Flags(rawValue: 0x04)
+        /// User ID present (0x08).
         public static let userIDPresent = Flags(rawValue: 0x08)
+        /// Measurement status present (0x10).
         public static let measurementStatusPresent = Flags(rawValue: 0x10)
     }
 
     /// The Flags field as received.
     public var flags: Flags
+    /// Systolic pressure (in ``unit``).
     public var systolic: SFloat
+    /// Diastolic pressure (in ``unit``).
     public var diastolic: SFloat
+    /// Mean arterial pressure (in ``unit``).
     public var meanArterialPressure: SFloat
     /// When it was measured (when the flags say so).
     public var timestamp: DateTime?
@@ -32,10 +40,13 @@ public struct BloodPressureMeasurement: WireEncodable, Hashable, Sendable {
     public var pulseRate: SFloat?
     /// 0...0xFE a user index, 0xFF unknown user.
     public var userID: UInt8?
+    /// Measurement Status bits (when the flags say so).
     public var measurementStatus: BloodPressureMeasurementStatus?
 
+    /// mmHg, or kPa when flag bit 0 is set.
     @inlinable public var unit: PressureUnit { flags.rawValue & 0x01 != 0 ? .kPa : .mmHg }
 
+    /// A measurement; the flags follow from what is given.
     public init(systolic: SFloat, diastolic: SFloat, meanArterialPressure: SFloat, unit: PressureUnit = .mmHg,
                 timestamp: DateTime? = nil, pulseRate: SFloat? = nil, userID: UInt8? = nil,
                 measurementStatus: BloodPressureMeasurementStatus? = nil) {
@@ -142,10 +153,14 @@ public struct IntermediateCuffPressure: WireEncodable, Hashable, Sendable {
     /// The value in the Blood Pressure Measurement layout.
     public var value: BloodPressureMeasurement
 
+    /// The cuff pressure (carried in the systolic field).
     @inlinable public var currentCuffPressure: SFloat { value.systolic }
+    /// mmHg or kPa.
     @inlinable public var unit: PressureUnit { value.unit }
+    /// Whether the unused diastolic and MAP fields are NaN, as the specification requires.
     @inlinable public var unusedFieldsAreNaN: Bool { value.diastolic == .nan && value.meanArterialPressure == .nan }
 
+    /// A cuff pressure; the unused fields are NaN.
     public init(currentCuffPressure: SFloat, unit: PressureUnit = .mmHg, timestamp: DateTime? = nil,
                 pulseRate: SFloat? = nil, userID: UInt8? = nil, measurementStatus: BloodPressureMeasurementStatus? = nil) {
         value = BloodPressureMeasurement(systolic: currentCuffPressure, diastolic: .nan, meanArterialPressure: .nan,
@@ -185,16 +200,22 @@ public struct BloodPressureMeasurementStatus: OptionSet, Hashable, Sendable {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// Body movement detected (bit 0).
     public static let bodyMovementDetected = Self(rawValue: 1 << 0)
+    /// Cuff too loose (bit 1).
     public static let cuffTooLoose = Self(rawValue: 1 << 1)
+    /// Irregular pulse detected (bit 2).
     public static let irregularPulseDetected = Self(rawValue: 1 << 2)
+    /// Improper measurement position (bit 5).
     public static let improperMeasurementPosition = Self(rawValue: 1 << 5)
 
     /// Bits 3-4: 0 within range, 1 exceeds upper limit, 2 below lower limit, 3 reserved.
     @inlinable public var pulseRateRange: UInt8 { UInt8(truncatingIfNeeded: rawValue >> 3) & 0x3 }
 
+    /// The Pulse Rate Range field (bits 3-4): 0 within range, 1 above, 2 below.
     public static func pulseRateRange(_ v: UInt8) -> Self { Self(rawValue: UInt16(v & 3) << 3) }
 
+    /// The pulse rate range in words ("within range", "exceeds upper limit"...).
     public var pulseRateRangeName: String {
         switch pulseRateRange {
         case 0: "pulse rate within range"
@@ -234,14 +255,23 @@ public struct BloodPressureFeature: OptionSet, Hashable, Sendable, WireEncodable
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// Body movement detection (bit 0).
     public static let bodyMovementDetection = Self(rawValue: 1 << 0)
+    /// Cuff fit detection (bit 1).
     public static let cuffFitDetection = Self(rawValue: 1 << 1)
+    /// Irregular pulse detection (bit 2).
     public static let irregularPulseDetection = Self(rawValue: 1 << 2)
+    /// Pulse rate range detection (bit 3).
     public static let pulseRateRangeDetection = Self(rawValue: 1 << 3)
+    /// Measurement position detection (bit 4).
     public static let measurementPositionDetection = Self(rawValue: 1 << 4)
+    /// Multiple bond (bit 5).
     public static let multipleBond = Self(rawValue: 1 << 5)
+    /// E2E-CRC (bit 6).
     public static let e2eCRC = Self(rawValue: 1 << 6)
+    /// User data service (bit 7).
     public static let userDataService = Self(rawValue: 1 << 7)
+    /// User facing time (bit 8).
     public static let userFacingTime = Self(rawValue: 1 << 8)
 
     static let names: [Int: String] = [

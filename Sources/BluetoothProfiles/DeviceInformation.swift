@@ -8,6 +8,7 @@ import BluetoothWire
 public struct BatteryLevel: RawRepresentable, Hashable, Sendable, WireEncodable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// The level, 0...100 %.
     @inlinable public var percent: UInt8 { rawValue }
 
     /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
@@ -29,9 +30,12 @@ public struct BatteryLevel: RawRepresentable, Hashable, Sendable, WireEncodable 
 /// System ID (0x2A23): eight bytes, a 40-bit manufacturer-defined identifier (first, LE) and
 /// the 24-bit Organizationally Unique Identifier (last, LE).
 public struct SystemID: Hashable, Sendable, WireEncodable {
+    /// The 40-bit manufacturer-defined identifier.
     public var manufacturerIdentifier: UInt64
+    /// The 24-bit Organizationally Unique Identifier (IEEE OUI).
     public var organizationallyUniqueIdentifier: UInt32
 
+    /// A System ID as given.
     public init(manufacturerIdentifier: UInt64, organizationallyUniqueIdentifier: UInt32) {
         self.manufacturerIdentifier = manufacturerIdentifier
         self.organizationallyUniqueIdentifier = organizationallyUniqueIdentifier
@@ -73,6 +77,7 @@ public struct SystemID: Hashable, Sendable, WireEncodable {
 /// IEEE 11073-20601 Regulatory Certification Data List (0x2A2A): an opaque IEEE 11073 structure,
 /// kept as raw bytes (a view, valid while the caller's buffer is alive).
 public struct RegulatoryCertificationData: WireEncodable {
+    /// The raw IEEE 11073-20601 structure.
     public var bytes: UnsafeRawBufferPointer
     /// A view of `bytes` (not copied: valid while they are).
     @inlinable public init(parsing bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
@@ -83,11 +88,16 @@ public struct RegulatoryCertificationData: WireEncodable {
 /// PnP ID (0x2A50): Vendor ID Source (u8: 1 Bluetooth SIG company identifier, 2 USB-IF vendor
 /// ID), Vendor ID, Product ID, Product Version (u16 each; version 0xJJMN = JJ.M.N).
 public struct PnPID: Hashable, Sendable, WireEncodable {
+    /// Who assigned the vendor ID: 1 Bluetooth SIG, 2 USB Implementers Forum.
     public var vendorIDSource: UInt8
+    /// The vendor ID (a company identifier when the source is the Bluetooth SIG).
     public var vendorID: UInt16
+    /// The vendor's product ID.
     public var productID: UInt16
+    /// The vendor's product version.
     public var productVersion: UInt16
 
+    /// A PnP ID as given.
     public init(vendorIDSource: UInt8, vendorID: UInt16, productID: UInt16, productVersion: UInt16) {
         self.vendorIDSource = vendorIDSource
         self.vendorID = vendorID
@@ -106,6 +116,7 @@ public struct PnPID: Hashable, Sendable, WireEncodable {
         try r.expectEnd()
     }
 
+    /// "Bluetooth SIG", "USB Implementers Forum" or the raw value.
     public var vendorIDSourceName: String {
         switch vendorIDSource {
         case 1: "Bluetooth SIG"
@@ -144,7 +155,9 @@ public struct PnPID: Hashable, Sendable, WireEncodable {
 /// The Appearance characteristic (0x2A01): a u16 ``Appearance`` (BluetoothWire's type, shared
 /// with advertising data), category in bits 15...6, subcategory in bits 5...0.
 public struct AppearanceCharacteristic: Hashable, Sendable, WireEncodable {
+    /// The appearance value (category and subcategory).
     public var appearance: Appearance
+    /// An Appearance characteristic value.
     @inlinable public init(_ appearance: Appearance) { self.appearance = appearance }
 
     /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
@@ -174,23 +187,32 @@ public struct AppearanceCharacteristic: Hashable, Sendable, WireEncodable {
 /// Adjust Reason (u8 bits: manual update, external reference, time zone change, DST change).
 /// Day of week 0 = unknown, 1...7 = Monday...Sunday, 8...255 reserved (kept, reported).
 public struct CurrentTime: Hashable, Sendable, WireEncodable {
+    /// The date and time.
     public var dateTime: DateTime
+    /// Day of week: 0 unknown, 1...7 Monday...Sunday.
     public var dayOfWeek: UInt8
     /// 1/256 s.
     public var fractions256: UInt8
+    /// Why the time was last adjusted.
     public var adjustReason: AdjustReason
 
+    /// Adjust Reason bits.
     public struct AdjustReason: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Manual time update (bit 0).
         public static let manualTimeUpdate = Self(rawValue: 1 << 0)
+        /// External reference time update (bit 1).
         public static let externalReferenceTimeUpdate = Self(rawValue: 1 << 1)
+        /// Change of time zone (bit 2).
         public static let changeOfTimeZone = Self(rawValue: 1 << 2)
+        /// Change of DST (bit 3).
         public static let changeOfDST = Self(rawValue: 1 << 3)
         static let names: [Int: String] = [0: "manual time update", 1: "external reference time update",
                                            2: "change of time zone", 3: "change of DST"]
     }
 
+    /// A Current Time value as given.
     public init(dateTime: DateTime, dayOfWeek: UInt8 = 0, fractions256: UInt8 = 0, adjustReason: AdjustReason = []) {
         self.dateTime = dateTime
         self.dayOfWeek = dayOfWeek
@@ -209,6 +231,7 @@ public struct CurrentTime: Hashable, Sendable, WireEncodable {
         try r.expectEnd()
     }
 
+    /// "Monday"... "Sunday", "unknown", or "reserved (N)".
     public var dayOfWeekName: String {
         switch dayOfWeek {
         case 0: "unknown"

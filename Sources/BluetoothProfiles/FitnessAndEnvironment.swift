@@ -8,29 +8,39 @@ import BluetoothWire
 /// Revolution Data (bit 1: cumulative crank revolutions u16, last crank event time u16 in
 /// 1/1024 s). Bits 2...7 reserved and kept. Holds only scalars; trailing bytes are an error.
 public struct CSCMeasurement: WireEncodable, Hashable, Sendable {
+    /// Wheel revolution data.
     public struct WheelData: Hashable, Sendable {
+        /// Cumulative wheel revolutions.
         public var cumulativeRevolutions: UInt32
         /// 1/1024 s, rolls over.
         public var lastEventTime: UInt16
+        /// Wheel data as given.
         public init(cumulativeRevolutions: UInt32, lastEventTime: UInt16) {
             self.cumulativeRevolutions = cumulativeRevolutions
             self.lastEventTime = lastEventTime
         }
     }
+    /// Crank revolution data.
     public struct CrankData: Hashable, Sendable {
+        /// Cumulative crank revolutions.
         public var cumulativeRevolutions: UInt16
         /// 1/1024 s, rolls over.
         public var lastEventTime: UInt16
+        /// Crank data as given.
         public init(cumulativeRevolutions: UInt16, lastEventTime: UInt16) {
             self.cumulativeRevolutions = cumulativeRevolutions
             self.lastEventTime = lastEventTime
         }
     }
 
+    /// The Flags field (bit 0 wheel data, bit 1 crank data; the rest reserved and kept).
     public var flags: UInt8
+    /// Wheel revolutions and the time of the last wheel event (when flag bit 0 is set).
     public var wheel: WheelData?
+    /// Crank revolutions and the time of the last crank event (when flag bit 1 is set).
     public var crank: CrankData?
 
+    /// A measurement; the flags follow from what is given.
     public init(wheel: WheelData? = nil, crank: CrankData? = nil) {
         flags = (wheel == nil ? 0 : 1) | (crank == nil ? 0 : 2)
         self.wheel = wheel
@@ -99,6 +109,7 @@ public struct CSCMeasurement: WireEncodable, Hashable, Sendable {
 /// Cadence (u8, 1/min), then by flags: Instantaneous Stride Length (bit 0, u16 cm), Total
 /// Distance (bit 1, u32 dm). Bit 2: 0 walking, 1 running. Bits 3...7 reserved and kept.
 public struct RSCMeasurement: WireEncodable, Hashable, Sendable {
+    /// The Flags field as received.
     public var flags: UInt8
     /// 1/256 m/s.
     public var speedRaw: UInt16
@@ -109,9 +120,12 @@ public struct RSCMeasurement: WireEncodable, Hashable, Sendable {
     /// Decimetres.
     public var totalDistance: UInt32?
 
+    /// Running (flag bit 2), else walking.
     @inlinable public var isRunning: Bool { flags & 0x04 != 0 }
+    /// Metres per second.
     @inlinable public var speed: Double { Double(speedRaw) / 256 }
 
+    /// A measurement; the flags follow from what is given.
     public init(speedRaw: UInt16, cadence: UInt8, strideLength: UInt16? = nil, totalDistance: UInt32? = nil,
                 running: Bool = false) {
         flags = (strideLength == nil ? 0 : 1) | (totalDistance == nil ? 0 : 2) | (running ? 4 : 0)
@@ -174,6 +188,7 @@ public struct RSCMeasurement: WireEncodable, Hashable, Sendable {
 public struct EnvironmentalTemperature: RawRepresentable, Hashable, Sendable, WireEncodable {
     public var rawValue: Int16
     @inlinable public init(rawValue: Int16) { self.rawValue = rawValue }
+    /// False for 0x8000 (value not known).
     @inlinable public var isKnown: Bool { rawValue != Int16.min }
     /// Degrees Celsius, nil when unknown.
     @inlinable public var celsius: Double? { isKnown ? Double(rawValue) / 100 : nil }
@@ -196,8 +211,11 @@ public struct EnvironmentalTemperature: RawRepresentable, Hashable, Sendable, Wi
 public struct Humidity: RawRepresentable, Hashable, Sendable, WireEncodable {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// False for 0xFFFF (value not known).
     @inlinable public var isKnown: Bool { rawValue != 0xFFFF }
+    /// At most 100 %.
     @inlinable public var isInRange: Bool { rawValue <= 10000 }
+    /// Relative humidity in percent, nil when unknown.
     @inlinable public var percent: Double? { isKnown ? Double(rawValue) / 100 : nil }
 
     /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
@@ -219,6 +237,7 @@ public struct Humidity: RawRepresentable, Hashable, Sendable, WireEncodable {
 public struct Pressure: RawRepresentable, Hashable, Sendable, WireEncodable {
     public var rawValue: UInt32
     @inlinable public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Pascals.
     @inlinable public var pascals: Double { Double(rawValue) / 10 }
 
     /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
@@ -240,11 +259,17 @@ public struct Pressure: RawRepresentable, Hashable, Sendable, WireEncodable {
 public struct SensorTagKeys: RawRepresentable, Hashable, Sendable, WireEncodable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Released (0).
     public static let released = Self(rawValue: 0)
+    /// Right (1).
     public static let right = Self(rawValue: 1)
+    /// Left (2).
     public static let left = Self(rawValue: 2)
+    /// Both (3).
     public static let both = Self(rawValue: 3)
+    /// The right key is down (bit 0).
     @inlinable public var rightPressed: Bool { rawValue & 1 != 0 }
+    /// The left key is down (bit 1).
     @inlinable public var leftPressed: Bool { rawValue & 2 != 0 }
     /// Bits other than the two keys.
     @inlinable public var otherBits: UInt8 { rawValue & ~3 }

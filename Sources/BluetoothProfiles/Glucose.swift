@@ -14,27 +14,38 @@ public struct GlucoseMeasurement: WireEncodable, Hashable, Sendable {
     public struct Flags: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Time offset present (0x01).
         public static let timeOffsetPresent = Flags(rawValue: 0x01)
+        /// Concentration present (0x02).
         public static let concentrationPresent = Flags(rawValue: 0x02)
+        /// Mol per liter (0x04).
         public static let molPerLiter = Flags(rawValue: 0x04)
+        /// Sensor status present (0x08).
         public static let sensorStatusPresent = Flags(rawValue: 0x08)
+        /// Context follows (0x10).
         public static let contextFollows = Flags(rawValue: 0x10)
     }
 
     /// The Flags field as received.
     public var flags: Flags
+    /// The record's sequence number (what RACP operands refer to).
     public var sequenceNumber: UInt16
+    /// When the measurement was taken (add ``timeOffset`` when present).
     public var baseTime: DateTime
     /// Minutes to add to the base time.
     public var timeOffset: Int16?
     /// In `concentrationUnit` (kg/L or mol/L).
     public var concentration: SFloat?
+    /// Sample type and sample location (when the flags say so).
     public var typeAndLocation: GlucoseTypeSampleLocation?
+    /// Sensor Status Annunciation (when the flags say so).
     public var sensorStatus: GlucoseSensorStatus?
 
+    /// kg/L or mol/L (flag bit 2).
     @inlinable public var concentrationUnit: GlucoseConcentrationUnit {
         flags.rawValue & 0x04 != 0 ? .molPerLiter : .kgPerLiter
     }
+    /// A Glucose Measurement Context with the same sequence number follows (flag bit 4).
     @inlinable public var contextFollows: Bool { flags.rawValue & 0x10 != 0 }
 
     /// `concentration` and `typeAndLocation` go together (flag bit 1): give both or neither.
@@ -151,9 +162,11 @@ public struct GlucoseMeasurement: WireEncodable, Hashable, Sendable {
 /// The unit of a glucose concentration (Glucose Measurement flag bit 2).
 public enum GlucoseConcentrationUnit: Hashable, Sendable {
     case kgPerLiter, molPerLiter
+    /// "kg/L" or "mol/L".
     public var symbol: String { self == .kgPerLiter ? "kg/L" : "mol/L" }
     /// The everyday unit: mg/dL (= kg/L × 10^5) or mmol/L (= mol/L × 1000).
     public var clinicalSymbol: String { self == .kgPerLiter ? "mg/dL" : "mmol/L" }
+    /// To mg/dL (kg/L) or mmol/L (mol/L).
     public var clinicalFactor: Double { self == .kgPerLiter ? 100_000 : 1000 }
     var clinicalField: String { self == .kgPerLiter ? "glucose_mg_per_dl" : "glucose_mmol_per_l" }
 }
@@ -162,10 +175,13 @@ public enum GlucoseConcentrationUnit: Hashable, Sendable {
 public struct GlucoseTypeSampleLocation: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Type (low nibble) and location (high nibble).
     @inlinable public init(type: GlucoseSampleType, location: GlucoseSampleLocation) {
         rawValue = (type.rawValue & 0x0F) | (location.rawValue & 0x0F) << 4
     }
+    /// The sample type.
     @inlinable public var type: GlucoseSampleType { GlucoseSampleType(rawValue: rawValue & 0x0F) }
+    /// The sample location.
     @inlinable public var location: GlucoseSampleLocation { GlucoseSampleLocation(rawValue: rawValue >> 4) }
 }
 
@@ -173,15 +189,25 @@ public struct GlucoseTypeSampleLocation: RawRepresentable, Hashable, Sendable {
 public struct GlucoseSampleType: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Capillary whole blood (1).
     public static let capillaryWholeBlood = Self(rawValue: 1)
+    /// Capillary plasma (2).
     public static let capillaryPlasma = Self(rawValue: 2)
+    /// Venous whole blood (3).
     public static let venousWholeBlood = Self(rawValue: 3)
+    /// Venous plasma (4).
     public static let venousPlasma = Self(rawValue: 4)
+    /// Arterial whole blood (5).
     public static let arterialWholeBlood = Self(rawValue: 5)
+    /// Arterial plasma (6).
     public static let arterialPlasma = Self(rawValue: 6)
+    /// Undetermined whole blood (7).
     public static let undeterminedWholeBlood = Self(rawValue: 7)
+    /// Undetermined plasma (8).
     public static let undeterminedPlasma = Self(rawValue: 8)
+    /// Interstitial fluid (9).
     public static let interstitialFluid = Self(rawValue: 9)
+    /// Control solution (10).
     public static let controlSolution = Self(rawValue: 10)
     /// The name from the specification.
     public var name: String {
@@ -205,10 +231,15 @@ public struct GlucoseSampleType: RawRepresentable, Hashable, Sendable {
 public struct GlucoseSampleLocation: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Finger (1).
     public static let finger = Self(rawValue: 1)
+    /// Alternate site test (2).
     public static let alternateSiteTest = Self(rawValue: 2)
+    /// Earlobe (3).
     public static let earlobe = Self(rawValue: 3)
+    /// Control solution (4).
     public static let controlSolution = Self(rawValue: 4)
+    /// Not available (15).
     public static let notAvailable = Self(rawValue: 15)
     /// The name from the specification.
     public var name: String {
@@ -227,17 +258,29 @@ public struct GlucoseSampleLocation: RawRepresentable, Hashable, Sendable {
 public struct GlucoseSensorStatus: OptionSet, Hashable, Sendable {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Battery low (bit 0).
     public static let batteryLow = Self(rawValue: 1 << 0)
+    /// Sensor malfunction (bit 1).
     public static let sensorMalfunction = Self(rawValue: 1 << 1)
+    /// Sample size insufficient (bit 2).
     public static let sampleSizeInsufficient = Self(rawValue: 1 << 2)
+    /// Strip insertion error (bit 3).
     public static let stripInsertionError = Self(rawValue: 1 << 3)
+    /// Strip type incorrect (bit 4).
     public static let stripTypeIncorrect = Self(rawValue: 1 << 4)
+    /// Result too high (bit 5).
     public static let resultTooHigh = Self(rawValue: 1 << 5)
+    /// Result too low (bit 6).
     public static let resultTooLow = Self(rawValue: 1 << 6)
+    /// Temperature too high (bit 7).
     public static let temperatureTooHigh = Self(rawValue: 1 << 7)
+    /// Temperature too low (bit 8).
     public static let temperatureTooLow = Self(rawValue: 1 << 8)
+    /// Read interrupted (bit 9).
     public static let readInterrupted = Self(rawValue: 1 << 9)
+    /// General device fault (bit 10).
     public static let generalDeviceFault = Self(rawValue: 1 << 10)
+    /// Time fault (bit 11).
     public static let timeFault = Self(rawValue: 1 << 11)
 
     static let names: [Int: String] = [
@@ -259,42 +302,58 @@ public struct GlucoseSensorStatus: OptionSet, Hashable, Sendable {
 /// Medication ID (u8) + Medication (SFLOAT, kg or litres by bit 5) (bit 4), HbA1c (bit 6,
 /// SFLOAT %). Holds only scalars; trailing bytes are an error.
 public struct GlucoseMeasurementContext: WireEncodable, Hashable, Sendable {
+    /// The Flags field as received.
     public var flags: UInt8
+    /// The sequence number of the measurement this context belongs to.
     public var sequenceNumber: UInt16
+    /// Extended Flags (flag bit 7).
     public var extendedFlags: UInt8?
+    /// Carbohydrate ID and amount (flag bit 0).
     public var carbohydrate: Carbohydrate?
+    /// Meal (flag bit 1).
     public var meal: GlucoseMeal?
+    /// Tester and health (flag bit 2).
     public var testerHealth: GlucoseTesterHealth?
+    /// Exercise duration and intensity (flag bit 3).
     public var exercise: Exercise?
+    /// Medication ID and amount (flag bit 4).
     public var medication: Medication?
     /// Percent.
     public var hbA1c: SFloat?
 
+    /// Carbohydrate ID and amount.
     public struct Carbohydrate: Hashable, Sendable {
+        /// Which meal (breakfast, lunch...).
         public var id: CarbohydrateID
         /// Kilograms.
         public var amount: SFloat
+        /// A carbohydrate entry as given.
         public init(id: CarbohydrateID, amount: SFloat) {
             self.id = id
             self.amount = amount
         }
     }
 
+    /// Exercise duration and intensity.
     public struct Exercise: Hashable, Sendable {
         /// Seconds; 0xFFFF means overrun.
         public var duration: UInt16
         /// Percent.
         public var intensity: UInt8
+        /// An exercise entry as given.
         public init(duration: UInt16, intensity: UInt8) {
             self.duration = duration
             self.intensity = intensity
         }
     }
 
+    /// Medication ID and amount.
     public struct Medication: Hashable, Sendable {
+        /// Which insulin.
         public var id: MedicationID
         /// Kilograms or litres (see `medicationUnit`).
         public var amount: SFloat
+        /// A medication entry as given.
         public init(id: MedicationID, amount: SFloat) {
             self.id = id
             self.amount = amount
@@ -303,8 +362,10 @@ public struct GlucoseMeasurementContext: WireEncodable, Hashable, Sendable {
 
     /// Medication unit (flag bit 5): "kg" or "L".
     @inlinable public var medicationInLiters: Bool { flags & 0x20 != 0 }
+    /// "L" or "kg" (flag bit 5).
     public var medicationUnit: String { medicationInLiters ? "L" : "kg" }
 
+    /// A context; the flags follow from what is given.
     public init(sequenceNumber: UInt16, extendedFlags: UInt8? = nil, carbohydrate: Carbohydrate? = nil,
                 meal: GlucoseMeal? = nil, testerHealth: GlucoseTesterHealth? = nil, exercise: Exercise? = nil,
                 medication: Medication? = nil, medicationInLiters: Bool = false, hbA1c: SFloat? = nil) {
@@ -442,12 +503,19 @@ public struct GlucoseMeasurementContext: WireEncodable, Hashable, Sendable {
 public struct CarbohydrateID: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Breakfast (1).
     public static let breakfast = Self(rawValue: 1)
+    /// Lunch (2).
     public static let lunch = Self(rawValue: 2)
+    /// Dinner (3).
     public static let dinner = Self(rawValue: 3)
+    /// Snack (4).
     public static let snack = Self(rawValue: 4)
+    /// Drink (5).
     public static let drink = Self(rawValue: 5)
+    /// Supper (6).
     public static let supper = Self(rawValue: 6)
+    /// Brunch (7).
     public static let brunch = Self(rawValue: 7)
     /// The name from the specification.
     public var name: String {
@@ -468,10 +536,15 @@ public struct CarbohydrateID: RawRepresentable, Hashable, Sendable {
 public struct GlucoseMeal: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Preprandial (1).
     public static let preprandial = Self(rawValue: 1)
+    /// Postprandial (2).
     public static let postprandial = Self(rawValue: 2)
+    /// Fasting (3).
     public static let fasting = Self(rawValue: 3)
+    /// Casual (4).
     public static let casual = Self(rawValue: 4)
+    /// Bedtime (5).
     public static let bedtime = Self(rawValue: 5)
     /// The name from the specification.
     public var name: String {
@@ -490,9 +563,13 @@ public struct GlucoseMeal: RawRepresentable, Hashable, Sendable {
 public struct GlucoseTesterHealth: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Tester and health as given (low nibbles of each).
     @inlinable public init(tester: UInt8, health: UInt8) { rawValue = (tester & 0xF) | (health & 0xF) << 4 }
+    /// Who tested: 1 self, 2 health care professional, 3 lab test, 15 not available.
     @inlinable public var tester: UInt8 { rawValue & 0x0F }
+    /// The health state: 1 minor issues, 2 major, 3 menses, 4 stress, 5 none, 15 not available.
     @inlinable public var health: UInt8 { rawValue >> 4 }
+    /// The tester in words.
     public var testerName: String {
         switch tester {
         case 1: "self"
@@ -502,6 +579,7 @@ public struct GlucoseTesterHealth: RawRepresentable, Hashable, Sendable {
         default: "reserved"
         }
     }
+    /// The health state in words.
     public var healthName: String {
         switch health {
         case 1: "minor health issues"
@@ -519,10 +597,15 @@ public struct GlucoseTesterHealth: RawRepresentable, Hashable, Sendable {
 public struct MedicationID: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Rapid acting insulin (1).
     public static let rapidActingInsulin = Self(rawValue: 1)
+    /// Short acting insulin (2).
     public static let shortActingInsulin = Self(rawValue: 2)
+    /// Intermediate acting insulin (3).
     public static let intermediateActingInsulin = Self(rawValue: 3)
+    /// Long acting insulin (4).
     public static let longActingInsulin = Self(rawValue: 4)
+    /// Pre mixed insulin (5).
     public static let preMixedInsulin = Self(rawValue: 5)
     /// The name from the specification.
     public var name: String {

@@ -14,8 +14,11 @@ public struct TemperatureMeasurement: WireEncodable, Hashable, Sendable {
     public struct Flags: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Temperatures in °F (else °C) (0x01).
         public static let fahrenheit = Flags(rawValue: 0x01)
+        /// Timestamp present (0x02).
         public static let timestampPresent = Flags(rawValue: 0x02)
+        /// Temperature type present (0x04).
         public static let temperatureTypePresent = Flags(rawValue: 0x04)
     }
 
@@ -25,10 +28,13 @@ public struct TemperatureMeasurement: WireEncodable, Hashable, Sendable {
     public var temperature: MedFloat32
     /// When it was measured (when the flags say so).
     public var timestamp: DateTime?
+    /// Where the temperature was taken (when the flags say so).
     public var temperatureType: TemperatureType?
 
+    /// °C, or °F when flag bit 0 is set.
     @inlinable public var unit: TemperatureUnit { flags.rawValue & 0x01 != 0 ? .fahrenheit : .celsius }
 
+    /// A measurement; the flags follow from what is given.
     public init(temperature: MedFloat32, unit: TemperatureUnit = .celsius, timestamp: DateTime? = nil,
                 temperatureType: TemperatureType? = nil) {
         self.flags = Flags(rawValue: unit == .fahrenheit ? 0x01 : 0x00)
@@ -97,14 +103,23 @@ public struct TemperatureType: RawRepresentable, Hashable, Sendable, WireEncodab
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Armpit (1).
     public static let armpit = TemperatureType(rawValue: 1)
+    /// Body (2).
     public static let body = TemperatureType(rawValue: 2)
+    /// Ear (3).
     public static let ear = TemperatureType(rawValue: 3)
+    /// Finger (4).
     public static let finger = TemperatureType(rawValue: 4)
+    /// Gastrointestinal tract (5).
     public static let gastrointestinalTract = TemperatureType(rawValue: 5)
+    /// Mouth (6).
     public static let mouth = TemperatureType(rawValue: 6)
+    /// Rectum (7).
     public static let rectum = TemperatureType(rawValue: 7)
+    /// Toe (8).
     public static let toe = TemperatureType(rawValue: 8)
+    /// Tympanum (9).
     public static let tympanum = TemperatureType(rawValue: 9)
 
     /// The name from the specification.
@@ -143,8 +158,11 @@ public struct MeasurementInterval: RawRepresentable, Hashable, Sendable, WireEnc
     /// Seconds.
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// An interval of `seconds` (0: no periodic measurement).
     @inlinable public init(seconds: UInt16) { rawValue = seconds }
+    /// Seconds between measurements.
     @inlinable public var seconds: UInt16 { rawValue }
+    /// Measurements are sent periodically (not 0).
     @inlinable public var isPeriodic: Bool { rawValue != 0 }
 
     /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
@@ -165,8 +183,11 @@ public struct MeasurementInterval: RawRepresentable, Hashable, Sendable, WireEnc
 /// and upper inclusive bounds (two u16). A range whose lower bound exceeds the upper is kept
 /// and reported (`isEmpty`), not rejected.
 public struct ValidRange: Hashable, Sendable, WireEncodable {
+    /// The smallest value allowed.
     public var lower: UInt16
+    /// The largest value allowed.
     public var upper: UInt16
+    /// A range as given.
     @inlinable public init(lower: UInt16, upper: UInt16) {
         self.lower = lower
         self.upper = upper
@@ -181,7 +202,9 @@ public struct ValidRange: Hashable, Sendable, WireEncodable {
         try r.expectEnd()
     }
 
+    /// The range is empty (lower above upper: a device error, reported).
     @inlinable public var isEmpty: Bool { lower > upper }
+    /// Whether `v` is within the range.
     @inlinable public func contains(_ v: UInt16) -> Bool { lower <= v && v <= upper }
 
     public var encodedLength: Int { 4 }

@@ -14,10 +14,15 @@ public struct HeartRateMeasurement: WireEncodable {
     public struct Flags: OptionSet, Hashable, Sendable {
         public var rawValue: UInt8
         @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// The heart rate is a UInt16 (else a UInt8) (0x01).
         public static let valueIsUInt16 = Flags(rawValue: 0x01)
+        /// Sensor contact detected (0x02).
         public static let sensorContactDetected = Flags(rawValue: 0x02)
+        /// Sensor contact supported (0x04).
         public static let sensorContactSupported = Flags(rawValue: 0x04)
+        /// Energy expended present (0x08).
         public static let energyExpendedPresent = Flags(rawValue: 0x08)
+        /// RR intervals present (0x10).
         public static let rrIntervalsPresent = Flags(rawValue: 0x10)
     }
 
@@ -117,14 +122,18 @@ public struct HeartRateMeasurement: WireEncodable {
 
     /// An owned Heart Rate Measurement for the peripheral role.
     public struct Owned: WireEncodable, Hashable, Sendable {
+        /// Beats per minute.
         public var heartRate: UInt16
+        /// Whether the sensor touches the skin (if it can tell).
         public var sensorContact: SensorContactStatus
+        /// Kilojoules since the last reset (when the flags say so).
         public var energyExpended: UInt16?
         /// In 1/1024 s.
         public var rrIntervals: [UInt16]
         /// Use the u16 format even for rates below 256 (it is always used above 255).
         public var forceUInt16: Bool
 
+        /// A measurement; the flags follow from what is given.
         public init(heartRate: UInt16, sensorContact: SensorContactStatus = .notSupported,
                     energyExpended: UInt16? = nil, rrIntervals: [UInt16] = [], forceUInt16: Bool = false) {
             self.heartRate = heartRate
@@ -135,6 +144,7 @@ public struct HeartRateMeasurement: WireEncodable {
         }
 
         var wide: Bool { forceUInt16 || heartRate > 0xFF }
+        /// The Flags field the value encodes with.
         public var flags: UInt8 {
             (wide ? 1 : 0) | (sensorContact.rawValue & 3) << 1 | (energyExpended == nil ? 0 : 0x08)
                 | (rrIntervals.isEmpty ? 0 : 0x10)
@@ -153,6 +163,7 @@ public struct HeartRateMeasurement: WireEncodable {
 public struct RRInterval: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// The interval in seconds (the field is in 1/1024 s).
     @inlinable public var seconds: Double { Double(rawValue) / 1024 }
     /// Rounded to the nearest millisecond.
     @inlinable public var milliseconds: Int { (Int(rawValue) &* 1000 &+ 512) / 1024 }
@@ -160,11 +171,15 @@ public struct RRInterval: RawRepresentable, Hashable, Sendable {
 
 /// The RR-Interval list of a Heart Rate Measurement, iterated without allocating.
 public struct RRIntervals: Sequence {
+    /// The RR-interval bytes (UInt16 little endian each).
     public var bytes: UnsafeRawBufferPointer
+    /// The intervals in `bytes` (not copied).
     @inlinable public init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    /// How many intervals there are.
     @inlinable public var count: Int { bytes.count / 2 }
     @inlinable public var underestimatedCount: Int { count }
 
+    /// Iterates the intervals in order.
     public struct Iterator: IteratorProtocol {
         @usableFromInline var reader: ByteReader
         @inlinable init(_ bytes: UnsafeRawBufferPointer) { reader = ByteReader(bytes) }
@@ -181,12 +196,17 @@ public struct RRIntervals: Sequence {
 public struct SensorContactStatus: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue & 3 }
+    /// Not supported (0).
     public static let notSupported = SensorContactStatus(rawValue: 0)
+    /// Not detected (2).
     public static let notDetected = SensorContactStatus(rawValue: 2)
+    /// Detected (3).
     public static let detected = SensorContactStatus(rawValue: 3)
-    /// The name from the specification.
+    /// The sensor can tell whether it touches the skin.
     @inlinable public var isSupported: Bool { rawValue & 2 != 0 }
+    /// It touches the skin.
     @inlinable public var isDetected: Bool { rawValue == 3 }
+    /// The name from the specification.
     public var name: String {
         switch rawValue {
         case 2: "no contact"
@@ -200,12 +220,19 @@ public struct SensorContactStatus: RawRepresentable, Hashable, Sendable {
 public struct BodySensorLocation: RawRepresentable, Hashable, Sendable, WireEncodable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Other (0).
     public static let other = Self(rawValue: 0)
+    /// Chest (1).
     public static let chest = Self(rawValue: 1)
+    /// Wrist (2).
     public static let wrist = Self(rawValue: 2)
+    /// Finger (3).
     public static let finger = Self(rawValue: 3)
+    /// Hand (4).
     public static let hand = Self(rawValue: 4)
+    /// Ear lobe (5).
     public static let earLobe = Self(rawValue: 5)
+    /// Foot (6).
     public static let foot = Self(rawValue: 6)
 
     /// The name from the specification.

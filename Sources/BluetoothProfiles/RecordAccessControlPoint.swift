@@ -13,8 +13,11 @@ import BluetoothWire
 ///   with null/all/first/last: no operand. Abort (3): no operand.
 /// Unknown op codes and operators keep their operand as raw bytes.
 public struct RecordAccessControlPoint: WireEncodable {
+    /// What is asked (Report Stored Records, Delete, Abort, Report Number...).
     public var opCode: RACPOpCode
+    /// Which records (all, less or equal, within range, first, last).
     public var `operator`: RACPOperator
+    /// The operand bytes (filter type and values), a view.
     public var operand: UnsafeRawBufferPointer
 
     /// Parses the value; a value too short or malformed throws a ``WireError`` with the offset.
@@ -135,9 +138,13 @@ public struct RecordAccessControlPoint: WireEncodable {
 
     /// An owned RACP value for sending (requests from the collector, responses from the sensor).
     public struct Owned: WireEncodable, Hashable, Sendable {
+        /// What is asked.
         public var opCode: RACPOpCode
+        /// Which records.
         public var `operator`: RACPOperator
+        /// The operand bytes.
         public var operand: [UInt8]
+        /// A request as given.
         public init(opCode: RACPOpCode, operator: RACPOperator, operand: [UInt8] = []) {
             self.opCode = opCode
             self.operator = `operator`
@@ -154,6 +161,7 @@ public struct RecordAccessControlPoint: WireEncodable {
         public static let abort = Owned(opCode: .abortOperation, operator: .null)
         /// 01 05 / 01 06: the first / last record.
         public static let reportFirstRecord = Owned(opCode: .reportStoredRecords, operator: .firstRecord)
+        /// Report the last stored record.
         public static let reportLastRecord = Owned(opCode: .reportStoredRecords, operator: .lastRecord)
 
         /// 01 03 01 NN NN: records with sequence number ≥ `n` (`op` may be any request op code).
@@ -215,11 +223,17 @@ public enum RACPFilter: Hashable, Sendable, CustomStringConvertible {
 public struct RACPOpCode: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Report stored records (1).
     public static let reportStoredRecords = Self(rawValue: 1)
+    /// Delete stored records (2).
     public static let deleteStoredRecords = Self(rawValue: 2)
+    /// Abort operation (3).
     public static let abortOperation = Self(rawValue: 3)
+    /// Report number of stored records (4).
     public static let reportNumberOfStoredRecords = Self(rawValue: 4)
+    /// Number of stored records response (5).
     public static let numberOfStoredRecordsResponse = Self(rawValue: 5)
+    /// Response code (6).
     public static let responseCode = Self(rawValue: 6)
     /// The name from the specification.
     public var name: String {
@@ -239,12 +253,19 @@ public struct RACPOpCode: RawRepresentable, Hashable, Sendable {
 public struct RACPOperator: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Null (0).
     public static let null = Self(rawValue: 0)
+    /// All records (1).
     public static let allRecords = Self(rawValue: 1)
+    /// Less than or equal (2).
     public static let lessThanOrEqual = Self(rawValue: 2)
+    /// Greater than or equal (3).
     public static let greaterThanOrEqual = Self(rawValue: 3)
+    /// Within range (4).
     public static let withinRange = Self(rawValue: 4)
+    /// First record (5).
     public static let firstRecord = Self(rawValue: 5)
+    /// Last record (6).
     public static let lastRecord = Self(rawValue: 6)
     /// The name from the specification.
     public var name: String {
@@ -265,7 +286,9 @@ public struct RACPOperator: RawRepresentable, Hashable, Sendable {
 public struct RACPFilterType: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Sequence number (1).
     public static let sequenceNumber = Self(rawValue: 1)
+    /// User facing time (2).
     public static let userFacingTime = Self(rawValue: 2)
     /// The name from the specification.
     public var name: String {
@@ -281,14 +304,23 @@ public struct RACPFilterType: RawRepresentable, Hashable, Sendable {
 public struct RACPResponseCode: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Success (1).
     public static let success = Self(rawValue: 1)
+    /// Op code not supported (2).
     public static let opCodeNotSupported = Self(rawValue: 2)
+    /// Invalid operator (3).
     public static let invalidOperator = Self(rawValue: 3)
+    /// Operator not supported (4).
     public static let operatorNotSupported = Self(rawValue: 4)
+    /// Invalid operand (5).
     public static let invalidOperand = Self(rawValue: 5)
+    /// No records found (6).
     public static let noRecordsFound = Self(rawValue: 6)
+    /// Abort unsuccessful (7).
     public static let abortUnsuccessful = Self(rawValue: 7)
+    /// Procedure not completed (8).
     public static let procedureNotCompleted = Self(rawValue: 8)
+    /// Operand not supported (9).
     public static let operandNotSupported = Self(rawValue: 9)
     /// The name from the specification.
     public var name: String {

@@ -80,6 +80,7 @@ enum Display {
 /// shows replacement characters. Trailing NUL bytes (a common firmware habit) are kept in
 /// `bytes` and left out of `text`.
 public struct UTF8Value: WireEncodable {
+    /// The bytes (a view of the caller's buffer).
     public var bytes: UnsafeRawBufferPointer
 
     /// A view of `bytes` (not copied: valid while they are).
@@ -102,8 +103,11 @@ public struct UTF8Value: WireEncodable {
 
     /// An owned string value for the peripheral role.
     public struct Owned: WireEncodable, Hashable, Sendable {
+        /// The bytes sent.
         public var utf8: [UInt8]
+        /// The UTF-8 of `text`.
         public init(_ text: String) { utf8 = Array(text.utf8) }
+        /// Bytes as given (not checked for UTF-8).
         public init(bytes: [UInt8]) { utf8 = bytes }
         public var encodedLength: Int { utf8.count }
         public func encode(into writer: inout ByteWriter) throws(WireError) { try writer.bytes(utf8) }
@@ -121,12 +125,14 @@ public struct UTF8Value: WireEncodable {
 /// The unit flag of pressure measurements (Blood Pressure, Intermediate Cuff Pressure).
 public enum PressureUnit: Hashable, Sendable {
     case mmHg, kPa
+    /// "mmHg" or "kPa".
     public var symbol: String { self == .mmHg ? "mmHg" : "kPa" }
 }
 
 /// The unit flag of temperature measurements (Temperature Measurement, Intermediate Temperature).
 public enum TemperatureUnit: Hashable, Sendable {
     case celsius, fahrenheit
+    /// "°C" or "°F".
     public var symbol: String { self == .celsius ? "°C" : "°F" }
 }
 

@@ -7,26 +7,35 @@ import BluetoothWire
 /// 0xFF unknown), BMI (u16, 0.1 kg/m²) + Height (u16: 0.001 m, or 0.1 in) (bit 3). Bits 4...7
 /// reserved and kept. Holds only scalars; trailing bytes are an error.
 public struct WeightMeasurement: WireEncodable, Hashable, Sendable {
+    /// The Flags field as received.
     public var flags: UInt8
     /// Raw weight in resolution units (see `weight`).
     public var weightRaw: UInt16
     /// When it was measured (when the flags say so).
     public var timestamp: DateTime?
+    /// The user (0xFF unknown), when the flags say so.
     public var userID: UInt8?
     /// Raw BMI (0.1 kg/m²) and height (0.001 m or 0.1 in), present together.
     public var bmiRaw: UInt16?
+    /// Raw height (see ``height``), with the BMI.
     public var heightRaw: UInt16?
 
+    /// Pounds and inches (flag bit 0), else kilograms and metres.
     @inlinable public var isImperial: Bool { flags & 0x01 != 0 }
     /// Weight in kg or lb; nil when the device reports "measurement unsuccessful" (0xFFFF).
     @inlinable public var weight: Double? {
         weightRaw == 0xFFFF ? nil : Double(weightRaw) * (isImperial ? 0.01 : 0.005)
     }
+    /// "lb" or "kg".
     public var weightUnit: String { isImperial ? "lb" : "kg" }
+    /// "in" or "m".
     public var heightUnit: String { isImperial ? "in" : "m" }
+    /// kg/m², when present.
     @inlinable public var bmi: Double? { bmiRaw.map { Double($0) / 10 } }
+    /// Metres or inches, when present.
     @inlinable public var height: Double? { heightRaw.map { Double($0) * (isImperial ? 0.1 : 0.001) } }
 
+    /// A measurement; the flags follow from what is given.
     public init(weightRaw: UInt16, imperial: Bool = false, timestamp: DateTime? = nil, userID: UInt8? = nil,
                 bmiRaw: UInt16? = nil, heightRaw: UInt16? = nil) {
         self.flags = imperial ? 1 : 0
@@ -125,8 +134,11 @@ public struct WeightMeasurement: WireEncodable, Hashable, Sendable {
 
 /// An SpO2 (%) and pulse rate (beats/min) pair of SFLOATs.
 public struct SpO2PulseRate: Hashable, Sendable {
+    /// Oxygen saturation, percent.
     public var spo2: SFloat
+    /// Beats per minute.
     public var pulseRate: SFloat
+    /// A reading as given.
     @inlinable public init(spo2: SFloat, pulseRate: SFloat) {
         self.spo2 = spo2
         self.pulseRate = pulseRate
@@ -150,16 +162,27 @@ public struct SpO2PulseRate: Hashable, Sendable {
 public struct PLXMeasurementStatus: OptionSet, Hashable, Sendable {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Measurement ongoing (bit 5).
     public static let measurementOngoing = Self(rawValue: 1 << 5)
+    /// Early estimated data (bit 6).
     public static let earlyEstimatedData = Self(rawValue: 1 << 6)
+    /// Validated data (bit 7).
     public static let validatedData = Self(rawValue: 1 << 7)
+    /// Fully qualified data (bit 8).
     public static let fullyQualifiedData = Self(rawValue: 1 << 8)
+    /// Data from measurement storage (bit 9).
     public static let dataFromMeasurementStorage = Self(rawValue: 1 << 9)
+    /// Data for demonstration (bit 10).
     public static let dataForDemonstration = Self(rawValue: 1 << 10)
+    /// Data for testing (bit 11).
     public static let dataForTesting = Self(rawValue: 1 << 11)
+    /// Calibration ongoing (bit 12).
     public static let calibrationOngoing = Self(rawValue: 1 << 12)
+    /// Measurement unavailable (bit 13).
     public static let measurementUnavailable = Self(rawValue: 1 << 13)
+    /// Questionable measurement detected (bit 14).
     public static let questionableMeasurementDetected = Self(rawValue: 1 << 14)
+    /// Invalid measurement detected (bit 15).
     public static let invalidMeasurementDetected = Self(rawValue: 1 << 15)
     static let names: [Int: String] = [
         5: "measurement ongoing", 6: "early estimated data", 7: "validated data", 8: "fully qualified data",
@@ -173,21 +196,37 @@ public struct PLXMeasurementStatus: OptionSet, Hashable, Sendable {
 public struct PLXDeviceSensorStatus: OptionSet, Hashable, Sendable {
     public var rawValue: UInt32
     @inlinable public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// Extended display update ongoing (bit 0).
     public static let extendedDisplayUpdateOngoing = Self(rawValue: 1 << 0)
+    /// Equipment malfunction (bit 1).
     public static let equipmentMalfunction = Self(rawValue: 1 << 1)
+    /// Signal processing irregularity (bit 2).
     public static let signalProcessingIrregularity = Self(rawValue: 1 << 2)
+    /// Inadequate signal (bit 3).
     public static let inadequateSignal = Self(rawValue: 1 << 3)
+    /// Poor signal (bit 4).
     public static let poorSignal = Self(rawValue: 1 << 4)
+    /// Low perfusion (bit 5).
     public static let lowPerfusion = Self(rawValue: 1 << 5)
+    /// Erratic signal (bit 6).
     public static let erraticSignal = Self(rawValue: 1 << 6)
+    /// Nonpulsatile signal (bit 7).
     public static let nonpulsatileSignal = Self(rawValue: 1 << 7)
+    /// Questionable pulse (bit 8).
     public static let questionablePulse = Self(rawValue: 1 << 8)
+    /// Signal analysis ongoing (bit 9).
     public static let signalAnalysisOngoing = Self(rawValue: 1 << 9)
+    /// Sensor interference (bit 10).
     public static let sensorInterference = Self(rawValue: 1 << 10)
+    /// Sensor unconnected to user (bit 11).
     public static let sensorUnconnectedToUser = Self(rawValue: 1 << 11)
+    /// Unknown sensor connected (bit 12).
     public static let unknownSensorConnected = Self(rawValue: 1 << 12)
+    /// Sensor displaced (bit 13).
     public static let sensorDisplaced = Self(rawValue: 1 << 13)
+    /// Sensor malfunctioning (bit 14).
     public static let sensorMalfunctioning = Self(rawValue: 1 << 14)
+    /// Sensor disconnected (bit 15).
     public static let sensorDisconnected = Self(rawValue: 1 << 15)
     static let names: [Int: String] = [
         0: "extended display update ongoing", 1: "equipment malfunction detected",
@@ -224,16 +263,23 @@ private func plxOptionalSummary(_ ms: PLXMeasurementStatus?, _ ds: PLXDeviceSens
 /// (bit 2, u24), Pulse Amplitude Index (bit 3, SFLOAT %). Bit 4 = device clock not set.
 /// Bits 5...7 reserved and kept. Holds only scalars; trailing bytes are an error.
 public struct PLXSpotCheckMeasurement: WireEncodable, Hashable, Sendable {
+    /// The Flags field as received.
     public var flags: UInt8
+    /// SpO2 and pulse rate.
     public var reading: SpO2PulseRate
     /// When it was measured (when the flags say so).
     public var timestamp: DateTime?
+    /// Measurement Status (when the flags say so).
     public var measurementStatus: PLXMeasurementStatus?
+    /// Device and Sensor Status (when the flags say so).
     public var deviceAndSensorStatus: PLXDeviceSensorStatus?
+    /// Pulse Amplitude Index, percent (when the flags say so).
     public var pulseAmplitudeIndex: SFloat?
 
+    /// The device's clock is not set (flag bit 4): the timestamp is not meaningful.
     @inlinable public var deviceClockNotSet: Bool { flags & 0x10 != 0 }
 
+    /// A measurement; the flags follow from what is given.
     public init(reading: SpO2PulseRate, timestamp: DateTime? = nil, measurementStatus: PLXMeasurementStatus? = nil,
                 deviceAndSensorStatus: PLXDeviceSensorStatus? = nil, pulseAmplitudeIndex: SFloat? = nil,
                 deviceClockNotSet: Bool = false) {
@@ -303,14 +349,22 @@ public struct PLXSpotCheckMeasurement: WireEncodable, Hashable, Sendable {
 /// SpO2PR-Fast (bit 0), SpO2PR-Slow (bit 1), Measurement Status (bit 2, u16), Device and Sensor
 /// Status (bit 3, u24), Pulse Amplitude Index (bit 4, SFLOAT %). Bits 5...7 reserved and kept.
 public struct PLXContinuousMeasurement: WireEncodable, Hashable, Sendable {
+    /// The Flags field as received.
     public var flags: UInt8
+    /// SpO2 and pulse rate, normal response.
     public var normal: SpO2PulseRate
+    /// The fast response (when the flags say so).
     public var fast: SpO2PulseRate?
+    /// The slow response (when the flags say so).
     public var slow: SpO2PulseRate?
+    /// Measurement Status (when the flags say so).
     public var measurementStatus: PLXMeasurementStatus?
+    /// Device and Sensor Status (when the flags say so).
     public var deviceAndSensorStatus: PLXDeviceSensorStatus?
+    /// Pulse Amplitude Index, percent (when the flags say so).
     public var pulseAmplitudeIndex: SFloat?
 
+    /// A measurement; the flags follow from what is given.
     public init(normal: SpO2PulseRate, fast: SpO2PulseRate? = nil, slow: SpO2PulseRate? = nil,
                 measurementStatus: PLXMeasurementStatus? = nil, deviceAndSensorStatus: PLXDeviceSensorStatus? = nil,
                 pulseAmplitudeIndex: SFloat? = nil) {

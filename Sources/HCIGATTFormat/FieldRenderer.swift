@@ -4,6 +4,7 @@ import BluetoothWire
 public enum FieldRenderer {
     // MARK: text
 
+    /// The fields as indented text under `title`.
     public static func text(title: String, fields: [Field]) -> String {
         var s = title
         for f in fields { appendText(&s, f, indent: 1) }
@@ -32,6 +33,7 @@ public enum FieldRenderer {
         }
     }
 
+    /// One scalar value as text (numbers, hex, strings as they are).
     public static func scalarText(_ v: FieldValue) -> String {
         switch v {
         case .uint(let u): return String(u)
@@ -50,6 +52,7 @@ public enum FieldRenderer {
     // Rendered into a byte buffer and turned into one String at the end: appending to a
     // String piece by piece costs several times more (a scan line is ~1 KB of JSON).
 
+    /// The fields as one JSON object with `type` and `title`.
     public static func json(type: String, title: String, fields: [Field]) -> String {
         var o = JSONBytes()
         o.raw("{\"type\":")

@@ -5,6 +5,7 @@ import BluetoothWire
 /// `replay` (from a btsnoop file) and the benchmarks, so all print the same thing for
 /// the same packets.
 public struct ScanFormatter: Sendable {
+    /// JSON Lines (else text).
     public var json: Bool
     /// Time origin (ns) for the `time` field: the scan start or the first packet.
     public var origin: UInt64
@@ -12,8 +13,10 @@ public struct ScanFormatter: Sendable {
     /// evicted from its 4096-device table) counts again when it comes back; a set of every
     /// address ever shown would grow without bound in a crowd of rotating addresses.
     public private(set) var devicesShown = 0
+    /// Lines formatted so far.
     public private(set) var linesFormatted = 0
 
+    /// A formatter; `origin` is the time the `time` field counts from.
     public init(json: Bool, origin: UInt64) {
         self.json = json
         self.origin = origin
@@ -30,10 +33,12 @@ public struct ScanFormatter: Sendable {
         return json ? jsonLine(device, isNew: isNew) : textLine(device, isNew: isNew)
     }
 
+    /// "180D Heart Rate" (or the UUID alone when it has no name).
     public static func serviceName(_ u: BluetoothUUID) -> String {
         AssignedNumbers.serviceName(u) ?? AssignedNumbers.uuidName(u) ?? u.description
     }
 
+    /// The text line for `d` (NEW or an update).
     public func textLine(_ d: DiscoveredDevice, isNew: Bool) -> String {
         var line = (isNew ? "NEW " : "UPD ")
         line += "\(d.address.address) " + d.address.kind.shortName.padding(7)
@@ -53,6 +58,7 @@ public struct ScanFormatter: Sendable {
         return line
     }
 
+    /// The JSON line for `d` (`"event":"new"` or `"update"`).
     public func jsonLine(_ d: DiscoveredDevice, isNew: Bool) -> String {
         var f: [Field] = [
             Field("event", .text(isNew ? "new" : "update")),

@@ -4,8 +4,8 @@ import Glibc
 /// kernel returns can be represented; the common ones have names.
 public struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: Int32
-    /// The errno value `rawValue`.
     @inlinable public init(rawValue: Int32) { self.rawValue = rawValue }
+    /// The errno value `rawValue`.
     @inlinable public init(_ rawValue: Int32) { self.rawValue = rawValue }
 
     /// The calling thread's `errno`.

@@ -74,7 +74,9 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// Bit 7: a 12-byte authentication signature ends the PDU.
     public static let authenticationSignatureFlag: UInt8 = 0x80
 
+    /// A command (no response is sent).
     @inlinable public var isCommand: Bool { rawValue & ATTOpcode.commandFlag != 0 }
+    /// The PDU carries an authentication signature.
     @inlinable public var hasAuthenticationSignature: Bool { rawValue & ATTOpcode.authenticationSignatureFlag != 0 }
     /// Bits 0-5.
     @inlinable public var method: UInt8 { rawValue & 0x3F }
@@ -197,8 +199,10 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         ATTErrorCode(rawValue: 0x80 | (offset & 0x1F))
     }
 
+    /// An application error (0x80-0x9F).
     @inlinable public var isApplicationError: Bool { ATTErrorCode.applicationErrorRange.contains(rawValue) }
 
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x01: "Invalid Handle"
@@ -242,6 +246,7 @@ public struct ATTExecuteWriteFlags: RawRepresentable, Hashable, Sendable {
     public static let cancel = ATTExecuteWriteFlags(rawValue: 0x00)
     /// 0x01: immediately write all pending prepared values.
     public static let write = ATTExecuteWriteFlags(rawValue: 0x01)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "Cancel all prepared writes"
@@ -267,6 +272,7 @@ public struct ATTFindInformationFormat: RawRepresentable, Hashable, Sendable {
         default: 0
         }
     }
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 1: "Handle(s) and 16-bit Bluetooth UUID(s)"

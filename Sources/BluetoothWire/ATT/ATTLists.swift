@@ -9,10 +9,12 @@
 
 /// ATT_FIND_INFORMATION_RSP: Format, then (handle, UUID) pairs. Core Vol 3 Part F §3.4.3.2.
 public struct ATTFindInformationResponse: Sequence, WireEncodable {
+    /// 16-bit or 128-bit UUIDs.
     public var format: ATTFindInformationFormat
     /// The Information Data bytes (pairs of handle + 2- or 16-byte UUID).
     public var informationData: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable public init(format: ATTFindInformationFormat, informationData: UnsafeRawBufferPointer) {
         self.format = format
         self.informationData = informationData
@@ -32,15 +34,20 @@ public struct ATTFindInformationResponse: Sequence, WireEncodable {
         self.informationData = data
     }
 
+    /// One (handle, type) pair.
     public struct Element: Hashable, Sendable {
+        /// The attribute handle.
         public var handle: UInt16
+        /// The attribute type.
         public var type: BluetoothUUID
+        /// A value with these fields.
         @inlinable public init(handle: UInt16, type: BluetoothUUID) {
             self.handle = handle
             self.type = type
         }
     }
 
+    /// Iterates the pairs.
     public struct Iterator: IteratorProtocol {
         @usableFromInline var reader: ByteReader
         @usableFromInline let width: Int
@@ -77,13 +84,19 @@ public struct ATTFindInformationResponse: Sequence, WireEncodable {
 /// Builds an ATT_FIND_INFORMATION_RSP that fits `mtu`. The first UUID picks the format
 /// (16-bit or 128-bit); `append` refuses a UUID of the other width, or one that does not fit.
 public struct ATTFindInformationResponseBuilder: WireEncodable, Hashable, Sendable {
+    /// ATT_MTU: the largest PDU the sender takes.
     public let mtu: Int
+    /// The format, fixed by the first pair appended.
     public private(set) var format: ATTFindInformationFormat?
+    /// How many elements there are.
     public private(set) var count: Int = 0
+    /// The encoded pairs.
     public private(set) var informationData: [UInt8] = []
 
+    /// A value with these fields.
     public init(mtu: Int = ATT.defaultMTU) { self.mtu = mtu }
 
+    /// There are no elements.
     public var isEmpty: Bool { count == 0 }
 
     /// Appends a pair; false (and nothing changes) if it does not fit or the format differs.
@@ -121,8 +134,10 @@ public struct ATTFindInformationResponseBuilder: WireEncodable, Hashable, Sendab
 /// ATT_FIND_BY_TYPE_VALUE_RSP: (Found Attribute Handle, Group End Handle) pairs.
 /// Core Vol 3 Part F §3.4.3.4.
 public struct ATTFindByTypeValueResponse: Sequence, WireEncodable {
+    /// The Handles Information List (a view).
     public var handlesInformationList: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable public init(handlesInformationList: UnsafeRawBufferPointer) {
         self.handlesInformationList = handlesInformationList
     }
@@ -137,15 +152,20 @@ public struct ATTFindByTypeValueResponse: Sequence, WireEncodable {
         handlesInformationList = data
     }
 
+    /// One found range.
     public struct Element: Hashable, Sendable {
+        /// Found Attribute Handle.
         public var foundHandle: UInt16
+        /// Group End Handle.
         public var groupEndHandle: UInt16
+        /// A value with these fields.
         @inlinable public init(foundHandle: UInt16, groupEndHandle: UInt16) {
             self.foundHandle = foundHandle
             self.groupEndHandle = groupEndHandle
         }
     }
 
+    /// Iterates the ranges.
     public struct Iterator: IteratorProtocol {
         @usableFromInline let data: UnsafeRawBufferPointer
         @usableFromInline var offset = 0
@@ -171,13 +191,19 @@ public struct ATTFindByTypeValueResponse: Sequence, WireEncodable {
 
 /// Builds an ATT_FIND_BY_TYPE_VALUE_RSP that fits `mtu`.
 public struct ATTFindByTypeValueResponseBuilder: WireEncodable, Hashable, Sendable {
+    /// ATT_MTU: the largest PDU the sender takes.
     public let mtu: Int
+    /// How many elements there are.
     public private(set) var count: Int = 0
+    /// The encoded ranges.
     public private(set) var handlesInformationList: [UInt8] = []
 
+    /// A value with these fields.
     public init(mtu: Int = ATT.defaultMTU) { self.mtu = mtu }
+    /// There are no elements.
     public var isEmpty: Bool { count == 0 }
 
+    /// Appends a range; false when it does not fit the MTU.
     public mutating func append(foundHandle: UInt16, groupEndHandle: UInt16) -> Bool {
         guard 1 + handlesInformationList.count + 4 <= mtu else { return false }
         handlesInformationList.attAppendLE(foundHandle)
@@ -201,8 +227,10 @@ public struct ATTFindByTypeValueResponseBuilder: WireEncodable, Hashable, Sendab
 public struct ATTReadByTypeResponse: Sequence, WireEncodable {
     /// Size of each handle-value pair (handle 2 + value).
     public var length: UInt8
+    /// The Attribute Data List (a view).
     public var attributeDataList: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable public init(length: UInt8, attributeDataList: UnsafeRawBufferPointer) {
         self.length = length
         self.attributeDataList = attributeDataList
@@ -224,16 +252,20 @@ public struct ATTReadByTypeResponse: Sequence, WireEncodable {
     /// Number of bytes of each value.
     @inlinable public var valueLength: Int { Int(length) &- 2 }
 
+    /// One (handle, value) pair.
     public struct Element {
+        /// The attribute handle.
         public var handle: UInt16
         /// A view into the parsed buffer.
         public var value: UnsafeRawBufferPointer
+        /// A value with these fields.
         @inlinable public init(handle: UInt16, value: UnsafeRawBufferPointer) {
             self.handle = handle
             self.value = value
         }
     }
 
+    /// Iterates the pairs.
     public struct Iterator: IteratorProtocol {
         @usableFromInline let data: UnsafeRawBufferPointer
         @usableFromInline let length: Int
@@ -266,17 +298,24 @@ public struct ATTReadByTypeResponse: Sequence, WireEncodable {
 /// length (truncated to min(ATT_MTU - 4, 253) bytes, Core Vol 3 Part F §3.4.4.2);
 /// `append` refuses values of another length or that no longer fit.
 public struct ATTReadByTypeResponseBuilder: WireEncodable, Hashable, Sendable {
+    /// ATT_MTU: the largest PDU the sender takes.
     public let mtu: Int
     /// Bytes per element (handle + value), set by the first append.
     public private(set) var length: UInt8?
+    /// How many elements there are.
     public private(set) var count: Int = 0
+    /// The encoded pairs.
     public private(set) var attributeDataList: [UInt8] = []
 
+    /// A value with these fields.
     public init(mtu: Int = ATT.defaultMTU) { self.mtu = mtu }
+    /// There are no elements.
     public var isEmpty: Bool { count == 0 }
     /// The longest value an element may carry.
     public var maximumValueLength: Int { max(0, min(mtu - 4, 253)) }
 
+    /// Appends a pair (a value too long for one entry is cut); false when it does not fit the MTU or
+    /// its length differs from the first.
     public mutating func append(handle: UInt16, value: some Collection<UInt8>) -> Bool {
         let valueCount = min(value.count, maximumValueLength)
         let elementLength = valueCount + 2
@@ -303,9 +342,12 @@ public struct ATTReadByTypeResponseBuilder: WireEncodable, Hashable, Sendable {
 /// ATT_READ_BY_GROUP_TYPE_RSP: Length (bytes per element, ≥ 4), then
 /// (handle, end group handle, value) elements. Core Vol 3 Part F §3.4.4.10.
 public struct ATTReadByGroupTypeResponse: Sequence, WireEncodable {
+    /// Length of each entry (handle, end handle, value).
     public var length: UInt8
+    /// The Attribute Data List (a view).
     public var attributeDataList: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable public init(length: UInt8, attributeDataList: UnsafeRawBufferPointer) {
         self.length = length
         self.attributeDataList = attributeDataList
@@ -324,13 +366,18 @@ public struct ATTReadByGroupTypeResponse: Sequence, WireEncodable {
         self.attributeDataList = data
     }
 
+    /// The length of each value.
     @inlinable public var valueLength: Int { Int(length) &- 4 }
 
+    /// One (handle, end group handle, value) entry.
     public struct Element {
+        /// The attribute handle.
         public var handle: UInt16
+        /// The group's last handle.
         public var endGroupHandle: UInt16
         /// A view into the parsed buffer (for services: the service UUID).
         public var value: UnsafeRawBufferPointer
+        /// A value with these fields.
         @inlinable public init(handle: UInt16, endGroupHandle: UInt16, value: UnsafeRawBufferPointer) {
             self.handle = handle
             self.endGroupHandle = endGroupHandle
@@ -338,6 +385,7 @@ public struct ATTReadByGroupTypeResponse: Sequence, WireEncodable {
         }
     }
 
+    /// Iterates the entries.
     public struct Iterator: IteratorProtocol {
         @usableFromInline let data: UnsafeRawBufferPointer
         @usableFromInline let length: Int
@@ -370,15 +418,23 @@ public struct ATTReadByGroupTypeResponse: Sequence, WireEncodable {
 /// Builds an ATT_READ_BY_GROUP_TYPE_RSP that fits `mtu`. The first value fixes the
 /// element length (values truncated to min(ATT_MTU - 6, 251) bytes).
 public struct ATTReadByGroupTypeResponseBuilder: WireEncodable, Hashable, Sendable {
+    /// ATT_MTU: the largest PDU the sender takes.
     public let mtu: Int
+    /// The entry length, fixed by the first entry appended.
     public private(set) var length: UInt8?
+    /// How many elements there are.
     public private(set) var count: Int = 0
+    /// The encoded entries.
     public private(set) var attributeDataList: [UInt8] = []
 
+    /// A value with these fields.
     public init(mtu: Int = ATT.defaultMTU) { self.mtu = mtu }
+    /// There are no elements.
     public var isEmpty: Bool { count == 0 }
+    /// The longest value one entry can carry at this MTU.
     public var maximumValueLength: Int { max(0, min(mtu - 6, 251)) }
 
+    /// Appends an entry; false when it does not fit the MTU or its length differs from the first.
     public mutating func append(handle: UInt16, endGroupHandle: UInt16, value: some Collection<UInt8>) -> Bool {
         let valueCount = min(value.count, maximumValueLength)
         let elementLength = valueCount + 4
@@ -407,8 +463,10 @@ public struct ATTReadByGroupTypeResponseBuilder: WireEncodable, Hashable, Sendab
 /// Core Vol 3 Part F §3.4.4.12. The last value may be shorter than its Value Length
 /// when the response was cut at ATT_MTU; ``Element/isTruncated`` says so.
 public struct ATTReadMultipleVariableResponse: Sequence, WireEncodable {
+    /// The Length Value Tuple List (a view).
     public var lengthValueTupleList: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable public init(lengthValueTupleList: UnsafeRawBufferPointer) {
         self.lengthValueTupleList = lengthValueTupleList
     }
@@ -430,18 +488,22 @@ public struct ATTReadMultipleVariableResponse: Sequence, WireEncodable {
         lengthValueTupleList = data
     }
 
+    /// One (length, value) tuple.
     public struct Element {
         /// The full length of the attribute value.
         public var valueLength: UInt16
         /// The value bytes present (a view); shorter than `valueLength` if truncated.
         public var value: UnsafeRawBufferPointer
+        /// The value was cut short (the response ran out of room).
         @inlinable public var isTruncated: Bool { value.count < Int(valueLength) }
+        /// A value with these fields.
         @inlinable public init(valueLength: UInt16, value: UnsafeRawBufferPointer) {
             self.valueLength = valueLength
             self.value = value
         }
     }
 
+    /// Iterates the tuples.
     public struct Iterator: IteratorProtocol {
         @usableFromInline let data: UnsafeRawBufferPointer
         @usableFromInline var offset = 0
@@ -467,13 +529,18 @@ public struct ATTReadMultipleVariableResponse: Sequence, WireEncodable {
 
 /// Builds an ATT_READ_MULTIPLE_VARIABLE_RSP that fits `mtu`.
 public struct ATTReadMultipleVariableResponseBuilder: WireEncodable, Hashable, Sendable {
+    /// ATT_MTU: the largest PDU the sender takes.
     public let mtu: Int
+    /// How many elements there are.
     public private(set) var count: Int = 0
+    /// The encoded tuples.
     public private(set) var lengthValueTupleList: [UInt8] = []
     /// True once a value was cut to fit (nothing more can be appended).
     public private(set) var isTruncated = false
 
+    /// A value with these fields.
     public init(mtu: Int = ATT.defaultMTU) { self.mtu = mtu }
+    /// There are no elements.
     public var isEmpty: Bool { count == 0 }
 
     /// Appends a value. With `allowTruncation`, a value that does not fit entirely is cut
@@ -505,8 +572,10 @@ public struct ATTReadMultipleVariableResponseBuilder: WireEncodable, Hashable, S
 /// ATT_MULTIPLE_HANDLE_VALUE_NTF: (handle, length u16, value) tuples.
 /// Core Vol 3 Part F §3.4.7.4. Every tuple must be complete.
 public struct ATTMultipleHandleValueNotification: Sequence, WireEncodable {
+    /// The Handle Length Value Tuple List (a view).
     public var handleLengthValueTupleList: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable public init(handleLengthValueTupleList: UnsafeRawBufferPointer) {
         self.handleLengthValueTupleList = handleLengthValueTupleList
     }
@@ -530,16 +599,20 @@ public struct ATTMultipleHandleValueNotification: Sequence, WireEncodable {
         handleLengthValueTupleList = data
     }
 
+    /// One (handle, length, value) tuple.
     public struct Element {
+        /// The attribute handle.
         public var handle: UInt16
         /// A view into the parsed buffer.
         public var value: UnsafeRawBufferPointer
+        /// A value with these fields.
         @inlinable public init(handle: UInt16, value: UnsafeRawBufferPointer) {
             self.handle = handle
             self.value = value
         }
     }
 
+    /// Iterates the tuples.
     public struct Iterator: IteratorProtocol {
         @usableFromInline let data: UnsafeRawBufferPointer
         @usableFromInline var offset = 0
@@ -566,13 +639,19 @@ public struct ATTMultipleHandleValueNotification: Sequence, WireEncodable {
 
 /// Builds an ATT_MULTIPLE_HANDLE_VALUE_NTF that fits `mtu`.
 public struct ATTMultipleHandleValueNotificationBuilder: WireEncodable, Hashable, Sendable {
+    /// ATT_MTU: the largest PDU the sender takes.
     public let mtu: Int
+    /// How many elements there are.
     public private(set) var count: Int = 0
+    /// The encoded tuples.
     public private(set) var handleLengthValueTupleList: [UInt8] = []
 
+    /// A value with these fields.
     public init(mtu: Int = ATT.defaultMTU) { self.mtu = mtu }
+    /// There are no elements.
     public var isEmpty: Bool { count == 0 }
 
+    /// Appends a tuple; false when it does not fit the MTU.
     public mutating func append(handle: UInt16, value: some Collection<UInt8>) -> Bool {
         guard value.count <= Int(UInt16.max),
               1 + handleLengthValueTupleList.count + 4 + value.count <= mtu else { return false }

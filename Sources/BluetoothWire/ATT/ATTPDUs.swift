@@ -6,9 +6,13 @@
 
 /// ATT_ERROR_RSP. Core Vol 3 Part F §3.4.1.1.
 public struct ATTErrorResponse: Hashable, Sendable, WireEncodable {
+    /// The opcode of the request that failed.
     public var requestOpcode: ATTOpcode
+    /// The attribute handle.
     public var handle: UInt16
+    /// Why it failed.
     public var error: ATTErrorCode
+    /// A value with these fields.
     @inlinable
     public init(requestOpcode: ATTOpcode, handle: UInt16, error: ATTErrorCode) {
         self.requestOpcode = requestOpcode
@@ -26,7 +30,9 @@ public struct ATTErrorResponse: Hashable, Sendable, WireEncodable {
 
 /// ATT_EXCHANGE_MTU_REQ. Core Vol 3 Part F §3.4.2.1.
 public struct ATTExchangeMTURequest: Hashable, Sendable, WireEncodable {
+    /// The client's receive MTU.
     public var clientRxMTU: UInt16
+    /// A value with these fields.
     @inlinable public init(clientRxMTU: UInt16) { self.clientRxMTU = clientRxMTU }
     @inlinable public var encodedLength: Int { 3 }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -37,7 +43,9 @@ public struct ATTExchangeMTURequest: Hashable, Sendable, WireEncodable {
 
 /// ATT_EXCHANGE_MTU_RSP. Core Vol 3 Part F §3.4.2.2.
 public struct ATTExchangeMTUResponse: Hashable, Sendable, WireEncodable {
+    /// The server's receive MTU.
     public var serverRxMTU: UInt16
+    /// A value with these fields.
     @inlinable public init(serverRxMTU: UInt16) { self.serverRxMTU = serverRxMTU }
     @inlinable public var encodedLength: Int { 3 }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -48,8 +56,11 @@ public struct ATTExchangeMTUResponse: Hashable, Sendable, WireEncodable {
 
 /// ATT_FIND_INFORMATION_REQ. Core Vol 3 Part F §3.4.3.1.
 public struct ATTFindInformationRequest: Hashable, Sendable, WireEncodable {
+    /// The first handle of the range.
     public var startHandle: UInt16
+    /// The last handle of the range.
     public var endHandle: UInt16
+    /// A value with these fields.
     @inlinable public init(startHandle: UInt16, endHandle: UInt16) {
         self.startHandle = startHandle
         self.endHandle = endHandle
@@ -64,11 +75,15 @@ public struct ATTFindInformationRequest: Hashable, Sendable, WireEncodable {
 
 /// ATT_FIND_BY_TYPE_VALUE_REQ. Core Vol 3 Part F §3.4.3.3.
 public struct ATTFindByTypeValueRequest<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The first handle of the range.
     public var startHandle: UInt16
+    /// The last handle of the range.
     public var endHandle: UInt16
     /// A 16-bit UUID (this PDU has no 128-bit form).
     public var attributeType: UInt16
+    /// The attribute value.
     public var value: Bytes
+    /// A value with these fields.
     @inlinable public init(startHandle: UInt16, endHandle: UInt16, attributeType: UInt16, value: Bytes) {
         self.startHandle = startHandle
         self.endHandle = endHandle
@@ -88,9 +103,13 @@ public struct ATTFindByTypeValueRequest<Bytes: Collection<UInt8>>: WireEncodable
 /// ATT_READ_BY_TYPE_REQ. Core Vol 3 Part F §3.4.4.1. The type is sent as 2 bytes
 /// when it has a 16-bit form, else as 16 bytes (ATT has no 32-bit UUID form).
 public struct ATTReadByTypeRequest: Hashable, Sendable, WireEncodable {
+    /// The first handle of the range.
     public var startHandle: UInt16
+    /// The last handle of the range.
     public var endHandle: UInt16
+    /// The attribute type looked for.
     public var attributeType: BluetoothUUID
+    /// A value with these fields.
     @inlinable public init(startHandle: UInt16, endHandle: UInt16, attributeType: BluetoothUUID) {
         self.startHandle = startHandle
         self.endHandle = endHandle
@@ -107,9 +126,13 @@ public struct ATTReadByTypeRequest: Hashable, Sendable, WireEncodable {
 
 /// ATT_READ_BY_GROUP_TYPE_REQ. Core Vol 3 Part F §3.4.4.9. Same layout as Read By Type.
 public struct ATTReadByGroupTypeRequest: Hashable, Sendable, WireEncodable {
+    /// The first handle of the range.
     public var startHandle: UInt16
+    /// The last handle of the range.
     public var endHandle: UInt16
+    /// The group type looked for (primary or secondary service).
     public var attributeGroupType: BluetoothUUID
+    /// A value with these fields.
     @inlinable public init(startHandle: UInt16, endHandle: UInt16, attributeGroupType: BluetoothUUID) {
         self.startHandle = startHandle
         self.endHandle = endHandle
@@ -131,7 +154,9 @@ extension BluetoothUUID {
 
 /// ATT_READ_REQ. Core Vol 3 Part F §3.4.4.3.
 public struct ATTReadRequest: Hashable, Sendable, WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// A value with these fields.
     @inlinable public init(handle: UInt16) { self.handle = handle }
     @inlinable public var encodedLength: Int { 3 }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -142,7 +167,9 @@ public struct ATTReadRequest: Hashable, Sendable, WireEncodable {
 
 /// ATT_READ_RSP. Core Vol 3 Part F §3.4.4.4.
 public struct ATTReadResponse<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The attribute value.
     public var value: Bytes
+    /// A value with these fields.
     @inlinable public init(value: Bytes) { self.value = value }
     @inlinable public var encodedLength: Int { 1 &+ value.count }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -153,8 +180,11 @@ public struct ATTReadResponse<Bytes: Collection<UInt8>>: WireEncodable {
 
 /// ATT_READ_BLOB_REQ. Core Vol 3 Part F §3.4.4.5.
 public struct ATTReadBlobRequest: Hashable, Sendable, WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The offset into the attribute value.
     public var offset: UInt16
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, offset: UInt16) {
         self.handle = handle
         self.offset = offset
@@ -169,7 +199,9 @@ public struct ATTReadBlobRequest: Hashable, Sendable, WireEncodable {
 
 /// ATT_READ_BLOB_RSP. Core Vol 3 Part F §3.4.4.6.
 public struct ATTReadBlobResponse<Bytes: Collection<UInt8>>: WireEncodable {
+    /// This part of the value.
     public var partValue: Bytes
+    /// A value with these fields.
     @inlinable public init(partValue: Bytes) { self.partValue = partValue }
     @inlinable public var encodedLength: Int { 1 &+ partValue.count }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -181,10 +213,15 @@ public struct ATTReadBlobResponse<Bytes: Collection<UInt8>>: WireEncodable {
 /// A list of little-endian 16-bit handles viewed in place (Set Of Handles).
 /// Valid while the parsed buffer is alive. An odd trailing byte is not part of the list.
 public struct ATTHandleList: RandomAccessCollection {
+    /// The handles' bytes (a view).
     public let bytes: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    /// 0.
     @inlinable public var startIndex: Int { 0 }
+    /// The number of handles.
     @inlinable public var endIndex: Int { bytes.count >> 1 }
+    /// Handle `i`.
     @inlinable public subscript(i: Int) -> UInt16 {
         precondition(i >= 0 && i < endIndex, "handle index out of range")
         return UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: i &* 2, as: UInt16.self))
@@ -193,7 +230,9 @@ public struct ATTHandleList: RandomAccessCollection {
 
 /// ATT_READ_MULTIPLE_REQ. Core Vol 3 Part F §3.4.4.7. At least two handles.
 public struct ATTReadMultipleRequest<Handles: Collection<UInt16>>: WireEncodable {
+    /// The handles to read.
     public var handles: Handles
+    /// A value with these fields.
     @inlinable public init(handles: Handles) { self.handles = handles }
     @inlinable public var encodedLength: Int { 1 &+ 2 &* handles.count }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -206,7 +245,9 @@ public struct ATTReadMultipleRequest<Handles: Collection<UInt16>>: WireEncodable
 /// ATT_READ_MULTIPLE_RSP. Core Vol 3 Part F §3.4.4.8: the values concatenated
 /// (their boundaries are known only to the client that asked).
 public struct ATTReadMultipleResponse<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The values, concatenated.
     public var values: Bytes
+    /// A value with these fields.
     @inlinable public init(values: Bytes) { self.values = values }
     @inlinable public var encodedLength: Int { 1 &+ values.count }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -217,7 +258,9 @@ public struct ATTReadMultipleResponse<Bytes: Collection<UInt8>>: WireEncodable {
 
 /// ATT_READ_MULTIPLE_VARIABLE_REQ. Core Vol 3 Part F §3.4.4.11. At least two handles.
 public struct ATTReadMultipleVariableRequest<Handles: Collection<UInt16>>: WireEncodable {
+    /// The handles to read.
     public var handles: Handles
+    /// A value with these fields.
     @inlinable public init(handles: Handles) { self.handles = handles }
     @inlinable public var encodedLength: Int { 1 &+ 2 &* handles.count }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -231,8 +274,11 @@ public struct ATTReadMultipleVariableRequest<Handles: Collection<UInt16>>: WireE
 
 /// ATT_WRITE_REQ. Core Vol 3 Part F §3.4.5.1.
 public struct ATTWriteRequest<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: Bytes
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: Bytes) {
         self.handle = handle
         self.value = value
@@ -247,6 +293,7 @@ public struct ATTWriteRequest<Bytes: Collection<UInt8>>: WireEncodable {
 
 /// ATT_WRITE_RSP (no parameters). Core Vol 3 Part F §3.4.5.2.
 public struct ATTWriteResponse: Hashable, Sendable, WireEncodable {
+    /// The PDU (it has no parameters).
     @inlinable public init() {}
     @inlinable public var encodedLength: Int { 1 }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) { try w.u8(ATTOpcode.writeResponse.rawValue) }
@@ -254,8 +301,11 @@ public struct ATTWriteResponse: Hashable, Sendable, WireEncodable {
 
 /// ATT_WRITE_CMD. Core Vol 3 Part F §3.4.5.3.
 public struct ATTWriteCommand<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: Bytes
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: Bytes) {
         self.handle = handle
         self.value = value
@@ -271,10 +321,13 @@ public struct ATTWriteCommand<Bytes: Collection<UInt8>>: WireEncodable {
 /// ATT_SIGNED_WRITE_CMD: handle, value, then a 12-byte authentication signature.
 /// Core Vol 3 Part F §3.4.5.4.
 public struct ATTSignedWriteCommand<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: Bytes
     /// Exactly 12 bytes (``ATT/signatureLength``).
     public var signature: Bytes
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: Bytes, signature: Bytes) {
         self.handle = handle
         self.value = value
@@ -296,14 +349,17 @@ public struct ATTSignedWriteCommand<Bytes: Collection<UInt8>>: WireEncodable {
 /// (kept as one slice so ``ATTPDU`` stays small). Valid while the parsed buffer is alive.
 /// Build outgoing commands with ``ATTSignedWriteCommand``.
 public struct ATTSignedWriteCommandView {
+    /// The attribute handle.
     public var handle: UInt16
     /// The attribute value followed by the 12-byte authentication signature.
     public var valueAndSignature: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, valueAndSignature: UnsafeRawBufferPointer) {
         self.handle = handle
         self.valueAndSignature = valueAndSignature
     }
     @inlinable var valueCount: Int { Swift.max(0, valueAndSignature.count &- ATT.signatureLength) }
+    /// The attribute value.
     @inlinable public var value: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: valueAndSignature[0 ..< valueCount])
     }
@@ -319,9 +375,13 @@ public struct ATTSignedWriteCommandView {
 
 /// ATT_PREPARE_WRITE_REQ. Core Vol 3 Part F §3.4.6.1.
 public struct ATTPrepareWriteRequest<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The offset into the attribute value.
     public var offset: UInt16
+    /// This part of the value.
     public var partValue: Bytes
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, offset: UInt16, partValue: Bytes) {
         self.handle = handle
         self.offset = offset
@@ -338,9 +398,13 @@ public struct ATTPrepareWriteRequest<Bytes: Collection<UInt8>>: WireEncodable {
 
 /// ATT_PREPARE_WRITE_RSP (echoes the request). Core Vol 3 Part F §3.4.6.2.
 public struct ATTPrepareWriteResponse<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The offset into the attribute value.
     public var offset: UInt16
+    /// This part of the value.
     public var partValue: Bytes
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, offset: UInt16, partValue: Bytes) {
         self.handle = handle
         self.offset = offset
@@ -357,7 +421,9 @@ public struct ATTPrepareWriteResponse<Bytes: Collection<UInt8>>: WireEncodable {
 
 /// ATT_EXECUTE_WRITE_REQ. Core Vol 3 Part F §3.4.6.3.
 public struct ATTExecuteWriteRequest: Hashable, Sendable, WireEncodable {
+    /// Execute or cancel the prepared writes.
     public var flags: ATTExecuteWriteFlags
+    /// A value with these fields.
     @inlinable public init(flags: ATTExecuteWriteFlags) { self.flags = flags }
     @inlinable public var encodedLength: Int { 2 }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -368,6 +434,7 @@ public struct ATTExecuteWriteRequest: Hashable, Sendable, WireEncodable {
 
 /// ATT_EXECUTE_WRITE_RSP (no parameters). Core Vol 3 Part F §3.4.6.4.
 public struct ATTExecuteWriteResponse: Hashable, Sendable, WireEncodable {
+    /// The PDU (it has no parameters).
     @inlinable public init() {}
     @inlinable public var encodedLength: Int { 1 }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {
@@ -377,8 +444,11 @@ public struct ATTExecuteWriteResponse: Hashable, Sendable, WireEncodable {
 
 /// ATT_HANDLE_VALUE_NTF. Core Vol 3 Part F §3.4.7.1.
 public struct ATTHandleValueNotification<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: Bytes
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: Bytes) {
         self.handle = handle
         self.value = value
@@ -393,8 +463,11 @@ public struct ATTHandleValueNotification<Bytes: Collection<UInt8>>: WireEncodabl
 
 /// ATT_HANDLE_VALUE_IND. Core Vol 3 Part F §3.4.7.2.
 public struct ATTHandleValueIndication<Bytes: Collection<UInt8>>: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: Bytes
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: Bytes) {
         self.handle = handle
         self.value = value
@@ -409,6 +482,7 @@ public struct ATTHandleValueIndication<Bytes: Collection<UInt8>>: WireEncodable 
 
 /// ATT_HANDLE_VALUE_CFM (no parameters). Core Vol 3 Part F §3.4.7.3.
 public struct ATTHandleValueConfirmation: Hashable, Sendable, WireEncodable {
+    /// The PDU (it has no parameters).
     @inlinable public init() {}
     @inlinable public var encodedLength: Int { 1 }
     @inlinable public func encode(into w: inout ByteWriter) throws(WireError) {

@@ -5,10 +5,15 @@
 
 /// A parsed ATT FindByTypeValueRequest (view). Core Vol 3 Part F §3.4.3.3.
 public struct ATTFindByTypeValueRequestView: WireEncodable {
+    /// The first handle of the range.
     public var startHandle: UInt16
+    /// The last handle of the range.
     public var endHandle: UInt16
+    /// The 16-bit attribute type.
     public var attributeType: UInt16
+    /// The attribute value.
     public var value: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(startHandle: UInt16, endHandle: UInt16, attributeType: UInt16, value: UnsafeRawBufferPointer) {
         self.startHandle = startHandle
         self.endHandle = endHandle
@@ -27,7 +32,9 @@ public struct ATTFindByTypeValueRequestView: WireEncodable {
 
 /// A parsed ATT ReadResponse (view). Core Vol 3 Part F §3.4.4.4.
 public struct ATTReadResponseView: WireEncodable {
+    /// The attribute value.
     public var value: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(value: UnsafeRawBufferPointer) {
         self.value = value
     }
@@ -40,7 +47,9 @@ public struct ATTReadResponseView: WireEncodable {
 
 /// A parsed ATT ReadBlobResponse (view). Core Vol 3 Part F §3.4.4.6.
 public struct ATTReadBlobResponseView: WireEncodable {
+    /// This part of the value.
     public var partValue: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(partValue: UnsafeRawBufferPointer) {
         self.partValue = partValue
     }
@@ -53,7 +62,9 @@ public struct ATTReadBlobResponseView: WireEncodable {
 
 /// A parsed ATT ReadMultipleRequest (view). Core Vol 3 Part F §3.4.4.7.
 public struct ATTReadMultipleRequestView: WireEncodable {
+    /// The handles to read.
     public var handles: ATTHandleList
+    /// A value with these fields.
     @inlinable public init(handles: ATTHandleList) {
         self.handles = handles
     }
@@ -66,7 +77,9 @@ public struct ATTReadMultipleRequestView: WireEncodable {
 
 /// A parsed ATT ReadMultipleResponse (view). Core Vol 3 Part F §3.4.4.8.
 public struct ATTReadMultipleResponseView: WireEncodable {
+    /// The values, concatenated (a view).
     public var values: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(values: UnsafeRawBufferPointer) {
         self.values = values
     }
@@ -79,7 +92,9 @@ public struct ATTReadMultipleResponseView: WireEncodable {
 
 /// A parsed ATT ReadMultipleVariableRequest (view). Core Vol 3 Part F §3.4.4.11.
 public struct ATTReadMultipleVariableRequestView: WireEncodable {
+    /// The handles to read.
     public var handles: ATTHandleList
+    /// A value with these fields.
     @inlinable public init(handles: ATTHandleList) {
         self.handles = handles
     }
@@ -92,8 +107,11 @@ public struct ATTReadMultipleVariableRequestView: WireEncodable {
 
 /// A parsed ATT WriteRequest (view). Core Vol 3 Part F §3.4.5.1.
 public struct ATTWriteRequestView: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: UnsafeRawBufferPointer) {
         self.handle = handle
         self.value = value
@@ -108,8 +126,11 @@ public struct ATTWriteRequestView: WireEncodable {
 
 /// A parsed ATT WriteCommand (view). Core Vol 3 Part F §3.4.5.3.
 public struct ATTWriteCommandView: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: UnsafeRawBufferPointer) {
         self.handle = handle
         self.value = value
@@ -124,9 +145,13 @@ public struct ATTWriteCommandView: WireEncodable {
 
 /// A parsed ATT PrepareWriteRequest (view). Core Vol 3 Part F §3.4.6.1.
 public struct ATTPrepareWriteRequestView: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The offset into the attribute value.
     public var offset: UInt16
+    /// This part of the value.
     public var partValue: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, offset: UInt16, partValue: UnsafeRawBufferPointer) {
         self.handle = handle
         self.offset = offset
@@ -143,9 +168,13 @@ public struct ATTPrepareWriteRequestView: WireEncodable {
 
 /// A parsed ATT PrepareWriteResponse (view). Core Vol 3 Part F §3.4.6.2.
 public struct ATTPrepareWriteResponseView: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The offset into the attribute value.
     public var offset: UInt16
+    /// This part of the value.
     public var partValue: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, offset: UInt16, partValue: UnsafeRawBufferPointer) {
         self.handle = handle
         self.offset = offset
@@ -162,8 +191,11 @@ public struct ATTPrepareWriteResponseView: WireEncodable {
 
 /// A parsed ATT HandleValueNotification (view). Core Vol 3 Part F §3.4.7.1.
 public struct ATTHandleValueNotificationView: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: UnsafeRawBufferPointer) {
         self.handle = handle
         self.value = value
@@ -178,8 +210,11 @@ public struct ATTHandleValueNotificationView: WireEncodable {
 
 /// A parsed ATT HandleValueIndication (view). Core Vol 3 Part F §3.4.7.2.
 public struct ATTHandleValueIndicationView: WireEncodable {
+    /// The attribute handle.
     public var handle: UInt16
+    /// The attribute value.
     public var value: UnsafeRawBufferPointer
+    /// A value with these fields.
     @inlinable public init(handle: UInt16, value: UnsafeRawBufferPointer) {
         self.handle = handle
         self.value = value

@@ -4,6 +4,7 @@
 public struct ADType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// A value with these fields.
     @inlinable public init(_ rawValue: UInt8) { self.rawValue = rawValue }
 
     /// Flags AD type (0x01).
@@ -192,8 +193,11 @@ public struct ADFlags: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// LE Limited Discoverable (0x01).
     public static let leLimitedDiscoverable = ADFlags(rawValue: 0x01)
+    /// LE General Discoverable (0x02).
     public static let leGeneralDiscoverable = ADFlags(rawValue: 0x02)
+    /// BR/EDR Not Supported (0x04).
     public static let brEdrNotSupported = ADFlags(rawValue: 0x04)
     /// Simultaneous LE and BR/EDR to same device capable (Controller).
     public static let simultaneousLEAndBrEdrController = ADFlags(rawValue: 0x08)
@@ -227,11 +231,16 @@ public struct LERole: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Peripheral Only (0x00).
     public static let peripheralOnly = LERole(rawValue: 0x00)
+    /// Central Only (0x01).
     public static let centralOnly = LERole(rawValue: 0x01)
+    /// Peripheral And Central Peripheral Preferred (0x02).
     public static let peripheralAndCentralPeripheralPreferred = LERole(rawValue: 0x02)
+    /// Peripheral And Central Central Preferred (0x03).
     public static let peripheralAndCentralCentralPreferred = LERole(rawValue: 0x03)
 
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x00: "Only Peripheral Role supported"
@@ -250,16 +259,23 @@ public struct LERole: RawRepresentable, Hashable, Sendable, CustomStringConverti
 public struct Appearance: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// An appearance from its category (10 bits) and subcategory (6 bits).
     @inlinable public init(category: UInt16, subcategory: UInt8) {
         self.rawValue = (category & 0x3FF) << 6 | UInt16(subcategory & 0x3F)
     }
 
+    /// The category (top 10 bits).
     @inlinable public var category: UInt16 { rawValue >> 6 }
+    /// The subcategory (low 6 bits).
     @inlinable public var subcategory: UInt8 { UInt8(truncatingIfNeeded: rawValue & 0x3F) }
 
+    /// Unknown (0x0000).
     public static let unknown = Appearance(rawValue: 0x0000)
+    /// Generic Thermometer (0x0300).
     public static let genericThermometer = Appearance(rawValue: 0x0300)
+    /// Ear Thermometer (0x0301).
     public static let earThermometer = Appearance(rawValue: 0x0301)
+    /// Generic Heart Rate Sensor (0x0340).
     public static let genericHeartRateSensor = Appearance(rawValue: 0x0340)
 
     /// The category name from the Assigned Numbers (generated table), or nil when unassigned.
@@ -277,10 +293,15 @@ public struct Appearance: RawRepresentable, Hashable, Sendable, CustomStringConv
 /// Company identifiers (Assigned Numbers §7): constants for the few companies whose data this
 /// library decodes or commonly meets; `name(_:)` knows the whole list (AssignedNumbers).
 public enum CompanyIdentifier {
+    /// Apple, Inc. (0x004C).
     public static let apple: UInt16 = 0x004C
+    /// Microsoft (0x0006).
     public static let microsoft: UInt16 = 0x0006
+    /// Nordic Semiconductor ASA (0x0059).
     public static let nordicSemiconductor: UInt16 = 0x0059
+    /// Samsung Electronics Co. Ltd. (0x0075).
     public static let samsung: UInt16 = 0x0075
+    /// Google (0x00E0).
     public static let google: UInt16 = 0x00E0
 
     /// The company's name from the Assigned Numbers (the whole list, generated table).

@@ -5,6 +5,7 @@
 /// A service UUID list (Supplement Part A §1.1) or service solicitation list (§1.10):
 /// UUIDs of one width (2, 4 or 16 bytes), little-endian, back to back.
 public struct ADUUIDList: Sequence {
+    /// The UUID bytes (a view).
     public let bytes: UnsafeRawBufferPointer
     /// 2, 4 or 16.
     public let width: Int
@@ -31,8 +32,10 @@ public struct ADUUIDList: Sequence {
         try self.init(validating: ADStructure(type: ADType(0), data: bytes), width: width, isComplete: isComplete)
     }
 
+    /// How many elements there are.
     @inlinable public var count: Int { bytes.count / width }
     @inlinable public var underestimatedCount: Int { count }
+    /// There are no elements.
     @inlinable public var isEmpty: Bool { bytes.isEmpty }
 
     @inlinable
@@ -56,6 +59,7 @@ public struct ADUUIDList: Sequence {
         return uuid(atByte: index &* width)
     }
 
+    /// Whether `uuid` is in the list.
     @inlinable
     public func contains(_ uuid: BluetoothUUID) -> Bool {
         var it = makeIterator()
@@ -63,6 +67,7 @@ public struct ADUUIDList: Sequence {
         return false
     }
 
+    /// Iterates the UUIDs.
     public struct Iterator: IteratorProtocol {
         @usableFromInline let list: ADUUIDList
         @usableFromInline var position: Int
@@ -81,9 +86,12 @@ public struct ADUUIDList: Sequence {
 
 /// Shortened (§1.2, type 0x08) or Complete (type 0x09) Local Name: raw UTF-8 bytes.
 public struct ADLocalName {
+    /// The name's UTF-8 bytes (a view).
     public let bytes: UnsafeRawBufferPointer
+    /// The complete name (else shortened).
     public let isComplete: Bool
 
+    /// A value with these fields.
     @inlinable
     public init(bytes: UnsafeRawBufferPointer, isComplete: Bool) {
         self.bytes = bytes
@@ -108,10 +116,14 @@ public struct ADLocalName {
 /// Peripheral Connection Interval Range (§1.9): two u16 in units of 1.25 ms;
 /// 0xFFFF means no specific minimum / maximum.
 public struct ADConnectionIntervalRange: Hashable, Sendable {
+    /// Connection interval minimum, units of 1.25 ms (0xFFFF: no specific value).
     public var rawMinimum: UInt16
+    /// Connection interval maximum, units of 1.25 ms (0xFFFF: no specific value).
     public var rawMaximum: UInt16
+    /// "No specific value" (0xFFFF).
     public static let noSpecificValue: UInt16 = 0xFFFF
 
+    /// A value with these fields.
     @inlinable public init(rawMinimum: UInt16, rawMaximum: UInt16) {
         self.rawMinimum = rawMinimum
         self.rawMaximum = rawMaximum
@@ -125,13 +137,16 @@ public struct ADConnectionIntervalRange: Hashable, Sendable {
 
 /// Service Data (§1.11): a UUID of 2, 4 or 16 bytes followed by service-specific data.
 public struct ADServiceData {
+    /// The service UUID the data belongs to.
     public let uuid: BluetoothUUID
     /// The width the UUID was sent in.
     public let uuidWidth: Int
+    /// The payload (a view of the packet).
     public let payload: UnsafeRawBufferPointer
     /// Offset of `payload` in the whole packet, for errors from nested decoders.
     public let payloadOffset: Int
 
+    /// A value with these fields.
     @inlinable
     public init(uuid: BluetoothUUID, uuidWidth: Int, payload: UnsafeRawBufferPointer, payloadOffset: Int = 0) {
         self.uuid = uuid
@@ -143,9 +158,12 @@ public struct ADServiceData {
 
 /// Public (§1.13) or Random (§1.14) Target Address list: 6-byte addresses back to back.
 public struct ADAddressList: Sequence {
+    /// The addresses' bytes (a view).
     public let bytes: UnsafeRawBufferPointer
+    /// Random addresses (else public).
     public let isRandom: Bool
 
+    /// How many elements there are.
     @inlinable public var count: Int { bytes.count / 6 }
     @inlinable public var underestimatedCount: Int { count }
 
@@ -155,6 +173,7 @@ public struct ADAddressList: Sequence {
         self.isRandom = isRandom
     }
 
+    /// Iterates the addresses.
     public struct Iterator: IteratorProtocol {
         @usableFromInline let bytes: UnsafeRawBufferPointer
         @usableFromInline var position: Int
@@ -175,9 +194,12 @@ public struct ADAddressList: Sequence {
 /// URI (§1.18): the scheme as one UTF-8-encoded code point from the URI scheme name
 /// string mapping (Assigned Numbers §2.7; 0x01 = no scheme), then the rest of the URI.
 public struct ADURI {
+    /// The scheme's code point (e.g. 0x17 "https:").
     public let schemeCodePoint: UInt32
+    /// The rest of the URI (UTF-8, a view).
     public let rest: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable
     public init(schemeCodePoint: UInt32, rest: UnsafeRawBufferPointer) {
         self.schemeCodePoint = schemeCodePoint
@@ -222,11 +244,14 @@ public struct ADURI {
 
 /// Manufacturer Specific Data (§1.4): a company identifier (Assigned Numbers §7) then data.
 public struct ADManufacturerData {
+    /// The company identifier.
     public let companyID: UInt16
+    /// The payload (a view of the packet).
     public let payload: UnsafeRawBufferPointer
     /// Offset of `payload` in the whole packet.
     public let payloadOffset: Int
 
+    /// A value with these fields.
     @inlinable
     public init(companyID: UInt16, payload: UnsafeRawBufferPointer, payloadOffset: Int = 0) {
         self.companyID = companyID
@@ -234,6 +259,7 @@ public struct ADManufacturerData {
         self.payloadOffset = payloadOffset
     }
 
+    /// The company's name (nil: not assigned).
     public var companyName: String? { CompanyIdentifier.name(companyID) }
 }
 

@@ -9,6 +9,7 @@
 /// A zero length byte ends the data (the rest is padding, Core Vol 3 Part C §11); a length
 /// that runs past the end yields the structures before it, then throws `.invalidLength`.
 public struct AdvertisingData {
+    /// The advertising data (a view of the caller's buffer).
     public let bytes: UnsafeRawBufferPointer
     /// Added to offsets in errors, e.g. where this data sits inside an HCI event.
     public let baseOffset: Int
@@ -18,6 +19,7 @@ public struct AdvertisingData {
     /// The extended advertising data limit (Core Vol 4 Part E §7.8.54: 1650 octets).
     public static let extendedMaximumLength = 1650
 
+    /// A view of `bytes`; `baseOffset` is where they start in the packet (for error offsets).
     @inlinable
     public init(_ bytes: UnsafeRawBufferPointer, baseOffset: Int = 0) {
         self.bytes = bytes
@@ -55,12 +57,14 @@ public struct AdvertisingData {
 
 /// One AD structure: its type and its data bytes (a view into the caller's buffer).
 public struct ADStructure {
+    /// The AD type.
     public var type: ADType
     /// The data after the type byte (length − 1 bytes).
     public var data: UnsafeRawBufferPointer
     /// Offset of `data`'s first byte in the whole packet, used in errors.
     public var dataOffset: Int
 
+    /// A structure as given.
     @inlinable
     public init(type: ADType, data: UnsafeRawBufferPointer, dataOffset: Int = 0) {
         self.type = type
@@ -131,18 +135,28 @@ extension AdvertisingData {
     /// Views point into the caller's buffer. When a type appears more than once the first
     /// occurrence is kept (a Complete Local Name is preferred over a Shortened one).
     public struct Summary {
+        /// Flags.
         public var flags: ADFlags?
+        /// The complete or shortened local name.
         public var localName: ADLocalName?
+        /// 16-bit service UUIDs.
         public var serviceUUIDs16: ADUUIDList?
+        /// 32-bit service UUIDs.
         public var serviceUUIDs32: ADUUIDList?
+        /// 128-bit service UUIDs.
         public var serviceUUIDs128: ADUUIDList?
+        /// TX Power Level, dBm.
         public var txPowerLevel: Int8?
+        /// Appearance.
         public var appearance: Appearance?
+        /// Manufacturer Specific Data (the first).
         public var manufacturerData: ADManufacturerData?
+        /// Service Data (the first).
         public var serviceData: ADServiceData?
         /// Number of AD structures read (including ones not summarised).
         public var structureCount: Int
 
+        /// Nothing found yet.
         @inlinable
         public init() {
             flags = nil

@@ -3,12 +3,15 @@
 
 /// One AD structure owning its data, ready to encode as `length | type | data`.
 public struct ADStructureValue: WireEncodable, Hashable, Sendable {
+    /// The AD type.
     public var type: ADType
+    /// The AD data (after length and type).
     public var data: [UInt8]
 
     /// The most data one structure can carry: its length byte counts the type byte too.
     public static let maximumDataLength = 254
 
+    /// A value with these fields.
     public init(type: ADType, data: [UInt8]) {
         self.type = type
         self.data = data
@@ -36,6 +39,7 @@ public struct ADStructureValue: WireEncodable, Hashable, Sendable {
         return le64(u.low) + le64(u.high)
     }
 
+    /// Flags.
     public static func flags(_ flags: ADFlags) -> ADStructureValue {
         ADStructureValue(type: .flags, data: [flags.rawValue])
     }
@@ -79,18 +83,22 @@ public struct ADStructureValue: WireEncodable, Hashable, Sendable {
         return ADStructureValue(type: type, data: uuidBytes(uuid) + payload)
     }
 
+    /// Manufacturer Specific Data: the company identifier, then the payload.
     public static func manufacturerData(companyID: UInt16, _ payload: [UInt8]) -> ADStructureValue {
         ADStructureValue(type: .manufacturerSpecificData, data: le16(companyID) + payload)
     }
 
+    /// An iBeacon (Apple manufacturer data).
     public static func iBeacon(_ beacon: IBeacon) -> ADStructureValue {
         manufacturerData(companyID: IBeacon.companyID, beacon.manufacturerPayload)
     }
 
+    /// TX Power Level in dBm.
     public static func txPowerLevel(_ dBm: Int8) -> ADStructureValue {
         ADStructureValue(type: .txPowerLevel, data: [UInt8(bitPattern: dBm)])
     }
 
+    /// Appearance.
     public static func appearance(_ appearance: Appearance) -> ADStructureValue {
         ADStructureValue(type: .appearance, data: le16(appearance.rawValue))
     }
@@ -109,16 +117,19 @@ public struct ADStructureValue: WireEncodable, Hashable, Sendable {
         return ADStructureValue(type: .advertisingIntervalLong, data: units <= 0xFF_FFFF ? Array(bytes.prefix(3)) : bytes)
     }
 
+    /// Public or Random Target Address: the centrals this advertising is meant for.
     public static func targetAddresses(_ addresses: [BluetoothAddress], random: Bool) -> ADStructureValue {
         ADStructureValue(type: random ? .randomTargetAddress : .publicTargetAddress,
                          data: addresses.flatMap { Array(le64($0.rawValue).prefix(6)) })
     }
 
+    /// LE Bluetooth Device Address.
     public static func leDeviceAddress(_ address: LEAddress) -> ADStructureValue {
         ADStructureValue(type: .leBluetoothDeviceAddress,
                          data: Array(le64(address.address.rawValue).prefix(6)) + [address.type.isRandom ? 1 : 0])
     }
 
+    /// LE Role.
     public static func leRole(_ role: LERole) -> ADStructureValue {
         ADStructureValue(type: .leRole, data: [role.rawValue])
     }
@@ -135,15 +146,20 @@ public struct ADStructureValue: WireEncodable, Hashable, Sendable {
 /// `.valueOutOfRange` when the total exceeds `maximumLength` (31 for legacy advertising,
 /// up to 1650 for extended advertising).
 public struct AdvertisingDataBuilder: WireEncodable, Hashable, Sendable {
+    /// The structures, in order.
     public var structures: [ADStructureValue]
+    /// The most bytes the encoding may take.
     public var maximumLength: Int
 
+    /// A value with these fields.
     public init(maximumLength: Int = AdvertisingData.legacyMaximumLength, _ structures: [ADStructureValue] = []) {
         self.maximumLength = maximumLength
         self.structures = structures
     }
 
+    /// Appends a structure (the limit is checked when encoding).
     public mutating func append(_ s: ADStructureValue) { structures.append(s) }
+    /// Appends structures.
     public mutating func append(contentsOf s: [ADStructureValue]) { structures.append(contentsOf: s) }
 
     public var encodedLength: Int { structures.reduce(0) { $0 + $1.encodedLength } }

@@ -43,6 +43,7 @@ extension ADStructure {
 }
 
 extension ADValue {
+    /// The value as a field, for the text and JSON renderers.
     public var fieldValue: FieldValue {
         switch self {
         case .flags(let f):
@@ -89,6 +90,7 @@ extension ADValue {
 }
 
 extension IBeacon {
+    /// The value as a field, for the text and JSON renderers.
     public var fieldValue: FieldValue {
         .object([
             Field("proximity_uuid", .text(proximityUUID.uuidString)),
@@ -100,6 +102,7 @@ extension IBeacon {
 }
 
 extension EddystoneFrame {
+    /// The value as a field, for the text and JSON renderers.
     public var fieldValue: FieldValue {
         switch self {
         case .uid(let u):

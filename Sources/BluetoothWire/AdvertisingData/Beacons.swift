@@ -4,16 +4,21 @@
 /// Apple iBeacon: Manufacturer Specific Data for company 0x004C whose payload is
 /// `02 15 | proximity UUID (16, big-endian) | major (u16 BE) | minor (u16 BE) | measured power (i8)`.
 public struct IBeacon: Hashable, Sendable {
+    /// The proximity UUID.
     public var proximityUUID: BluetoothUUID
+    /// Major.
     public var major: UInt16
+    /// Minor.
     public var minor: UInt16
     /// RSSI at 1 m, dBm.
     public var measuredPower: Int8
 
+    /// Apple's company identifier (0x004C).
     public static let companyID: UInt16 = 0x004C
     /// Payload length after the company identifier.
     public static let payloadLength = 23
 
+    /// A value with these fields.
     @inlinable
     public init(proximityUUID: BluetoothUUID, major: UInt16, minor: UInt16, measuredPower: Int8) {
         self.proximityUUID = proximityUUID
@@ -56,9 +61,12 @@ extension ADManufacturerData {
 public struct EddystoneUID {
     /// Calibrated TX power at 0 m, dBm.
     public let txPower: Int8
+    /// The 10-byte namespace (a view).
     public let namespaceID: UnsafeRawBufferPointer
+    /// The 6-byte instance (a view).
     public let instanceID: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable
     public init(txPower: Int8, namespaceID: UnsafeRawBufferPointer, instanceID: UnsafeRawBufferPointer) {
         self.txPower = txPower
@@ -69,11 +77,14 @@ public struct EddystoneUID {
 
 /// Eddystone-URL: a scheme prefix code and an encoded URL with expansion codes.
 public struct EddystoneURL {
+    /// TX power in dBm (127: not available).
     public let txPower: Int8
     /// 0 "http://www.", 1 "https://www.", 2 "http://", 3 "https://".
     public let scheme: UInt8
+    /// The encoded URL after the scheme (a view).
     public let encodedURL: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable
     public init(txPower: Int8, scheme: UInt8, encodedURL: UnsafeRawBufferPointer) {
         self.txPower = txPower
@@ -81,6 +92,7 @@ public struct EddystoneURL {
         self.encodedURL = encodedURL
     }
 
+    /// The URL scheme of an Eddystone-URL scheme code ("https://www."...).
     public static func schemePrefix(_ code: UInt8) -> String? {
         switch code {
         case 0: "http://www."
@@ -91,6 +103,7 @@ public struct EddystoneURL {
         }
     }
 
+    /// The text an Eddystone-URL expansion code stands for (".com/"...).
     public static func expansion(_ code: UInt8) -> String? {
         switch code {
         case 0x00: ".com/"
@@ -127,10 +140,12 @@ public struct EddystoneTLM: Hashable, Sendable {
     public var batteryVoltage: UInt16
     /// Beacon temperature, signed 8.8 fixed point; 0x8000 when not supported.
     public var rawTemperature: Int16
+    /// Advertising PDUs sent since power-up.
     public var advertisingPDUCount: UInt32
     /// Time since power-on or reboot in 0.1 s units.
     public var timeSincePowerOn: UInt32
 
+    /// A value with these fields.
     @inlinable
     public init(batteryVoltage: UInt16, rawTemperature: Int16, advertisingPDUCount: UInt32, timeSincePowerOn: UInt32) {
         self.batteryVoltage = batteryVoltage
@@ -147,10 +162,12 @@ public struct EddystoneTLM: Hashable, Sendable {
 
 /// Eddystone-EID: an 8-byte rotating ephemeral identifier.
 public struct EddystoneEID: Hashable, Sendable {
+    /// TX power in dBm (127: not available).
     public var txPower: Int8
     /// The identifier's 8 bytes, first byte most significant.
     public var eid: UInt64
 
+    /// A value with these fields.
     @inlinable
     public init(txPower: Int8, eid: UInt64) {
         self.txPower = txPower
@@ -169,6 +186,7 @@ public enum EddystoneFrame {
     case eid(EddystoneEID)
     case unknown(frameType: UInt8, UnsafeRawBufferPointer)
 
+    /// The Eddystone service UUID (0xFEAA).
     public static let serviceUUID: UInt16 = 0xFEAA
 
     /// Parses the service data payload (after the UUID). `baseOffset` places errors.

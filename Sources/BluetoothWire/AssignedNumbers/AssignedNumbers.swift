@@ -37,6 +37,7 @@ public enum AssignedNumbers {
 
         @usableFromInline init(utf8: UnsafeBufferPointer<UInt8>) { self.utf8 = utf8 }
 
+        /// The name as a String.
         public var string: String { String(decoding: utf8, as: UTF8.self) }
         public var description: String { string }
 

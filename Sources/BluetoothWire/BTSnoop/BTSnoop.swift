@@ -115,6 +115,7 @@ public struct BTSnoopRecordFlags: RawRepresentable, Hashable, Sendable {
     /// Bit 1: 1 = HCI command or event, 0 = data (ACL/SCO/ISO).
     @inlinable public var isCommandOrEvent: Bool { rawValue & 2 != 0 }
 
+    /// Flags for a packet in one direction and of one kind.
     @inlinable
     public init(received: Bool, commandOrEvent: Bool) {
         rawValue = (received ? 1 : 0) | (commandOrEvent ? 2 : 0)
@@ -131,7 +132,9 @@ public struct BTSnoopRecordFlags: RawRepresentable, Hashable, Sendable {
 public struct BTSnoopRecord {
     /// Length of the packet as captured (may exceed `data.count` if it was cut).
     public var originalLength: UInt32
+    /// Direction and command/event bits.
     public var flags: BTSnoopRecordFlags
+    /// Packets the recorder lost before this one (cumulative).
     public var cumulativeDrops: UInt32
     /// Microseconds since 0000-01-01 (see ``BTSnoop/epochDelta``).
     public var timestamp: Int64
@@ -140,6 +143,7 @@ public struct BTSnoopRecord {
     /// Byte offset of the record header in the file.
     public var offset: Int
 
+    /// A record header as given.
     @inlinable
     public init(originalLength: UInt32, flags: BTSnoopRecordFlags, cumulativeDrops: UInt32, timestamp: Int64, data: UnsafeRawBufferPointer, offset: Int) {
         self.originalLength = originalLength
@@ -179,8 +183,11 @@ public struct BTSnoopRecord {
 ///   original length.
 /// After an error `next()` keeps throwing it.
 public struct BTSnoopReader {
+    /// The whole file (a view).
     public let bytes: UnsafeRawBufferPointer
+    /// The datalink its header declares (H4 for hcigatt's files).
     public let datalink: BTSnoopDatalink
+    /// The format version (1).
     public let version: UInt32
     @usableFromInline var position: Int
     @usableFromInline var failure: WireError?

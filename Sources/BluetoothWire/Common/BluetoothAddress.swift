@@ -14,6 +14,7 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
         self.init(rawValue: v)
     }
 
+    /// 00:00:00:00:00:00 (a controller without a public address reports it).
     public static let zero = BluetoothAddress(rawValue: 0)
 
     /// Parses "AA:BB:CC:DD:EE:FF" (also with '-' separators or none).
@@ -24,6 +25,7 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
         self.init(rawValue: v)
     }
 
+    /// Reads a BD_ADDR (six bytes, least significant first).
     @inlinable
     public static func read(_ r: inout ByteReader) throws(WireError) -> BluetoothAddress {
         BluetoothAddress(rawValue: try r.u48("BD_ADDR"))
@@ -47,6 +49,7 @@ public struct BluetoothAddress: Hashable, Sendable, Comparable, CustomStringConv
         return s
     }
 
+    /// Numeric order.
     public static func < (a: BluetoothAddress, b: BluetoothAddress) -> Bool { a.rawValue < b.rawValue }
 }
 
@@ -56,7 +59,9 @@ public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringC
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Public device address (0x00).
     public static let `public` = LEAddressType(rawValue: 0x00)
+    /// Random device address (0x01).
     public static let random = LEAddressType(rawValue: 0x01)
     /// Public identity address (resolved from an RPA by the controller).
     public static let publicIdentity = LEAddressType(rawValue: 0x02)
@@ -65,6 +70,7 @@ public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringC
     /// Extended Advertising Report: anonymous advertisement, no address.
     public static let anonymous = LEAddressType(rawValue: 0xFF)
 
+    /// A random address (or a random identity).
     public var isRandom: Bool { self == .random || self == .randomIdentity }
 
     public var description: String {
@@ -82,15 +88,19 @@ public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringC
 /// An address together with its type, and the random-address sub-kind
 /// from its top two bits (Core Vol 6 Part B §1.3).
 public struct LEAddress: Hashable, Sendable, CustomStringConvertible {
+    /// The six bytes.
     public var address: BluetoothAddress
+    /// Public or random (or an identity type).
     public var type: LEAddressType
 
+    /// An address of `type`.
     @inlinable
     public init(_ address: BluetoothAddress, type: LEAddressType) {
         self.address = address
         self.type = type
     }
 
+    /// What kind of address it is (the random sub-kind from the top bits).
     public enum Kind: String, Sendable {
         case `public`
         case randomStatic = "random-static"
@@ -101,6 +111,7 @@ public struct LEAddress: Hashable, Sendable, CustomStringConvertible {
         case anonymous
     }
 
+    /// The kind, from the type and, for random addresses, the two top bits.
     public var kind: Kind {
         if type == .anonymous { return .anonymous }
         guard type.isRandom else { return .public }

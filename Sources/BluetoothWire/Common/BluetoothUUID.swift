@@ -5,7 +5,9 @@
 /// Stored as the 128-bit value in big-endian (string) order: `high` holds the first
 /// eight bytes of the string form, `low` the last eight.
 public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The most significant 64 bits.
     public var high: UInt64
+    /// The least significant 64 bits.
     public var low: UInt64
 
     /// The low 64 bits of the Base UUID; a 16/32-bit alias has exactly these.
@@ -13,15 +15,18 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     /// The high 64 bits of the Base UUID with the 32-bit value zero.
     public static let baseHigh: UInt64 = 0x0000_0000_0000_1000
 
+    /// A UUID from its two halves.
     @inlinable
     public init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
+    /// A 16-bit UUID on the Bluetooth Base UUID.
     @inlinable
     public init(_ uuid16: UInt16) { self.init(uuid32: UInt32(uuid16)) }
 
+    /// A 32-bit UUID on the Bluetooth Base UUID.
     @inlinable
     public init(uuid32: UInt32) {
         self.init(high: UInt64(uuid32) << 32 | BluetoothUUID.baseHigh, low: BluetoothUUID.baseLow)
@@ -140,6 +145,7 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
         return uuidString
     }
 
+    /// Numeric order.
     public static func < (a: BluetoothUUID, b: BluetoothUUID) -> Bool {
         (a.high, a.low) < (b.high, b.low)
     }

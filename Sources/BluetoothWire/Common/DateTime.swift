@@ -4,15 +4,23 @@
 /// Seven bytes: year (u16 LE, 1582...9999, 0 = unknown), month (1...12, 0 = unknown),
 /// day (1...31, 0 = unknown), hours (0...23), minutes (0...59), seconds (0...59).
 public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodable, FieldDescribable {
+    /// 1582...9999; 0 unknown.
     public var year: UInt16
+    /// 1...12; 0 unknown.
     public var month: UInt8
+    /// 1...31; 0 unknown.
     public var day: UInt8
+    /// 0...23.
     public var hours: UInt8
+    /// 0...59.
     public var minutes: UInt8
+    /// 0...59.
     public var seconds: UInt8
 
+    /// Bytes on the wire.
     public static let wireLength = 7
 
+    /// A date and time as given.
     @inlinable
     public init(year: UInt16, month: UInt8, day: UInt8, hours: UInt8, minutes: UInt8, seconds: UInt8) {
         self.year = year
@@ -23,8 +31,11 @@ public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodab
         self.seconds = seconds
     }
 
+    /// The year is not 0.
     @inlinable public var isYearKnown: Bool { year != 0 }
+    /// The month is not 0.
     @inlinable public var isMonthKnown: Bool { month != 0 }
+    /// The day is not 0.
     @inlinable public var isDayKnown: Bool { day != 0 }
 
     /// Reads and validates seven bytes; an out-of-range field throws `.invalidValue`

@@ -125,13 +125,20 @@ public struct SFloat: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// Not a number (0x07FF).
     public static let nan = SFloat(rawValue: 0x07FF)
+    /// Not at this resolution (NRes, 0x0800).
     public static let nres = SFloat(rawValue: 0x0800)
+    /// +Infinity (0x07FE).
     public static let positiveInfinity = SFloat(rawValue: 0x07FE)
+    /// -Infinity (0x0802).
     public static let negativeInfinity = SFloat(rawValue: 0x0802)
+    /// Reserved for future use (0x0801).
     public static let reserved = SFloat(rawValue: 0x0801)
 
+    /// The 12-bit mantissa's range.
     public static let mantissaRange: ClosedRange<Int> = -2048 ... 2047
+    /// The 4-bit exponent's range.
     public static let exponentRange: ClosedRange<Int> = -8 ... 7
 
     /// The 12-bit mantissa, sign-extended.
@@ -151,6 +158,7 @@ public struct SFloat: RawRepresentable, Hashable, Sendable, CustomStringConverti
         }
     }
 
+    /// Not one of the special values.
     @inlinable public var isFinite: Bool {
         rawValue < 0x07FE || rawValue > 0x0802
     }
@@ -182,6 +190,7 @@ public struct SFloat: RawRepresentable, Hashable, Sendable, CustomStringConverti
         }
     }
 
+    /// Reads an SFLOAT (two bytes, little endian).
     @inlinable
     public static func read(_ r: inout ByteReader) throws(WireError) -> SFloat {
         SFloat(rawValue: try r.u16("SFLOAT"))
@@ -203,6 +212,7 @@ public struct SFloat: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public func encode(into writer: inout ByteWriter) throws(WireError) { try write(&writer) }
 
     public var description: String { IEEE11073.description(kind) }
+    /// The value as a field, for the text and JSON renderers.
     public var fieldValue: FieldValue { IEEE11073.fieldValue(kind) }
 }
 
@@ -214,13 +224,20 @@ public struct MedFloat32: RawRepresentable, Hashable, Sendable, CustomStringConv
     public var rawValue: UInt32
     @inlinable public init(rawValue: UInt32) { self.rawValue = rawValue }
 
+    /// Not a number (0x007FFFFF).
     public static let nan = MedFloat32(rawValue: 0x007F_FFFF)
+    /// Not at this resolution (NRes, 0x00800000).
     public static let nres = MedFloat32(rawValue: 0x0080_0000)
+    /// +Infinity (0x007FFFFE).
     public static let positiveInfinity = MedFloat32(rawValue: 0x007F_FFFE)
+    /// -Infinity (0x00800002).
     public static let negativeInfinity = MedFloat32(rawValue: 0x0080_0002)
+    /// Reserved for future use (0x00800001).
     public static let reserved = MedFloat32(rawValue: 0x0080_0001)
 
+    /// The 24-bit mantissa's range.
     public static let mantissaRange: ClosedRange<Int> = -0x80_0000 ... 0x7F_FFFF
+    /// The 8-bit exponent's range.
     public static let exponentRange: ClosedRange<Int> = -128 ... 127
 
     /// The 24-bit mantissa, sign-extended.
@@ -228,6 +245,7 @@ public struct MedFloat32: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// The 8-bit exponent.
     @inlinable public var exponent: Int8 { Int8(truncatingIfNeeded: rawValue &>> 24) }
 
+    /// A number or which special value.
     @inlinable public var kind: IEEE11073Kind {
         switch rawValue {
         case 0x007F_FFFF: .nan
@@ -239,6 +257,7 @@ public struct MedFloat32: RawRepresentable, Hashable, Sendable, CustomStringConv
         }
     }
 
+    /// Not one of the special values.
     @inlinable public var isFinite: Bool {
         rawValue < 0x007F_FFFE || rawValue > 0x0080_0002
     }
@@ -269,6 +288,7 @@ public struct MedFloat32: RawRepresentable, Hashable, Sendable, CustomStringConv
         }
     }
 
+    /// Reads a FLOAT (four bytes, little endian).
     @inlinable
     public static func read(_ r: inout ByteReader) throws(WireError) -> MedFloat32 {
         MedFloat32(rawValue: try r.u32("FLOAT"))
@@ -290,5 +310,6 @@ public struct MedFloat32: RawRepresentable, Hashable, Sendable, CustomStringConv
     public func encode(into writer: inout ByteWriter) throws(WireError) { try write(&writer) }
 
     public var description: String { IEEE11073.description(kind) }
+    /// The value as a field, for the text and JSON renderers.
     public var fieldValue: FieldValue { IEEE11073.fieldValue(kind) }
 }

@@ -16,23 +16,31 @@ public indirect enum FieldValue: Sendable, Equatable {
     case list([FieldValue])
 }
 
+/// One named value of a decoded packet or characteristic.
 public struct Field: Sendable, Equatable {
+    /// The name, like the specification's in snake_case.
     public var name: String
+    /// The value.
     public var value: FieldValue
+    /// A field as given.
     @inlinable public init(_ name: String, _ value: FieldValue) {
         self.name = name
         self.value = value
     }
 }
 
+/// A value that describes itself as named fields (the text and JSON renderers print them).
 public protocol FieldDescribable {
     /// A short title, e.g. "HCI_LE_Advertising_Report".
     var fieldTitle: String { get }
+    /// The fields, named like the specification in snake_case.
     var fields: [Field] { get }
 }
 
 extension FieldValue {
+    /// Bytes, copied.
     @inlinable public static func bytes(_ b: UnsafeRawBufferPointer) -> FieldValue { .bytes(Array(b)) }
+    /// A 16-bit value shown in hex.
     @inlinable public static func hex16(_ v: UInt16) -> FieldValue { .uint(UInt64(v)) }
 }
 
@@ -40,9 +48,11 @@ extension FieldValue {
 /// `v` in uppercase hex, zero-padded to `width` digits ("0x" not included): for messages.
 public func hex(_ v: some BinaryInteger, _ width: Int) -> String { Hex.pad(v, width) }
 
+/// Hex text: rendering and parsing.
 public enum Hex {
     static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
+    /// The bytes as hex digits, two per byte, with `separator` between them.
     public static func string(_ bytes: some Sequence<UInt8>, separator: String = "") -> String {
         // Build UTF-8 bytes, then one String: appending scalars one by one is slow.
         var out: [UInt8] = []
@@ -100,8 +110,11 @@ public enum Hex {
     }
 }
 
+/// Why a hex string does not parse.
 public struct HexError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Where in the string.
     public var index: Int
+    /// What is wrong there.
     public var reason: String
     public var description: String { "\(reason) at character \(index + 1)" }
 }

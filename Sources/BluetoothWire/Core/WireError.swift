@@ -40,11 +40,14 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// What kind of problem.
     public var code: Code
     /// Byte offset into the parsed input where the fault was found.
     public var offset: Int
+    /// What was expected there (the field's name).
     public var reason: StaticString
 
+    /// An error at `offset`.
     @inlinable
     public init(_ code: Code, at offset: Int, _ reason: StaticString) {
         self.code = code

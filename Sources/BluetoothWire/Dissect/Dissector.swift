@@ -7,9 +7,11 @@ public enum Dissector {
     /// A description; `error` is set when a layer below the top one is malformed
     /// (the layers that parsed are still in `fields`).
     public struct Dissection: Sendable {
+        /// What the layer is ("HCI_LE_Advertising_Report", "ATT_READ_RSP"...).
         public var title: String
         /// The decoded fields, for the text and JSON renderers.
         public var fields: [Field]
+        /// Why the layer stopped decoding, if it did.
         public var error: WireError?
     }
 

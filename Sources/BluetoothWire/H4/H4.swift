@@ -44,6 +44,7 @@ public struct H4PacketType: RawRepresentable, Hashable, Sendable, CustomStringCo
         }
     }
 
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x01: "HCI Command"
@@ -66,10 +67,12 @@ public struct H4PacketType: RawRepresentable, Hashable, Sendable, CustomStringCo
 /// ``H4Deframer/next()`` it is the deframer's buffer, valid only until the next
 /// mutating call on that deframer (`append`, `next`, `reset`) or its end.
 public struct H4Frame {
+    /// The packet type (the H4 indicator).
     public var type: H4PacketType
     /// Header + parameters, without the indicator byte.
     public var packet: UnsafeRawBufferPointer
 
+    /// A frame as given.
     @inlinable
     public init(type: H4PacketType, packet: UnsafeRawBufferPointer) {
         self.type = type
@@ -267,9 +270,12 @@ extension H4Deframer: @unchecked Sendable {}
 /// Any encodable HCI packet preceded by its H4 indicator, e.g.
 /// `H4Packet(.command, LESetScanEnable(...)).encoded()`.
 public struct H4Packet<Packet: WireEncodable>: WireEncodable {
+    /// The packet type (the H4 indicator).
     public var type: H4PacketType
+    /// The parsed packet.
     public var packet: Packet
 
+    /// A packet as given.
     @inlinable
     public init(_ type: H4PacketType, _ packet: Packet) {
         self.type = type

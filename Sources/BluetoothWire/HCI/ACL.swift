@@ -15,6 +15,7 @@ public struct ACLPacketBoundaryFlag: RawRepresentable, Hashable, Sendable, Custo
     /// 0b11: a complete L2CAP PDU, automatically flushable (deprecated / reserved on LE).
     public static let complete = ACLPacketBoundaryFlag(rawValue: 0b11)
 
+    /// A first fragment (not a continuation).
     @inlinable public var isFirst: Bool { rawValue != 0b01 }
 
     public var description: String {
@@ -50,16 +51,20 @@ public struct ACLBroadcastFlag: RawRepresentable, Hashable, Sendable, CustomStri
 /// The 4-byte HCI ACL Data packet header (Core Vol 4 Part E §5.4.2):
 /// Handle (12 bits) | PB_Flag (2 bits) | BC_Flag (2 bits), Data_Total_Length (u16).
 public struct ACLHeader: Hashable, Sendable, WireEncodable {
+    /// The header's length in bytes.
     public static let length = 4
 
     /// Connection handle, 12 bits. Parsing accepts any 12-bit value; encoding
     /// rejects handles above 0x0EFF.
     public var handle: UInt16
+    /// Packet_Boundary_Flag: first or continuing fragment.
     public var packetBoundary: ACLPacketBoundaryFlag
+    /// Broadcast_Flag (point-to-point on LE).
     public var broadcast: ACLBroadcastFlag
     /// Number of data bytes after the header.
     public var dataLength: UInt16
 
+    /// A header as given.
     @inlinable
     public init(handle: UInt16, packetBoundary: ACLPacketBoundaryFlag = .firstNonFlushable,
                 broadcast: ACLBroadcastFlag = .pointToPoint, dataLength: UInt16) {
@@ -69,6 +74,7 @@ public struct ACLHeader: Hashable, Sendable, WireEncodable {
         self.dataLength = dataLength
     }
 
+    /// Reads a header.
     @inlinable
     public init(from reader: inout ByteReader) throws(WireError) {
         let hf = try reader.u16("ACL handle and flags")
@@ -98,7 +104,9 @@ public struct ACLHeader: Hashable, Sendable, WireEncodable {
 ///
 /// `payload` points into the parsed buffer and is valid while that buffer is alive.
 public struct ACLPacket: FieldDescribable {
+    /// The header.
     public var header: ACLHeader
+    /// The payload (a view of the packet).
     public var payload: UnsafeRawBufferPointer
 
     /// Data_Total_Length must equal the bytes present (`.invalidLength` otherwise).
@@ -140,11 +148,16 @@ public struct ACLPacket: FieldDescribable {
 
 /// An owned ACL data packet for sending (not the hot path: the payload is an array).
 public struct ACLDataPacket: Hashable, Sendable, WireEncodable {
+    /// Connection_Handle of the link.
     public var handle: UInt16
+    /// Packet_Boundary_Flag: first or continuing fragment.
     public var packetBoundary: ACLPacketBoundaryFlag
+    /// Broadcast_Flag (point-to-point on LE).
     public var broadcast: ACLBroadcastFlag
+    /// The payload (a view of the packet).
     public var payload: [UInt8]
 
+    /// A packet as given.
     public init(handle: UInt16, packetBoundary: ACLPacketBoundaryFlag = .firstNonFlushable,
                 broadcast: ACLBroadcastFlag = .pointToPoint, payload: [UInt8]) {
         self.handle = handle
@@ -171,12 +184,16 @@ public struct ACLDataPacket: Hashable, Sendable, WireEncodable {
 ///
 /// `payload` points into the parsed buffer and is valid while that buffer is alive.
 public struct SCOPacket: FieldDescribable {
+    /// Connection_Handle of the link.
     public var handle: UInt16
     /// Packet_Status_Flag: 0 correct, 1 possibly invalid, 2 no data, 3 partially lost.
     public var packetStatus: UInt8
+    /// Data_Total_Length.
     public var dataLength: UInt8
+    /// The payload (a view of the packet).
     public var payload: UnsafeRawBufferPointer
 
+    /// Parses a packet (without the H4 indicator); the data length must match.
     @inlinable
     public init(parsing packet: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(packet)
@@ -209,14 +226,18 @@ public struct SCOPacket: FieldDescribable {
 ///
 /// `payload` points into the parsed buffer and is valid while that buffer is alive.
 public struct ISOPacket: FieldDescribable {
+    /// Connection_Handle of the link.
     public var handle: UInt16
     /// PB_Flag: 0 first fragment, 1 continuation, 2 complete SDU, 3 last fragment.
     public var packetBoundary: UInt8
     /// TS_Flag: the data load starts with a 4-byte time stamp.
     public var hasTimeStamp: Bool
+    /// ISO_Data_Load_Length.
     public var dataLoadLength: UInt16
+    /// The payload (a view of the packet).
     public var payload: UnsafeRawBufferPointer
 
+    /// Parses a packet (without the H4 indicator); the data length must match.
     @inlinable
     public init(parsing packet: UnsafeRawBufferPointer) throws(WireError) {
         var r = ByteReader(packet)

@@ -22,7 +22,9 @@ public struct LEScanType: RawRepresentable, Hashable, Sendable, CustomStringConv
 public struct LEOwnAddressType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Public (0x00).
     public static let `public` = LEOwnAddressType(rawValue: 0x00)
+    /// Random (0x01).
     public static let random = LEOwnAddressType(rawValue: 0x01)
     /// A resolvable private address from the resolving list, else the public address.
     public static let resolvableOrPublic = LEOwnAddressType(rawValue: 0x02)
@@ -133,9 +135,13 @@ public struct LEAdvertisingType: RawRepresentable, Hashable, Sendable, CustomStr
 public struct LEAdvertisingChannelMap: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Channel 37 (0x01).
     public static let channel37 = LEAdvertisingChannelMap(rawValue: 0x01)
+    /// Channel 38 (0x02).
     public static let channel38 = LEAdvertisingChannelMap(rawValue: 0x02)
+    /// Channel 39 (0x04).
     public static let channel39 = LEAdvertisingChannelMap(rawValue: 0x04)
+    /// All three primary advertising channels.
     public static let all: LEAdvertisingChannelMap = [.channel37, .channel38, .channel39]
     public var description: String {
         HCIParam.bitNames(UInt64(rawValue), ["37", "38", "39"])
@@ -146,8 +152,11 @@ public struct LEAdvertisingChannelMap: OptionSet, Hashable, Sendable, CustomStri
 public struct LEAdvertisingEventProperties: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Connectable (1 << 0).
     public static let connectable = LEAdvertisingEventProperties(rawValue: 1 << 0)
+    /// Scannable (1 << 1).
     public static let scannable = LEAdvertisingEventProperties(rawValue: 1 << 1)
+    /// Directed (1 << 2).
     public static let directed = LEAdvertisingEventProperties(rawValue: 1 << 2)
     /// High duty cycle directed connectable advertising (≤ 3.75 ms interval).
     public static let highDutyCycleDirected = LEAdvertisingEventProperties(rawValue: 1 << 3)
@@ -170,8 +179,11 @@ public struct LEAdvertisingEventProperties: OptionSet, Hashable, Sendable, Custo
 public struct LEPHYSet: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// LE 1M (1 << 0).
     public static let le1M = LEPHYSet(rawValue: 1 << 0)
+    /// LE 2M (1 << 1).
     public static let le2M = LEPHYSet(rawValue: 1 << 1)
+    /// LE Coded (1 << 2).
     public static let leCoded = LEPHYSet(rawValue: 1 << 2)
     public var description: String { HCIParam.bitNames(UInt64(rawValue), ["1M", "2M", "Coded"]) }
 }
@@ -191,8 +203,11 @@ public struct LEAllPHYsPreference: OptionSet, Hashable, Sendable, CustomStringCo
 public struct LECodedPHYOptions: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// No Preference (0).
     public static let noPreference = LECodedPHYOptions(rawValue: 0)
+    /// S=2 coding (1).
     public static let s2 = LECodedPHYOptions(rawValue: 1)
+    /// S=8 coding (2).
     public static let s8 = LECodedPHYOptions(rawValue: 2)
     public var description: String {
         switch rawValue {
@@ -209,8 +224,11 @@ public struct LECodedPHYOptions: RawRepresentable, Hashable, Sendable, CustomStr
 public struct LEAdvertisingPHY: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// LE 1M (0x01).
     public static let le1M = LEAdvertisingPHY(rawValue: 0x01)
+    /// LE 2M (0x02).
     public static let le2M = LEAdvertisingPHY(rawValue: 0x02)
+    /// LE Coded (0x03).
     public static let leCoded = LEAdvertisingPHY(rawValue: 0x03)
     public var description: String {
         switch rawValue {
@@ -226,7 +244,9 @@ public struct LEAdvertisingPHY: RawRepresentable, Hashable, Sendable, CustomStri
 public struct LEFilterDuplicates: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Disabled (0x00).
     public static let disabled = LEFilterDuplicates(rawValue: 0x00)
+    /// Enabled (0x01).
     public static let enabled = LEFilterDuplicates(rawValue: 0x01)
     /// Extended scanning only: enabled, reset for each scan period.
     public static let enabledResetEachPeriod = LEFilterDuplicates(rawValue: 0x02)
@@ -245,9 +265,13 @@ public struct LEFilterDuplicates: RawRepresentable, Hashable, Sendable, CustomSt
 public struct LEAdvertisingDataOperation: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Intermediate Fragment (0x00).
     public static let intermediateFragment = LEAdvertisingDataOperation(rawValue: 0x00)
+    /// First Fragment (0x01).
     public static let firstFragment = LEAdvertisingDataOperation(rawValue: 0x01)
+    /// Last Fragment (0x02).
     public static let lastFragment = LEAdvertisingDataOperation(rawValue: 0x02)
+    /// Complete (0x03).
     public static let complete = LEAdvertisingDataOperation(rawValue: 0x03)
     /// Keep the data, change only the Advertising DID.
     public static let unchangedData = LEAdvertisingDataOperation(rawValue: 0x04)
@@ -267,7 +291,9 @@ public struct LEAdvertisingDataOperation: RawRepresentable, Hashable, Sendable, 
 public struct LEFragmentPreference: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// May Fragment (0x00).
     public static let mayFragment = LEFragmentPreference(rawValue: 0x00)
+    /// Should Not Fragment (0x01).
     public static let shouldNotFragment = LEFragmentPreference(rawValue: 0x01)
     public var description: String {
         switch rawValue {
@@ -282,11 +308,13 @@ public struct LEFragmentPreference: RawRepresentable, Hashable, Sendable, Custom
 public struct HCIFlowControlEnable: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Off (0x00).
     public static let off = HCIFlowControlEnable(rawValue: 0x00)
     /// Flow control for ACL data only.
     public static let acl = HCIFlowControlEnable(rawValue: 0x01)
     /// Flow control for synchronous data only.
     public static let synchronous = HCIFlowControlEnable(rawValue: 0x02)
+    /// ACL And Synchronous (0x03).
     public static let aclAndSynchronous = HCIFlowControlEnable(rawValue: 0x03)
     public var description: String {
         switch rawValue {
@@ -302,8 +330,8 @@ public struct HCIFlowControlEnable: RawRepresentable, Hashable, Sendable, Custom
 /// Event_Mask of HCI_Set_Event_Mask: bit n enables one event (Core Vol 4 Part E §7.3.1).
 public struct HCIEventMask: OptionSet, Hashable, Sendable {
     public var rawValue: UInt64
-    /// Disconnection Complete event (1 << 4).
     @inlinable public init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// Disconnection Complete event (1 << 4).
     public static let disconnectionComplete = HCIEventMask(rawValue: 1 << 4)
     /// Encryption Change event (1 << 7).
     public static let encryptionChange = HCIEventMask(rawValue: 1 << 7)
@@ -329,8 +357,8 @@ public struct HCIEventMask: OptionSet, Hashable, Sendable {
 /// (Core Vol 4 Part E §7.8.1).
 public struct LEEventMask: OptionSet, Hashable, Sendable {
     public var rawValue: UInt64
-    /// LE Connection Complete event (1 << 0).
     @inlinable public init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// LE Connection Complete event (1 << 0).
     public static let connectionComplete = LEEventMask(rawValue: 1 << 0)
     /// LE Advertising Report event (1 << 1).
     public static let advertisingReport = LEEventMask(rawValue: 1 << 1)

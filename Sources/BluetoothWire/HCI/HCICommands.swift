@@ -5,9 +5,11 @@
 /// ``encodedH4()`` / ``H4Packet`` for a byte-stream transport.
 /// Encoding is not the hot path: variable data is owned as `[UInt8]`.
 public protocol HCICommandEncodable: WireEncodable, FieldDescribable, Sendable, Equatable {
+    /// The command's opcode (OGF and OCF).
     static var opcode: HCIOpcode { get }
     /// Parameter_Total_Length: bytes after the 3-byte command header.
     var parameterLength: Int { get }
+    /// Appends the parameters (not the header).
     func encodeParameters(into writer: inout ByteWriter) throws(WireError)
     /// Reads the parameters from a reader over exactly the parameter bytes
     /// (its offsets count from the start of the command packet). The caller checks
@@ -206,6 +208,7 @@ public enum HCICommand: Sendable, Equatable {
         }
     }
 
+    /// The opcode of the command in the packet.
     public var opcode: HCIOpcode {
         switch self {
         case .disconnect: .disconnect

@@ -9,6 +9,7 @@ public struct DisconnectCommand: HCICommandEncodable {
     /// Reason: one of 0x05, 0x13–0x15, 0x1A, 0x29, 0x3B.
     public var reason: HCIErrorCode
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16, reason: HCIErrorCode = .remoteUserTerminatedConnection) {
         self.connectionHandle = connectionHandle
         self.reason = reason
@@ -31,8 +32,10 @@ public struct DisconnectCommand: HCICommandEncodable {
 /// HCI_Set_Event_Mask (Core Vol 4 Part E §7.3.1).
 public struct SetEventMaskCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.setEventMask
+    /// Event_Mask.
     public var eventMask: HCIEventMask
 
+    /// The command with these parameters.
     public init(eventMask: HCIEventMask) { self.eventMask = eventMask }
 
     public var parameterLength: Int { 8 }
@@ -48,8 +51,10 @@ public struct SetEventMaskCommand: HCICommandEncodable {
 /// HCI_Set_Controller_To_Host_Flow_Control (Core Vol 4 Part E §7.3.38).
 public struct SetControllerToHostFlowControlCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.setControllerToHostFlowControl
+    /// Flow_Control_Enable.
     public var flowControlEnable: HCIFlowControlEnable
 
+    /// The command with these parameters.
     public init(flowControlEnable: HCIFlowControlEnable) { self.flowControlEnable = flowControlEnable }
 
     public var parameterLength: Int { 1 }
@@ -73,6 +78,7 @@ public struct HostBufferSizeCommand: HCICommandEncodable {
     /// Host_Total_Num_Synchronous_Data_Packets.
     public var totalNumSynchronousDataPackets: UInt16
 
+    /// The command with these parameters.
     public init(aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8 = 0,
                 totalNumACLDataPackets: UInt16, totalNumSynchronousDataPackets: UInt16 = 0) {
         self.aclDataPacketLength = aclDataPacketLength
@@ -110,6 +116,7 @@ public struct ReadRSSICommand: HCICommandEncodable {
     /// Handle (≤ 0x0EFF).
     public var connectionHandle: UInt16
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
 
     public var parameterLength: Int { 2 }
@@ -121,8 +128,10 @@ public struct ReadRSSICommand: HCICommandEncodable {
 /// HCI_LE_Set_Event_Mask (Core Vol 4 Part E §7.8.1).
 public struct LESetEventMaskCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetEventMask
+    /// LE_Event_Mask.
     public var leEventMask: LEEventMask
 
+    /// The command with these parameters.
     public init(leEventMask: LEEventMask) { self.leEventMask = leEventMask }
 
     public var parameterLength: Int { 8 }
@@ -140,53 +149,62 @@ public struct LESetEventMaskCommand: HCICommandEncodable {
 /// HCI_Reset (Core Vol 4 Part E §7.3.2).
 public struct ResetCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.reset
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_Read_Local_Version_Information (Core Vol 4 Part E §7.4.1).
 public struct ReadLocalVersionInformationCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.readLocalVersionInformation
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_Read_Local_Supported_Commands (Core Vol 4 Part E §7.4.2).
 public struct ReadLocalSupportedCommandsCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.readLocalSupportedCommands
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_Read_Local_Supported_Features (Core Vol 4 Part E §7.4.3).
 public struct ReadLocalSupportedFeaturesCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.readLocalSupportedFeatures
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_Read_BD_ADDR (Core Vol 4 Part E §7.4.6).
 public struct ReadBDADDRCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.readBDADDR
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_LE_Read_Buffer_Size [v1] (Core Vol 4 Part E §7.8.2).
 public struct LEReadBufferSizeV1Command: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.leReadBufferSizeV1
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_LE_Read_Buffer_Size [v2] (Core Vol 4 Part E §7.8.2): also reports ISO buffers.
 public struct LEReadBufferSizeV2Command: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.leReadBufferSizeV2
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_LE_Read_Local_Supported_Features (Core Vol 4 Part E §7.8.3).
 public struct LEReadLocalSupportedFeaturesCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.leReadLocalSupportedFeatures
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_LE_Create_Connection_Cancel (Core Vol 4 Part E §7.8.13).
 public struct LECreateConnectionCancelCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.leCreateConnectionCancel
+    /// The command (it has no parameters).
     public init() {}
 }

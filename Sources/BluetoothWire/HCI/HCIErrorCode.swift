@@ -141,6 +141,7 @@ public struct HCIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     /// Too Early (0x47).
     public static let tooEarly = HCIErrorCode(rawValue: 0x47)
 
+    /// Success (0x00).
     @inlinable public var isSuccess: Bool { rawValue == 0 }
 
     /// The Core Specification name; nil for reserved codes.

@@ -7,14 +7,20 @@ public struct LESetAdvertisingParametersCommand: HCICommandEncodable {
     public var advertisingIntervalMin: UInt16
     /// Advertising_Interval_Max, units of 0.625 ms.
     public var advertisingIntervalMax: UInt16
+    /// Advertising_Type.
     public var advertisingType: LEAdvertisingType
+    /// Own_Address_Type: the address the controller uses (public, random, or resolvable).
     public var ownAddressType: LEOwnAddressType
     /// Peer address for directed advertising (and resolving-list lookups).
     public var peerAddressType: LEAddressType
+    /// The peer's address.
     public var peerAddress: BluetoothAddress
+    /// Advertising_Channel_Map.
     public var advertisingChannelMap: LEAdvertisingChannelMap
+    /// Advertising_Filter_Policy.
     public var advertisingFilterPolicy: LEAdvertisingFilterPolicy
 
+    /// The command with these parameters.
     public init(advertisingIntervalMin: UInt16, advertisingIntervalMax: UInt16,
                 advertisingType: LEAdvertisingType = .connectableUndirected, ownAddressType: LEOwnAddressType = .public,
                 peerAddressType: LEAddressType = .public, peerAddress: BluetoothAddress = .zero,
@@ -96,6 +102,7 @@ public struct LESetAdvertisingDataCommand: HCICommandEncodable {
     /// Advertising_Data: the significant part, at most 31 bytes (AD structures).
     public var advertisingData: [UInt8]
 
+    /// The command with these parameters.
     public init(advertisingData: [UInt8]) { self.advertisingData = advertisingData }
 
     public var parameterLength: Int { 32 }
@@ -119,6 +126,7 @@ public struct LESetScanResponseDataCommand: HCICommandEncodable {
     /// Scan_Response_Data: the significant part, at most 31 bytes (AD structures).
     public var scanResponseData: [UInt8]
 
+    /// The command with these parameters.
     public init(scanResponseData: [UInt8]) { self.scanResponseData = scanResponseData }
 
     public var parameterLength: Int { 32 }
@@ -139,8 +147,10 @@ public struct LESetScanResponseDataCommand: HCICommandEncodable {
 /// HCI_LE_Set_Advertising_Enable (Core Vol 4 Part E §7.8.9).
 public struct LESetAdvertisingEnableCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetAdvertisingEnable
+    /// Advertising_Enable.
     public var advertisingEnable: Bool
 
+    /// The command with these parameters.
     public init(advertisingEnable: Bool) { self.advertisingEnable = advertisingEnable }
 
     public var parameterLength: Int { 1 }
@@ -156,15 +166,21 @@ public struct LESetExtendedAdvertisingParametersCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetExtendedAdvertisingParameters
     /// Advertising_Handle: the advertising set (0x00–0xEF).
     public var advertisingHandle: UInt8
+    /// Advertising_Event_Properties.
     public var advertisingEventProperties: LEAdvertisingEventProperties
     /// Primary_Advertising_Interval_Min, 24 bits, units of 0.625 ms.
     public var primaryAdvertisingIntervalMin: UInt32
     /// Primary_Advertising_Interval_Max, 24 bits, units of 0.625 ms.
     public var primaryAdvertisingIntervalMax: UInt32
+    /// Primary_Advertising_Channel_Map.
     public var primaryAdvertisingChannelMap: LEAdvertisingChannelMap
+    /// Own_Address_Type: the address the controller uses (public, random, or resolvable).
     public var ownAddressType: LEOwnAddressType
+    /// The peer's address type.
     public var peerAddressType: LEAddressType
+    /// The peer's address.
     public var peerAddress: BluetoothAddress
+    /// Advertising_Filter_Policy.
     public var advertisingFilterPolicy: LEAdvertisingFilterPolicy
     /// Advertising_TX_Power in dBm (-127...+20); 0x7F (127) = host has no preference.
     public var advertisingTxPower: Int8
@@ -172,14 +188,17 @@ public struct LESetExtendedAdvertisingParametersCommand: HCICommandEncodable {
     public var primaryAdvertisingPHY: LEAdvertisingPHY
     /// Secondary_Advertising_Max_Skip: advertising events the AUX_ADV_IND may skip.
     public var secondaryAdvertisingMaxSkip: UInt8
+    /// Secondary_Advertising_PHY.
     public var secondaryAdvertisingPHY: LEAdvertisingPHY
     /// Advertising_SID (0x00–0x0F).
     public var advertisingSID: UInt8
+    /// Scan_Request_Notification_Enable.
     public var scanRequestNotificationEnable: Bool
 
     /// Advertising_TX_Power value meaning "no preference".
     public static let noTxPowerPreference: Int8 = 0x7F
 
+    /// The command with these parameters.
     public init(advertisingHandle: UInt8, advertisingEventProperties: LEAdvertisingEventProperties,
                 primaryAdvertisingIntervalMin: UInt32, primaryAdvertisingIntervalMax: UInt32,
                 primaryAdvertisingChannelMap: LEAdvertisingChannelMap = .all, ownAddressType: LEOwnAddressType = .public,
@@ -296,12 +315,16 @@ enum ExtendedAdvertisingDataFields {
 /// HCI_LE_Set_Extended_Advertising_Data (Core Vol 4 Part E §7.8.54).
 public struct LESetExtendedAdvertisingDataCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetExtendedAdvertisingData
+    /// Advertising_Handle: the advertising set.
     public var advertisingHandle: UInt8
+    /// Which fragment of the data this is (complete, first, intermediate, last).
     public var operation: LEAdvertisingDataOperation
+    /// Whether the controller may fragment the data.
     public var fragmentPreference: LEFragmentPreference
     /// Advertising_Data fragment, at most 251 bytes.
     public var advertisingData: [UInt8]
 
+    /// The command with these parameters.
     public init(advertisingHandle: UInt8, operation: LEAdvertisingDataOperation = .complete,
                 fragmentPreference: LEFragmentPreference = .shouldNotFragment, advertisingData: [UInt8]) {
         self.advertisingHandle = advertisingHandle
@@ -332,12 +355,16 @@ public struct LESetExtendedAdvertisingDataCommand: HCICommandEncodable {
 /// HCI_LE_Set_Extended_Scan_Response_Data (Core Vol 4 Part E §7.8.55).
 public struct LESetExtendedScanResponseDataCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetExtendedScanResponseData
+    /// Advertising_Handle: the advertising set.
     public var advertisingHandle: UInt8
+    /// Which fragment of the data this is (complete, first, intermediate, last).
     public var operation: LEAdvertisingDataOperation
+    /// Whether the controller may fragment the data.
     public var fragmentPreference: LEFragmentPreference
     /// Scan_Response_Data fragment, at most 251 bytes.
     public var scanResponseData: [UInt8]
 
+    /// The command with these parameters.
     public init(advertisingHandle: UInt8, operation: LEAdvertisingDataOperation = .complete,
                 fragmentPreference: LEFragmentPreference = .shouldNotFragment, scanResponseData: [UInt8]) {
         self.advertisingHandle = advertisingHandle
@@ -367,12 +394,14 @@ public struct LESetExtendedScanResponseDataCommand: HCICommandEncodable {
 
 /// One advertising set in HCI_LE_Set_Extended_Advertising_Enable.
 public struct LEExtendedAdvertisingSet: Hashable, Sendable {
+    /// Advertising_Handle: the advertising set.
     public var advertisingHandle: UInt8
     /// Duration, units of 10 ms; 0 = advertise until disabled.
     public var duration: UInt16
     /// Max_Extended_Advertising_Events; 0 = no maximum.
     public var maxExtendedAdvertisingEvents: UInt8
 
+    /// The command with these parameters.
     public init(advertisingHandle: UInt8, duration: UInt16 = 0, maxExtendedAdvertisingEvents: UInt8 = 0) {
         self.advertisingHandle = advertisingHandle
         self.duration = duration
@@ -386,9 +415,12 @@ public struct LESetExtendedAdvertisingEnableCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetExtendedAdvertisingEnable
     /// At most 63 sets (0x3F) fit in a command.
     public static let maximumSets = 63
+    /// Enable (true) or disable (false).
     public var enable: Bool
+    /// The advertising sets (handle, duration, max events each).
     public var sets: [LEExtendedAdvertisingSet]
 
+    /// The command with these parameters.
     public init(enable: Bool, sets: [LEExtendedAdvertisingSet]) {
         self.enable = enable
         self.sets = sets
@@ -442,9 +474,12 @@ public struct LESetExtendedAdvertisingEnableCommand: HCICommandEncodable {
 /// address one extended advertising set uses (sent after the set's parameters).
 public struct LESetAdvertisingSetRandomAddressCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetAdvertisingSetRandomAddress
+    /// Advertising_Handle: the advertising set.
     public var advertisingHandle: UInt8
+    /// The random address.
     public var randomAddress: BluetoothAddress
 
+    /// The command with these parameters.
     public init(advertisingHandle: UInt8, randomAddress: BluetoothAddress) {
         self.advertisingHandle = advertisingHandle
         self.randomAddress = randomAddress
@@ -467,8 +502,10 @@ public struct LESetAdvertisingSetRandomAddressCommand: HCICommandEncodable {
 /// HCI_LE_Remove_Advertising_Set (Core Vol 4 Part E §7.8.59).
 public struct LERemoveAdvertisingSetCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leRemoveAdvertisingSet
+    /// Advertising_Handle: the advertising set.
     public var advertisingHandle: UInt8
 
+    /// The command with these parameters.
     public init(advertisingHandle: UInt8) { self.advertisingHandle = advertisingHandle }
 
     public var parameterLength: Int { 1 }
@@ -480,11 +517,13 @@ public struct LERemoveAdvertisingSetCommand: HCICommandEncodable {
 /// HCI_LE_Read_Maximum_Advertising_Data_Length (Core Vol 4 Part E §7.8.57).
 public struct LEReadMaximumAdvertisingDataLengthCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.leReadMaximumAdvertisingDataLength
+    /// The command (it has no parameters).
     public init() {}
 }
 
 /// HCI_LE_Read_Number_of_Supported_Advertising_Sets (Core Vol 4 Part E §7.8.58).
 public struct LEReadNumberOfSupportedAdvertisingSetsCommand: HCIParameterlessCommand {
     public static let opcode = HCIOpcode.leReadNumberOfSupportedAdvertisingSets
+    /// The command (it has no parameters).
     public init() {}
 }

@@ -17,6 +17,7 @@ public struct LEConnectionParameterRange: Hashable, Sendable {
     /// Max_CE_Length, units of 0.625 ms (informative).
     public var maxCELength: UInt16
 
+    /// The command with these parameters.
     public init(intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16 = 0, supervisionTimeout: UInt16,
                 minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
         self.intervalMin = intervalMin
@@ -62,8 +63,10 @@ public struct LEConnectionParameterRange: Hashable, Sendable {
 /// HCI_LE_Set_Random_Address (Core Vol 4 Part E §7.8.4).
 public struct LESetRandomAddressCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetRandomAddress
+    /// The random address.
     public var randomAddress: BluetoothAddress
 
+    /// The command with these parameters.
     public init(randomAddress: BluetoothAddress) { self.randomAddress = randomAddress }
 
     public var parameterLength: Int { 6 }
@@ -75,14 +78,18 @@ public struct LESetRandomAddressCommand: HCICommandEncodable {
 /// HCI_LE_Set_Scan_Parameters (Core Vol 4 Part E §7.8.10).
 public struct LESetScanParametersCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetScanParameters
+    /// Passive or active scanning.
     public var scanType: LEScanType
     /// LE_Scan_Interval, units of 0.625 ms (0x0004–0x4000: 2.5 ms – 10.24 s).
     public var scanInterval: UInt16
     /// LE_Scan_Window, units of 0.625 ms, ≤ the interval.
     public var scanWindow: UInt16
+    /// Own_Address_Type: the address the controller uses (public, random, or resolvable).
     public var ownAddressType: LEOwnAddressType
+    /// Which advertisers are reported (all, or the Filter Accept List).
     public var scanningFilterPolicy: LEScanningFilterPolicy
 
+    /// The command with these parameters.
     public init(scanType: LEScanType, scanInterval: UInt16, scanWindow: UInt16,
                 ownAddressType: LEOwnAddressType = .public, scanningFilterPolicy: LEScanningFilterPolicy = .basicUnfiltered) {
         self.scanType = scanType
@@ -121,9 +128,12 @@ public struct LESetScanParametersCommand: HCICommandEncodable {
 /// HCI_LE_Set_Scan_Enable (Core Vol 4 Part E §7.8.11).
 public struct LESetScanEnableCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetScanEnable
+    /// Enable (true) or disable (false).
     public var enable: Bool
+    /// Filter_Duplicates.
     public var filterDuplicates: Bool
 
+    /// The command with these parameters.
     public init(enable: Bool, filterDuplicates: Bool = false) {
         self.enable = enable
         self.filterDuplicates = filterDuplicates
@@ -150,12 +160,18 @@ public struct LECreateConnectionCommand: HCICommandEncodable {
     public var scanInterval: UInt16
     /// LE_Scan_Window, units of 0.625 ms.
     public var scanWindow: UInt16
+    /// Connect to the peer given or to any on the Filter Accept List.
     public var initiatorFilterPolicy: LEInitiatorFilterPolicy
+    /// The peer's address type.
     public var peerAddressType: LEAddressType
+    /// The peer's address.
     public var peerAddress: BluetoothAddress
+    /// Own_Address_Type: the address the controller uses (public, random, or resolvable).
     public var ownAddressType: LEOwnAddressType
+    /// The connection parameters: Connection_Interval_Min/Max, Max_Latency, Supervision_Timeout, CE lengths.
     public var connection: LEConnectionParameterRange
 
+    /// The command with these parameters.
     public init(scanInterval: UInt16, scanWindow: UInt16, initiatorFilterPolicy: LEInitiatorFilterPolicy = .peerAddress,
                 peerAddressType: LEAddressType, peerAddress: BluetoothAddress, ownAddressType: LEOwnAddressType = .public,
                 connection: LEConnectionParameterRange) {
@@ -202,9 +218,12 @@ public struct LECreateConnectionCommand: HCICommandEncodable {
 /// HCI_LE_Connection_Update (Core Vol 4 Part E §7.8.18).
 public struct LEConnectionUpdateCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leConnectionUpdate
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// The connection parameters: Connection_Interval_Min/Max, Max_Latency, Supervision_Timeout, CE lengths.
     public var connection: LEConnectionParameterRange
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16, connection: LEConnectionParameterRange) {
         self.connectionHandle = connectionHandle
         self.connection = connection
@@ -227,8 +246,10 @@ public struct LEConnectionUpdateCommand: HCICommandEncodable {
 /// HCI_LE_Read_Remote_Features (Core Vol 4 Part E §7.8.21).
 public struct LEReadRemoteFeaturesCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leReadRemoteFeatures
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
 
     public var parameterLength: Int { 2 }
@@ -241,6 +262,7 @@ public struct LEReadRemoteFeaturesCommand: HCICommandEncodable {
 /// as central with a known LTK.
 public struct LEEnableEncryptionCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leEnableEncryption
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
     /// Random_Number (Rand), 64 bits; 0 for LE Secure Connections keys.
     public var randomNumber: UInt64
@@ -249,6 +271,7 @@ public struct LEEnableEncryptionCommand: HCICommandEncodable {
     /// Long_Term_Key: 16 bytes in wire order (least significant byte first).
     public var longTermKey: [UInt8]
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16, randomNumber: UInt64 = 0, encryptedDiversifier: UInt16 = 0, longTermKey: [UInt8]) {
         self.connectionHandle = connectionHandle
         self.randomNumber = randomNumber
@@ -282,10 +305,12 @@ public struct LEEnableEncryptionCommand: HCICommandEncodable {
 /// HCI_LE_Long_Term_Key_Request_Reply (Core Vol 4 Part E §7.8.25).
 public struct LELongTermKeyRequestReplyCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leLongTermKeyRequestReply
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
     /// Long_Term_Key: 16 bytes in wire order.
     public var longTermKey: [UInt8]
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16, longTermKey: [UInt8]) {
         self.connectionHandle = connectionHandle
         self.longTermKey = longTermKey
@@ -308,8 +333,10 @@ public struct LELongTermKeyRequestReplyCommand: HCICommandEncodable {
 /// HCI_LE_Long_Term_Key_Request_Negative_Reply (Core Vol 4 Part E §7.8.26).
 public struct LELongTermKeyRequestNegativeReplyCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leLongTermKeyRequestNegativeReply
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
 
     public var parameterLength: Int { 2 }
@@ -322,9 +349,12 @@ public struct LELongTermKeyRequestNegativeReplyCommand: HCICommandEncodable {
 /// On the wire the fields are named Interval_Min/Max, Max_Latency, Timeout, Min/Max_CE_Length.
 public struct LERemoteConnectionParameterRequestReplyCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leRemoteConnectionParameterRequestReply
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// The connection parameters: Connection_Interval_Min/Max, Max_Latency, Supervision_Timeout, CE lengths.
     public var connection: LEConnectionParameterRange
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16, connection: LEConnectionParameterRange) {
         self.connectionHandle = connectionHandle
         self.connection = connection
@@ -347,10 +377,12 @@ public struct LERemoteConnectionParameterRequestReplyCommand: HCICommandEncodabl
 /// HCI_LE_Remote_Connection_Parameter_Request_Negative_Reply (Core Vol 4 Part E §7.8.32).
 public struct LERemoteConnectionParameterRequestNegativeReplyCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leRemoteConnectionParameterRequestNegativeReply
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
     /// Reason, usually Unacceptable Connection Parameters (0x3B).
     public var reason: HCIErrorCode
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16, reason: HCIErrorCode = .unacceptableConnectionParameters) {
         self.connectionHandle = connectionHandle
         self.reason = reason
@@ -373,12 +405,14 @@ public struct LERemoteConnectionParameterRequestNegativeReplyCommand: HCICommand
 /// HCI_LE_Set_Data_Length (Core Vol 4 Part E §7.8.33).
 public struct LESetDataLengthCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetDataLength
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
     /// TX_Octets: preferred maximum LL payload, bytes (0x001B–0x00FB).
     public var txOctets: UInt16
     /// TX_Time: preferred maximum transmit time, microseconds (0x0148–0x4290).
     public var txTime: UInt16
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16, txOctets: UInt16, txTime: UInt16) {
         self.connectionHandle = connectionHandle
         self.txOctets = txOctets
@@ -408,12 +442,18 @@ public struct LESetDataLengthCommand: HCICommandEncodable {
 /// HCI_LE_Set_PHY (Core Vol 4 Part E §7.8.49).
 public struct LESetPHYCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetPHY
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// All_PHYs.
     public var allPHYs: LEAllPHYsPreference
+    /// TX_PHYs.
     public var txPHYs: LEPHYSet
+    /// RX_PHYs.
     public var rxPHYs: LEPHYSet
+    /// PHY_Options.
     public var phyOptions: LECodedPHYOptions
 
+    /// The command with these parameters.
     public init(connectionHandle: UInt16, allPHYs: LEAllPHYsPreference = [], txPHYs: LEPHYSet, rxPHYs: LEPHYSet,
                 phyOptions: LECodedPHYOptions = .noPreference) {
         self.connectionHandle = connectionHandle
@@ -451,12 +491,14 @@ public struct LESetPHYCommand: HCICommandEncodable {
 
 /// One PHY's block of HCI_LE_Set_Extended_Scan_Parameters.
 public struct LEExtendedScanPHYParameters: Hashable, Sendable {
+    /// Passive or active scanning.
     public var scanType: LEScanType
     /// Scan_Interval, units of 0.625 ms (0x0004–0xFFFF).
     public var scanInterval: UInt16
     /// Scan_Window, units of 0.625 ms.
     public var scanWindow: UInt16
 
+    /// The command with these parameters.
     public init(scanType: LEScanType, scanInterval: UInt16, scanWindow: UInt16) {
         self.scanType = scanType
         self.scanInterval = scanInterval
@@ -477,13 +519,16 @@ public struct LEExtendedScanPHYParameters: Hashable, Sendable {
 /// which blocks are present. Reserved PHY bits are rejected (their block size is unknown).
 public struct LESetExtendedScanParametersCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetExtendedScanParameters
+    /// Own_Address_Type: the address the controller uses (public, random, or resolvable).
     public var ownAddressType: LEOwnAddressType
+    /// Which advertisers are reported (all, or the Filter Accept List).
     public var scanningFilterPolicy: LEScanningFilterPolicy
     /// Scanning on the LE 1M PHY, if set.
     public var le1M: LEExtendedScanPHYParameters?
     /// Scanning on the LE Coded PHY, if set.
     public var leCoded: LEExtendedScanPHYParameters?
 
+    /// The command with these parameters.
     public init(ownAddressType: LEOwnAddressType = .public, scanningFilterPolicy: LEScanningFilterPolicy = .basicUnfiltered,
                 le1M: LEExtendedScanPHYParameters?, leCoded: LEExtendedScanPHYParameters? = nil) {
         self.ownAddressType = ownAddressType
@@ -542,13 +587,16 @@ public struct LESetExtendedScanParametersCommand: HCICommandEncodable {
 /// HCI_LE_Set_Extended_Scan_Enable (Core Vol 4 Part E §7.8.65).
 public struct LESetExtendedScanEnableCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leSetExtendedScanEnable
+    /// Enable (true) or disable (false).
     public var enable: Bool
+    /// Filter_Duplicates.
     public var filterDuplicates: LEFilterDuplicates
     /// Duration, units of 10 ms; 0 = scan until disabled.
     public var duration: UInt16
     /// Period, units of 1.28 s; 0 = scan continuously.
     public var period: UInt16
 
+    /// The command with these parameters.
     public init(enable: Bool, filterDuplicates: LEFilterDuplicates = .disabled, duration: UInt16 = 0, period: UInt16 = 0) {
         self.enable = enable
         self.filterDuplicates = filterDuplicates
@@ -586,8 +634,10 @@ public struct LEExtendedCreateConnectionPHYParameters: Hashable, Sendable {
     public var scanInterval: UInt16
     /// Scan_Window, units of 0.625 ms.
     public var scanWindow: UInt16
+    /// The connection parameters: Connection_Interval_Min/Max, Max_Latency, Supervision_Timeout, CE lengths.
     public var connection: LEConnectionParameterRange
 
+    /// The command with these parameters.
     public init(scanInterval: UInt16, scanWindow: UInt16, connection: LEConnectionParameterRange) {
         self.scanInterval = scanInterval
         self.scanWindow = scanWindow
@@ -605,15 +655,22 @@ public struct LEExtendedCreateConnectionPHYParameters: Hashable, Sendable {
 /// derived from which blocks are present. Reserved PHY bits are rejected.
 public struct LEExtendedCreateConnectionCommand: HCICommandEncodable {
     public static let opcode = HCIOpcode.leExtendedCreateConnection
+    /// Connect to the peer given or to any on the Filter Accept List.
     public var initiatorFilterPolicy: LEInitiatorFilterPolicy
+    /// Own_Address_Type: the address the controller uses (public, random, or resolvable).
     public var ownAddressType: LEOwnAddressType
+    /// The peer's address type.
     public var peerAddressType: LEAddressType
+    /// The peer's address.
     public var peerAddress: BluetoothAddress
+    /// Initiating parameters on LE 1M (nil: not on it).
     public var le1M: LEExtendedCreateConnectionPHYParameters?
     /// Connection parameters for 2M (no scanning happens on 2M; its scan fields are ignored).
     public var le2M: LEExtendedCreateConnectionPHYParameters?
+    /// Initiating parameters on LE Coded (nil: not on it).
     public var leCoded: LEExtendedCreateConnectionPHYParameters?
 
+    /// The command with these parameters.
     public init(initiatorFilterPolicy: LEInitiatorFilterPolicy = .peerAddress, ownAddressType: LEOwnAddressType = .public,
                 peerAddressType: LEAddressType, peerAddress: BluetoothAddress,
                 le1M: LEExtendedCreateConnectionPHYParameters?, le2M: LEExtendedCreateConnectionPHYParameters? = nil,

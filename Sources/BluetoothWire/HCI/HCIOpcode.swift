@@ -2,11 +2,14 @@
 public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// The opcode of command `ocf` in group `ogf`.
     @inlinable public init(ogf: UInt8, ocf: UInt16) {
         self.rawValue = UInt16(ogf & 0x3F) << 10 | (ocf & 0x3FF)
     }
 
+    /// The OpCode Group Field (top 6 bits).
     @inlinable public var ogf: UInt8 { UInt8(truncatingIfNeeded: rawValue >> 10) }
+    /// The OpCode Command Field (low 10 bits).
     @inlinable public var ocf: UInt16 { rawValue & 0x3FF }
 
     /// Opcode 0x0000 (NOP): used in Command Complete/Status to return credits only.

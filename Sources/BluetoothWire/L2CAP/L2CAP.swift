@@ -5,6 +5,7 @@
 public struct L2CAPChannelID: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// A value with these fields.
     @inlinable public init(_ rawValue: UInt16) { self.rawValue = rawValue }
 
     /// 0x0000: the null identifier, never used as a destination.
@@ -27,6 +28,7 @@ public struct L2CAPChannelID: RawRepresentable, Hashable, Sendable, Comparable, 
     /// True for CIDs in the LE dynamic range 0x0040...0x007F.
     @inlinable public var isLEDynamic: Bool { L2CAPChannelID.leDynamicRange.contains(rawValue) }
 
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x0000: "Null"
@@ -47,6 +49,7 @@ public struct L2CAPChannelID: RawRepresentable, Hashable, Sendable, Comparable, 
         return hex
     }
 
+    /// Numeric order.
     public static func < (a: L2CAPChannelID, b: L2CAPChannelID) -> Bool { a.rawValue < b.rawValue }
 
     var field: FieldValue {
@@ -64,9 +67,12 @@ public struct L2CAPBasicFrame {
     /// Size of the Length + Channel ID header.
     public static let headerLength = 4
 
+    /// The channel the frame is for.
     public var channelID: L2CAPChannelID
+    /// The payload (a view of the packet).
     public var payload: UnsafeRawBufferPointer
 
+    /// A value with these fields.
     @inlinable
     public init(channelID: L2CAPChannelID, payload: UnsafeRawBufferPointer) {
         self.channelID = channelID
@@ -114,9 +120,12 @@ extension L2CAPBasicFrame: FieldDescribable {
 /// Encodes a basic L2CAP frame around any encodable payload (an ATT PDU, an SMP PDU,
 /// a signaling command or raw bytes via ``L2CAPRawPayload``). Core Vol 3 Part A §3.1.
 public struct L2CAPFrame<Payload: WireEncodable>: WireEncodable {
+    /// The channel the frame is for.
     public var channelID: L2CAPChannelID
+    /// The payload (a view of the packet).
     public var payload: Payload
 
+    /// A value with these fields.
     @inlinable
     public init(channelID: L2CAPChannelID, payload: Payload) {
         self.channelID = channelID
@@ -143,7 +152,9 @@ public struct L2CAPFrame<Payload: WireEncodable>: WireEncodable {
 
 /// Raw payload bytes for ``L2CAPFrame``.
 public struct L2CAPRawPayload: WireEncodable, Hashable, Sendable {
+    /// The payload, owned.
     public var bytes: [UInt8]
+    /// A value with these fields.
     @inlinable public init(_ bytes: [UInt8]) { self.bytes = bytes }
     @inlinable public var encodedLength: Int { bytes.count }
     @inlinable
@@ -151,6 +162,7 @@ public struct L2CAPRawPayload: WireEncodable, Hashable, Sendable {
 }
 
 extension L2CAPFrame where Payload == L2CAPRawPayload {
+    /// A frame as given.
     @inlinable
     public init(channelID: L2CAPChannelID, bytes: [UInt8]) {
         self.init(channelID: channelID, payload: L2CAPRawPayload(bytes))
@@ -164,25 +176,45 @@ public struct L2CAPSignalingCode: RawRepresentable, Hashable, Sendable, CustomSt
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// L2CAP Command Reject (0x01).
     public static let commandReject = L2CAPSignalingCode(rawValue: 0x01)
+    /// L2CAP Connection Request (0x02).
     public static let connectionRequest = L2CAPSignalingCode(rawValue: 0x02)
+    /// L2CAP Connection Response (0x03).
     public static let connectionResponse = L2CAPSignalingCode(rawValue: 0x03)
+    /// L2CAP Configuration Request (0x04).
     public static let configurationRequest = L2CAPSignalingCode(rawValue: 0x04)
+    /// L2CAP Configuration Response (0x05).
     public static let configurationResponse = L2CAPSignalingCode(rawValue: 0x05)
+    /// L2CAP Disconnection Request (0x06).
     public static let disconnectionRequest = L2CAPSignalingCode(rawValue: 0x06)
+    /// L2CAP Disconnection Response (0x07).
     public static let disconnectionResponse = L2CAPSignalingCode(rawValue: 0x07)
+    /// L2CAP Echo Request (0x08).
     public static let echoRequest = L2CAPSignalingCode(rawValue: 0x08)
+    /// L2CAP Echo Response (0x09).
     public static let echoResponse = L2CAPSignalingCode(rawValue: 0x09)
+    /// L2CAP Information Request (0x0A).
     public static let informationRequest = L2CAPSignalingCode(rawValue: 0x0A)
+    /// L2CAP Information Response (0x0B).
     public static let informationResponse = L2CAPSignalingCode(rawValue: 0x0B)
+    /// L2CAP Connection Parameter Update Request (0x12).
     public static let connectionParameterUpdateRequest = L2CAPSignalingCode(rawValue: 0x12)
+    /// L2CAP Connection Parameter Update Response (0x13).
     public static let connectionParameterUpdateResponse = L2CAPSignalingCode(rawValue: 0x13)
+    /// L2CAP LE Credit Based Connection Request (0x14).
     public static let leCreditBasedConnectionRequest = L2CAPSignalingCode(rawValue: 0x14)
+    /// L2CAP LE Credit Based Connection Response (0x15).
     public static let leCreditBasedConnectionResponse = L2CAPSignalingCode(rawValue: 0x15)
+    /// L2CAP Flow Control Credit Indication (0x16).
     public static let flowControlCreditIndication = L2CAPSignalingCode(rawValue: 0x16)
+    /// L2CAP Credit Based Connection Request (0x17).
     public static let creditBasedConnectionRequest = L2CAPSignalingCode(rawValue: 0x17)
+    /// L2CAP Credit Based Connection Response (0x18).
     public static let creditBasedConnectionResponse = L2CAPSignalingCode(rawValue: 0x18)
+    /// L2CAP Credit Based Reconfigure Request (0x19).
     public static let creditBasedReconfigureRequest = L2CAPSignalingCode(rawValue: 0x19)
+    /// L2CAP Credit Based Reconfigure Response (0x1A).
     public static let creditBasedReconfigureResponse = L2CAPSignalingCode(rawValue: 0x1A)
 
     /// True for codes whose packets are requests (identifier 0 is invalid in those).
@@ -193,6 +225,7 @@ public struct L2CAPSignalingCode: RawRepresentable, Hashable, Sendable, CustomSt
         }
     }
 
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x01: "L2CAP_COMMAND_REJECT_RSP"
@@ -266,11 +299,16 @@ public enum L2CAPCommandRejectReason: Hashable, Sendable {
 /// Intervals in units of 1.25 ms, timeout in units of 10 ms. Values are not range-checked
 /// when parsing (the receiver answers with a rejection instead); see `isWithinSpecRanges`.
 public struct L2CAPConnectionParameters: Hashable, Sendable {
+    /// The smallest connection interval, units of 1.25 ms.
     public var intervalMin: UInt16
+    /// The largest connection interval, units of 1.25 ms.
     public var intervalMax: UInt16
+    /// Peripheral latency, in connection events.
     public var peripheralLatency: UInt16
+    /// Supervision timeout, units of 10 ms.
     public var timeoutMultiplier: UInt16
 
+    /// A value with these fields.
     @inlinable
     public init(intervalMin: UInt16, intervalMax: UInt16, peripheralLatency: UInt16, timeoutMultiplier: UInt16) {
         self.intervalMin = intervalMin
@@ -290,8 +328,11 @@ public struct L2CAPConnectionParameters: Hashable, Sendable {
 public struct L2CAPConnectionParameterUpdateResult: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Accepted (0x0000).
     public static let accepted = L2CAPConnectionParameterUpdateResult(rawValue: 0x0000)
+    /// Rejected (0x0001).
     public static let rejected = L2CAPConnectionParameterUpdateResult(rawValue: 0x0001)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "Connection Parameters accepted"
@@ -306,20 +347,35 @@ public struct L2CAPConnectionParameterUpdateResult: RawRepresentable, Hashable, 
 public struct L2CAPCreditBasedConnectionResult: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Successful (0x0000).
     public static let successful = Self(rawValue: 0x0000)
+    /// SPSM Not Supported (0x0002).
     public static let spsmNotSupported = Self(rawValue: 0x0002)
+    /// No Resources Available (0x0004).
     public static let noResourcesAvailable = Self(rawValue: 0x0004)
+    /// Insufficient Authentication (0x0005).
     public static let insufficientAuthentication = Self(rawValue: 0x0005)
+    /// Insufficient Authorization (0x0006).
     public static let insufficientAuthorization = Self(rawValue: 0x0006)
+    /// Encryption Key Size Too Short (0x0007).
     public static let encryptionKeySizeTooShort = Self(rawValue: 0x0007)
+    /// Insufficient Encryption (0x0008).
     public static let insufficientEncryption = Self(rawValue: 0x0008)
+    /// Invalid Source CID (0x0009).
     public static let invalidSourceCID = Self(rawValue: 0x0009)
+    /// Source CID Already Allocated (0x000A).
     public static let sourceCIDAlreadyAllocated = Self(rawValue: 0x000A)
+    /// Unacceptable Parameters (0x000B).
     public static let unacceptableParameters = Self(rawValue: 0x000B)
+    /// Invalid Parameters (0x000C).
     public static let invalidParameters = Self(rawValue: 0x000C)
+    /// Pending No Further Information (0x000D).
     public static let pendingNoFurtherInformation = Self(rawValue: 0x000D)
+    /// Pending Authentication (0x000E).
     public static let pendingAuthentication = Self(rawValue: 0x000E)
+    /// Pending Authorization (0x000F).
     public static let pendingAuthorization = Self(rawValue: 0x000F)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x0000: "Connection successful"
@@ -345,11 +401,17 @@ public struct L2CAPCreditBasedConnectionResult: RawRepresentable, Hashable, Send
 public struct L2CAPCreditBasedReconfigureResult: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
+    /// Successful (0x0000).
     public static let successful = Self(rawValue: 0x0000)
+    /// MTU Reduction Not Allowed (0x0001).
     public static let mtuReductionNotAllowed = Self(rawValue: 0x0001)
+    /// MPS Reduction Not Allowed (0x0002).
     public static let mpsReductionNotAllowed = Self(rawValue: 0x0002)
+    /// Invalid Destination CID (0x0003).
     public static let invalidDestinationCID = Self(rawValue: 0x0003)
+    /// Unacceptable Parameters (0x0004).
     public static let unacceptableParameters = Self(rawValue: 0x0004)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x0000: "Reconfiguration successful"
@@ -364,11 +426,17 @@ public struct L2CAPCreditBasedReconfigureResult: RawRepresentable, Hashable, Sen
 
 /// L2CAP_LE_CREDIT_BASED_CONNECTION_REQ parameters. Core Vol 3 Part A §4.22.
 public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable {
+    /// The Simplified Protocol/Service Multiplexer.
     public var spsm: UInt16
+    /// The channel the requester receives on.
     public var sourceCID: L2CAPChannelID
+    /// MTU: the largest SDU the sender of this PDU takes.
     public var mtu: UInt16
+    /// MPS: the largest K-frame payload the sender of this PDU takes.
     public var mps: UInt16
+    /// Credits: K-frames the receiver of this PDU may send at once.
     public var initialCredits: UInt16
+    /// A value with these fields.
     @inlinable
     public init(spsm: UInt16, sourceCID: L2CAPChannelID, mtu: UInt16, mps: UInt16, initialCredits: UInt16) {
         self.spsm = spsm
@@ -381,11 +449,17 @@ public struct L2CAPLECreditBasedConnectionRequest: Hashable, Sendable {
 
 /// L2CAP_LE_CREDIT_BASED_CONNECTION_RSP parameters. Core Vol 3 Part A §4.23.
 public struct L2CAPLECreditBasedConnectionResponse: Hashable, Sendable {
+    /// The channel the responder receives on (0 when refused).
     public var destinationCID: L2CAPChannelID
+    /// MTU: the largest SDU the sender of this PDU takes.
     public var mtu: UInt16
+    /// MPS: the largest K-frame payload the sender of this PDU takes.
     public var mps: UInt16
+    /// Credits: K-frames the receiver of this PDU may send at once.
     public var initialCredits: UInt16
+    /// The result: success, or why the request was refused.
     public var result: L2CAPCreditBasedConnectionResult
+    /// A value with these fields.
     @inlinable
     public init(destinationCID: L2CAPChannelID, mtu: UInt16, mps: UInt16, initialCredits: UInt16,
                 result: L2CAPCreditBasedConnectionResult) {
@@ -400,10 +474,12 @@ public struct L2CAPLECreditBasedConnectionResponse: Hashable, Sendable {
 /// Up to five CIDs stored inline (the enhanced credit based commands carry 1...5).
 /// Core Vol 3 Part A §4.25-4.27.
 public struct L2CAPChannelIDList: RandomAccessCollection, Hashable, Sendable, ExpressibleByArrayLiteral {
+    /// At most five channels per request.
     public static let capacity = 5
     @usableFromInline var storage: (UInt16, UInt16, UInt16, UInt16, UInt16) = (0, 0, 0, 0, 0)
     @usableFromInline var _count: UInt8 = 0
 
+    /// An empty list.
     @inlinable public init() {}
 
     /// Nil when more than five CIDs are given.
@@ -411,13 +487,17 @@ public struct L2CAPChannelIDList: RandomAccessCollection, Hashable, Sendable, Ex
         for c in cids { guard append(c) else { return nil } }
     }
 
+    /// A list of the given channels (at most five kept).
     public init(arrayLiteral elements: L2CAPChannelID...) {
         for c in elements.prefix(Self.capacity) { _ = append(c) }
     }
 
+    /// 0.
     @inlinable public var startIndex: Int { 0 }
+    /// The number of channels.
     @inlinable public var endIndex: Int { Int(_count) }
 
+    /// Channel `i`.
     @inlinable
     public subscript(i: Int) -> L2CAPChannelID {
         precondition(i >= 0 && i < Int(_count), "index out of range")
@@ -471,11 +551,17 @@ public struct L2CAPChannelIDList: RandomAccessCollection, Hashable, Sendable, Ex
 /// L2CAP_CREDIT_BASED_CONNECTION_REQ parameters (enhanced credit based flow control).
 /// Core Vol 3 Part A §4.25.
 public struct L2CAPCreditBasedConnectionRequest: Hashable, Sendable {
+    /// The Simplified Protocol/Service Multiplexer.
     public var spsm: UInt16
+    /// MTU: the largest SDU the sender of this PDU takes.
     public var mtu: UInt16
+    /// MPS: the largest K-frame payload the sender of this PDU takes.
     public var mps: UInt16
+    /// Credits: K-frames the receiver of this PDU may send at once.
     public var initialCredits: UInt16
+    /// The channels the requester receives on.
     public var sourceCIDs: L2CAPChannelIDList
+    /// A value with these fields.
     @inlinable
     public init(spsm: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16, sourceCIDs: L2CAPChannelIDList) {
         self.spsm = spsm
@@ -488,12 +574,17 @@ public struct L2CAPCreditBasedConnectionRequest: Hashable, Sendable {
 
 /// L2CAP_CREDIT_BASED_CONNECTION_RSP parameters. Core Vol 3 Part A §4.26.
 public struct L2CAPCreditBasedConnectionResponse: Hashable, Sendable {
+    /// MTU: the largest SDU the sender of this PDU takes.
     public var mtu: UInt16
+    /// MPS: the largest K-frame payload the sender of this PDU takes.
     public var mps: UInt16
+    /// Credits: K-frames the receiver of this PDU may send at once.
     public var initialCredits: UInt16
+    /// The result: success, or why the request was refused.
     public var result: L2CAPCreditBasedConnectionResult
     /// One entry per requested channel; 0x0000 for a refused one. May be empty.
     public var destinationCIDs: L2CAPChannelIDList
+    /// A value with these fields.
     @inlinable
     public init(mtu: UInt16, mps: UInt16, initialCredits: UInt16, result: L2CAPCreditBasedConnectionResult,
                 destinationCIDs: L2CAPChannelIDList) {
@@ -507,9 +598,13 @@ public struct L2CAPCreditBasedConnectionResponse: Hashable, Sendable {
 
 /// L2CAP_CREDIT_BASED_RECONFIGURE_REQ parameters. Core Vol 3 Part A §4.27.
 public struct L2CAPCreditBasedReconfigureRequest: Hashable, Sendable {
+    /// MTU: the largest SDU the sender of this PDU takes.
     public var mtu: UInt16
+    /// MPS: the largest K-frame payload the sender of this PDU takes.
     public var mps: UInt16
+    /// The channels the responder receives on.
     public var destinationCIDs: L2CAPChannelIDList
+    /// A value with these fields.
     @inlinable
     public init(mtu: UInt16, mps: UInt16, destinationCIDs: L2CAPChannelIDList) {
         self.mtu = mtu
@@ -630,6 +725,7 @@ public enum L2CAPSignalingCommand {
         try d.expectEnd("signaling data longer than the command")
     }
 
+    /// The command's code.
     public var code: L2CAPSignalingCode {
         switch self {
         case .commandReject: .commandReject
@@ -648,6 +744,7 @@ public enum L2CAPSignalingCommand {
         }
     }
 
+    /// The command's identifier (matches responses to requests).
     public var identifier: UInt8 {
         switch self {
         case .commandReject(let i, _), .disconnectionRequest(let i, _, _), .disconnectionResponse(let i, _, _),

@@ -32,6 +32,7 @@ public struct SMPCode: RawRepresentable, Hashable, Sendable, CustomStringConvert
     /// SMP Pairing Keypress Notification (0x0E).
     public static let pairingKeypressNotification = SMPCode(rawValue: 0x0E)
 
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x01: "Pairing Request"
@@ -59,11 +60,17 @@ public struct SMPCode: RawRepresentable, Hashable, Sendable, CustomStringConvert
 public struct SMPIOCapability: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Display Only (0x00).
     public static let displayOnly = SMPIOCapability(rawValue: 0x00)
+    /// Display Yes/No (0x01).
     public static let displayYesNo = SMPIOCapability(rawValue: 0x01)
+    /// Keyboard Only (0x02).
     public static let keyboardOnly = SMPIOCapability(rawValue: 0x02)
+    /// No Input No Output (0x03).
     public static let noInputNoOutput = SMPIOCapability(rawValue: 0x03)
+    /// Keyboard Display (0x04).
     public static let keyboardDisplay = SMPIOCapability(rawValue: 0x04)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "DisplayOnly"
@@ -80,8 +87,11 @@ public struct SMPIOCapability: RawRepresentable, Hashable, Sendable {
 public struct SMPOOBDataFlag: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Not Present (0x00).
     public static let notPresent = SMPOOBDataFlag(rawValue: 0x00)
+    /// Present (0x01).
     public static let present = SMPOOBDataFlag(rawValue: 0x01)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "OOB Authentication data not present"
@@ -99,9 +109,13 @@ public struct SMPAuthenticationRequirements: OptionSet, Hashable, Sendable {
 
     /// Bonding_Flags = 0b01.
     public static let bonding = SMPAuthenticationRequirements(rawValue: 0x01)
+    /// MITM (0x04).
     public static let mitm = SMPAuthenticationRequirements(rawValue: 0x04)
+    /// Secure Connections (0x08).
     public static let secureConnections = SMPAuthenticationRequirements(rawValue: 0x08)
+    /// Keypress (0x10).
     public static let keypress = SMPAuthenticationRequirements(rawValue: 0x10)
+    /// CT2 (0x20).
     public static let ct2 = SMPAuthenticationRequirements(rawValue: 0x20)
 
     /// The two-bit Bonding_Flags field: 0b00 No Bonding, 0b01 Bonding, others reserved.
@@ -129,9 +143,13 @@ public struct SMPAuthenticationRequirements: OptionSet, Hashable, Sendable {
 public struct SMPKeyDistribution: OptionSet, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Encryption Key (0x01).
     public static let encryptionKey = SMPKeyDistribution(rawValue: 0x01)
+    /// Identity Key (0x02).
     public static let identityKey = SMPKeyDistribution(rawValue: 0x02)
+    /// Signing Key (0x04).
     public static let signingKey = SMPKeyDistribution(rawValue: 0x04)
+    /// Link Key (0x08).
     public static let linkKey = SMPKeyDistribution(rawValue: 0x08)
 
     var fieldValue: FieldValue {
@@ -147,16 +165,23 @@ public struct SMPKeyDistribution: OptionSet, Hashable, Sendable {
 /// The parameters shared by Pairing Request and Pairing Response.
 /// Core Vol 3 Part H §3.5.1-3.5.2.
 public struct SMPPairingParameters: Hashable, Sendable {
+    /// IO_Capability.
     public var ioCapability: SMPIOCapability
+    /// OOB data flag.
     public var oobDataFlag: SMPOOBDataFlag
+    /// AuthReq: bonding, MITM, SC, keypress, CT2.
     public var authenticationRequirements: SMPAuthenticationRequirements
     /// 7...16 bytes; other values are rejected when parsing and encoding.
     public var maximumEncryptionKeySize: UInt8
+    /// Keys the initiator distributes.
     public var initiatorKeyDistribution: SMPKeyDistribution
+    /// Keys the responder distributes.
     public var responderKeyDistribution: SMPKeyDistribution
 
+    /// The key sizes allowed (7...16 bytes).
     public static let encryptionKeySizeRange: ClosedRange<UInt8> = 7 ... 16
 
+    /// A value with these fields.
     @inlinable
     public init(ioCapability: SMPIOCapability, oobDataFlag: SMPOOBDataFlag = .notPresent,
                 authenticationRequirements: SMPAuthenticationRequirements, maximumEncryptionKeySize: UInt8 = 16,
@@ -174,21 +199,37 @@ public struct SMPPairingParameters: Hashable, Sendable {
 public struct SMPPairingFailedReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible, Error {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Passkey Entry Failed (0x01).
     public static let passkeyEntryFailed = Self(rawValue: 0x01)
+    /// OOB Not Available (0x02).
     public static let oobNotAvailable = Self(rawValue: 0x02)
+    /// Authentication Requirements (0x03).
     public static let authenticationRequirements = Self(rawValue: 0x03)
+    /// Confirm Value Failed (0x04).
     public static let confirmValueFailed = Self(rawValue: 0x04)
+    /// Pairing Not Supported (0x05).
     public static let pairingNotSupported = Self(rawValue: 0x05)
+    /// Encryption Key Size (0x06).
     public static let encryptionKeySize = Self(rawValue: 0x06)
+    /// Command Not Supported (0x07).
     public static let commandNotSupported = Self(rawValue: 0x07)
+    /// Unspecified Reason (0x08).
     public static let unspecifiedReason = Self(rawValue: 0x08)
+    /// Repeated Attempts (0x09).
     public static let repeatedAttempts = Self(rawValue: 0x09)
+    /// Invalid Parameters (0x0A).
     public static let invalidParameters = Self(rawValue: 0x0A)
+    /// DH Key Check Failed (0x0B).
     public static let dhKeyCheckFailed = Self(rawValue: 0x0B)
+    /// Numeric Comparison Failed (0x0C).
     public static let numericComparisonFailed = Self(rawValue: 0x0C)
+    /// BR/EDR Pairing In Progress (0x0D).
     public static let brEdrPairingInProgress = Self(rawValue: 0x0D)
+    /// Cross Transport Key Derivation Not Allowed (0x0E).
     public static let crossTransportKeyDerivationNotAllowed = Self(rawValue: 0x0E)
+    /// Key Rejected (0x0F).
     public static let keyRejected = Self(rawValue: 0x0F)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x01: "Passkey Entry Failed"
@@ -216,11 +257,17 @@ public struct SMPPairingFailedReason: RawRepresentable, Hashable, Sendable, Cust
 public struct SMPKeypressNotificationType: RawRepresentable, Hashable, Sendable {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Passkey Entry Started (0).
     public static let passkeyEntryStarted = Self(rawValue: 0)
+    /// Passkey Digit Entered (1).
     public static let passkeyDigitEntered = Self(rawValue: 1)
+    /// Passkey Digit Erased (2).
     public static let passkeyDigitErased = Self(rawValue: 2)
+    /// Passkey Cleared (3).
     public static let passkeyCleared = Self(rawValue: 3)
+    /// Passkey Entry Completed (4).
     public static let passkeyEntryCompleted = Self(rawValue: 4)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "Passkey entry started"
@@ -239,6 +286,7 @@ public struct SMPUInt256: Hashable, Sendable {
     public var low: UInt128
     /// Bytes 16-31 on the wire.
     public var high: UInt128
+    /// A value with these fields.
     @inlinable public init(low: UInt128, high: UInt128) {
         self.low = low
         self.high = high
@@ -257,6 +305,7 @@ public struct SMPUInt256: Hashable, Sendable {
 public enum SMP {
     /// LE Security Manager MTU (23; 65 with LE Secure Connections). Core Vol 3 Part H §3.2.
     public static let defaultMTU = 23
+    /// SMP's MTU with LE Secure Connections (65).
     public static let secureConnectionsMTU = 65
 
     @inlinable static func read128(_ r: inout ByteReader, _ field: StaticString) throws(WireError) -> UInt128 {
@@ -361,6 +410,7 @@ public enum SMPPDU {
         try r.expectEnd()
     }
 
+    /// The PDU's code.
     public var code: SMPCode {
         switch self {
         case .pairingRequest: .pairingRequest

@@ -17,6 +17,7 @@ public struct LEAdvertisingReportEventType: RawRepresentable, Hashable, Sendable
     public static let advNonconnInd = LEAdvertisingReportEventType(rawValue: 0x03)
     /// Scan response.
     public static let scanRsp = LEAdvertisingReportEventType(rawValue: 0x04)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "ADV_IND"
@@ -34,13 +35,16 @@ public struct LEAdvertisingReportEventType: RawRepresentable, Hashable, Sendable
 
 /// One report of an HCI_LE_Advertising_Report; `data` points into the parsed buffer.
 public struct LEAdvertisingReport {
+    /// Event_Type.
     public let eventType: LEAdvertisingReportEventType
+    /// Address.
     public let address: LEAddress
     /// The advertising or scan response data (0...31 bytes), not copied.
     public let data: UnsafeRawBufferPointer
     /// RSSI in dBm; 127 means not available.
     public let rssi: Int8
 
+    /// The event parameters as given.
     @inlinable
     public init(eventType: LEAdvertisingReportEventType, address: LEAddress, data: UnsafeRawBufferPointer, rssi: Int8) {
         self.eventType = eventType
@@ -71,6 +75,7 @@ public struct LEAdvertisingReport {
 /// bytes left over), so iterating a parsed event does not fail. Valid while the parsed
 /// buffer is alive.
 public struct LEAdvertisingReportEvent: LEMetaEventParameters {
+    /// Num_Reports: the reports in the event.
     public let numReports: UInt8
     /// All report bytes (after Num_Reports).
     public let reportBytes: UnsafeRawBufferPointer
@@ -137,6 +142,7 @@ public struct LEAdvertisingReportEvent: LEMetaEventParameters {
     /// The reports, to iterate with `while let r = try reports.next()`.
     @inlinable public var reports: Iterator { makeIterator() }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .advertisingReport }
     public var subeventParameterLength: Int { 1 &+ reportBytes.count }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -155,26 +161,35 @@ public struct LEAdvertisingReportEvent: LEMetaEventParameters {
 
     /// An owned LE Advertising Report event for encoding.
     public struct Owned: LEMetaEventParameters, Hashable, Sendable {
+        /// One report, owned (for encoding and tests).
         public struct Report: Hashable, Sendable {
+            /// Event_Type.
             public var eventType: LEAdvertisingReportEventType
+            /// Address.
             public var address: LEAddress
             /// At most 31 bytes.
             public var data: [UInt8]
+            /// RSSI in dBm (127: not available).
             public var rssi: Int8
+            /// The event parameters as given.
             public init(eventType: LEAdvertisingReportEventType, address: LEAddress, data: [UInt8], rssi: Int8) {
                 self.eventType = eventType
                 self.address = address
                 self.data = data
                 self.rssi = rssi
             }
+            /// The event parameters as given.
             public init(_ view: LEAdvertisingReport) {
                 self.init(eventType: view.eventType, address: view.address, data: Array(view.data), rssi: view.rssi)
             }
         }
 
+        /// The reports, in order.
         public var reports: [Report]
+        /// The event parameters as given.
         public init(_ reports: [Report]) { self.reports = reports }
 
+        /// The LE Meta event subevent code.
         public var subeventCode: LEMetaSubeventCode { .advertisingReport }
         public var subeventParameterLength: Int { reports.reduce(1) { $0 &+ 10 &+ $1.data.count } }
         public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -211,12 +226,14 @@ public struct LEAdvertisingReportEvent: LEMetaEventParameters {
 public struct LEDirectedAdvertisingReport: Hashable, Sendable {
     /// Always ADV_DIRECT_IND (0x01) in current specifications.
     public var eventType: LEAdvertisingReportEventType
+    /// Address.
     public var address: LEAddress
     /// The TargetA address the advertisement was directed to (an RPA of ours).
     public var directAddress: LEAddress
     /// RSSI in dBm; 127 means not available.
     public var rssi: Int8
 
+    /// The event parameters as given.
     @inlinable
     public init(eventType: LEAdvertisingReportEventType, address: LEAddress, directAddress: LEAddress, rssi: Int8) {
         self.eventType = eventType
@@ -239,7 +256,9 @@ public struct LEDirectedAdvertisingReport: Hashable, Sendable {
 /// HCI_LE_Directed_Advertising_Report (Core Vol 4 Part E §7.7.65.11): 16-byte reports.
 /// A view over the parsed buffer, valid while it is alive.
 public struct LEDirectedAdvertisingReportEvent: LEMetaEventParameters {
+    /// Num_Reports: the reports in the event.
     public let numReports: UInt8
+    /// The reports' bytes (a view of the event).
     public let reportBytes: UnsafeRawBufferPointer
     @usableFromInline let reportsOffset: Int
 
@@ -256,6 +275,7 @@ public struct LEDirectedAdvertisingReportEvent: LEMetaEventParameters {
         reportBytes = r.rest()
     }
 
+    /// Iterates the reports without copying; each may throw a ``WireError`` when malformed.
     public struct Iterator {
         @usableFromInline var reader: ByteReader
         @usableFromInline var left: UInt8
@@ -282,8 +302,10 @@ public struct LEDirectedAdvertisingReportEvent: LEMetaEventParameters {
     }
 
     @inlinable public func makeIterator() -> Iterator { Iterator(reportBytes, baseOffset: reportsOffset, count: numReports) }
+    /// The reports, one by one.
     @inlinable public var reports: Iterator { makeIterator() }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .directedAdvertisingReport }
     public var subeventParameterLength: Int { 1 &+ reportBytes.count }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -302,8 +324,11 @@ public struct LEDirectedAdvertisingReportEvent: LEMetaEventParameters {
 
     /// An owned Directed Advertising Report event for encoding.
     public struct Owned: LEMetaEventParameters, Hashable, Sendable {
+        /// The reports, in order.
         public var reports: [LEDirectedAdvertisingReport]
+        /// The event parameters as given.
         public init(_ reports: [LEDirectedAdvertisingReport]) { self.reports = reports }
+        /// The LE Meta event subevent code.
         public var subeventCode: LEMetaSubeventCode { .directedAdvertisingReport }
         public var subeventParameterLength: Int { 1 &+ reports.count &* 16 }
         public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -334,11 +359,13 @@ public struct LEDirectedAdvertisingReportEvent: LEMetaEventParameters {
 public struct LEAdvertisingDataStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Complete (0).
     public static let complete = LEAdvertisingDataStatus(rawValue: 0)
     /// Incomplete, more data to come in further reports.
     public static let incompleteMoreData = LEAdvertisingDataStatus(rawValue: 1)
     /// Incomplete, data truncated, no more to come.
     public static let incompleteTruncated = LEAdvertisingDataStatus(rawValue: 2)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "Complete"
@@ -355,10 +382,15 @@ public struct LEExtendedAdvertisingEventType: RawRepresentable, Hashable, Sendab
     public var rawValue: UInt16
     @inlinable public init(rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// Event_Type bit 0: connectable.
     public static let connectableBit: UInt16 = 1 << 0
+    /// Event_Type bit 1: scannable.
     public static let scannableBit: UInt16 = 1 << 1
+    /// Event_Type bit 2: directed.
     public static let directedBit: UInt16 = 1 << 2
+    /// Event_Type bit 3: a scan response.
     public static let scanResponseBit: UInt16 = 1 << 3
+    /// Event_Type bit 4: legacy PDUs.
     public static let legacyBit: UInt16 = 1 << 4
 
     /// Builds an event type from its bits.
@@ -375,12 +407,17 @@ public struct LEExtendedAdvertisingEventType: RawRepresentable, Hashable, Sendab
         self.init(rawValue: v)
     }
 
+    /// Connectable advertising.
     @inlinable public var isConnectable: Bool { rawValue & Self.connectableBit != 0 }
+    /// Scannable advertising.
     @inlinable public var isScannable: Bool { rawValue & Self.scannableBit != 0 }
+    /// Directed advertising.
     @inlinable public var isDirected: Bool { rawValue & Self.directedBit != 0 }
+    /// A scan response.
     @inlinable public var isScanResponse: Bool { rawValue & Self.scanResponseBit != 0 }
     /// The report is for a legacy advertising PDU.
     @inlinable public var isLegacy: Bool { rawValue & Self.legacyBit != 0 }
+    /// Data_Status (bits 5-6): complete, more to come, or truncated.
     @inlinable public var dataStatus: LEAdvertisingDataStatus { LEAdvertisingDataStatus(rawValue: UInt8(truncatingIfNeeded: rawValue >> 5) & 0x3) }
 
     /// For legacy reports, the PDU the combination of bits stands for (Table 7.1 of §7.7.65.13).
@@ -421,9 +458,11 @@ public struct LEExtendedAdvertisingEventType: RawRepresentable, Hashable, Sendab
 
 /// One report of an HCI_LE_Extended_Advertising_Report; `data` points into the parsed buffer.
 public struct LEExtendedAdvertisingReport {
+    /// Event_Type.
     public let eventType: LEExtendedAdvertisingEventType
     /// Address type 0xFF: anonymous advertisement.
     public let address: LEAddress
+    /// Primary_PHY.
     public let primaryPHY: LEPHY
     /// `.none` (0x00): no packets on the secondary advertising physical channel.
     public let secondaryPHY: LEPHY
@@ -435,9 +474,12 @@ public struct LEExtendedAdvertisingReport {
     public let rssi: Int8
     /// Periodic_Advertising_Interval in units of 1.25 ms, 0 when there is no periodic advertising.
     public let periodicAdvertisingInterval: UInt16
+    /// Direct_Address.
     public let directAddress: LEAddress
+    /// Data (a view of the event).
     public let data: UnsafeRawBufferPointer
 
+    /// The event parameters as given.
     @inlinable
     public init(eventType: LEExtendedAdvertisingEventType, address: LEAddress, primaryPHY: LEPHY, secondaryPHY: LEPHY,
                 advertisingSID: UInt8, txPower: Int8, rssi: Int8, periodicAdvertisingInterval: UInt16,
@@ -454,7 +496,9 @@ public struct LEExtendedAdvertisingReport {
         self.data = data
     }
 
+    /// The RSSI, nil when the controller reports 127 (not available).
     @inlinable public var rssiIfAvailable: Int8? { rssi == 127 ? nil : rssi }
+    /// The TX power, nil when the controller reports 127 (not available).
     @inlinable public var txPowerIfAvailable: Int8? { txPower == 127 ? nil : txPower }
 
     /// The decoded fields, for the text and JSON renderers.
@@ -483,7 +527,9 @@ public struct LEExtendedAdvertisingReport {
 /// Direct_Address, Data_Length, Data. Parsing validates all reports (Num_Reports 1...10),
 /// so iteration does not fail. Valid while the parsed buffer is alive.
 public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
+    /// Num_Reports: the reports in the event.
     public let numReports: UInt8
+    /// The reports' bytes (a view of the event).
     public let reportBytes: UnsafeRawBufferPointer
     @usableFromInline let reportsOffset: Int
 
@@ -548,8 +594,10 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
     }
 
     @inlinable public func makeIterator() -> Iterator { Iterator(reportBytes, baseOffset: reportsOffset, count: numReports) }
+    /// The reports, one by one.
     @inlinable public var reports: Iterator { makeIterator() }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .extendedAdvertisingReport }
     public var subeventParameterLength: Int { 1 &+ reportBytes.count }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -568,18 +616,30 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
 
     /// An owned Extended Advertising Report event for encoding.
     public struct Owned: LEMetaEventParameters, Hashable, Sendable {
+        /// One report, owned (for encoding and tests).
         public struct Report: Hashable, Sendable {
+            /// Event_Type.
             public var eventType: LEExtendedAdvertisingEventType
+            /// Address.
             public var address: LEAddress
+            /// Primary_PHY.
             public var primaryPHY: LEPHY
+            /// Secondary_PHY.
             public var secondaryPHY: LEPHY
+            /// Advertising_SID.
             public var advertisingSID: UInt8
+            /// TX power in dBm (127: not available).
             public var txPower: Int8
+            /// RSSI in dBm (127: not available).
             public var rssi: Int8
+            /// Periodic_Advertising_Interval.
             public var periodicAdvertisingInterval: UInt16
+            /// Direct_Address.
             public var directAddress: LEAddress
+            /// Data (owned).
             public var data: [UInt8]
 
+            /// A report as given.
             public init(eventType: LEExtendedAdvertisingEventType, address: LEAddress, primaryPHY: LEPHY = .le1M,
                         secondaryPHY: LEPHY = .none, advertisingSID: UInt8 = 0xFF, txPower: Int8 = 127, rssi: Int8,
                         periodicAdvertisingInterval: UInt16 = 0,
@@ -596,6 +656,7 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
                 self.data = data
             }
 
+            /// The event parameters as given.
             public init(_ v: LEExtendedAdvertisingReport) {
                 self.init(eventType: v.eventType, address: v.address, primaryPHY: v.primaryPHY, secondaryPHY: v.secondaryPHY,
                           advertisingSID: v.advertisingSID, txPower: v.txPower, rssi: v.rssi,
@@ -604,9 +665,12 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
             }
         }
 
+        /// The reports, in order.
         public var reports: [Report]
+        /// The event parameters as given.
         public init(_ reports: [Report]) { self.reports = reports }
 
+        /// The LE Meta event subevent code.
         public var subeventCode: LEMetaSubeventCode { .extendedAdvertisingReport }
         public var subeventParameterLength: Int {
             reports.reduce(1) { $0 &+ LEExtendedAdvertisingReportEvent.reportHeaderLength &+ $1.data.count }

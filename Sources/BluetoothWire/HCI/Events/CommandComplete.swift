@@ -4,7 +4,9 @@
 /// The generic event always parses (a NOP Command Complete has no return parameters);
 /// decode the return parameters with ``returnParameters(as:)`` or ``decodedReturn``.
 public struct HCICommandComplete: HCIEventParameters {
+    /// Num_HCI_Command_Packets: commands the controller takes now.
     public let numHCICommandPackets: UInt8
+    /// Command_Opcode.
     public let commandOpcode: HCIOpcode
     /// Return_Parameters: everything after Command_Opcode.
     public let returnParameters: UnsafeRawBufferPointer
@@ -12,6 +14,7 @@ public struct HCICommandComplete: HCIEventParameters {
     /// Offset of the return parameters within the event packet (code, length, num, opcode).
     public static let returnParametersOffset = 5
 
+    /// The event parameters as given.
     @inlinable
     public init(numHCICommandPackets: UInt8, commandOpcode: HCIOpcode, returnParameters: UnsafeRawBufferPointer) {
         self.numHCICommandPackets = numHCICommandPackets
@@ -47,6 +50,7 @@ public struct HCICommandComplete: HCIEventParameters {
     /// The return parameters decoded by opcode, for display and dispatch.
     public var decodedReturn: HCICommandReturn { HCICommandReturn(opcode: commandOpcode, returnParameters: self) }
 
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .commandComplete }
     public var parameterLength: Int { 3 &+ returnParameters.count }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
@@ -65,10 +69,14 @@ public struct HCICommandComplete: HCIEventParameters {
 
     /// An owned Command Complete for encoding (e.g. by a simulated controller).
     public struct Owned: HCIEventParameters, Hashable, Sendable {
+        /// Num_HCI_Command_Packets: commands the controller takes now.
         public var numHCICommandPackets: UInt8
+        /// Command_Opcode.
         public var commandOpcode: HCIOpcode
+        /// Return_Parameters.
         public var returnParameters: [UInt8]
 
+        /// The event parameters as given.
         public init(numHCICommandPackets: UInt8, commandOpcode: HCIOpcode, returnParameters: [UInt8]) {
             self.numHCICommandPackets = numHCICommandPackets
             self.commandOpcode = commandOpcode
@@ -80,6 +88,7 @@ public struct HCICommandComplete: HCIEventParameters {
             self.init(numHCICommandPackets: numHCICommandPackets, commandOpcode: commandOpcode, returnParameters: try value.encoded())
         }
 
+        /// The HCI event code.
         public var eventCode: HCIEventCode { .commandComplete }
         public var parameterLength: Int { 3 &+ returnParameters.count }
         public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
@@ -254,7 +263,9 @@ public enum HCICommandReturn {
 
 /// Return parameters of commands that return only Status (HCI_Reset and most setters).
 public struct HCIStatusReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// The event parameters as given.
     public init(status: HCIErrorCode) { self.status = status }
     public init(reading r: inout ByteReader) throws(WireError) {
         status = HCIErrorCode(rawValue: try r.u8("Status"))
@@ -269,8 +280,11 @@ public struct HCIStatusReturn: HCICommandReturnParameters, Hashable, Sendable {
 /// Status and Connection_Handle: HCI_LE_Set_Data_Length, HCI_LE_Long_Term_Key_Request_Reply /
 /// _Negative_Reply, HCI_LE_Remote_Connection_Parameter_Request_Reply / _Negative_Reply.
 public struct HCIConnectionHandleReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// The event parameters as given.
     public init(status: HCIErrorCode, connectionHandle: UInt16) {
         self.status = status
         self.connectionHandle = connectionHandle
@@ -291,15 +305,20 @@ public struct HCIConnectionHandleReturn: HCICommandReturnParameters, Hashable, S
 
 /// HCI_Read_Local_Version_Information return parameters (Core Vol 4 Part E §7.4.1).
 public struct HCIReadLocalVersionInformationReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// HCI_Version.
     public var hciVersion: HCICoreVersion
     /// HCI_Subversion (called HCI_Revision before Core 5.3).
     public var hciSubversion: UInt16
+    /// LMP_Version.
     public var lmpVersion: HCICoreVersion
     /// Company_Identifier of the controller's manufacturer (Assigned Numbers).
     public var companyIdentifier: UInt16
+    /// LMP_Subversion.
     public var lmpSubversion: UInt16
 
+    /// The event parameters as given.
     public init(status: HCIErrorCode, hciVersion: HCICoreVersion, hciSubversion: UInt16, lmpVersion: HCICoreVersion, companyIdentifier: UInt16, lmpSubversion: UInt16) {
         self.status = status
         self.hciVersion = hciVersion
@@ -339,8 +358,11 @@ public struct HCIReadLocalVersionInformationReturn: HCICommandReturnParameters, 
 
 /// HCI_Read_BD_ADDR return parameters (Core Vol 4 Part E §7.4.6).
 public struct HCIReadBDADDRReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// BD_ADDR.
     public var bdAddr: BluetoothAddress
+    /// The event parameters as given.
     public init(status: HCIErrorCode, bdAddr: BluetoothAddress) {
         self.status = status
         self.bdAddr = bdAddr
@@ -362,10 +384,12 @@ public struct HCIReadBDADDRReturn: HCICommandReturnParameters, Hashable, Sendabl
 /// HCI_Read_Local_Supported_Commands return parameters (Core Vol 4 Part E §7.4.2, §6.27):
 /// a 64-octet bit mask of supported commands.
 public struct HCIReadLocalSupportedCommandsReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
     /// Supported_Commands: exactly 64 octets.
     public var supportedCommands: [UInt8]
 
+    /// The event parameters as given.
     public init(status: HCIErrorCode, supportedCommands: [UInt8]) {
         self.status = status
         self.supportedCommands = supportedCommands
@@ -398,8 +422,11 @@ public struct HCIReadLocalSupportedCommandsReturn: HCICommandReturnParameters, H
 /// HCI_Read_Local_Supported_Features return parameters (Core Vol 4 Part E §7.4.3):
 /// the LMP features page 0 bit mask (Core Vol 2 Part C §3.3).
 public struct HCIReadLocalSupportedFeaturesReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// LMP_Features.
     public var lmpFeatures: UInt64
+    /// The event parameters as given.
     public init(status: HCIErrorCode, lmpFeatures: UInt64) {
         self.status = status
         self.lmpFeatures = lmpFeatures
@@ -429,11 +456,17 @@ public struct HCIReadLocalSupportedFeaturesReturn: HCICommandReturnParameters, H
 
 /// HCI_Read_Buffer_Size return parameters (Core Vol 4 Part E §7.4.5).
 public struct HCIReadBufferSizeReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// ACL_Data_Packet_Length.
     public var aclDataPacketLength: UInt16
+    /// Synchronous_Data_Packet_Length.
     public var synchronousDataPacketLength: UInt8
+    /// Total_Num_ACL_Data_Packets.
     public var totalNumACLDataPackets: UInt16
+    /// Total_Num_Synchronous_Data_Packets.
     public var totalNumSynchronousDataPackets: UInt16
+    /// The event parameters as given.
     public init(status: HCIErrorCode, aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8, totalNumACLDataPackets: UInt16, totalNumSynchronousDataPackets: UInt16) {
         self.status = status
         self.aclDataPacketLength = aclDataPacketLength
@@ -469,10 +502,13 @@ public struct HCIReadBufferSizeReturn: HCICommandReturnParameters, Hashable, Sen
 
 /// HCI_Read_RSSI return parameters (Core Vol 4 Part E §7.5.4).
 public struct HCIReadRSSIReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
     /// RSSI in dBm (LE: absolute receiver signal strength).
     public var rssi: Int8
+    /// The event parameters as given.
     public init(status: HCIErrorCode, connectionHandle: UInt16, rssi: Int8) {
         self.status = status
         self.connectionHandle = connectionHandle
@@ -498,10 +534,13 @@ public struct HCIReadRSSIReturn: HCICommandReturnParameters, Hashable, Sendable 
 
 /// HCI_LE_Read_Buffer_Size [v1] return parameters (Core Vol 4 Part E §7.8.2).
 public struct LEReadBufferSizeV1Return: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
     /// 0 means: use the shared BR/EDR buffers (HCI_Read_Buffer_Size).
     public var leACLDataPacketLength: UInt16
+    /// Total_Num_LE_ACL_Data_Packets: LE ACL buffers.
     public var totalNumLEACLDataPackets: UInt8
+    /// The event parameters as given.
     public init(status: HCIErrorCode, leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8) {
         self.status = status
         self.leACLDataPacketLength = leACLDataPacketLength
@@ -529,11 +568,17 @@ public struct LEReadBufferSizeV1Return: HCICommandReturnParameters, Hashable, Se
 
 /// HCI_LE_Read_Buffer_Size [v2] return parameters (Core Vol 4 Part E §7.8.2).
 public struct LEReadBufferSizeV2Return: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// LE_ACL_Data_Packet_Length.
     public var leACLDataPacketLength: UInt16
+    /// Total_Num_LE_ACL_Data_Packets: LE ACL buffers.
     public var totalNumLEACLDataPackets: UInt8
+    /// ISO_Data_Packet_Length.
     public var isoDataPacketLength: UInt16
+    /// Total_Num_ISO_Data_Packets.
     public var totalNumISODataPackets: UInt8
+    /// The event parameters as given.
     public init(status: HCIErrorCode, leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8, isoDataPacketLength: UInt16, totalNumISODataPackets: UInt8) {
         self.status = status
         self.leACLDataPacketLength = leACLDataPacketLength
@@ -569,8 +614,11 @@ public struct LEReadBufferSizeV2Return: HCICommandReturnParameters, Hashable, Se
 
 /// HCI_LE_Read_Local_Supported_Features return parameters (Core Vol 4 Part E §7.8.3).
 public struct LEReadLocalSupportedFeaturesReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// The LE features.
     public var leFeatures: LEFeatures
+    /// The event parameters as given.
     public init(status: HCIErrorCode, leFeatures: LEFeatures) {
         self.status = status
         self.leFeatures = leFeatures
@@ -591,8 +639,11 @@ public struct LEReadLocalSupportedFeaturesReturn: HCICommandReturnParameters, Ha
 
 /// HCI_LE_Read_Advertising_Physical_Channel_Tx_Power return parameters (§7.8.6).
 public struct LEReadAdvertisingPhysicalChannelTxPowerReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// TX_Power_Level.
     public var txPowerLevel: Int8
+    /// The event parameters as given.
     public init(status: HCIErrorCode, txPowerLevel: Int8) {
         self.status = status
         self.txPowerLevel = txPowerLevel
@@ -613,8 +664,11 @@ public struct LEReadAdvertisingPhysicalChannelTxPowerReturn: HCICommandReturnPar
 
 /// HCI_LE_Read_Filter_Accept_List_Size return parameters (§7.8.14).
 public struct LEReadFilterAcceptListSizeReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Filter_Accept_List_Size.
     public var filterAcceptListSize: UInt8
+    /// The event parameters as given.
     public init(status: HCIErrorCode, filterAcceptListSize: UInt8) {
         self.status = status
         self.filterAcceptListSize = filterAcceptListSize
@@ -635,8 +689,11 @@ public struct LEReadFilterAcceptListSizeReturn: HCICommandReturnParameters, Hash
 
 /// HCI_LE_Rand return parameters (§7.8.23).
 public struct LERandReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Random_Number.
     public var randomNumber: UInt64
+    /// The event parameters as given.
     public init(status: HCIErrorCode, randomNumber: UInt64) {
         self.status = status
         self.randomNumber = randomNumber
@@ -657,8 +714,11 @@ public struct LERandReturn: HCICommandReturnParameters, Hashable, Sendable {
 
 /// HCI_LE_Read_Supported_States return parameters (§7.8.27).
 public struct LEReadSupportedStatesReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// LE_States.
     public var leStates: UInt64
+    /// The event parameters as given.
     public init(status: HCIErrorCode, leStates: UInt64) {
         self.status = status
         self.leStates = leStates
@@ -679,9 +739,13 @@ public struct LEReadSupportedStatesReturn: HCICommandReturnParameters, Hashable,
 
 /// HCI_LE_Read_Suggested_Default_Data_Length return parameters (§7.8.34).
 public struct LEReadSuggestedDefaultDataLengthReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Suggested_Max_TX_Octets.
     public var suggestedMaxTxOctets: UInt16
+    /// Suggested_Max_TX_Time.
     public var suggestedMaxTxTime: UInt16
+    /// The event parameters as given.
     public init(status: HCIErrorCode, suggestedMaxTxOctets: UInt16, suggestedMaxTxTime: UInt16) {
         self.status = status
         self.suggestedMaxTxOctets = suggestedMaxTxOctets
@@ -709,11 +773,17 @@ public struct LEReadSuggestedDefaultDataLengthReturn: HCICommandReturnParameters
 
 /// HCI_LE_Read_Maximum_Data_Length return parameters (§7.8.46).
 public struct LEReadMaximumDataLengthReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Supported_Max_TX_Octets.
     public var supportedMaxTxOctets: UInt16
+    /// Supported_Max_TX_Time.
     public var supportedMaxTxTime: UInt16
+    /// Supported_Max_RX_Octets.
     public var supportedMaxRxOctets: UInt16
+    /// Supported_Max_RX_Time.
     public var supportedMaxRxTime: UInt16
+    /// The event parameters as given.
     public init(status: HCIErrorCode, supportedMaxTxOctets: UInt16, supportedMaxTxTime: UInt16, supportedMaxRxOctets: UInt16, supportedMaxRxTime: UInt16) {
         self.status = status
         self.supportedMaxTxOctets = supportedMaxTxOctets
@@ -749,10 +819,15 @@ public struct LEReadMaximumDataLengthReturn: HCICommandReturnParameters, Hashabl
 
 /// HCI_LE_Read_PHY return parameters (§7.8.47).
 public struct LEReadPHYReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// The transmitter PHY.
     public var txPHY: LEPHY
+    /// The receiver PHY.
     public var rxPHY: LEPHY
+    /// The event parameters as given.
     public init(status: HCIErrorCode, connectionHandle: UInt16, txPHY: LEPHY, rxPHY: LEPHY) {
         self.status = status
         self.connectionHandle = connectionHandle
@@ -784,9 +859,11 @@ public struct LEReadPHYReturn: HCICommandReturnParameters, Hashable, Sendable {
 
 /// HCI_LE_Set_Extended_Advertising_Parameters return parameters (§7.8.53).
 public struct LESetExtendedAdvertisingParametersReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
     /// Selected_TX_Power in dBm.
     public var selectedTxPower: Int8
+    /// The event parameters as given.
     public init(status: HCIErrorCode, selectedTxPower: Int8) {
         self.status = status
         self.selectedTxPower = selectedTxPower
@@ -807,8 +884,11 @@ public struct LESetExtendedAdvertisingParametersReturn: HCICommandReturnParamete
 
 /// HCI_LE_Read_Maximum_Advertising_Data_Length return parameters (§7.8.57).
 public struct LEReadMaximumAdvertisingDataLengthReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Max_Advertising_Data_Length.
     public var maxAdvertisingDataLength: UInt16
+    /// The event parameters as given.
     public init(status: HCIErrorCode, maxAdvertisingDataLength: UInt16) {
         self.status = status
         self.maxAdvertisingDataLength = maxAdvertisingDataLength
@@ -829,8 +909,11 @@ public struct LEReadMaximumAdvertisingDataLengthReturn: HCICommandReturnParamete
 
 /// HCI_LE_Read_Number_of_Supported_Advertising_Sets return parameters (§7.8.58).
 public struct LEReadNumberOfSupportedAdvertisingSetsReturn: HCICommandReturnParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Num_Supported_Advertising_Sets.
     public var numSupportedAdvertisingSets: UInt8
+    /// The event parameters as given.
     public init(status: HCIErrorCode, numSupportedAdvertisingSets: UInt8) {
         self.status = status
         self.numSupportedAdvertisingSets = numSupportedAdvertisingSets
@@ -856,6 +939,7 @@ public struct LEReadNumberOfSupportedAdvertisingSetsReturn: HCICommandReturnPara
 public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt64
     @inlinable public init(rawValue: UInt64) { self.rawValue = rawValue }
+    /// The feature at bit `bit` (0...63; anything else is no feature).
     @inlinable public init(bit: Int) { self.rawValue = bit >= 0 && bit < 64 ? 1 << UInt64(bit) : 0 }
 
     /// LE Encryption (bit 0).

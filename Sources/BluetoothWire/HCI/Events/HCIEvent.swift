@@ -144,10 +144,14 @@ extension HCIEvent: FieldDescribable {
 
 /// HCI_Command_Status (Core Vol 4 Part E §7.7.15).
 public struct HCICommandStatus: HCIEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Num_HCI_Command_Packets: commands the controller takes now.
     public var numHCICommandPackets: UInt8
+    /// Command_Opcode.
     public var commandOpcode: HCIOpcode
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, numHCICommandPackets: UInt8, commandOpcode: HCIOpcode) {
         self.status = status
@@ -163,6 +167,7 @@ public struct HCICommandStatus: HCIEventParameters, Hashable, Sendable {
         self.init(status: HCIErrorCode(rawValue: s), numHCICommandPackets: n, commandOpcode: HCIOpcode(rawValue: o))
     }
 
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .commandStatus }
     public var parameterLength: Int { 4 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
@@ -184,10 +189,14 @@ public struct HCICommandStatus: HCIEventParameters, Hashable, Sendable {
 
 /// HCI_Disconnection_Complete (Core Vol 4 Part E §7.7.5).
 public struct HCIDisconnectionComplete: HCIEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// Reason: why the link went down.
     public var reason: HCIErrorCode
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16, reason: HCIErrorCode) {
         self.status = status
@@ -203,6 +212,7 @@ public struct HCIDisconnectionComplete: HCIEventParameters, Hashable, Sendable {
         self.init(status: HCIErrorCode(rawValue: s), connectionHandle: h, reason: HCIErrorCode(rawValue: reason))
     }
 
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .disconnectionComplete }
     public var parameterLength: Int { 4 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
@@ -225,12 +235,16 @@ public struct HCIDisconnectionComplete: HCIEventParameters, Hashable, Sendable {
 /// HCI_Encryption_Change [v1] (0x08) and [v2] (0x59) (Core Vol 4 Part E §7.7.8).
 /// `encryptionKeySize` is present exactly for v2.
 public struct HCIEncryptionChange: HCIEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// Encryption_Enabled.
     public var encryptionEnabled: HCIEncryptionEnabled
     /// Encryption_Key_Size (v2 only); nil for v1.
     public var encryptionKeySize: UInt8?
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16, encryptionEnabled: HCIEncryptionEnabled, encryptionKeySize: UInt8? = nil) {
         self.status = status
@@ -249,7 +263,9 @@ public struct HCIEncryptionChange: HCIEventParameters, Hashable, Sendable {
                   encryptionEnabled: HCIEncryptionEnabled(rawValue: e), encryptionKeySize: k)
     }
 
+    /// An HCI_Encryption_Change [v2] event (it carries the key size).
     public var isV2: Bool { encryptionKeySize != nil }
+    /// The HCI event code.
     public var eventCode: HCIEventCode { isV2 ? .encryptionChangeV2 : .encryptionChangeV1 }
     public var parameterLength: Int { isV2 ? 5 : 4 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
@@ -274,9 +290,12 @@ public struct HCIEncryptionChange: HCIEventParameters, Hashable, Sendable {
 
 /// HCI_Encryption_Key_Refresh_Complete (Core Vol 4 Part E §7.7.39).
 public struct HCIEncryptionKeyRefreshComplete: HCIEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16) {
         self.status = status
@@ -290,6 +309,7 @@ public struct HCIEncryptionKeyRefreshComplete: HCIEventParameters, Hashable, Sen
         self.init(status: HCIErrorCode(rawValue: s), connectionHandle: h)
     }
 
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .encryptionKeyRefreshComplete }
     public var parameterLength: Int { 3 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
@@ -308,12 +328,15 @@ public struct HCIEncryptionKeyRefreshComplete: HCIEventParameters, Hashable, Sen
 
 /// HCI_Hardware_Error (Core Vol 4 Part E §7.7.16).
 public struct HCIHardwareError: HCIEventParameters, Hashable, Sendable {
+    /// Hardware_Code.
     public var hardwareCode: UInt8
+    /// The event parameters as given.
     @inlinable public init(hardwareCode: UInt8) { self.hardwareCode = hardwareCode }
     @inlinable
     init(parameters r: inout ByteReader) throws(WireError) {
         self.init(hardwareCode: try r.u8("Hardware_Code"))
     }
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .hardwareError }
     public var parameterLength: Int { 1 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try w.u8(hardwareCode) }
@@ -324,12 +347,15 @@ public struct HCIHardwareError: HCIEventParameters, Hashable, Sendable {
 
 /// HCI_Data_Buffer_Overflow (Core Vol 4 Part E §7.7.26).
 public struct HCIDataBufferOverflow: HCIEventParameters, Hashable, Sendable {
+    /// Link_Type.
     public var linkType: HCIOverflowLinkType
+    /// The event parameters as given.
     @inlinable public init(linkType: HCIOverflowLinkType) { self.linkType = linkType }
     @inlinable
     init(parameters r: inout ByteReader) throws(WireError) {
         self.init(linkType: HCIOverflowLinkType(rawValue: try r.u8("Link_Type")))
     }
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .dataBufferOverflow }
     public var parameterLength: Int { 1 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try w.u8(linkType.rawValue) }
@@ -342,14 +368,18 @@ public struct HCIDataBufferOverflow: HCIEventParameters, Hashable, Sendable {
 
 /// HCI_Read_Remote_Version_Information_Complete (Core Vol 4 Part E §7.7.12).
 public struct HCIReadRemoteVersionInformationComplete: HCIEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
     /// Version (LMP/LL version of the remote, Assigned Numbers).
     public var version: UInt8
     /// Company_Identifier of the remote controller's manufacturer.
     public var companyIdentifier: UInt16
+    /// Subversion.
     public var subversion: UInt16
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16, version: UInt8, companyIdentifier: UInt16, subversion: UInt16) {
         self.status = status
@@ -369,6 +399,7 @@ public struct HCIReadRemoteVersionInformationComplete: HCIEventParameters, Hasha
         self.init(status: HCIErrorCode(rawValue: s), connectionHandle: h, version: v, companyIdentifier: c, subversion: sub)
     }
 
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .readRemoteVersionInformationComplete }
     public var parameterLength: Int { 8 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
@@ -395,6 +426,7 @@ public struct HCIReadRemoteVersionInformationComplete: HCIEventParameters, Hasha
 public struct HCICoreVersion: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "1.0b"
@@ -422,8 +454,11 @@ public struct HCICoreVersion: RawRepresentable, Hashable, Sendable, CustomString
 
 /// One entry of HCI_Number_Of_Completed_Packets.
 public struct HCICompletedPackets: Hashable, Sendable {
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// Num_Completed_Packets.
     public var numCompletedPackets: UInt16
+    /// The event parameters as given.
     @inlinable
     public init(connectionHandle: UInt16, numCompletedPackets: UInt16) {
         self.connectionHandle = connectionHandle
@@ -434,6 +469,7 @@ public struct HCICompletedPackets: Hashable, Sendable {
 /// HCI_Number_Of_Completed_Packets (Core Vol 4 Part E §7.7.19), as a view over the
 /// handle/count pairs (valid while the parsed buffer is alive). Iterate with `makeIterator()`.
 public struct HCINumberOfCompletedPackets: HCIEventParameters, Sequence {
+    /// Num_Handles.
     public let numHandles: UInt8
     /// The Num_Handles × (Connection_Handle u16, Num_Completed_Packets u16) bytes.
     public let entryBytes: UnsafeRawBufferPointer
@@ -463,6 +499,7 @@ public struct HCINumberOfCompletedPackets: HCIEventParameters, Sequence {
 
     @inlinable public func makeIterator() -> Iterator { Iterator(entryBytes) }
 
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .numberOfCompletedPackets }
     public var parameterLength: Int { 1 &+ entryBytes.count }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
@@ -484,8 +521,11 @@ public struct HCINumberOfCompletedPackets: HCIEventParameters, Sequence {
 
     /// An owned Number Of Completed Packets event for encoding (e.g. by a simulated controller).
     public struct Owned: HCIEventParameters, Hashable, Sendable {
+        /// One entry per Connection_Handle.
         public var entries: [HCICompletedPackets]
+        /// The event parameters as given.
         public init(_ entries: [HCICompletedPackets]) { self.entries = entries }
+        /// The HCI event code.
         public var eventCode: HCIEventCode { .numberOfCompletedPackets }
         public var parameterLength: Int { 1 &+ entries.count &* 4 }
         public func encodeParameters(into w: inout ByteWriter) throws(WireError) {

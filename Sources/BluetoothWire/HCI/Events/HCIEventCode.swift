@@ -227,6 +227,7 @@ public struct LEMetaSubeventCode: RawRepresentable, Hashable, Sendable, CustomSt
     /// LE Enhanced Connection Complete [v2] subevent (0x29).
     public static let enhancedConnectionCompleteV2 = LEMetaSubeventCode(rawValue: 0x29)
 
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0x01: "HCI_LE_Connection_Complete"
@@ -281,8 +282,11 @@ public struct LEMetaSubeventCode: RawRepresentable, Hashable, Sendable, CustomSt
 public struct LEConnectionRole: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Central (0x00).
     public static let central = LEConnectionRole(rawValue: 0x00)
+    /// Peripheral (0x01).
     public static let peripheral = LEConnectionRole(rawValue: 0x01)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue { case 0: "Central"; case 1: "Peripheral"; default: nil }
     }
@@ -294,10 +298,15 @@ public struct LEConnectionRole: RawRepresentable, Hashable, Sendable, CustomStri
 public struct LEPHY: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// None (0x00).
     public static let none = LEPHY(rawValue: 0x00)
+    /// LE 1M (0x01).
     public static let le1M = LEPHY(rawValue: 0x01)
+    /// LE 2M (0x02).
     public static let le2M = LEPHY(rawValue: 0x02)
+    /// LE Coded (0x03).
     public static let leCoded = LEPHY(rawValue: 0x03)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "None"
@@ -328,6 +337,7 @@ public struct LEClockAccuracy: RawRepresentable, Hashable, Sendable, CustomStrin
         default: nil
         }
     }
+    /// The accuracy as text ("250 ppm"); nil for a value not assigned.
     public var name: String? { ppm.map { "\($0) ppm" } }
     public var description: String { name ?? "accuracy 0x\(Hex.pad(rawValue, 2))" }
 }
@@ -336,11 +346,13 @@ public struct LEClockAccuracy: RawRepresentable, Hashable, Sendable, CustomStrin
 public struct HCIEncryptionEnabled: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Off (0x00).
     public static let off = HCIEncryptionEnabled(rawValue: 0x00)
     /// E0 on BR/EDR, AES-CCM on LE.
     public static let on = HCIEncryptionEnabled(rawValue: 0x01)
     /// AES-CCM on BR/EDR.
     public static let onAESCCMBREDR = HCIEncryptionEnabled(rawValue: 0x02)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue {
         case 0: "Off"
@@ -356,8 +368,11 @@ public struct HCIEncryptionEnabled: RawRepresentable, Hashable, Sendable, Custom
 public struct LEChannelSelectionAlgorithmValue: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Algorithm 1 (0x00).
     public static let algorithm1 = LEChannelSelectionAlgorithmValue(rawValue: 0x00)
+    /// Algorithm 2 (0x01).
     public static let algorithm2 = LEChannelSelectionAlgorithmValue(rawValue: 0x01)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue { case 0: "LE Channel Selection Algorithm #1"; case 1: "LE Channel Selection Algorithm #2"; default: nil }
     }
@@ -368,8 +383,11 @@ public struct LEChannelSelectionAlgorithmValue: RawRepresentable, Hashable, Send
 public struct HCIOverflowLinkType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Synchronous (0x00).
     public static let synchronous = HCIOverflowLinkType(rawValue: 0x00)
+    /// ACL (0x01).
     public static let acl = HCIOverflowLinkType(rawValue: 0x01)
+    /// The name in the specification (nil: not assigned).
     public var name: String? {
         switch rawValue { case 0: "Synchronous Buffer Overflow"; case 1: "ACL Buffer Overflow"; default: nil }
     }
@@ -381,9 +399,11 @@ public struct HCIOverflowLinkType: RawRepresentable, Hashable, Sendable, CustomS
 /// The parameters of one HCI event, written as a complete event packet
 /// (Event_Code, Parameter_Total_Length, parameters; no H4 indicator).
 public protocol HCIEventParameters: WireEncodable, FieldDescribable {
+    /// The event's code.
     var eventCode: HCIEventCode { get }
     /// Length of the parameters (the Parameter_Total_Length value).
     var parameterLength: Int { get }
+    /// Appends the parameters (not the event header).
     func encodeParameters(into writer: inout ByteWriter) throws(WireError)
 }
 
@@ -407,13 +427,16 @@ extension HCIEventParameters {
 
 /// The parameters of one LE Meta subevent, written as a complete HCI_LE_Meta event.
 public protocol LEMetaEventParameters: HCIEventParameters {
+    /// The subevent's code.
     var subeventCode: LEMetaSubeventCode { get }
     /// Length of the parameters after Subevent_Code.
     var subeventParameterLength: Int { get }
+    /// Appends the parameters after Subevent_Code.
     func encodeSubeventParameters(into writer: inout ByteWriter) throws(WireError)
 }
 
 extension LEMetaEventParameters {
+    /// The HCI event code.
     public var eventCode: HCIEventCode { .leMeta }
     public var parameterLength: Int { 1 &+ subeventParameterLength }
     public func encodeParameters(into writer: inout ByteWriter) throws(WireError) {

@@ -43,6 +43,7 @@ public enum LEMetaEvent {
         }
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode {
         switch self {
         case .unknown(let c, _): c
@@ -115,17 +116,24 @@ extension LEMetaEvent: WireEncodable, FieldDescribable {
 
 /// HCI_LE_Connection_Complete (Core Vol 4 Part E §7.7.65.1).
 public struct LEConnectionComplete: LEMetaEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// Our role on the link.
     public var role: LEConnectionRole
+    /// The peer's address.
     public var peerAddress: LEAddress
     /// Connection_Interval in units of 1.25 ms.
     public var connectionInterval: UInt16
+    /// Peripheral latency, in connection events.
     public var peripheralLatency: UInt16
     /// Supervision_Timeout in units of 10 ms.
     public var supervisionTimeout: UInt16
+    /// Central_Clock_Accuracy.
     public var centralClockAccuracy: LEClockAccuracy
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16, role: LEConnectionRole, peerAddress: LEAddress,
                 connectionInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16,
@@ -157,6 +165,7 @@ public struct LEConnectionComplete: LEMetaEventParameters, Hashable, Sendable {
                   centralClockAccuracy: LEClockAccuracy(rawValue: ca))
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .connectionComplete }
     public var subeventParameterLength: Int { 18 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -189,32 +198,43 @@ public struct LEConnectionComplete: LEMetaEventParameters, Hashable, Sendable {
 /// HCI_LE_Enhanced_Connection_Complete [v1] (0x0A) and [v2] (0x29) (Core Vol 4 Part E §7.7.65.10).
 /// `v2` holds the fields v2 appends (Advertising_Handle, Sync_Handle).
 public struct LEEnhancedConnectionComplete: LEMetaEventParameters, Hashable, Sendable {
+    /// The fields [v2] adds (advertising handle, sync handle).
     public struct V2Fields: Hashable, Sendable {
         /// Advertising set that created the connection (0xFF: none).
         public var advertisingHandle: UInt8
         /// Periodic advertising train of a PAwR connection (0xFFFF: none).
         public var syncHandle: UInt16
+        /// The event parameters as given.
         @inlinable public init(advertisingHandle: UInt8, syncHandle: UInt16) {
             self.advertisingHandle = advertisingHandle
             self.syncHandle = syncHandle
         }
     }
 
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// Our role on the link.
     public var role: LEConnectionRole
+    /// The peer's address.
     public var peerAddress: LEAddress
     /// Local_Resolvable_Private_Address (zero when not used).
     public var localResolvablePrivateAddress: BluetoothAddress
     /// Peer_Resolvable_Private_Address (zero when not used).
     public var peerResolvablePrivateAddress: BluetoothAddress
+    /// Connection_Interval.
     public var connectionInterval: UInt16
+    /// Peripheral latency, in connection events.
     public var peripheralLatency: UInt16
+    /// Supervision timeout, units of 10 ms.
     public var supervisionTimeout: UInt16
+    /// Central_Clock_Accuracy.
     public var centralClockAccuracy: LEClockAccuracy
     /// Present exactly for v2.
     public var v2: V2Fields?
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16, role: LEConnectionRole, peerAddress: LEAddress,
                 localResolvablePrivateAddress: BluetoothAddress, peerResolvablePrivateAddress: BluetoothAddress,
@@ -260,6 +280,7 @@ public struct LEEnhancedConnectionComplete: LEMetaEventParameters, Hashable, Sen
                   centralClockAccuracy: LEClockAccuracy(rawValue: ca), v2: extra)
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { v2 == nil ? .enhancedConnectionCompleteV1 : .enhancedConnectionCompleteV2 }
     public var subeventParameterLength: Int { v2 == nil ? 30 : 33 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -306,12 +327,18 @@ public struct LEEnhancedConnectionComplete: LEMetaEventParameters, Hashable, Sen
 
 /// HCI_LE_Connection_Update_Complete (Core Vol 4 Part E §7.7.65.3).
 public struct LEConnectionUpdateComplete: LEMetaEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// Connection_Interval.
     public var connectionInterval: UInt16
+    /// Peripheral latency, in connection events.
     public var peripheralLatency: UInt16
+    /// Supervision timeout, units of 10 ms.
     public var supervisionTimeout: UInt16
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16, connectionInterval: UInt16, peripheralLatency: UInt16, supervisionTimeout: UInt16) {
         self.status = status
@@ -331,6 +358,7 @@ public struct LEConnectionUpdateComplete: LEMetaEventParameters, Hashable, Senda
         self.init(status: HCIErrorCode(rawValue: s), connectionHandle: h, connectionInterval: i, peripheralLatency: l, supervisionTimeout: t)
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .connectionUpdateComplete }
     public var subeventParameterLength: Int { 9 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -354,10 +382,14 @@ public struct LEConnectionUpdateComplete: LEMetaEventParameters, Hashable, Senda
 
 /// HCI_LE_Read_Remote_Features_Complete (Core Vol 4 Part E §7.7.65.4).
 public struct LEReadRemoteFeaturesComplete: LEMetaEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// The LE features.
     public var leFeatures: LEFeatures
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16, leFeatures: LEFeatures) {
         self.status = status
@@ -373,6 +405,7 @@ public struct LEReadRemoteFeaturesComplete: LEMetaEventParameters, Hashable, Sen
         self.init(status: HCIErrorCode(rawValue: s), connectionHandle: h, leFeatures: LEFeatures(rawValue: f))
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .readRemoteFeaturesComplete }
     public var subeventParameterLength: Int { 11 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -392,12 +425,14 @@ public struct LEReadRemoteFeaturesComplete: LEMetaEventParameters, Hashable, Sen
 
 /// HCI_LE_Long_Term_Key_Request (Core Vol 4 Part E §7.7.65.5).
 public struct LELongTermKeyRequest: LEMetaEventParameters, Hashable, Sendable {
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
     /// Random_Number (Rand), 0 for LE Secure Connections.
     public var randomNumber: UInt64
     /// Encrypted_Diversifier (EDIV), 0 for LE Secure Connections.
     public var encryptedDiversifier: UInt16
 
+    /// The event parameters as given.
     @inlinable
     public init(connectionHandle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16) {
         self.connectionHandle = connectionHandle
@@ -413,6 +448,7 @@ public struct LELongTermKeyRequest: LEMetaEventParameters, Hashable, Sendable {
         self.init(connectionHandle: h, randomNumber: rand, encryptedDiversifier: ediv)
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .longTermKeyRequest }
     public var subeventParameterLength: Int { 12 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -432,12 +468,18 @@ public struct LELongTermKeyRequest: LEMetaEventParameters, Hashable, Sendable {
 
 /// HCI_LE_Remote_Connection_Parameter_Request (Core Vol 4 Part E §7.7.65.6).
 public struct LERemoteConnectionParameterRequest: LEMetaEventParameters, Hashable, Sendable {
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// The smallest connection interval, units of 1.25 ms.
     public var intervalMin: UInt16
+    /// The largest connection interval, units of 1.25 ms.
     public var intervalMax: UInt16
+    /// Max_Latency.
     public var maxLatency: UInt16
+    /// Supervision_Timeout, units of 10 ms.
     public var timeout: UInt16
 
+    /// The event parameters as given.
     @inlinable
     public init(connectionHandle: UInt16, intervalMin: UInt16, intervalMax: UInt16, maxLatency: UInt16, timeout: UInt16) {
         self.connectionHandle = connectionHandle
@@ -457,6 +499,7 @@ public struct LERemoteConnectionParameterRequest: LEMetaEventParameters, Hashabl
         self.init(connectionHandle: h, intervalMin: mn, intervalMax: mx, maxLatency: l, timeout: t)
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .remoteConnectionParameterRequest }
     public var subeventParameterLength: Int { 10 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -480,12 +523,18 @@ public struct LERemoteConnectionParameterRequest: LEMetaEventParameters, Hashabl
 
 /// HCI_LE_Data_Length_Change (Core Vol 4 Part E §7.7.65.7).
 public struct LEDataLengthChange: LEMetaEventParameters, Hashable, Sendable {
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// Max_TX_Octets.
     public var maxTxOctets: UInt16
+    /// Max_TX_Time.
     public var maxTxTime: UInt16
+    /// Max_RX_Octets.
     public var maxRxOctets: UInt16
+    /// Max_RX_Time.
     public var maxRxTime: UInt16
 
+    /// The event parameters as given.
     @inlinable
     public init(connectionHandle: UInt16, maxTxOctets: UInt16, maxTxTime: UInt16, maxRxOctets: UInt16, maxRxTime: UInt16) {
         self.connectionHandle = connectionHandle
@@ -505,6 +554,7 @@ public struct LEDataLengthChange: LEMetaEventParameters, Hashable, Sendable {
         self.init(connectionHandle: h, maxTxOctets: to, maxTxTime: tt, maxRxOctets: ro, maxRxTime: rt)
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .dataLengthChange }
     public var subeventParameterLength: Int { 10 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -528,11 +578,16 @@ public struct LEDataLengthChange: LEMetaEventParameters, Hashable, Sendable {
 
 /// HCI_LE_PHY_Update_Complete (Core Vol 4 Part E §7.7.65.12).
 public struct LEPHYUpdateComplete: LEMetaEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// The transmitter PHY.
     public var txPHY: LEPHY
+    /// The receiver PHY.
     public var rxPHY: LEPHY
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, connectionHandle: UInt16, txPHY: LEPHY, rxPHY: LEPHY) {
         self.status = status
@@ -550,6 +605,7 @@ public struct LEPHYUpdateComplete: LEMetaEventParameters, Hashable, Sendable {
         self.init(status: HCIErrorCode(rawValue: s), connectionHandle: h, txPHY: LEPHY(rawValue: tx), rxPHY: LEPHY(rawValue: rx))
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .phyUpdateComplete }
     public var subeventParameterLength: Int { 5 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -571,7 +627,9 @@ public struct LEPHYUpdateComplete: LEMetaEventParameters, Hashable, Sendable {
 
 /// HCI_LE_Scan_Timeout (Core Vol 4 Part E §7.7.65.17): no parameters.
 public struct LEScanTimeout: LEMetaEventParameters, Hashable, Sendable {
+    /// The event (it has no parameters).
     @inlinable public init() {}
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .scanTimeout }
     public var subeventParameterLength: Int { 0 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {}
@@ -582,12 +640,16 @@ public struct LEScanTimeout: LEMetaEventParameters, Hashable, Sendable {
 
 /// HCI_LE_Advertising_Set_Terminated (Core Vol 4 Part E §7.7.65.18).
 public struct LEAdvertisingSetTerminated: LEMetaEventParameters, Hashable, Sendable {
+    /// Status: `.success`, or why the command failed.
     public var status: HCIErrorCode
+    /// Advertising_Handle: the advertising set.
     public var advertisingHandle: UInt8
     /// Valid only when `status` is success (the set ended because a connection was created).
     public var connectionHandle: UInt16
+    /// Num_Completed_Extended_Advertising_Events.
     public var numCompletedExtendedAdvertisingEvents: UInt8
 
+    /// The event parameters as given.
     @inlinable
     public init(status: HCIErrorCode, advertisingHandle: UInt8, connectionHandle: UInt16, numCompletedExtendedAdvertisingEvents: UInt8) {
         self.status = status
@@ -605,6 +667,7 @@ public struct LEAdvertisingSetTerminated: LEMetaEventParameters, Hashable, Senda
         self.init(status: HCIErrorCode(rawValue: s), advertisingHandle: a, connectionHandle: h, numCompletedExtendedAdvertisingEvents: n)
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .advertisingSetTerminated }
     public var subeventParameterLength: Int { 5 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
@@ -626,9 +689,12 @@ public struct LEAdvertisingSetTerminated: LEMetaEventParameters, Hashable, Senda
 
 /// HCI_LE_Channel_Selection_Algorithm (Core Vol 4 Part E §7.7.65.20).
 public struct LEChannelSelectionAlgorithm: LEMetaEventParameters, Hashable, Sendable {
+    /// Connection_Handle of the link.
     public var connectionHandle: UInt16
+    /// Channel_Selection_Algorithm.
     public var channelSelectionAlgorithm: LEChannelSelectionAlgorithmValue
 
+    /// The event parameters as given.
     @inlinable
     public init(connectionHandle: UInt16, channelSelectionAlgorithm: LEChannelSelectionAlgorithmValue) {
         self.connectionHandle = connectionHandle
@@ -642,6 +708,7 @@ public struct LEChannelSelectionAlgorithm: LEMetaEventParameters, Hashable, Send
         self.init(connectionHandle: h, channelSelectionAlgorithm: LEChannelSelectionAlgorithmValue(rawValue: a))
     }
 
+    /// The LE Meta event subevent code.
     public var subeventCode: LEMetaSubeventCode { .channelSelectionAlgorithm }
     public var subeventParameterLength: Int { 3 }
     public func encodeSubeventParameters(into w: inout ByteWriter) throws(WireError) {
