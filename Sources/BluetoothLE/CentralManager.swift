@@ -63,6 +63,7 @@ public final class CentralManager: Sendable {
 
     /// A central on a host that is open already: the same controller can serve a
     /// ``PeripheralManager`` too (``PeripheralManager/init(name:services:appearance:host:bondDirectory:)``).
+    /// ``close()`` closes the host for every role on it.
     public init(host: HCIHost) { self.host = host }
 
     /// This controller's public address.
@@ -145,8 +146,13 @@ public final class CentralManager: Sendable {
                 _ = try await link.encryptWithBond()
             } catch {
                 await link.disconnect()
-                throw BluetoothError(.security, "\(address) refused the stored bond's key (\(error.message)); it may have removed its pairing information",
-                                     underlying: error)
+                // The link or the controller went away: say that; anything else is the key.
+                if case .disconnected = error.kind { throw BluetoothError(error) }
+                if !error.isLinkLoss, error.kind != .transportClosed, error.kind != .cancelled {
+                    throw BluetoothError(.security, "\(address) refused the stored bond's key (\(error.message)); it may have removed its pairing information",
+                                         underlying: error)
+                }
+                throw BluetoothError(error)
             }
         }
         let p = Peripheral(link: link)

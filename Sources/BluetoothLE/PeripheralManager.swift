@@ -1,4 +1,5 @@
 import BluetoothSecurity
+import Synchronization
 
 /// A central connected to the ``PeripheralManager`` (`CBCentral`).
 public struct Central: Sendable, Hashable, CustomStringConvertible {
@@ -62,6 +63,8 @@ public final class PeripheralManager: Sendable {
 
     /// The same on a host that is open already (one controller for both roles, with a
     /// ``CentralManager/init(host:)``); `bondDirectory` keeps bonded centrals' subscriptions.
+    /// One PeripheralManager per host (it takes the host's incoming connections), and
+    /// ``close()`` closes the host for every role on it.
     public convenience init(name: String, services: [GATTLocalService], appearance: UInt16 = 0, host: HCIHost,
                             bondDirectory: String? = nil) throws(BluetoothError) {
         let server = try Self.makeServer(name: name, services: services, appearance: appearance, bondDirectory: bondDirectory)
@@ -92,18 +95,24 @@ public final class PeripheralManager: Sendable {
         let (events, sink) = AsyncStream<PeripheralManagerEvent>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         self.events = events
         let layout = server.layout
+        // The events end once the controller went away and every central's .disconnected
+        // was passed on (the links close after incoming connections end).
+        let tracker = ConnectedCentrals()
         tasks = [
             Task {
                 for await link in host.incomingConnections { server.attach(link) }
-                // The controller went away (or the manager closed): the events end.
-                sink.finish()
+                if tracker.state.withLock({ t in t.ended = true; return t.connected.isEmpty }) { sink.finish() }
             },
             Task {
                 for await e in server.events {
                     func uuid(_ handle: UInt16) -> BluetoothUUID? { layout.characteristic(containing: handle)?.uuid }
                     switch e {
-                    case .connected(let c): sink.yield(.connected(Central(c)))
-                    case .disconnected(let c, let reason): sink.yield(.disconnected(Central(c), reason: reason))
+                    case .connected(let c):
+                        tracker.state.withLock { _ = $0.connected.insert(c.id) }
+                        sink.yield(.connected(Central(c)))
+                    case .disconnected(let c, let reason):
+                        sink.yield(.disconnected(Central(c), reason: reason))
+                        if tracker.state.withLock({ t in t.connected.remove(c.id); return t.ended && t.connected.isEmpty }) { sink.finish() }
                     case .mtuChanged(let c, let mtu): sink.yield(.mtuChanged(Central(c), mtu: mtu))
                     case .wrote(let c, let handle, let value, let withResponse):
                         // Values only, not descriptors (CCCD writes come as subscriptions).
@@ -225,4 +234,9 @@ public final class PeripheralManager: Sendable {
         await host.close()
         if let bonded = server.bondedClients { await bonded.flush() }
     }
+}
+
+/// Whether the controller went away, and the centrals whose .disconnected is still due.
+final class ConnectedCentrals: Sendable {
+    let state = Mutex<(ended: Bool, connected: Set<ATTServerClientID>)>((false, []))
 }

@@ -33,7 +33,7 @@ public enum FieldRenderer {
         }
     }
 
-    /// One scalar value as text (numbers, hex, strings as they are).
+    /// One scalar value as text (numbers, hex bytes, strings quoted).
     public static func scalarText(_ v: FieldValue) -> String {
         switch v {
         case .uint(let u): return String(u)
@@ -164,9 +164,23 @@ struct JSONBytes {
     mutating func escaped(_ utf8: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
         var run = 0
-        for i in 0 ..< utf8.count {
+        var i = 0
+        while i < utf8.count {
             let c = utf8[i]
-            if c >= 0x20 && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") { continue }
+            defer { i += 1 }
+            if c >= 0x20 && c != 0x7F && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") {
+                // C1 controls (U+0080-U+009F, UTF-8 C2 80...C2 9F) are escaped too: JSON read
+                // on a terminal must not carry control sequences from a peer's strings.
+                guard c == 0xC2, i + 1 < utf8.count, (0x80 ... 0x9F).contains(utf8[i + 1]) else { continue }
+                if run < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run ..< i])) }
+                let c1 = utf8[i + 1]
+                raw("\\u00")
+                bytes.append(Self.hexDigits[Int(c1 >> 4)])
+                bytes.append(Self.hexDigits[Int(c1 & 0xF)])
+                i += 1
+                run = i + 1
+                continue
+            }
             if run < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run ..< i])) }
             run = i + 1
             switch c {

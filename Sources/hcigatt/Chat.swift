@@ -59,25 +59,27 @@ final class ChatInbox: Sendable {
     }
 
     private let entries = Mutex<[String: Entry]>([:])
-    private let deliver: @Sendable (_ peer: String, _ message: String) -> Void
+    /// Gets the key messages came under and the message.
+    private let deliver: @Sendable (_ key: String, _ message: String) -> Void
 
-    init(_ deliver: @escaping @Sendable (_ peer: String, _ message: String) -> Void) { self.deliver = deliver }
+    init(_ deliver: @escaping @Sendable (_ key: String, _ message: String) -> Void) { self.deliver = deliver }
 
+    /// Bytes from the peer `key` (one framer per key: per link or channel).
     func received(_ bytes: [UInt8], from peer: String) {
-        let (messages, startTimer): ([String], Bool) = entries.withLock { all in
+        let (messages, startTimer, generation): ([String], Bool, Int) = entries.withLock { all in
             var e = all[peer] ?? Entry()
             let m = e.framer.append(bytes)
             e.generation += 1
             let start = !e.framer.pending.isEmpty && !e.timing
             if start { e.timing = true }
             all[peer] = e
-            return (m, start)
+            return (m, start, e.generation)
         }
         for m in messages { deliver(peer, m) }
         guard startTimer else { return }
         // One timer per peer: it sleeps until the peer has been quiet for a second.
         Task {
-            var seen = -1
+            var seen = generation
             while true {
                 try? await Task.sleep(for: .seconds(1))
                 let (done, rest): (Bool, String?) = entries.withLock { all in
@@ -110,43 +112,58 @@ final class ChatInbox: Sendable {
 /// it is bounded (a line that does not fit its queue is not sent to it, and said so).
 final class ChatOutbox: Sendable {
     static let limit = 256
+    /// What a sender did with a line.
+    enum Sent { case sent, dropped, gone }
     private struct Queue {
         var id: Int
+        var label: String
         var continuation: AsyncStream<String>.Continuation
+        var task: Task<Void, Never>
     }
     private let queues = Mutex<(next: Int, all: [String: Queue])>((0, [:]))
 
-    /// Starts sending to `peer`: each line posted goes to `send` in order; when `send`
-    /// returns false the peer's queue closes.
-    func open(_ peer: String, send: @escaping @Sendable (String) async -> Bool) {
+    /// Starts sending to the peer `key` (shown as `label`): each line posted goes to `send`
+    /// in order. `.dropped` loses that line only; `.gone` ends the peer's queue. A queue
+    /// that replaces one for the same key starts once the old sender has stopped, so one
+    /// peer's lines never interleave.
+    func open(_ key: String, label: String, send: @escaping @Sendable (String) async -> Sent) {
         let (lines, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Self.limit))
-        let (id, replaced) = queues.withLock { q in
+        queues.withLock { q in
             q.next += 1
-            return (q.next, q.all.updateValue(Queue(id: q.next, continuation: continuation), forKey: peer))
-        }
-        replaced?.continuation.finish()
-        Task {
-            for await line in lines where !(await send(line)) { break }
-            continuation.finish()
-            // Forget the queue unless a newer one replaced it meanwhile.
-            queues.withLock { q in if q.all[peer]?.id == id { q.all[peer] = nil } }
+            let id = q.next
+            let previous = q.all[key]
+            previous?.continuation.finish()
+            let task = Task {
+                await previous?.task.value
+                for await line in lines {
+                    // Closed (or replaced) meanwhile: what is still queued is dropped.
+                    guard self.isCurrent(key, id) else { break }
+                    if await send(line) == .gone { break }
+                }
+                continuation.finish()
+                self.queues.withLock { q in if q.all[key]?.id == id { q.all[key] = nil } }
+            }
+            q.all[key] = Queue(id: id, label: label, continuation: continuation, task: task)
         }
     }
 
-    /// Stops sending to `peer` (what is queued is dropped).
-    func close(_ peer: String) {
-        queues.withLock { $0.all.removeValue(forKey: peer) }?.continuation.finish()
+    private func isCurrent(_ key: String, _ id: Int) -> Bool { queues.withLock { $0.all[key]?.id == id } }
+
+    /// Stops sending to `key`; what is queued for it is dropped.
+    func close(_ key: String) {
+        queues.withLock { $0.all.removeValue(forKey: key) }?.continuation.finish()
     }
 
-    /// Queues `line` for every open peer; returns how many took it and who had no room.
+    /// Queues `line` for every open peer; returns how many took it and the labels of those
+    /// whose queue was full.
     func post(_ line: String) -> (queued: Int, full: [String]) {
-        let all = queues.withLock { $0.all }
+        let all = queues.withLock { Array($0.all.values) }
         var queued = 0
         var full: [String] = []
-        for (peer, q) in all {
+        for q in all {
             switch q.continuation.yield(line) {
             case .enqueued: queued += 1
-            case .dropped: full.append(peer)
+            case .dropped: full.append(q.label)
             case .terminated: break
             @unknown default: break
             }
@@ -154,7 +171,7 @@ final class ChatOutbox: Sendable {
         return (queued, full)
     }
 
-    /// Closes every queue.
+    /// Closes every queue (nothing more is sent).
     func closeAll() {
         let all: [Queue] = queues.withLock { q in
             defer { q.all = [:] }
@@ -270,6 +287,9 @@ enum ChatCommand {
 
     // MARK: Waiting (the peripheral)
 
+    /// Inbox and outbox keys: "VIA\tID\tPEER", one per GATT client or L2CAP channel.
+    static func key(_ via: String, _ id: UInt64, _ peer: String) -> String { "\(via)\t\(id)\t\(peer)" }
+
     static func wait(_ args: Arguments, out: ChatOutput, psm: UInt16) async throws -> Int32 {
         let name = args.option("name") ?? "hcigatt-chat"
         guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
@@ -292,10 +312,11 @@ enum ChatCommand {
         }
         let session = try await Session.open(args)
         let host = session.host
-        // Inbox keys: "gatt PEER" or "l2cap PEER" (one framer per carrier).
+        // Inbox and outbox keys: "VIA\tID\tPEER", one per GATT client or L2CAP channel (two
+        // channels from one device are two peers).
         let inbox = ChatInbox { key, text in
-            let (via, peer) = key.hasPrefix("l2cap ") ? ("l2cap", String(key.dropFirst(6))) : ("gatt", String(key.dropFirst(5)))
-            out.message(text, from: peer, via: via)
+            let parts = key.split(separator: "\t", maxSplits: 2).map(String.init)
+            out.message(text, from: parts.count == 3 ? parts[2] : key, via: parts.first ?? "gatt")
         }
         let outbox = ChatOutbox()
         let channels = OpenChannels()
@@ -315,30 +336,33 @@ enum ChatCommand {
                             case .connected(let c):
                                 out.event("connected", peer: c.peer, text: "connected: \(c.peer)")
                             case .disconnected(let c, let reason):
-                                inbox.closed("gatt \(c.peer)")
-                                outbox.close("gatt \(c.peer)")
+                                inbox.closed(Self.key("gatt", c.id.rawValue, c.peer))
+                                outbox.close(Self.key("gatt", c.id.rawValue, c.peer))
                                 out.event("disconnected", peer: c.peer, text: "disconnected: \(c.peer) (\(reason))",
                                           [Field("reason", .text(reason))])
                             case .subscriptionChanged(let c, let handle, let config) where handle == txHandle:
                                 if config.contains(.notify) {
-                                    outbox.open("gatt \(c.peer)") { line in
+                                    outbox.open(Self.key("gatt", c.id.rawValue, c.peer), label: c.peer) { line in
                                         let size = min((server.mtu(of: c.id) ?? ATT.defaultMTU) - 3, ATT.maximumAttributeValueLength)
                                         for piece in ChatFramer.pieces(line, size: size) {
                                             let r = await server.notifyWhenReady(txHandle, value: piece, to: [c.id], store: false)
                                             if let f = r.failed.first {
                                                 Console.err("not sent to \(c.peer): \(f.1)")
-                                                return false
+                                                // A full link loses this line; anything else (gone,
+                                                // unsubscribed) ends the peer's queue.
+                                                if case .sendQueueFull = f.1 { return .dropped }
+                                                return .gone
                                             }
                                         }
-                                        return true
+                                        return .sent
                                     }
                                 } else {
-                                    outbox.close("gatt \(c.peer)")
+                                    outbox.close(Self.key("gatt", c.id.rawValue, c.peer))
                                 }
                                 out.event(config.contains(.notify) ? "subscribed" : "unsubscribed", peer: c.peer,
                                           text: config.contains(.notify) ? "\(c.peer) receives messages now" : "\(c.peer) stopped receiving messages")
                             case .wrote(let c, let handle, let value, _) where handle == rxHandle:
-                                inbox.received(value, from: "gatt \(c.peer)")
+                                inbox.received(value, from: Self.key("gatt", c.id.rawValue, c.peer))
                             default: break
                             }
                         }
@@ -350,19 +374,21 @@ enum ChatCommand {
                                     channels.add(channel)
                                     let peer = "\(channel.connection.address)"
                                     out.event("channel", peer: peer, text: "channel open with \(peer) (PSM 0x\(Hex.pad(psm, 4)))")
-                                    outbox.open("l2cap \(peer)") { line in
+                                    let k = Self.key("l2cap", UInt64(channel.connection.handle) << 16 | UInt64(channel.info.localCID), peer)
+                                    outbox.open(k, label: peer) { line in
                                         for piece in ChatFramer.pieces(line, size: channel.peerMTU) {
                                             do throws(HostError) { try await channel.send(piece) } catch {
+                                                // A channel's send fails only when it closed.
                                                 Console.err("not sent to \(peer): \(error.message)")
-                                                return false
+                                                return .gone
                                             }
                                         }
-                                        return true
+                                        return .sent
                                     }
                                     each.addTask {
-                                        for await sdu in channel.sdus { inbox.received(sdu, from: "l2cap \(peer)") }
-                                        inbox.closed("l2cap \(peer)")
-                                        outbox.close("l2cap \(peer)")
+                                        for await sdu in channel.sdus { inbox.received(sdu, from: k) }
+                                        inbox.closed(k)
+                                        outbox.close(k)
                                         channels.remove(channel)
                                         out.event("channel-closed", peer: peer, text: "channel with \(peer) closed: \(channel.end?.description ?? "closed")")
                                     }
@@ -373,7 +399,7 @@ enum ChatCommand {
                     group.addTask {
                         for await line in AnswerSource.stdinLines() {
                             let (queued, full) = outbox.post(line)
-                            for peer in full { Console.err("\(peer.split(separator: " ", maxSplits: 1).last ?? "") takes nothing (\(ChatOutbox.limit) messages wait for it); not sent to it: \(line)") }
+                            for peer in full { Console.err("\(peer) takes nothing (\(ChatOutbox.limit) messages wait for it); not sent to it: \(line)") }
                             if queued == 0 && full.isEmpty { Console.err("nobody is listening yet; not sent: \(line)") }
                         }
                         // End of stdin: keep receiving until Ctrl-C.

@@ -35,4 +35,10 @@ import Testing
             #expect(FieldRenderer.jsonObject([Field("s", .text(input))]) == "{\"s\":\"\(expected)\"}")
         }
     }
+
+    @Test func deleteAndC1ControlsAreEscapedOtherUTF8IsNot() {
+        // A peer's string must not carry terminal control sequences into JSON output.
+        let input = "a\u{7F}b\u{9B}31mc\u{85}é✓"
+        #expect(FieldRenderer.jsonObject([Field("s", .text(input))]) == #"{"s":"a\u007fb\u009b31mc\u0085é✓"}"#)
+    }
 }

@@ -81,7 +81,7 @@ public struct ADType: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let leSupportedFeatures = ADType(0x27)
     /// Channel Map Update Indication AD type (0x28).
     public static let channelMapUpdateIndication = ADType(0x28)
-    /// Pb Advertising AD type (0x29).
+    /// PB-ADV AD type (0x29).
     public static let pbADV = ADType(0x29)
     /// Mesh Message AD type (0x2A).
     public static let meshMessage = ADType(0x2A)
@@ -103,7 +103,7 @@ public struct ADType: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let periodicAdvertisingResponseTimingInformation = ADType(0x32)
     /// Electronic Shelf Label AD type (0x34).
     public static let electronicShelfLabel = ADType(0x34)
-    /// Three D Information Data AD type (0x3D).
+    /// 3D Information Data AD type (0x3D).
     public static let threeDInformationData = ADType(0x3D)
     /// Manufacturer Specific Data AD type (0xFF).
     public static let manufacturerSpecificData = ADType(0xFF)

@@ -77,7 +77,7 @@ public struct EddystoneUID {
 
 /// Eddystone-URL: a scheme prefix code and an encoded URL with expansion codes.
 public struct EddystoneURL {
-    /// TX power in dBm (127: not available).
+    /// The calibrated TX power at 0 m, dBm.
     public let txPower: Int8
     /// 0 "http://www.", 1 "https://www.", 2 "http://", 3 "https://".
     public let scheme: UInt8
@@ -162,7 +162,7 @@ public struct EddystoneTLM: Hashable, Sendable {
 
 /// Eddystone-EID: an 8-byte rotating ephemeral identifier.
 public struct EddystoneEID: Hashable, Sendable {
-    /// TX power in dBm (127: not available).
+    /// The calibrated TX power at 0 m, dBm.
     public var txPower: Int8
     /// The identifier's 8 bytes, first byte most significant.
     public var eid: UInt64

@@ -5,7 +5,7 @@ public struct ByteWriter {
     /// The buffer written into (the caller's).
     public let buffer: UnsafeMutableRawBufferPointer
     @usableFromInline var _count: Int
-    /// How many elements there are.
+    /// Bytes written so far.
     @inlinable public var count: Int { _count }
 
     /// A writer at the start of `buffer`.

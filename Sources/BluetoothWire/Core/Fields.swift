@@ -40,7 +40,7 @@ public protocol FieldDescribable {
 extension FieldValue {
     /// Bytes, copied.
     @inlinable public static func bytes(_ b: UnsafeRawBufferPointer) -> FieldValue { .bytes(Array(b)) }
-    /// A 16-bit value shown in hex.
+    /// A 16-bit value (a number; the renderers decide how to show it).
     @inlinable public static func hex16(_ v: UInt16) -> FieldValue { .uint(UInt64(v)) }
 }
 

@@ -16,7 +16,7 @@ public struct HCIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let pageTimeout = HCIErrorCode(rawValue: 0x04)
     /// Authentication Failure (0x05).
     public static let authenticationFailure = HCIErrorCode(rawValue: 0x05)
-    /// P IN Or Key Missing (0x06).
+    /// PIN or Key Missing (0x06).
     public static let pINOrKeyMissing = HCIErrorCode(rawValue: 0x06)
     /// Memory Capacity Exceeded (0x07).
     public static let memoryCapacityExceeded = HCIErrorCode(rawValue: 0x07)
@@ -54,7 +54,7 @@ public struct HCIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let repeatedAttempts = HCIErrorCode(rawValue: 0x17)
     /// Pairing Not Allowed (0x18).
     public static let pairingNotAllowed = HCIErrorCode(rawValue: 0x18)
-    /// Unknown LMPPDU (0x19).
+    /// Unknown LMP PDU (0x19).
     public static let unknownLMPPDU = HCIErrorCode(rawValue: 0x19)
     /// Unsupported Remote Feature (0x1A).
     public static let unsupportedRemoteFeature = HCIErrorCode(rawValue: 0x1A)
@@ -72,17 +72,17 @@ public struct HCIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let unsupportedLLParameterValue = HCIErrorCode(rawValue: 0x20)
     /// Role Change Not Allowed (0x21).
     public static let roleChangeNotAllowed = HCIErrorCode(rawValue: 0x21)
-    /// L L Response Timeout (0x22).
+    /// LL Response Timeout (0x22).
     public static let lLResponseTimeout = HCIErrorCode(rawValue: 0x22)
-    /// L L Procedure Collision (0x23).
+    /// LL Procedure Collision (0x23).
     public static let lLProcedureCollision = HCIErrorCode(rawValue: 0x23)
-    /// L MPPDU Not Allowed (0x24).
+    /// LMP PDU Not Allowed (0x24).
     public static let lMPPDUNotAllowed = HCIErrorCode(rawValue: 0x24)
     /// Encryption Mode Not Acceptable (0x25).
     public static let encryptionModeNotAcceptable = HCIErrorCode(rawValue: 0x25)
     /// Link Key Cannot Be Changed (0x26).
     public static let linkKeyCannotBeChanged = HCIErrorCode(rawValue: 0x26)
-    /// Requested Qo S Not Supported (0x27).
+    /// Requested QoS Not Supported (0x27).
     public static let requestedQoSNotSupported = HCIErrorCode(rawValue: 0x27)
     /// Instant Passed (0x28).
     public static let instantPassed = HCIErrorCode(rawValue: 0x28)
@@ -90,9 +90,9 @@ public struct HCIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let pairingWithUnitKeyNotSupported = HCIErrorCode(rawValue: 0x29)
     /// Different Transaction Collision (0x2A).
     public static let differentTransactionCollision = HCIErrorCode(rawValue: 0x2A)
-    /// Qo S Unacceptable Parameter (0x2C).
+    /// QoS Unacceptable Parameter (0x2C).
     public static let qoSUnacceptableParameter = HCIErrorCode(rawValue: 0x2C)
-    /// Qo S Rejected (0x2D).
+    /// QoS Rejected (0x2D).
     public static let qoSRejected = HCIErrorCode(rawValue: 0x2D)
     /// Channel Classification Not Supported (0x2E).
     public static let channelClassificationNotSupported = HCIErrorCode(rawValue: 0x2E)
@@ -141,7 +141,7 @@ public struct HCIErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     /// Too Early (0x47).
     public static let tooEarly = HCIErrorCode(rawValue: 0x47)
 
-    /// Success (0x00).
+    /// The code is Success (0x00).
     @inlinable public var isSuccess: Bool { rawValue == 0 }
 
     /// The Core Specification name; nil for reserved codes.

@@ -171,14 +171,14 @@ public struct LEAdvertisingReportEvent: LEMetaEventParameters {
             public var data: [UInt8]
             /// RSSI in dBm (127: not available).
             public var rssi: Int8
-            /// The event parameters as given.
+            /// A report as given.
             public init(eventType: LEAdvertisingReportEventType, address: LEAddress, data: [UInt8], rssi: Int8) {
                 self.eventType = eventType
                 self.address = address
                 self.data = data
                 self.rssi = rssi
             }
-            /// The event parameters as given.
+            /// An owned copy of a report view.
             public init(_ view: LEAdvertisingReport) {
                 self.init(eventType: view.eventType, address: view.address, data: Array(view.data), rssi: view.rssi)
             }
@@ -656,7 +656,7 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
                 self.data = data
             }
 
-            /// The event parameters as given.
+            /// An owned copy of a report view.
             public init(_ v: LEExtendedAdvertisingReport) {
                 self.init(eventType: v.eventType, address: v.address, primaryPHY: v.primaryPHY, secondaryPHY: v.secondaryPHY,
                           advertisingSID: v.advertisingSID, txPower: v.txPower, rssi: v.rssi,

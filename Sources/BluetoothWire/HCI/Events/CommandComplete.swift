@@ -958,7 +958,7 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
     public static let llPrivacy = LEFeatures(bit: 6)
     /// Extended Scanner Filter Policies (bit 7).
     public static let extendedScannerFilterPolicies = LEFeatures(bit: 7)
-    /// LE 2 MPHY (bit 8).
+    /// LE 2M PHY (bit 8).
     public static let le2MPHY = LEFeatures(bit: 8)
     /// Stable Modulation Index Transmitter (bit 9).
     public static let stableModulationIndexTransmitter = LEFeatures(bit: 9)

@@ -189,7 +189,7 @@ public struct HCICommandStatus: HCIEventParameters, Hashable, Sendable {
 
 /// HCI_Disconnection_Complete (Core Vol 4 Part E §7.7.5).
 public struct HCIDisconnectionComplete: HCIEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
@@ -235,7 +235,7 @@ public struct HCIDisconnectionComplete: HCIEventParameters, Hashable, Sendable {
 /// HCI_Encryption_Change [v1] (0x08) and [v2] (0x59) (Core Vol 4 Part E §7.7.8).
 /// `encryptionKeySize` is present exactly for v2.
 public struct HCIEncryptionChange: HCIEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
@@ -290,7 +290,7 @@ public struct HCIEncryptionChange: HCIEventParameters, Hashable, Sendable {
 
 /// HCI_Encryption_Key_Refresh_Complete (Core Vol 4 Part E §7.7.39).
 public struct HCIEncryptionKeyRefreshComplete: HCIEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
@@ -368,7 +368,7 @@ public struct HCIDataBufferOverflow: HCIEventParameters, Hashable, Sendable {
 
 /// HCI_Read_Remote_Version_Information_Complete (Core Vol 4 Part E §7.7.12).
 public struct HCIReadRemoteVersionInformationComplete: HCIEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16

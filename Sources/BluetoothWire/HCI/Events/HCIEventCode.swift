@@ -81,9 +81,9 @@ public struct HCIEventCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let extendedInquiryResult = HCIEventCode(rawValue: 0x2F)
     /// Encryption Key Refresh Complete event (0x30).
     public static let encryptionKeyRefreshComplete = HCIEventCode(rawValue: 0x30)
-    /// Io Capability Request event (0x31).
+    /// IO Capability Request event (0x31).
     public static let ioCapabilityRequest = HCIEventCode(rawValue: 0x31)
-    /// Io Capability Response event (0x32).
+    /// IO Capability Response event (0x32).
     public static let ioCapabilityResponse = HCIEventCode(rawValue: 0x32)
     /// User Confirmation Request event (0x33).
     public static let userConfirmationRequest = HCIEventCode(rawValue: 0x33)

@@ -116,7 +116,7 @@ extension LEMetaEvent: WireEncodable, FieldDescribable {
 
 /// HCI_LE_Connection_Complete (Core Vol 4 Part E §7.7.65.1).
 public struct LEConnectionComplete: LEMetaEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
@@ -211,7 +211,7 @@ public struct LEEnhancedConnectionComplete: LEMetaEventParameters, Hashable, Sen
         }
     }
 
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
@@ -327,7 +327,7 @@ public struct LEEnhancedConnectionComplete: LEMetaEventParameters, Hashable, Sen
 
 /// HCI_LE_Connection_Update_Complete (Core Vol 4 Part E §7.7.65.3).
 public struct LEConnectionUpdateComplete: LEMetaEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
@@ -382,7 +382,7 @@ public struct LEConnectionUpdateComplete: LEMetaEventParameters, Hashable, Senda
 
 /// HCI_LE_Read_Remote_Features_Complete (Core Vol 4 Part E §7.7.65.4).
 public struct LEReadRemoteFeaturesComplete: LEMetaEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
@@ -578,7 +578,7 @@ public struct LEDataLengthChange: LEMetaEventParameters, Hashable, Sendable {
 
 /// HCI_LE_PHY_Update_Complete (Core Vol 4 Part E §7.7.65.12).
 public struct LEPHYUpdateComplete: LEMetaEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success`, or why the procedure failed.
     public var status: HCIErrorCode
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
@@ -640,7 +640,7 @@ public struct LEScanTimeout: LEMetaEventParameters, Hashable, Sendable {
 
 /// HCI_LE_Advertising_Set_Terminated (Core Vol 4 Part E §7.7.65.18).
 public struct LEAdvertisingSetTerminated: LEMetaEventParameters, Hashable, Sendable {
-    /// Status: `.success`, or why the command failed.
+    /// Status: `.success` when a central connected, else why advertising ended (timeout, events limit).
     public var status: HCIErrorCode
     /// Advertising_Handle: the advertising set.
     public var advertisingHandle: UInt8
