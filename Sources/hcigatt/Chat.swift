@@ -5,54 +5,11 @@ import Glibc
 import HCIGATTFormat
 import Synchronization
 
-/// Messages on a byte stream (GATT writes and notifications, or an L2CAP channel's SDUs):
-/// each message is its UTF-8 text and a newline, cut into pieces as large as the carrier
-/// takes. The Nordic UART Service carries text the same way, so terminal apps on phones
-/// (nRF Toolbox, Bluefruit Connect) talk to `hcigatt chat` too.
-struct ChatFramer {
-    /// Bytes of a message not ended yet.
-    private(set) var pending: [UInt8] = []
-    /// A message this long without a newline is delivered as it is.
-    static let limit = 65_536
-
-    /// The messages `bytes` completes (without the newline; a CR before it dropped).
-    mutating func append(_ bytes: [UInt8]) -> [String] {
-        var out: [String] = []
-        var start = 0
-        for (i, b) in bytes.enumerated() where b == 0x0A {
-            pending += bytes[start ..< i]
-            if pending.last == 0x0D { pending.removeLast() }
-            out.append(String(decoding: pending, as: UTF8.self))
-            pending.removeAll(keepingCapacity: true)
-            start = i + 1
-        }
-        pending += bytes[start...]
-        if pending.count >= Self.limit, let m = flush() { out.append(m) }
-        return out
-    }
-
-    /// What came without a newline so far, as a message (nil: nothing).
-    mutating func flush() -> String? {
-        guard !pending.isEmpty else { return nil }
-        defer { pending.removeAll() }
-        return String(decoding: pending, as: UTF8.self)
-    }
-
-    /// `message` and its newline in pieces of at most `size` bytes (over GATT: ATT_MTU - 3,
-    /// and never more than an attribute value's 512: a longer write is refused, and a
-    /// refused write without response is lost without a word).
-    static func pieces(_ message: String, size: Int) -> [[UInt8]] {
-        let bytes = Array(message.utf8) + [0x0A]
-        let size = max(1, size)
-        return stride(from: 0, to: bytes.count, by: size).map { Array(bytes[$0 ..< min($0 + size, bytes.count)]) }
-    }
-}
-
 /// One framer per peer, and a flush of what a peer sent without a newline once it has been
 /// quiet for a second (a phone app that sends no line ends is still heard).
 final class ChatInbox: Sendable {
     private struct Entry {
-        var framer = ChatFramer()
+        var framer = MessageFramer()
         var generation = 0
         /// A quiet-timer task is running for this peer.
         var timing = false
@@ -190,23 +147,11 @@ struct ChatOutput: Sendable {
             Console.out(FieldRenderer.jsonObject([Field("event", .text("message")), Field("peer", .text(peer)), Field("via", .text(via)),
                                                   Field("text", .text(text))]))
         } else {
-            Console.out(Self.printable(text))
+            Console.out(MessageFramer.printable(text))
         }
         Console.flushOut()
     }
 
-    /// The text with control characters (C0 but tab, DEL, C1) shown as U+FFFD: a peer's
-    /// message must not drive the terminal (escape sequences, OSC 52 clipboard writes).
-    static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var out = String.UnicodeScalarView()
-        for u in text.unicodeScalars { out.append(isControl(u) ? "\u{FFFD}" : u) }
-        return String(out)
-    }
-
-    private static func isControl(_ u: Unicode.Scalar) -> Bool {
-        (u.value < 0x20 && u != "\t") || (0x7F ... 0x9F).contains(u.value)
-    }
 
     func event(_ event: String, peer: String, text: String, _ extra: [Field] = []) {
         if json {
@@ -344,7 +289,7 @@ enum ChatCommand {
                                 if config.contains(.notify) {
                                     outbox.open(Self.key("gatt", c.id.rawValue, c.peer), label: c.peer) { line in
                                         let size = min((server.mtu(of: c.id) ?? ATT.defaultMTU) - 3, ATT.maximumAttributeValueLength)
-                                        for piece in ChatFramer.pieces(line, size: size) {
+                                        for piece in MessageFramer.pieces(line, size: size) {
                                             let r = await server.notifyWhenReady(txHandle, value: piece, to: [c.id], store: false)
                                             if let f = r.failed.first {
                                                 Console.err("not sent to \(c.peer): \(f.1)")
@@ -376,7 +321,7 @@ enum ChatCommand {
                                     out.event("channel", peer: peer, text: "channel open with \(peer) (PSM 0x\(Hex.pad(psm, 4)))")
                                     let k = Self.key("l2cap", UInt64(channel.connection.handle) << 16 | UInt64(channel.info.localCID), peer)
                                     outbox.open(k, label: peer) { line in
-                                        for piece in ChatFramer.pieces(line, size: channel.peerMTU) {
+                                        for piece in MessageFramer.pieces(line, size: channel.peerMTU) {
                                             do throws(HostError) { try await channel.send(piece) } catch {
                                                 // A channel's send fails only when it closed.
                                                 Console.err("not sent to \(peer): \(error.message)")
@@ -472,7 +417,7 @@ enum ChatCommand {
                     inbox.closed(who)
                     return channel.end?.description ?? "closed"
                 }, send: { line throws(HostError) in
-                    for piece in ChatFramer.pieces(line, size: Int(channel.peerMTU)) { try await channel.send(piece) }
+                    for piece in MessageFramer.pieces(line, size: Int(channel.peerMTU)) { try await channel.send(piece) }
                 })
                 await channel.close()
                 return
@@ -493,7 +438,7 @@ enum ChatCommand {
                     return describeGATT(error)
                 }
             }, send: { line throws(GATTError) in
-                for piece in ChatFramer.pieces(line, size: min(mtu - 3, ATT.maximumAttributeValueLength)) {
+                for piece in MessageFramer.pieces(line, size: min(mtu - 3, ATT.maximumAttributeValueLength)) {
                     if unacknowledged {
                         try await client.write(handle: r.valueHandle, value: piece)
                     } else {

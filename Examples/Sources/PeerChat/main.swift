@@ -13,37 +13,6 @@ let uart = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
 let rx = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!  // centrals write
 let tx = BluetoothUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!  // the waiting side notifies
 
-/// Joins pieces into messages at each newline (a CR before it dropped); a peer that never
-/// sends one gets its text cut into 64 KiB messages rather than memory without end.
-struct Messages {
-    var pending: [UInt8] = []
-    mutating func add(_ piece: [UInt8]) -> [String] {
-        var out: [String] = []
-        for b in piece {
-            if b == 0x0A || pending.count == 65_536 {
-                if pending.last == 0x0D { pending.removeLast() }
-                out.append(printable(String(decoding: pending, as: UTF8.self)))
-                pending.removeAll()
-                if b == 0x0A { continue }
-            }
-            pending.append(b)
-        }
-        return out
-    }
-}
-
-/// Control characters shown as U+FFFD: a peer's text must not drive the terminal.
-func printable(_ text: String) -> String {
-    String(String.UnicodeScalarView(text.unicodeScalars.map {
-        ($0.value < 0x20 && $0 != "\t") || (0x7F ... 0x9F).contains($0.value) ? "\u{FFFD}" : $0
-    }))
-}
-
-func pieces(_ line: String, size: Int) -> [[UInt8]] {
-    let bytes = Array(line.utf8) + [0x0A]
-    return stride(from: 0, to: bytes.count, by: size).map { Array(bytes[$0 ..< min($0 + size, bytes.count)]) }
-}
-
 let args = ExampleArguments(CommandLine.arguments.filter { $0 != "--wait" })
 let waiting = CommandLine.arguments.contains("--wait")
 
@@ -58,19 +27,19 @@ func wait() async throws(BluetoothError) {
     let typing = Task {
         for await line in standardInputLines() {
             for central in manager.centrals {
-                for piece in pieces(line, size: min(manager.maximumUpdateValueLength(for: central), 512)) {
+                for piece in MessageFramer.pieces(line, size: min(manager.maximumUpdateValueLength(for: central), 512)) {
                     _ = try? await manager.updateValue(piece, for: tx, onSubscribedCentrals: [central])
                 }
             }
         }
     }
-    var inbox: [Central: Messages] = [:]
+    var inbox: [Central: MessageFramer] = [:]
     for await event in manager.events {
         switch event {
         case .connected(let c): say("* \(c) joined")
         case .disconnected(let c, _): say("* \(c) left"); inbox[c] = nil
         case .wrote(let c, rx, let value, _):
-            for m in inbox[c, default: Messages()].add(value) { say(m) }
+            for m in inbox[c, default: MessageFramer()].append(value) { say(MessageFramer.printable(m)) }
         default: break
         }
     }
@@ -88,7 +57,7 @@ func join() async throws(BluetoothError) {
     let typing = Task {
         for await line in standardInputLines() {
             do {
-                for piece in pieces(line, size: peer.maximumWriteValueLength) {
+                for piece in MessageFramer.pieces(line, size: peer.maximumWriteValueLength) {
                     try await peer.writeValue(piece, for: write, type: .withoutResponse)
                 }
             } catch {
@@ -97,10 +66,10 @@ func join() async throws(BluetoothError) {
             }
         }
     }
-    var messages = Messages()
+    var messages = MessageFramer()
     do {
         for try await piece in incoming {
-            for m in messages.add(piece) { say(m) }
+            for m in messages.append(piece) { say(MessageFramer.printable(m)) }
         }
         say("* the peer ended the chat")
     } catch {
