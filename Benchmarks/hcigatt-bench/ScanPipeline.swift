@@ -10,7 +10,7 @@ enum ScanPipeline {
     /// A btsnoop capture of `reportCount` LE Advertising Report events (one report each)
     /// from `devices` distinct advertisers; every advertiser's name carries its number,
     /// so each distinct device yields one JSON line and repeats yield none.
-    static func capture(devices: Int) -> [UInt8] {
+    static func capture(devices: Int, reports reportCount: Int = reportCount) -> [UInt8] {
         var file = [UInt8](repeating: 0, count: BTSnoop.fileHeaderLength + reportCount * 80)
         let length = file.withUnsafeMutableBytes { buf -> Int in
             var w = ByteWriter(buf)

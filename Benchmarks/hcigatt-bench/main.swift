@@ -22,9 +22,12 @@ while argIndex < argv.count {
     case "--check": check = true
     case "--quick": quick = true
     case "--write-capture" where argIndex + 1 < argv.count:
-        // The 10 000-report capture of the replay cases, for timing `hcigatt replay` on it.
+        // The 10 000-report capture of the replay cases (or N reports, all distinct devices),
+        // for timing `hcigatt replay` and `btmon -r` on it.
         argIndex += 1
-        let bytes = ScanPipeline.capture(devices: 10_000)
+        var reports = ScanPipeline.reportCount
+        if argIndex + 1 < argv.count, let n = Int(argv[argIndex + 1]), n > 0 { reports = n }
+        let bytes = ScanPipeline.capture(devices: reports, reports: reports)
         guard let f = fopen(argv[argIndex], "w") else { print("cannot write \(argv[argIndex])"); exit(1) }
         _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
         fclose(f)
