@@ -1,0 +1,288 @@
+import BluetoothWire
+
+/// Writes described fields straight into an ``OutputBuffer``, as indented text or as
+/// JSON: the renderer of every command (`decode`, `replay`, `scan`, `gatt`, `monitor`).
+///
+/// Text: a title line, then one field per line indented two spaces per level; a list
+/// shows its count and its items as `[n]`; a list inside a list is written inline
+/// (`[a, b]`, `{name: value}`). JSON: one object per record on one line.
+public struct FieldWriter: FieldSink {
+    /// Output format.
+    public enum Format: Sendable { case text, json }
+
+    /// The format written.
+    public let format: Format
+    /// The output (take it with `out.bytes`, clear with `out.removeAll()`).
+    public var out: OutputBuffer
+
+    private enum Kind: UInt8 { case object, list, inlineObject, inlineList }
+    private struct Frame {
+        var kind: Kind
+        /// Text: the indent of this frame's fields (an object) or of the list's own line.
+        var indent: Int
+        /// Items or fields written in this frame.
+        var count: Int
+    }
+    private var frames: [Frame] = []
+
+    /// A writer appending to `out`.
+    public init(format: Format, out: OutputBuffer = OutputBuffer()) {
+        self.format = format
+        self.out = out
+        frames.reserveCapacity(16)
+    }
+
+    // MARK: records
+
+    /// Starts a record: a text title line, or a JSON object with `type` and `name` first.
+    public mutating func beginRecord(type: String, title: String) {
+        switch format {
+        case .text:
+            out.utf8(title)
+            frames.append(Frame(kind: .object, indent: 1, count: 0))
+        case .json:
+            out.raw("{\"type\":")
+            out.jsonString(type)
+            out.raw(",\"name\":")
+            out.jsonString(title)
+            frames.append(Frame(kind: .object, indent: 1, count: 1))
+        }
+    }
+
+    /// Starts a record whose text title is already written (by the caller, into `out`),
+    /// or a JSON object with no leading keys.
+    public mutating func beginRecord() {
+        if format == .json { out.byte(UInt8(ascii: "{")) }
+        frames.append(Frame(kind: .object, indent: 1, count: 0))
+    }
+
+    /// Ends the record and its line.
+    public mutating func endRecord() {
+        frames.removeAll(keepingCapacity: true)
+        if format == .json { out.byte(UInt8(ascii: "}")) }
+        out.byte(UInt8(ascii: "\n"))
+    }
+
+    // MARK: the sink
+
+    /// Writes what comes before a value: separator, indentation and name.
+    private mutating func prefix(_ name: FieldName) {
+        guard let i = frames.indices.last else { return }
+        let f = frames[i]
+        frames[i].count = f.count &+ 1
+        switch format {
+        case .json:
+            if f.count > 0 { out.byte(UInt8(ascii: ",")) }
+            if f.kind == .object || f.kind == .inlineObject {
+                name.withUTF8 { out.jsonString($0) }
+                out.byte(UInt8(ascii: ":"))
+            }
+        case .text:
+            switch f.kind {
+            case .object:
+                out.byte(UInt8(ascii: "\n"))
+                out.repeated(UInt8(ascii: " "), 2 * f.indent)
+                name.withUTF8 { out.append($0) }
+                out.raw(": ")
+            case .list:
+                out.byte(UInt8(ascii: "\n"))
+                out.repeated(UInt8(ascii: " "), 2 * f.indent + 2)
+                out.byte(UInt8(ascii: "["))
+                out.decimal(UInt64(f.count))
+                out.raw("] ")
+            case .inlineObject:
+                if f.count > 0 { out.raw(", ") }
+                name.withUTF8 { out.append($0) }
+                out.raw(": ")
+            case .inlineList:
+                if f.count > 0 { out.raw(", ") }
+            }
+        }
+    }
+
+    public mutating func uint(_ name: FieldName, _ value: UInt64) {
+        prefix(name)
+        out.decimal(value)
+    }
+
+    public mutating func int(_ name: FieldName, _ value: Int64) {
+        prefix(name)
+        out.decimal(value)
+    }
+
+    public mutating func double(_ name: FieldName, _ value: Double) {
+        prefix(name)
+        if format == .json && !value.isFinite { out.raw("null") } else { out.double(value) }
+    }
+
+    public mutating func bool(_ name: FieldName, _ value: Bool) {
+        prefix(name)
+        switch format {
+        case .json: if value { out.raw("true") } else { out.raw("false") }
+        case .text: if value { out.raw("yes") } else { out.raw("no") }
+        }
+    }
+
+    public mutating func text(_ name: FieldName, _ value: String) {
+        var value = value
+        value.withUTF8 { writeText(name, UnsafeRawBufferPointer($0)) }
+    }
+
+    public mutating func text(_ name: FieldName, literal value: StaticString) {
+        value.withUTF8Buffer { writeText(name, UnsafeRawBufferPointer($0)) }
+    }
+
+    public mutating func text(_ name: FieldName, utf8 value: UnsafeRawBufferPointer) {
+        if OutputBuffer.isValidUTF8(value) {
+            writeText(name, value)
+        } else {
+            text(name, String(decoding: value, as: UTF8.self))
+        }
+    }
+
+    /// Valid UTF-8: quoted as is in text, escaped in JSON.
+    private mutating func writeText(_ name: FieldName, _ utf8: UnsafeRawBufferPointer) {
+        prefix(name)
+        switch format {
+        case .json:
+            out.jsonString(utf8)
+        case .text:
+            out.byte(UInt8(ascii: "\""))
+            out.append(utf8)
+            out.byte(UInt8(ascii: "\""))
+        }
+    }
+
+    public mutating func uuid(_ name: FieldName, _ value: BluetoothUUID) {
+        prefix(name)
+        out.byte(UInt8(ascii: "\""))
+        out.uuid(value)
+        out.byte(UInt8(ascii: "\""))
+    }
+
+    public mutating func address(_ name: FieldName, _ value: BluetoothAddress) {
+        prefix(name)
+        out.byte(UInt8(ascii: "\""))
+        out.address(value)
+        out.byte(UInt8(ascii: "\""))
+    }
+
+    public mutating func bytes(_ name: FieldName, _ value: UnsafeRawBufferPointer) {
+        prefix(name)
+        switch format {
+        case .json:
+            out.byte(UInt8(ascii: "\""))
+            out.hexLower(value)
+            out.byte(UInt8(ascii: "\""))
+        case .text:
+            if value.isEmpty {
+                out.raw("(empty)")
+            } else {
+                out.hexLower(value, separator: UInt8(ascii: " "))
+                out.raw(" (")
+                out.decimal(UInt64(value.count))
+                out.raw(" bytes)")
+            }
+        }
+    }
+
+    public mutating func named(_ name: FieldName, _ value: UInt64, _ label: String) {
+        var label = label
+        label.withUTF8 { writeNamed(name, value, UnsafeRawBufferPointer($0)) }
+    }
+
+    public mutating func named(_ name: FieldName, _ value: UInt64, literal label: StaticString) {
+        label.withUTF8Buffer { writeNamed(name, value, UnsafeRawBufferPointer($0)) }
+    }
+
+    private mutating func writeNamed(_ name: FieldName, _ value: UInt64, _ label: UnsafeRawBufferPointer) {
+        prefix(name)
+        switch format {
+        case .json:
+            out.raw("{\"value\":")
+            out.decimal(value)
+            out.raw(",\"name\":")
+            out.jsonString(label)
+            out.byte(UInt8(ascii: "}"))
+        case .text:
+            out.append(label)
+            out.raw(" (0x")
+            out.hexUpper(value, width: value > 0xFF ? 4 : 2)
+            out.byte(UInt8(ascii: ")"))
+        }
+    }
+
+    public mutating func beginObject(_ name: FieldName) {
+        guard let i = frames.indices.last else { return }
+        let parent = frames[i]
+        switch format {
+        case .json:
+            prefix(name)
+            out.byte(UInt8(ascii: "{"))
+            frames.append(Frame(kind: .object, indent: 0, count: 0))
+        case .text:
+            switch parent.kind {
+            case .object:
+                frames[i].count &+= 1
+                out.byte(UInt8(ascii: "\n"))
+                out.repeated(UInt8(ascii: " "), 2 * parent.indent)
+                name.withUTF8 { out.append($0) }
+                out.byte(UInt8(ascii: ":"))
+                frames.append(Frame(kind: .object, indent: parent.indent + 1, count: 0))
+            case .list:
+                frames[i].count &+= 1
+                out.byte(UInt8(ascii: "\n"))
+                out.repeated(UInt8(ascii: " "), 2 * parent.indent + 2)
+                out.byte(UInt8(ascii: "["))
+                out.decimal(UInt64(parent.count))
+                out.byte(UInt8(ascii: "]"))
+                frames.append(Frame(kind: .object, indent: parent.indent + 2, count: 0))
+            case .inlineObject, .inlineList:
+                prefix(name)
+                out.byte(UInt8(ascii: "{"))
+                frames.append(Frame(kind: .inlineObject, indent: 0, count: 0))
+            }
+        }
+    }
+
+    public mutating func beginList(_ name: FieldName, count: Int) {
+        guard let i = frames.indices.last else { return }
+        let parent = frames[i]
+        switch format {
+        case .json:
+            prefix(name)
+            out.byte(UInt8(ascii: "["))
+            frames.append(Frame(kind: .list, indent: 0, count: 0))
+        case .text:
+            switch parent.kind {
+            case .object:
+                frames[i].count &+= 1
+                out.byte(UInt8(ascii: "\n"))
+                out.repeated(UInt8(ascii: " "), 2 * parent.indent)
+                name.withUTF8 { out.append($0) }
+                out.raw(": [")
+                out.decimal(UInt64(count))
+                out.byte(UInt8(ascii: "]"))
+                frames.append(Frame(kind: .list, indent: parent.indent, count: 0))
+            case .list, .inlineObject, .inlineList:
+                prefix(name)
+                out.byte(UInt8(ascii: "["))
+                frames.append(Frame(kind: .inlineList, indent: 0, count: 0))
+            }
+        }
+    }
+
+    public mutating func end() {
+        guard let f = frames.popLast() else { return }
+        switch format {
+        case .json:
+            out.byte(f.kind == .list ? UInt8(ascii: "]") : UInt8(ascii: "}"))
+        case .text:
+            switch f.kind {
+            case .inlineObject: out.byte(UInt8(ascii: "}"))
+            case .inlineList: out.byte(UInt8(ascii: "]"))
+            case .object, .list: break
+            }
+        }
+    }
+}
