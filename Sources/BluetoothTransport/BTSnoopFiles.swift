@@ -201,6 +201,96 @@ public final class BTSnoopFile {
         }
     }
 
+    /// Reads the capture at `path` in blocks of `blockSize` bytes (more for a larger
+    /// record) and calls `body` with every record in order: memory stays the same
+    /// whatever the file's size. Errors as ``init(path:expectedDatalink:system:)`` and
+    /// ``forEachRecord(_:)`` give them; the records before a damaged one are delivered.
+    public static func stream(path: String, expectedDatalink: BTSnoopDatalink? = .h4, blockSize: Int = 1 << 20,
+                              system: SystemCalls = .live, _ body: (BTSnoopRecord) throws -> Void) throws {
+        let fd: Int32
+        switch system.valueOrErrno({ path.withCString { system.open($0, O_RDONLY | O_CLOEXEC, 0) } }) {
+        case .success(let f): fd = f
+        case .failure(let e):
+            let kind: TransportError.Kind = (e == .accessDenied || e == .permissionDenied) ? .permissionDenied
+                : e == .noSuchFile ? .notFound : .io
+            throw TransportError(kind, "cannot open \(path): \(e)", errno: e.rawValue)
+        }
+        defer { system.closeOnce(fd) }
+        var capacity = max(blockSize, BTSnoop.fileHeaderLength + BTSnoop.recordHeaderLength)
+        var storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+        defer { storage.deallocate() }
+        var filled = 0
+        var atEnd = false
+        /// Reads until the buffer is full or the file ends.
+        func fill() throws(TransportError) {
+            while filled < capacity && !atEnd {
+                switch system.valueOrErrno({ system.read(fd, storage + filled, capacity - filled) }) {
+                case .success(0): atEnd = true
+                case .success(let n): filled += n
+                case .failure(let e): throw TransportError(.io, "reading \(path) failed: \(e)", errno: e.rawValue)
+                }
+            }
+        }
+        try fill()
+        let datalink: BTSnoopDatalink
+        do throws(WireError) {
+            datalink = try BTSnoopReader(UnsafeRawBufferPointer(start: storage, count: filled),
+                                         expectedDatalink: expectedDatalink).datalink
+        } catch {
+            throw BTSnoopFile.error(error, path: path)
+        }
+        var start = BTSnoop.fileHeaderLength     // of the unread bytes in the buffer
+        var fileOffset = BTSnoop.fileHeaderLength // of storage + start
+        while true {
+            var reader = BTSnoopReader(window: UnsafeRawBufferPointer(start: storage + start, count: filled - start),
+                                       fileOffset: fileOffset, datalink: datalink)
+            var cut = false
+            while true {
+                let record: BTSnoopRecord?
+                do throws(WireError) {
+                    record = try reader.next()
+                } catch {
+                    // A record running past the window is read whole after the next fill.
+                    guard error.code == .truncated, !atEnd else { throw BTSnoopFile.error(error, path: path) }
+                    cut = true
+                    break
+                }
+                guard let record else { break }
+                try body(record)
+            }
+            start += reader.offset
+            fileOffset += reader.offset
+            if !cut && atEnd { return }
+            // Keep the unread tail, grow for a record larger than the buffer, read on.
+            let tail = filled - start
+            if tail >= BTSnoop.recordHeaderLength {
+                let included = Int(UInt32(bigEndian: (storage + start).loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+                let needed = BTSnoop.recordHeaderLength + included
+                // No HCI packet comes near this: a length from a damaged file, not a record.
+                guard included <= 1 << 24 else {
+                    var e = TransportError(.malformedFile, "\(path): the record at byte \(fileOffset) claims \(included) bytes; not a valid btsnoop capture from there on")
+                    e.streamOffset = fileOffset
+                    throw e
+                }
+                if needed > capacity {
+                    let bigger = UnsafeMutableRawPointer.allocate(byteCount: needed, alignment: 16)
+                    bigger.copyMemory(from: storage + start, byteCount: tail)
+                    storage.deallocate()
+                    storage = bigger
+                    capacity = needed
+                    start = 0
+                    filled = tail
+                }
+            }
+            if start > 0 {
+                memmove(storage, storage + start, tail)
+                start = 0
+                filled = tail
+            }
+            try fill()
+        }
+    }
+
     /// The user-facing error for a format problem at `error.offset`.
     public static func error(_ error: WireError, path: String) -> TransportError {
         var e = TransportError(.malformedFile, "\(path): not a valid btsnoop H4 capture: \(error)")

@@ -22,15 +22,35 @@ public struct ScanFormatter: Sendable {
         self.origin = origin
     }
 
-    /// The line to print for `event`.
+    /// The line to print for `event` (no final newline). For a few lines; a stream of
+    /// them goes through ``write(_:into:)`` and one buffer.
     public mutating func format(_ event: ScanEvent) -> String {
+        var w = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: 1024))
+        write(event, into: &w)
+        w.out.bytes.removeLast()
+        return String(decoding: w.out.bytes, as: UTF8.self)
+    }
+
+    /// Appends the line for `event`, newline included, to the writer's buffer.
+    public mutating func write(_ event: ScanEvent, into w: inout FieldWriter) {
         let (device, isNew) = switch event {
         case .discovered(let d): (d, true)
         case .updated(let d): (d, false)
         }
+        write(device, isNew: isNew, into: &w)
+    }
+
+    /// Appends the line for `device` (`NEW`/`"new"` when `isNew`, else an update).
+    public mutating func write(_ device: DiscoveredDevice, isNew: Bool, into w: inout FieldWriter) {
         if isNew { devicesShown += 1 }
         linesFormatted += 1
-        return json ? jsonLine(device, isNew: isNew) : textLine(device, isNew: isNew)
+        device.withSummary { summary in
+            if w.format == .json {
+                jsonLine(device, summary, isNew: isNew, into: &w)
+            } else {
+                textLine(device, summary, isNew: isNew, into: &w.out)
+            }
+        }
     }
 
     /// "180D Heart Rate" (or the UUID alone when it has no name).
@@ -38,91 +58,175 @@ public struct ScanFormatter: Sendable {
         AssignedNumbers.serviceName(u) ?? AssignedNumbers.uuidName(u) ?? u.description
     }
 
-    /// The text line for `d` (NEW or an update).
-    public func textLine(_ d: DiscoveredDevice, isNew: Bool) -> String {
-        var line = (isNew ? "NEW " : "UPD ")
-        line += "\(d.address.address) " + d.address.kind.shortName.padding(7)
-        line += (d.rssi.map { "\($0) dBm" } ?? "   ? dBm").leftPadded(8) + "  "
-        line += (d.name.map { "\"\($0)\"" } ?? "(no name)").padding(22)
-        var extras: [String] = []
-        if let id = d.identity { extras.append("identity \(id.address) (\(id.type))") }
-        if !d.serviceUUIDs.isEmpty { extras.append(d.serviceUUIDs.map(Self.serviceName).joined(separator: ", ")) }
-        if let m = d.manufacturerData {
-            extras.append("\(m.companyName ?? "company 0x\(Hex.pad(m.companyID, 4))"): \(Hex.string(m.data))")
-        }
-        if let a = d.appearance, a.rawValue != 0 { extras.append(AssignedNumbers.appearanceName(a.rawValue) ?? "appearance 0x\(Hex.pad(a.rawValue, 4))") }
-        if let tx = d.txPower { extras.append("tx \(tx) dBm") }
-        if !d.eventType.connectable { extras.append("non-connectable") }
-        if d.hasMalformedData { extras.append("MALFORMED DATA") }
-        line += extras.joined(separator: "  |  ")
-        return line
+    /// Writes ``serviceName(_:)`` without making the String.
+    static func writeServiceName(_ u: BluetoothUUID, into out: inout OutputBuffer) {
+        if let n = AssignedNumbers.serviceName(u) ?? AssignedNumbers.uuidName(u) { out.utf8(n) } else { out.uuid(u) }
     }
 
-    /// The JSON line for `d` (`"event":"new"` or `"update"`).
-    public func jsonLine(_ d: DiscoveredDevice, isNew: Bool) -> String {
-        var f: [Field] = [
-            Field("event", .text(isNew ? "new" : "update")),
-            Field("time", .double(Double(d.lastSeen &- origin) / 1e9)),
-            Field("address", .text(d.address.address.description)),
-            Field("address_type", .text(d.address.type.description)),
-            Field("address_kind", .text(d.address.kind.rawValue)),
-        ]
+    /// The text line: `NEW|UPD ADDRESS KIND RSSI "NAME" extras`, columns padded.
+    func textLine(_ d: DiscoveredDevice, _ a: ADSummary, isNew: Bool, into out: inout OutputBuffer) {
+        if isNew { out.raw("NEW ") } else { out.raw("UPD ") }
+        out.address(d.address.address)
+        out.byte(UInt8(ascii: " "))
+        let kind = d.address.kind.shortName
+        out.raw(kind)
+        out.repeated(UInt8(ascii: " "), max(1, 7 - kind.utf8CodeUnitCount))
+        if let rssi = d.rssi {
+            let width = (rssi < 0 ? 1 : 0) + (rssi.magnitude >= 100 ? 3 : rssi.magnitude >= 10 ? 2 : 1) + 4
+            out.repeated(UInt8(ascii: " "), 8 - width)
+            out.decimal(Int64(rssi))
+            out.raw(" dBm")
+        } else {
+            out.raw("   ? dBm")
+        }
+        out.raw("  ")
+        if let name = a.name {
+            let start = out.count
+            out.byte(UInt8(ascii: "\""))
+            out.utf8Repairing(name)
+            out.byte(UInt8(ascii: "\""))
+            // Padded in characters, as the String would be: bytes when it is ASCII.
+            let written = out.count - start
+            let ascii = name.allSatisfy { $0 < 0x80 }
+            let width = ascii ? written : String(decoding: name, as: UTF8.self).count + 2
+            out.repeated(UInt8(ascii: " "), width >= 22 ? 1 : 22 - width)
+        } else {
+            out.raw("(no name)")
+            out.repeated(UInt8(ascii: " "), 13)
+        }
+        var extras = 0
+        func separator(_ out: inout OutputBuffer) {
+            if extras > 0 { out.raw("  |  ") }
+            extras += 1
+        }
+        if let id = d.identity {
+            separator(&out)
+            out.raw("identity ")
+            out.address(id.address)
+            out.raw(" (")
+            out.utf8(id.type.description)
+            out.byte(UInt8(ascii: ")"))
+        }
+        if a.hasServiceUUIDs {
+            separator(&out)
+            var first = true
+            a.forEachServiceUUID { u in
+                if !first { out.raw(", ") }
+                first = false
+                Self.writeServiceName(u, into: &out)
+            }
+        }
+        if let m = a.manufacturerData {
+            separator(&out)
+            if let n = m.companyName { out.utf8(n) } else {
+                out.raw("company 0x")
+                out.hexUpper(UInt64(m.companyID), width: 4)
+            }
+            out.raw(": ")
+            out.hexLower(m.payload)
+        }
+        if let ap = a.appearance, ap.rawValue != 0 {
+            separator(&out)
+            if let n = AssignedNumbers.appearanceName(ap.rawValue) { out.utf8(n) } else {
+                out.raw("appearance 0x")
+                out.hexUpper(UInt64(ap.rawValue), width: 4)
+            }
+        }
+        if let tx = d.txPower {
+            separator(&out)
+            out.raw("tx ")
+            out.decimal(Int64(tx))
+            out.raw(" dBm")
+        }
+        if !d.eventType.connectable {
+            separator(&out)
+            out.raw("non-connectable")
+        }
+        if a.malformed {
+            separator(&out)
+            out.raw("MALFORMED DATA")
+        }
+        out.byte(UInt8(ascii: "\n"))
+    }
+
+    /// The JSON line (`"event":"new"` or `"update"`).
+    func jsonLine(_ d: DiscoveredDevice, _ a: ADSummary, isNew: Bool, into w: inout FieldWriter) {
+        w.beginRecord()
+        if isNew { w.text("event", literal: "new") } else { w.text("event", literal: "update") }
+        w.double("time", Double(d.lastSeen &- origin) / 1e9)
+        w.address("address", d.address.address)
+        w.text("address_type", d.address.type.description)
+        w.text("address_kind", d.address.kind.rawValue)
         if let id = d.identity {
             // A bonded peer's private address, resolved with its IRK.
-            f.append(Field("identity", .text(id.address.description)))
-            f.append(Field("identity_type", .text(id.type.description)))
+            w.address("identity", id.address)
+            w.text("identity_type", id.type.description)
         }
-        f += [
-            Field("rssi", d.rssi.map { .int(Int64($0)) } ?? .text("unavailable")),
-        ]
-        if let tx = d.txPower { f.append(Field("tx_power", .int(Int64(tx)))) }
-        if let name = d.name { f.append(Field("name", .text(name))) }
-        f.append(Field("services", .list(d.serviceUUIDs.map { .text($0.description) })))
-        f.append(Field("service_names", .list(d.serviceUUIDs.map { .text(Self.serviceName($0)) })))
-        if !d.serviceDataUUIDs.isEmpty {
-            f.append(Field("service_data_uuids", .list(d.serviceDataUUIDs.map { .text($0.description) })))
+        if let rssi = d.rssi { w.int("rssi", Int64(rssi)) } else { w.text("rssi", literal: "unavailable") }
+        if let tx = d.txPower { w.int("tx_power", Int64(tx)) }
+        if let name = a.name { w.text("name", utf8: name) }
+        let services = a.serviceUUIDCount
+        w.beginList("services", count: services)
+        a.forEachServiceUUID { w.uuid("", $0) }
+        w.end()
+        w.beginList("service_names", count: services)
+        a.forEachServiceUUID { u in
+            if let n = AssignedNumbers.serviceName(u) ?? AssignedNumbers.uuidName(u) { w.text("", n) } else { w.uuid("", u) }
         }
-        if let m = d.manufacturerData {
-            var mf = [Field("company_id", .uint(UInt64(m.companyID)))]
-            if let n = m.companyName { mf.append(Field("company", .text(n))) }
-            mf.append(Field("data", .bytes(m.data)))
-            f.append(Field("manufacturer", .object(mf)))
+        w.end()
+        if a.hasServiceData {
+            w.beginList("service_data_uuids", count: 0)
+            a.forEachServiceDataUUID { w.uuid("", $0) }
+            w.end()
         }
-        if let a = d.appearance {
-            f.append(Field("appearance", .object([Field("value", .uint(UInt64(a.rawValue))),
-                                                   Field("name", .text(AssignedNumbers.appearanceName(a.rawValue) ?? "unknown"))])))
+        if let m = a.manufacturerData {
+            w.beginObject("manufacturer")
+            w.uint("company_id", UInt64(m.companyID))
+            if let n = m.companyName { w.text("company", n) }
+            w.bytes("data", m.payload)
+            w.end()
         }
-        if let flags = d.flags { f.append(Field("flags", .uint(UInt64(flags.rawValue)))) }
-        f.append(Field("connectable", .bool(d.eventType.connectable)))
-        f.append(Field("scannable", .bool(d.eventType.scannable)))
-        f.append(Field("pdu", .text(d.eventType.pduName)))
-        f.append(Field("report", .text(d.eventType.extendedReport ? "extended" : "legacy")))
+        if let ap = a.appearance {
+            w.beginObject("appearance")
+            w.uint("value", UInt64(ap.rawValue))
+            if let n = AssignedNumbers.appearanceName(ap.rawValue) { w.text("name", n) } else { w.text("name", literal: "unknown") }
+            w.end()
+        }
+        if let flags = a.flags { w.uint("flags", UInt64(flags.rawValue)) }
+        w.bool("connectable", d.eventType.connectable)
+        w.bool("scannable", d.eventType.scannable)
+        w.text("pdu", d.eventType.pduName)
+        if d.eventType.extendedReport { w.text("report", literal: "extended") } else { w.text("report", literal: "legacy") }
         if d.eventType.extendedReport {
-            f.append(Field("primary_phy", .text(d.eventType.primaryPHY.name ?? "unknown")))
-            f.append(Field("secondary_phy", .text(d.eventType.secondaryPHY.name ?? "none")))
-            if let sid = d.eventType.sid { f.append(Field("sid", .uint(UInt64(sid)))) }
+            w.text("primary_phy", d.eventType.primaryPHY.name ?? "unknown")
+            w.text("secondary_phy", d.eventType.secondaryPHY.name ?? "none")
+            if let sid = d.eventType.sid { w.uint("sid", UInt64(sid)) }
         }
-        f.append(Field("reports", .uint(UInt64(d.reportCount))))
-        f.append(Field("advertising_data", .bytes(d.advertisingData)))
-        f.append(Field("scan_response", .bytes(d.scanResponseData)))
-        f.append(Field("ad", .list(decodedAD(d.advertisingData))))
-        if !d.scanResponseData.isEmpty { f.append(Field("scan_response_ad", .list(decodedAD(d.scanResponseData)))) }
-        if d.hasMalformedData { f.append(Field("malformed", .bool(true))) }
-        return FieldRenderer.jsonObject(f)
+        w.uint("reports", UInt64(d.reportCount))
+        w.bytes("advertising_data", a.advertisingData)
+        w.bytes("scan_response", a.scanResponseData)
+        Self.structures("ad", a.advertisingData, into: &w)
+        if !a.scanResponseData.isEmpty { Self.structures("scan_response_ad", a.scanResponseData, into: &w) }
+        if a.malformed { w.bool("malformed", true) }
+        w.endRecord()
     }
 
-    func decodedAD(_ bytes: [UInt8]) -> [FieldValue] {
-        bytes.withUnsafeBytes { buf in
-            let fields = AdvertisingData(buf).fields
-            guard case .list(let items)? = fields.first(where: { $0.name == "ad_structures" })?.value else { return [] }
-            return items
+    /// The AD structures of `bytes` as a list of objects (up to a layout error).
+    static func structures(_ name: FieldName, _ bytes: UnsafeRawBufferPointer, into w: inout FieldWriter) {
+        w.beginList(name, count: 0)
+        var it = AdvertisingData(bytes).makeIterator()
+        while let s = try? it.next() {
+            w.beginObject("")
+            s.describe(into: &w)
+            w.end()
         }
+        w.end()
     }
 }
 
 extension LEAddress.Kind {
     /// Short label for the text column.
-    var shortName: String {
+    var shortName: StaticString {
         switch self {
         case .public: "public"
         case .randomStatic: "static"
@@ -131,15 +235,5 @@ extension LEAddress.Kind {
         case .reservedRandom: "random?"
         case .anonymous: "anon"
         }
-    }
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
-    }
-
-    func padding(_ width: Int) -> String {
-        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
     }
 }

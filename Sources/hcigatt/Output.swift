@@ -1,4 +1,5 @@
 import BluetoothWire
+import HCIGATTFormat
 #if canImport(Glibc)
 @preconcurrency import Glibc
 import Synchronization
@@ -7,16 +8,40 @@ import Synchronization
 /// The tool's version (a global outside main.swift: initialised on first use, not in file order).
 let version = "0.1.0"
 
-/// The C stdout stream, read once (the global is a C variable Swift cannot prove safe).
-nonisolated(unsafe) let standardOutput = stdout
-
-/// Line-oriented output without Foundation: stdout through the stdlib's buffered `print`,
-/// stderr unbuffered with write(2) so errors interleave correctly with progress.
+/// Line-oriented output without Foundation or stdio: stdout gathered in one buffer and
+/// handed to write(2) in pieces of 64 KiB (a line at a time on a terminal, as stdio
+/// would), stderr unbuffered so errors interleave correctly with progress.
 enum Console {
+    /// Bytes given to write(2) at once when the output is not a terminal.
+    static let blockSize = 1 << 16
+
+    private static let pending = Mutex(OutputBuffer(capacity: blockSize))
+    /// A terminal sees each line as it is printed.
+    private static let lineBuffered = isatty(1) != 0
+
+    /// One line (a newline is added).
     static func out(_ s: String) {
-        print(s)
-        // stdio flushes a full buffer by itself: a closed pipe shows here too.
-        if ferror_unlocked(standardOutput) != 0 { checkStdout() }
+        pending.withLock { buffer in
+            buffer.utf8(s)
+            buffer.byte(UInt8(ascii: "\n"))
+            if lineBuffered || buffer.count >= blockSize { drain(&buffer) }
+        }
+    }
+
+    /// Lines already rendered into `lines` (each ending in a newline), which is emptied.
+    /// A full block is written straight from `lines`, without a copy.
+    static func write(_ lines: inout OutputBuffer) {
+        pending.withLock { buffer in
+            if buffer.count > 0 {
+                buffer.bytes.append(contentsOf: lines.bytes)
+                lines.removeAll()
+                if lineBuffered || buffer.count >= blockSize { drain(&buffer) }
+            } else if lineBuffered || lines.count >= blockSize {
+                drain(&lines)
+            } else {
+                swap(&buffer, &lines)
+            }
+        }
     }
 
     static func err(_ s: String) { errRaw(s + "\n") }
@@ -24,38 +49,38 @@ enum Console {
     /// Writes to stderr as is (no newline), e.g. a progress line ending in "\r".
     static func errRaw(_ s: String) {
         var line = s
-        line.withUTF8 { buf in
-            var rest = UnsafeRawBufferPointer(buf)
-            while !rest.isEmpty {
-                let n = write(2, rest.baseAddress, rest.count)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return }
-                rest = UnsafeRawBufferPointer(rebasing: rest[n...])
-            }
-        }
+        line.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
     }
 
+    /// Writes what is pending on stdout.
     static func flush() {
-        fflush(nil)
-        checkStdout()
+        pending.withLock { drain(&$0) }
     }
 
-    /// Flushes stdout only. (fflush(NULL) also locks stdin, which a thread blocked in
-    /// readLine holds: `serve --manual` would stop printing.)
-    static func flushOut() {
-        fflush(standardOutput)
-        checkStdout()
-    }
+    /// The same as ``flush()`` (stdout only; kept for the commands reading stdin).
+    static func flushOut() { flush() }
 
     private static let closed = Atomic<Bool>(false)
     /// Writing to stdout failed (SIGPIPE is ignored: a closed pipe gives EPIPE instead).
     static var stdoutClosed: Bool { closed.load(ordering: .relaxed) }
 
-    /// A closed stdout stops the running command the clean way, once.
-    private static func checkStdout() {
-        // Only a reader gone away (EPIPE) means stop; other errors leave it to the command.
-        guard ferror(standardOutput) != 0, errno == EPIPE, !closed.exchange(true, ordering: .relaxed) else { return }
-        StopSwitch.stopCurrent()
+    private static func drain(_ buffer: inout OutputBuffer) {
+        guard buffer.count > 0 else { return }
+        let ok = buffer.bytes.withUnsafeBytes { writeAll(1, $0) }
+        buffer.removeAll()
+        // Only a reader gone away (EPIPE) means stop; output after that is dropped.
+        if !ok, errno == EPIPE, !closed.exchange(true, ordering: .relaxed) { StopSwitch.stopCurrent() }
+    }
+
+    @discardableResult
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var rest = bytes
+        while !rest.isEmpty {
+            let n = Glibc.write(fd, rest.baseAddress, rest.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            rest = UnsafeRawBufferPointer(rebasing: rest[n...])
+        }
+        return true
     }
 }
-

@@ -147,24 +147,41 @@ public struct DiscoveredDevice: Sendable, Hashable {
     /// Reports received for this device (advertisements and scan responses).
     public var reportCount: Int
 
-    // Decoded from advertising data then scan response data (first occurrence wins,
-    // a complete name beats a shortened one).
+    // Decoded from advertising data then scan response data when asked (first occurrence
+    // wins, a complete name beats a shortened one): a snapshot costs no decoding, and the
+    // formatters read the data through an allocation-free ``ADSummary`` instead.
     /// The complete local name, else the shortened one.
-    public var name: String?
+    public var name: String? { decoded.name }
     /// Service UUIDs (16/32/128-bit, complete and incomplete lists).
-    public var serviceUUIDs: [BluetoothUUID]
+    public var serviceUUIDs: [BluetoothUUID] { decoded.serviceUUIDs }
     /// Service Data UUIDs (16/32/128-bit).
-    public var serviceDataUUIDs: [BluetoothUUID]
+    public var serviceDataUUIDs: [BluetoothUUID] { decoded.serviceDataUUIDs }
     /// Manufacturer Specific Data (the first structure).
-    public var manufacturerData: ManufacturerData?
+    public var manufacturerData: ManufacturerData? { decoded.manufacturerData }
     /// The Appearance AD type.
-    public var appearance: Appearance?
+    public var appearance: Appearance? { decoded.appearance }
     /// The Flags AD type.
-    public var flags: ADFlags?
+    public var flags: ADFlags? { decoded.flags }
     /// Malformed AD structures were found in the data (decoded what came before them).
-    public var hasMalformedData: Bool
+    public var hasMalformedData: Bool { decoded.malformed }
 
-    /// A device as first heard; the decoded fields come from the data.
+    private var decoded: ADDecoded {
+        var d = ADDecoded()
+        advertisingData.withUnsafeBytes { d.add($0) }
+        scanResponseData.withUnsafeBytes { d.add($0) }
+        return d
+    }
+
+    /// Calls `body` with the summary of both data sets (no allocation); the views in it
+    /// are valid only inside `body`.
+    public func withSummary<R>(_ body: (ADSummary) -> R) -> R {
+        advertisingData.withUnsafeBytes { a in
+            scanResponseData.withUnsafeBytes { s in body(ADSummary(a, s)) }
+        }
+    }
+
+    /// A device as first heard; `txPower` is the extended report's field (the TX Power
+    /// Level AD type, when present, wins).
     public init(address: LEAddress, rssi: Int8?, txPower: Int8?, advertisingData: [UInt8], scanResponseData: [UInt8],
                 eventType: AdvertisingEventInfo, firstSeen: UInt64, lastSeen: UInt64, reportCount: Int) {
         self.address = address
@@ -175,17 +192,8 @@ public struct DiscoveredDevice: Sendable, Hashable {
         self.firstSeen = firstSeen
         self.lastSeen = lastSeen
         self.reportCount = reportCount
-        var d = ADDecoded()
-        advertisingData.withUnsafeBytes { d.add($0) }
-        scanResponseData.withUnsafeBytes { d.add($0) }
-        name = d.name
-        serviceUUIDs = d.serviceUUIDs
-        serviceDataUUIDs = d.serviceDataUUIDs
-        manufacturerData = d.manufacturerData
-        appearance = d.appearance
-        flags = d.flags
-        hasMalformedData = d.malformed
-        self.txPower = d.txPower ?? txPower
+        self.txPower = txPower
+        self.txPower = withSummary { $0.txPower } ?? txPower
     }
 
     /// True when a service list or service data names `uuid`.

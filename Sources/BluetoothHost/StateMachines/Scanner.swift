@@ -127,6 +127,13 @@ public struct Scanner: Sendable {
     /// Feeds an LE Meta event; anything but advertising reports is ignored.
     public mutating func handle(_ event: LEMetaEvent, now: UInt64) -> [ScanEvent] {
         var out: [ScanEvent] = []
+        handle(event, now: now, into: &out)
+        return out
+    }
+
+    /// Feeds an LE Meta event; what it makes known is appended to `out` (a caller keeping
+    /// one array for every event allocates nothing here).
+    public mutating func handle(_ event: LEMetaEvent, now: UInt64, into out: inout [ScanEvent]) {
         switch event {
         case .advertisingReport(let e):
             var it = e.reports
@@ -137,7 +144,6 @@ public struct Scanner: Sendable {
         default:
             break
         }
-        return out
     }
 
     /// One report of an LE Advertising Report event; what it makes known goes to `out`.

@@ -1,133 +1,179 @@
-// Display of advertising data as fields (`hcigatt decode`). Not the hot path.
+// Advertising data described field by field (`hcigatt decode ad`, scan JSON, replay).
+// Written straight to the sink: no allocation for the usual structures.
 
 extension AdvertisingData: FieldDescribable {
     public var fieldTitle: String { "Advertising Data" }
 
+    public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
+
     /// `ad_structures`: one object per structure with its type name and decoded value.
     /// A layout error ends the list and is reported as `error`; a malformed value is shown
     /// with its error and raw bytes, and the following structures are still listed.
-    public var fields: [Field] {
-        var list: [FieldValue] = []
+    public func describe<S: FieldSink>(into s: inout S) {
+        var count = 0
         var it = makeIterator()
         var failure: WireError?
         while true {
-            let next: ADStructure?
-            do throws(WireError) { next = try it.next() } catch {
+            do throws(WireError) {
+                guard try it.next() != nil else { break }
+                count += 1
+            } catch {
                 failure = error
                 break
             }
-            guard let s = next else { break }
-            list.append(.object(s.fields))
         }
-        var out = [Field("ad_structures", .list(list))]
-        if let failure { out.append(Field("error", .text(failure.description))) }
-        return out
+        s.beginList("ad_structures", count: count)
+        it = makeIterator()
+        for _ in 0 ..< count {
+            guard let structure = try? it.next() else { break }
+            s.beginObject("")
+            structure.describe(into: &s)
+            s.end()
+        }
+        s.end()
+        if let failure { s.text("error", failure.description) }
     }
 }
 
 extension ADStructure {
     /// `length`, `type` (named) and `value` (decoded, or `error` + `data` when malformed).
-    public var fields: [Field] {
-        var out = [
-            Field("length", .uint(UInt64(data.count + 1))),
-            Field("type", .named(UInt64(type.rawValue), type.name ?? "unknown")),
-        ]
-        do throws(WireError) {
-            out.append(Field("value", try value().fieldValue))
-        } catch {
-            out.append(Field("error", .text(error.description)))
-            out.append(Field("data", .bytes(data)))
+    public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
+
+    /// Writes `length`, `type` and `value` (or `error` and `data`).
+    public func describe<S: FieldSink>(into s: inout S) {
+        s.uint("length", UInt64(data.count + 1))
+        if let name = type.name { s.named("type", UInt64(type.rawValue), name) } else {
+            s.named("type", UInt64(type.rawValue), literal: "unknown")
         }
-        return out
+        do throws(WireError) {
+            try value().describe("value", into: &s)
+        } catch {
+            s.text("error", error.description)
+            s.bytes("data", data)
+        }
     }
+}
+
+extension ADFlags {
+    /// ``description`` of every value, made once: flags are in nearly every advertisement.
+    static let descriptions: [String] = (0 ... 255).map { ADFlags(rawValue: UInt8($0)).description }
 }
 
 extension ADValue {
     /// The value as a field, for the text and JSON renderers.
-    public var fieldValue: FieldValue {
+    public var fieldValue: FieldValue { FieldTree.value { describe("value", into: &$0) } }
+
+    /// Writes the value as the field `name`.
+    public func describe<S: FieldSink>(_ name: FieldName, into s: inout S) {
         switch self {
         case .flags(let f):
-            return .named(UInt64(f.rawValue), f.description)
+            s.named(name, UInt64(f.rawValue), ADFlags.descriptions[Int(f.rawValue)])
         case .serviceUUIDs(let list), .serviceSolicitation(let list):
-            return .list(list.map { .text($0.description) })
+            s.beginList(name, count: list.count)
+            for u in list { s.uuid("", u) }
+            s.end()
         case .localName(let n):
-            return .text(n.string)
+            s.text(name, utf8: n.bytes)
         case .txPowerLevel(let dBm):
-            return .int(Int64(dBm))
+            s.int(name, Int64(dBm))
         case .peripheralConnectionIntervalRange(let r):
-            func bound(_ v: UInt16) -> FieldValue { v == 0xFFFF ? .named(0xFFFF, "no specific value") : .uint(UInt64(v)) }
-            return .object([Field("interval_min", bound(r.rawMinimum)), Field("interval_max", bound(r.rawMaximum))])
-        case .serviceData(let d):
-            var f = [Field("uuid", .text(d.uuid.description)), Field("data", .bytes(d.payload))]
-            do throws(WireError) {
-                if let frame = try d.eddystone() { f.append(Field("eddystone", frame.fieldValue)) }
-            } catch {
-                f.append(Field("eddystone_error", .text(error.description)))
+            func bound(_ field: FieldName, _ v: UInt16) {
+                if v == 0xFFFF { s.named(field, 0xFFFF, literal: "no specific value") } else { s.uint(field, UInt64(v)) }
             }
-            return .object(f)
+            s.beginObject(name)
+            bound("interval_min", r.rawMinimum)
+            bound("interval_max", r.rawMaximum)
+            s.end()
+        case .serviceData(let d):
+            s.beginObject(name)
+            s.uuid("uuid", d.uuid)
+            s.bytes("data", d.payload)
+            do throws(WireError) {
+                if let frame = try d.eddystone() { frame.describe("eddystone", into: &s) }
+            } catch {
+                s.text("eddystone_error", error.description)
+            }
+            s.end()
         case .appearance(let a):
-            return .named(UInt64(a.rawValue), a.description)
+            s.named(name, UInt64(a.rawValue), a.description)
         case .targetAddresses(let list):
-            return .list(list.map { .text($0.description) })
+            s.beginList(name, count: list.count)
+            for a in list { s.text("", a.description) }
+            s.end()
         case .advertisingInterval(let units):
-            return .object([Field("interval", .uint(UInt64(units))),
-                            Field("milliseconds", .double(Double(units) * 0.625))])
+            s.beginObject(name)
+            s.uint("interval", UInt64(units))
+            s.double("milliseconds", Double(units) * 0.625)
+            s.end()
         case .leDeviceAddress(let a):
-            return .text(a.description)
+            s.text(name, a.description)
         case .leRole(let r):
-            return .named(UInt64(r.rawValue), r.description)
+            s.named(name, UInt64(r.rawValue), r.description)
         case .uri(let u):
-            return .text(u.string)
+            s.text(name, u.string)
         case .manufacturerData(let m):
-            var f = [Field("company_id", .named(UInt64(m.companyID), m.companyName ?? "unknown")),
-                     Field("data", .bytes(m.payload))]
-            if let b = m.iBeacon { f.append(Field("ibeacon", b.fieldValue)) }
-            return .object(f)
+            s.beginObject(name)
+            if let company = m.companyName { s.named("company_id", UInt64(m.companyID), company) } else {
+                s.named("company_id", UInt64(m.companyID), literal: "unknown")
+            }
+            s.bytes("data", m.payload)
+            if let b = m.iBeacon { b.describe("ibeacon", into: &s) }
+            s.end()
         case .other(_, let bytes):
-            return .bytes(bytes)
+            s.bytes(name, bytes)
         }
     }
 }
 
 extension IBeacon {
     /// The value as a field, for the text and JSON renderers.
-    public var fieldValue: FieldValue {
-        .object([
-            Field("proximity_uuid", .text(proximityUUID.uuidString)),
-            Field("major", .uint(UInt64(major))),
-            Field("minor", .uint(UInt64(minor))),
-            Field("measured_power", .int(Int64(measuredPower))),
-        ])
+    public var fieldValue: FieldValue { FieldTree.value { describe("ibeacon", into: &$0) } }
+
+    /// Writes the frame as the object `name`.
+    public func describe<S: FieldSink>(_ name: FieldName, into s: inout S) {
+        s.beginObject(name)
+        s.text("proximity_uuid", proximityUUID.uuidString)
+        s.uint("major", UInt64(major))
+        s.uint("minor", UInt64(minor))
+        s.int("measured_power", Int64(measuredPower))
+        s.end()
     }
 }
 
 extension EddystoneFrame {
     /// The value as a field, for the text and JSON renderers.
-    public var fieldValue: FieldValue {
+    public var fieldValue: FieldValue { FieldTree.value { describe("eddystone", into: &$0) } }
+
+    /// Writes the frame as the object `name`.
+    public func describe<S: FieldSink>(_ name: FieldName, into s: inout S) {
+        s.beginObject(name)
         switch self {
         case .uid(let u):
-            return .object([Field("frame", .text("UID")), Field("tx_power", .int(Int64(u.txPower))),
-                            Field("namespace", .bytes(u.namespaceID)), Field("instance", .bytes(u.instanceID))])
+            s.text("frame", literal: "UID")
+            s.int("tx_power", Int64(u.txPower))
+            s.bytes("namespace", u.namespaceID)
+            s.bytes("instance", u.instanceID)
         case .url(let u):
-            return .object([Field("frame", .text("URL")), Field("tx_power", .int(Int64(u.txPower))),
-                            Field("url", .text(u.string))])
+            s.text("frame", literal: "URL")
+            s.int("tx_power", Int64(u.txPower))
+            s.text("url", u.string)
         case .tlm(let t):
-            var f = [Field("frame", .text("TLM")), Field("battery_voltage_mv", .uint(UInt64(t.batteryVoltage)))]
-            if let c = t.temperature {
-                f.append(Field("temperature_c", .double(c)))
-            } else {
-                f.append(Field("temperature_c", .text("not supported")))
-            }
-            f.append(Field("advertising_pdu_count", .uint(UInt64(t.advertisingPDUCount))))
-            f.append(Field("time_since_power_on_s", .double(Double(t.timeSincePowerOn) / 10)))
-            return .object(f)
+            s.text("frame", literal: "TLM")
+            s.uint("battery_voltage_mv", UInt64(t.batteryVoltage))
+            if let c = t.temperature { s.double("temperature_c", c) } else { s.text("temperature_c", literal: "not supported") }
+            s.uint("advertising_pdu_count", UInt64(t.advertisingPDUCount))
+            s.double("time_since_power_on_s", Double(t.timeSincePowerOn) / 10)
         case .encryptedTLM(let b):
-            return .object([Field("frame", .text("eTLM")), Field("data", .bytes(b))])
+            s.text("frame", literal: "eTLM")
+            s.bytes("data", b)
         case .eid(let e):
-            return .object([Field("frame", .text("EID")), Field("tx_power", .int(Int64(e.txPower))),
-                            Field("eid", .text(Hex.pad(e.eid, 16)))])
+            s.text("frame", literal: "EID")
+            s.int("tx_power", Int64(e.txPower))
+            s.text("eid", Hex.pad(e.eid, 16))
         case .unknown(let type, let b):
-            return .object([Field("frame_type", .uint(UInt64(type))), Field("data", .bytes(b))])
+            s.uint("frame_type", UInt64(type))
+            s.bytes("data", b)
         }
+        s.end()
     }
 }

@@ -191,6 +191,8 @@ public struct BTSnoopReader {
     public let version: UInt32
     @usableFromInline var position: Int
     @usableFromInline var failure: WireError?
+    /// Where `bytes` starts in the file (a window of a file read in blocks).
+    @usableFromInline var baseOffset = 0
 
     /// Parses the file header. `expectedDatalink` nil accepts any datalink.
     @inlinable
@@ -215,7 +217,20 @@ public struct BTSnoopReader {
         self.position = BTSnoop.fileHeaderLength
     }
 
-    /// Offset of the next record (= bytes consumed so far).
+    /// Reads records from a window of a file whose header was read already: `bytes`
+    /// starts with a record at file offset `fileOffset` (offsets in records and errors are
+    /// the file's). A record cut off at the window's end is `.truncated`, as at the end of
+    /// a file; ``offset`` then tells where to continue once more bytes are read.
+    @inlinable
+    public init(window bytes: UnsafeRawBufferPointer, fileOffset: Int, datalink: BTSnoopDatalink) {
+        self.bytes = bytes
+        self.datalink = datalink
+        self.version = BTSnoop.version
+        self.position = 0
+        self.baseOffset = fileOffset
+    }
+
+    /// Offset in `bytes` of the next record (= bytes consumed so far).
     @inlinable public var offset: Int { position }
     /// The error that stopped the reader, if any.
     @inlinable public var error: WireError? { failure }
@@ -228,7 +243,7 @@ public struct BTSnoopReader {
         let left = bytes.count &- start
         if left == 0 { return nil }
         guard left >= BTSnoop.recordHeaderLength else {
-            return try fail(WireError(.truncated, at: start, "btsnoop record header truncated"))
+            return try fail(WireError(.truncated, at: baseOffset &+ start, "btsnoop record header truncated"))
         }
         let original = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self))
         let included = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: start &+ 4, as: UInt32.self))
@@ -236,12 +251,12 @@ public struct BTSnoopReader {
         let drops = UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: start &+ 12, as: UInt32.self))
         let time = Int64(bigEndian: bytes.loadUnaligned(fromByteOffset: start &+ 16, as: Int64.self))
         guard included <= original else {
-            return try fail(WireError(.invalidLength, at: start, "btsnoop included length larger than the original length"))
+            return try fail(WireError(.invalidLength, at: baseOffset &+ start, "btsnoop included length larger than the original length"))
         }
         // included ≤ UInt32.max and left < Int.max: the comparison cannot overflow on 64-bit.
         let dataStart = start &+ BTSnoop.recordHeaderLength
         guard UInt64(included) <= UInt64(left &- BTSnoop.recordHeaderLength) else {
-            return try fail(WireError(.truncated, at: start, "btsnoop record data truncated (the capture was cut off)"))
+            return try fail(WireError(.truncated, at: baseOffset &+ start, "btsnoop record data truncated (the capture was cut off)"))
         }
         let end = dataStart &+ Int(included)
         position = end
@@ -251,7 +266,7 @@ public struct BTSnoopReader {
             cumulativeDrops: drops,
             timestamp: time,
             data: UnsafeRawBufferPointer(rebasing: bytes[dataStart ..< end]),
-            offset: start
+            offset: baseOffset &+ start
         )
     }
 

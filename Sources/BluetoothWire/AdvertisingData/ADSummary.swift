@@ -1,0 +1,141 @@
+/// What a scanner shows of a device, read from its advertising data and scan response in
+/// one pass without allocating: views into the two buffers, valid while they are.
+///
+/// The first occurrence wins (advertising data before scan response), a complete local
+/// name beats a shortened one; a malformed structure sets ``malformed`` and the rest of
+/// that buffer is not read (what came before still counts).
+public struct ADSummary {
+    /// The two data sets, in order.
+    public let advertisingData: UnsafeRawBufferPointer
+    /// The scan response data.
+    public let scanResponseData: UnsafeRawBufferPointer
+    /// The complete local name, else the shortened one (UTF-8 as sent).
+    public private(set) var name: UnsafeRawBufferPointer?
+    private var nameIsComplete = false
+    /// The Flags AD type.
+    public private(set) var flags: ADFlags?
+    /// TX Power Level.
+    public private(set) var txPower: Int8?
+    /// The Appearance AD type.
+    public private(set) var appearance: Appearance?
+    /// The first Manufacturer Specific Data structure.
+    public private(set) var manufacturerData: ADManufacturerData?
+    /// Service UUID lists (16/32/128-bit, complete or not) are present.
+    public private(set) var hasServiceUUIDs = false
+    /// Service Data structures are present.
+    public private(set) var hasServiceData = false
+    /// A structure did not parse.
+    public private(set) var malformed = false
+
+    /// The summary of `advertisingData` then `scanResponseData`.
+    public init(_ advertisingData: UnsafeRawBufferPointer, _ scanResponseData: UnsafeRawBufferPointer) {
+        self.advertisingData = advertisingData
+        self.scanResponseData = scanResponseData
+        read(advertisingData)
+        read(scanResponseData)
+    }
+
+    private mutating func read(_ bytes: UnsafeRawBufferPointer) {
+        var it = AdvertisingData(bytes).makeIterator()
+        while true {
+            let s: ADStructure
+            do throws(WireError) {
+                guard let next = try it.next() else { return }
+                s = next
+            } catch {
+                malformed = true
+                return
+            }
+            switch s.type.rawValue {
+            case 0x01:
+                if flags == nil { flags = try? s.flags() }
+            case 0x02 ... 0x07:
+                if let list = try? s.serviceUUIDs() {
+                    if !list.isEmpty { hasServiceUUIDs = true }
+                } else { malformed = true }
+            case 0x08, 0x09:
+                let complete = s.type.rawValue == 0x09
+                if name == nil || (complete && !nameIsComplete) {
+                    name = s.data
+                    nameIsComplete = complete
+                }
+            case 0x0A:
+                if txPower == nil { txPower = try? s.txPowerLevel() }
+            case 0x16, 0x20, 0x21:
+                if (try? s.serviceData()) != nil { hasServiceData = true } else { malformed = true }
+            case 0x19:
+                if appearance == nil { appearance = try? s.appearance() }
+            case 0xFF:
+                if manufacturerData == nil {
+                    if let m = try? s.manufacturerData() { manufacturerData = m } else { malformed = true }
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Calls `body` with each service UUID once, in order of first appearance.
+    public func forEachServiceUUID(_ body: (BluetoothUUID) -> Void) {
+        guard hasServiceUUIDs else { return }
+        forEach(serviceData: false) { u, index in
+            if isFirst(u, at: index, serviceData: false) { body(u) }
+        }
+    }
+
+    /// Calls `body` with each service data UUID once, in order of first appearance.
+    public func forEachServiceDataUUID(_ body: (BluetoothUUID) -> Void) {
+        guard hasServiceData else { return }
+        forEach(serviceData: true) { u, index in
+            if isFirst(u, at: index, serviceData: true) { body(u) }
+        }
+    }
+
+    /// Distinct service UUIDs.
+    public var serviceUUIDCount: Int {
+        var n = 0
+        forEachServiceUUID { _ in n += 1 }
+        return n
+    }
+
+    /// Every UUID of the kind asked, with its position, duplicates included; stops where
+    /// ``init(_:_:)`` stopped reading.
+    private func forEach(serviceData: Bool, _ body: (BluetoothUUID, Int) -> Void) {
+        var index = 0
+        Self.forEach(in: advertisingData, serviceData: serviceData, &index, body)
+        Self.forEach(in: scanResponseData, serviceData: serviceData, &index, body)
+    }
+
+    private static func forEach(in bytes: UnsafeRawBufferPointer, serviceData: Bool, _ index: inout Int,
+                                _ body: (BluetoothUUID, Int) -> Void) {
+        var it = AdvertisingData(bytes).makeIterator()
+        while let s = try? it.next() {
+            switch s.type.rawValue {
+            case 0x02 ... 0x07 where !serviceData:
+                guard let list = try? s.serviceUUIDs() else { break }
+                for u in list {
+                    body(u, index)
+                    index += 1
+                }
+            case 0x16, 0x20, 0x21 where serviceData:
+                guard let d = try? s.serviceData() else { break }
+                body(d.uuid, index)
+                index += 1
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Whether the UUID at `index` is the first of its value (the lists are short).
+    private func isFirst(_ u: BluetoothUUID, at index: Int, serviceData: Bool) -> Bool {
+        var first = true
+        var stop = false
+        forEach(serviceData: serviceData) { v, i in
+            guard !stop else { return }
+            if i >= index { stop = true; return }
+            if v == u { first = false; stop = true }
+        }
+        return first
+    }
+}
