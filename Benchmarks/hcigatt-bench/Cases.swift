@@ -232,6 +232,22 @@ func allCases() -> [BenchmarkCase] {
                 return sum
             }
         },
+        BenchmarkCase(name: "replay 10k reports, all new -> text", targetNanos: nil,
+                      itemsPerOp: ScanPipeline.reportCount, allowsAllocations: true) { [capture = ScanPipeline.capture(devices: 10_000)] n in
+            capture.withUnsafeBytes { buf in
+                var sum: UInt64 = 0
+                for _ in 0 ..< n { sum &+= ScanPipeline.replay(buf, json: false) }
+                return sum
+            }
+        },
+        BenchmarkCase(name: "replay --packets 10k reports -> text", targetNanos: nil,
+                      itemsPerOp: ScanPipeline.reportCount, allowsAllocations: true) { [capture = ScanPipeline.capture(devices: 10_000)] n in
+            capture.withUnsafeBytes { buf in
+                var sum: UInt64 = 0
+                for _ in 0 ..< n { sum &+= ScanPipeline.replay(buf, packets: true, json: false) }
+                return sum
+            }
+        },
         BenchmarkCase(name: "replay 10k reports, 100 devices", targetNanos: nil,
                       itemsPerOp: ScanPipeline.reportCount, allowsAllocations: true) { [capture = ScanPipeline.capture(devices: 100)] n in
             capture.withUnsafeBytes { buf in

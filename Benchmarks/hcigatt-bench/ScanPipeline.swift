@@ -41,28 +41,25 @@ enum ScanPipeline {
         return Array(file[0 ..< length])
     }
 
-    /// Replays the capture through a fresh scanner and formatter; returns a checksum of the
-    /// JSON output so none of it is optimized away.
-    static func replay(_ file: UnsafeRawBufferPointer) -> UInt64 {
-        var scanner = Scanner(configuration: ScanConfiguration(active: false), extended: false)
-        var formatter = ScanFormatter(json: true, origin: 0)
+    /// Replays the capture as `hcigatt replay --json` does (scanner, one device table,
+    /// lines rendered into one buffer, emptied when it holds 64 KiB); returns the bytes of
+    /// output so none of it is optimized away.
+    static func replay(_ file: UnsafeRawBufferPointer, packets: Bool = false, json: Bool = true) -> UInt64 {
+        var replay = CaptureReplay(configuration: ScanConfiguration(active: false), json: json, packets: packets)
         var sum: UInt64 = 0
         do throws(WireError) {
             var reader = try BTSnoopReader(file)
-            var first: Int64?
             while let record = try reader.next() {
-                let t0 = first ?? record.timestamp
-                first = t0
-                let now = UInt64(record.timestamp &- t0) &* 1000
-                let frame = try H4Frame.parse(record.data)
-                guard frame.type == .event, case .leMeta(let meta) = try HCIEvent(parsing: frame.packet) else { continue }
-                for e in scanner.handle(meta, now: now) {
-                    sum &+= UInt64(formatter.format(e).utf8.count)
+                replay.record(record)
+                if replay.writer.out.count >= 1 << 16 {
+                    sum &+= UInt64(replay.writer.out.count)
+                    replay.writer.out.removeAll()
                 }
             }
         } catch {
             return 0
         }
-        return sum
+        replay.finish()
+        return sum &+ UInt64(replay.writer.out.count)
     }
 }

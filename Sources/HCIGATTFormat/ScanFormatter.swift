@@ -60,7 +60,21 @@ public struct ScanFormatter: Sendable {
 
     /// Writes ``serviceName(_:)`` without making the String.
     static func writeServiceName(_ u: BluetoothUUID, into out: inout OutputBuffer) {
-        if let n = AssignedNumbers.serviceName(u) ?? AssignedNumbers.uuidName(u) { out.utf8(n) } else { out.uuid(u) }
+        if let n = serviceLookup(u) { out.append(UnsafeRawBufferPointer(n.utf8)) } else { out.uuid(u) }
+    }
+
+    /// ``serviceName(_:)``'s name, when it has one, without allocating.
+    static func serviceLookup(_ u: BluetoothUUID) -> AssignedNumbers.Name? {
+        guard let v = u.uuid16 else { return nil }
+        return AssignedNumbers.lookup(v, in: .services) ?? AssignedNumbers.uuidLookup(u)
+    }
+
+    /// ``AssignedNumbers/companyName(_:)`` without allocating.
+    static func companyLookup(_ id: UInt16) -> AssignedNumbers.Name? { AssignedNumbers.lookup(id, in: .companies) }
+
+    /// ``AssignedNumbers/appearanceName(_:)`` without allocating.
+    static func appearanceLookup(_ v: UInt16) -> AssignedNumbers.Name? {
+        AssignedNumbers.lookup(v, in: .appearances) ?? AssignedNumbers.lookup(v & ~0x3F, in: .appearances)
     }
 
     /// The text line: `NEW|UPD ADDRESS KIND RSSI "NAME" extras`, columns padded.
@@ -118,7 +132,9 @@ public struct ScanFormatter: Sendable {
         }
         if let m = a.manufacturerData {
             separator(&out)
-            if let n = m.companyName { out.utf8(n) } else {
+            if let n = Self.companyLookup(m.companyID) { out.append(UnsafeRawBufferPointer(n.utf8)) } else if m.companyID == 0xFFFF {
+                out.raw("test / no company")
+            } else {
                 out.raw("company 0x")
                 out.hexUpper(UInt64(m.companyID), width: 4)
             }
@@ -127,7 +143,7 @@ public struct ScanFormatter: Sendable {
         }
         if let ap = a.appearance, ap.rawValue != 0 {
             separator(&out)
-            if let n = AssignedNumbers.appearanceName(ap.rawValue) { out.utf8(n) } else {
+            if let n = Self.appearanceLookup(ap.rawValue) { out.append(UnsafeRawBufferPointer(n.utf8)) } else {
                 out.raw("appearance 0x")
                 out.hexUpper(UInt64(ap.rawValue), width: 4)
             }
@@ -171,7 +187,7 @@ public struct ScanFormatter: Sendable {
         w.end()
         w.beginList("service_names", count: services)
         a.forEachServiceUUID { u in
-            if let n = AssignedNumbers.serviceName(u) ?? AssignedNumbers.uuidName(u) { w.text("", n) } else { w.uuid("", u) }
+            if let n = Self.serviceLookup(u) { w.text("", n) } else { w.uuid("", u) }
         }
         w.end()
         if a.hasServiceData {
@@ -182,14 +198,16 @@ public struct ScanFormatter: Sendable {
         if let m = a.manufacturerData {
             w.beginObject("manufacturer")
             w.uint("company_id", UInt64(m.companyID))
-            if let n = m.companyName { w.text("company", n) }
+            if let n = Self.companyLookup(m.companyID) { w.text("company", n) } else if m.companyID == 0xFFFF {
+                w.text("company", literal: "test / no company")
+            }
             w.bytes("data", m.payload)
             w.end()
         }
         if let ap = a.appearance {
             w.beginObject("appearance")
             w.uint("value", UInt64(ap.rawValue))
-            if let n = AssignedNumbers.appearanceName(ap.rawValue) { w.text("name", n) } else { w.text("name", literal: "unknown") }
+            if let n = Self.appearanceLookup(ap.rawValue) { w.text("name", n) } else { w.text("name", literal: "unknown") }
             w.end()
         }
         if let flags = a.flags { w.uint("flags", UInt64(flags.rawValue)) }

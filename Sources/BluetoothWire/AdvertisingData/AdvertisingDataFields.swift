@@ -6,10 +6,17 @@ extension AdvertisingData: FieldDescribable {
 
     public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
 
+    /// ``describe(into:)`` specialized for the text and JSON writer (generic code called
+    /// from another module runs unspecialized).
+    public func describe(into w: inout FieldWriter) { describeAny(into: &w) }
+
+    /// `ad_structures`: see ``describeAny(into:)``.
+    public func describe<S: FieldSink>(into s: inout S) { describeAny(into: &s) }
+
     /// `ad_structures`: one object per structure with its type name and decoded value.
     /// A layout error ends the list and is reported as `error`; a malformed value is shown
     /// with its error and raw bytes, and the following structures are still listed.
-    public func describe<S: FieldSink>(into s: inout S) {
+    func describeAny<S: FieldSink>(into s: inout S) {
         var count = 0
         var it = makeIterator()
         var failure: WireError?
@@ -39,8 +46,13 @@ extension ADStructure {
     /// `length`, `type` (named) and `value` (decoded, or `error` + `data` when malformed).
     public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
 
+    /// ``describe(into:)`` specialized for the text and JSON writer.
+    public func describe(into w: inout FieldWriter) { describeAny(into: &w) }
+
     /// Writes `length`, `type` and `value` (or `error` and `data`).
-    public func describe<S: FieldSink>(into s: inout S) {
+    public func describe<S: FieldSink>(into s: inout S) { describeAny(into: &s) }
+
+    func describeAny<S: FieldSink>(into s: inout S) {
         s.uint("length", UInt64(data.count + 1))
         if let name = type.name { s.named("type", UInt64(type.rawValue), name) } else {
             s.named("type", UInt64(type.rawValue), literal: "unknown")
@@ -113,7 +125,11 @@ extension ADValue {
             s.text(name, u.string)
         case .manufacturerData(let m):
             s.beginObject(name)
-            if let company = m.companyName { s.named("company_id", UInt64(m.companyID), company) } else {
+            if let company = AssignedNumbers.lookup(m.companyID, in: .companies) {
+                s.named("company_id", UInt64(m.companyID), company)
+            } else if m.companyID == 0xFFFF {
+                s.named("company_id", 0xFFFF, literal: "test / no company")
+            } else {
                 s.named("company_id", UInt64(m.companyID), literal: "unknown")
             }
             s.bytes("data", m.payload)

@@ -27,6 +27,21 @@ public enum AssignedNumbers {
         case companies
         /// Appearance values: category << 6 (the category name) and category << 6 | subcategory.
         case appearances
+
+        /// The position in `allCases`.
+        var ordinal: Int {
+            switch self {
+            case .services: 0
+            case .characteristics: 1
+            case .descriptors: 2
+            case .declarations: 3
+            case .memberServices: 4
+            case .sdoServices: 5
+            case .units: 6
+            case .companies: 7
+            case .appearances: 8
+            }
+        }
     }
 
     /// A name in a generated table: UTF-8 bytes in static storage, valid for the life of the
@@ -72,15 +87,25 @@ public enum AssignedNumbers {
         let idx = UnsafeBufferPointer(start: index.utf8Start, count: index.utf8CodeUnitCount)
         let nameBytes = UnsafeBufferPointer(start: names.utf8Start, count: names.utf8CodeUnitCount)
         let n = idx.count / recordWidth
-        var lo = 0, hi = n
-        let target = Int(key)
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2
-            let k = hex(idx, mid * recordWidth, keyWidth)
-            if k == target { return name(idx, nameBytes, mid, n) }
-            if k < target { lo = mid + 1 } else { hi = mid }
+        // A binary search over the keys parsed once (every scan line looks names up).
+        return sortedKeys[table.ordinal].withUnsafeBufferPointer { keys -> Name? in
+            var lo = 0, hi = min(n, keys.count)
+            while lo < hi {
+                let mid = lo &+ (hi &- lo) / 2
+                let k = keys[mid]
+                if k == key { return name(idx, nameBytes, mid, n) }
+                if k < key { lo = mid &+ 1 } else { hi = mid }
+            }
+            return nil
         }
-        return nil
+    }
+
+    /// Each table's keys, in table order, parsed from the index on first use.
+    static let sortedKeys: [[UInt16]] = Table.allCases.map { table in
+        let (index, _) = table.storage
+        guard index.hasPointerRepresentation else { return [] }
+        let idx = UnsafeBufferPointer(start: index.utf8Start, count: index.utf8CodeUnitCount)
+        return (0 ..< idx.count / recordWidth).map { UInt16(truncatingIfNeeded: hex(idx, $0 * recordWidth, keyWidth)) }
     }
 
     // MARK: UUIDs

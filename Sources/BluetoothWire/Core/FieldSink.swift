@@ -58,6 +58,8 @@ public protocol FieldSink {
     mutating func named(_ name: FieldName, _ value: UInt64, _ label: String)
     /// A number with a literal symbolic name.
     mutating func named(_ name: FieldName, _ value: UInt64, literal label: StaticString)
+    /// A number with a symbolic name given as UTF-8 (an assigned-numbers ``AssignedNumbers/Name``).
+    mutating func named(_ name: FieldName, _ value: UInt64, utf8 label: UnsafeRawBufferPointer)
     /// Starts a nested object; its fields follow until ``end()``.
     mutating func beginObject(_ name: FieldName)
     /// Starts a list of `count` items; they follow until ``end()``.
@@ -67,6 +69,16 @@ public protocol FieldSink {
 }
 
 extension FieldSink {
+    /// A string from the assigned numbers (no allocation).
+    @inlinable public mutating func text(_ name: FieldName, _ value: AssignedNumbers.Name) {
+        text(name, utf8: UnsafeRawBufferPointer(value.utf8))
+    }
+
+    /// A number with its name from the assigned numbers (no allocation).
+    @inlinable public mutating func named(_ name: FieldName, _ value: UInt64, _ label: AssignedNumbers.Name) {
+        named(name, value, utf8: UnsafeRawBufferPointer(label.utf8))
+    }
+
     /// Raw bytes from an array.
     @inlinable public mutating func bytes(_ name: FieldName, _ value: [UInt8]) {
         value.withUnsafeBytes { bytes(name, $0) }
@@ -163,6 +175,9 @@ public struct FieldTree: FieldSink {
     public mutating func named(_ name: FieldName, _ value: UInt64, _ label: String) { add(name, .named(value, label)) }
     public mutating func named(_ name: FieldName, _ value: UInt64, literal label: StaticString) {
         add(name, .named(value, label.description))
+    }
+    public mutating func named(_ name: FieldName, _ value: UInt64, utf8 label: UnsafeRawBufferPointer) {
+        add(name, .named(value, String(decoding: label, as: UTF8.self)))
     }
     public mutating func beginObject(_ name: FieldName) { stack.append(.object(name, [])) }
     public mutating func beginList(_ name: FieldName, count: Int) { stack.append(.list(name, [])) }

@@ -1,5 +1,3 @@
-import BluetoothWire
-
 /// Writes described fields straight into an ``OutputBuffer``, as indented text or as
 /// JSON: the renderer of every command (`decode`, `replay`, `scan`, `gatt`, `monitor`).
 ///
@@ -74,8 +72,10 @@ public struct FieldWriter: FieldSink {
         case .json:
             if f.count > 0 { out.byte(UInt8(ascii: ",")) }
             if f.kind == .object || f.kind == .inlineObject {
-                name.withUTF8 { out.jsonString($0) }
-                out.byte(UInt8(ascii: ":"))
+                // Names are this library's snake_case identifiers: nothing to escape.
+                out.byte(UInt8(ascii: "\""))
+                name.withUTF8 { out.append($0) }
+                out.raw("\":")
             }
         case .text:
             switch f.kind {
@@ -193,6 +193,10 @@ public struct FieldWriter: FieldSink {
 
     public mutating func named(_ name: FieldName, _ value: UInt64, literal label: StaticString) {
         label.withUTF8Buffer { writeNamed(name, value, UnsafeRawBufferPointer($0)) }
+    }
+
+    public mutating func named(_ name: FieldName, _ value: UInt64, utf8 label: UnsafeRawBufferPointer) {
+        writeNamed(name, value, label)
     }
 
     private mutating func writeNamed(_ name: FieldName, _ value: UInt64, _ label: UnsafeRawBufferPointer) {

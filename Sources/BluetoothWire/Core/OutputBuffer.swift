@@ -1,5 +1,3 @@
-import BluetoothWire
-
 /// Bytes of output being built: lines appended in place, handed to `write(2)` in large
 /// pieces by whoever owns the file descriptor. Kept and reused, so a line costs no
 /// allocation once the buffer has grown to its working size.
@@ -173,6 +171,12 @@ public struct OutputBuffer: Sendable {
         return true
     }
 
+    /// Bytes that may need an escape in a JSON string: C0 controls, `"`, `\\`, DEL, and
+    /// 0xC2 (the lead byte of the C1 controls U+0080...U+009F).
+    @usableFromInline static let jsonAttention: [Bool] = (0 ... 255).map { c in
+        c < 0x20 || c == 0x22 || c == 0x5C || c == 0x7F || c == 0xC2
+    }
+
     /// A JSON string literal: quotes, backslashes and control characters (C0, DEL and C1)
     /// escaped, so JSON read on a terminal carries no control sequence from a peer.
     /// Runs that need no escape are copied at once.
@@ -181,29 +185,36 @@ public struct OutputBuffer: Sendable {
         var run = 0
         var i = 0
         let n = utf8.count
-        while i < n {
-            let c = utf8[i]
-            if c >= 0x20 && c != 0x7F && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") {
-                guard c == 0xC2, i + 1 < n, (0x80 ... 0x9F).contains(utf8[i + 1]) else { i &+= 1; continue }
+        Self.jsonAttention.withUnsafeBufferPointer { attention in
+            while i < n {
+                let c = utf8[i]
+                if !attention[Int(c)] { i &+= 1; continue }
+                if c == 0xC2 {
+                    guard i &+ 1 < n, (0x80 ... 0x9F).contains(utf8[i &+ 1]) else { i &+= 1; continue }
+                    if run < i { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run ..< i])) }
+                    escapeControl(utf8[i &+ 1])
+                    i &+= 2
+                    run = i
+                    continue
+                }
                 if run < i { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run ..< i])) }
-                escapeControl(utf8[i + 1])
-                i &+= 2
+                switch c {
+                case UInt8(ascii: "\""): raw("\\\"")
+                case UInt8(ascii: "\\"): raw("\\\\")
+                case UInt8(ascii: "\n"): raw("\\n")
+                case UInt8(ascii: "\r"): raw("\\r")
+                case UInt8(ascii: "\t"): raw("\\t")
+                default: escapeControl(c)
+                }
+                i &+= 1
                 run = i
-                continue
             }
-            if run < i { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run ..< i])) }
-            switch c {
-            case UInt8(ascii: "\""): raw("\\\"")
-            case UInt8(ascii: "\\"): raw("\\\\")
-            case UInt8(ascii: "\n"): raw("\\n")
-            case UInt8(ascii: "\r"): raw("\\r")
-            case UInt8(ascii: "\t"): raw("\\t")
-            default: escapeControl(c)
-            }
-            i &+= 1
-            run = i
         }
-        if run < n { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run...])) }
+        if run == 0 {
+            bytes.append(contentsOf: utf8)
+        } else if run < n {
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run...]))
+        }
         bytes.append(UInt8(ascii: "\""))
     }
 

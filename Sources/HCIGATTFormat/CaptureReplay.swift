@@ -1,0 +1,157 @@
+import BluetoothHost
+import BluetoothWire
+
+/// Replays the records of a btsnoop capture into lines of output, sans I/O: the caller
+/// reads the file and writes ``writer``'s buffer out when it is full enough. Shared by
+/// `hcigatt replay` and the benchmarks, so both measure the same thing.
+///
+/// Scan mode (the default) runs the advertising reports through the same ``Scanner`` as a
+/// live scan; one device table serves the whole capture, however often scanning was
+/// switched on and off, and a device is new once per capture. Packet mode
+/// (``packets``) describes every packet, down to ATT, SMP and L2CAP signaling.
+public struct CaptureReplay {
+    /// Where the lines go.
+    public var writer: FieldWriter
+    /// Packets read.
+    public private(set) var packets = 0
+    /// HCI events received.
+    public private(set) var events = 0
+    /// Advertising reports fed to the scanner.
+    public private(set) var reports = 0
+    /// Packets that did not parse (or parsed only in part).
+    public private(set) var malformed = 0
+
+    private let packetMode: Bool
+    private var configuration: ScanConfiguration
+    private let forcePassive: Bool
+    private var scanner: Scanner?
+    private var printer: ScanFormatter
+    private var scanEvents: [ScanEvent] = []
+    // Every device shown, so one is "new" once per capture even when the scanner's bounded
+    // table forgot it.
+    private var shown = Set<LEAddress>()
+    private var firstTimestamp: Int64?
+
+    /// A replay printing JSON Lines or text; `packets` for every packet instead of the
+    /// scan results; `forcePassive` ignores the recorded scan type (`--passive`).
+    public init(configuration: ScanConfiguration, json: Bool, packets: Bool, forcePassive: Bool = false,
+                bufferCapacity: Int = 1 << 16) {
+        var c = configuration
+        // Nothing is forgotten for being unheard a while: a phone's capture has long gaps.
+        c.deviceTimeout = .seconds(100 * 365 * 86_400)
+        self.configuration = c
+        self.packetMode = packets
+        self.forcePassive = forcePassive
+        self.printer = ScanFormatter(json: json, origin: 0)
+        self.writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: bufferCapacity))
+        scanEvents.reserveCapacity(16)
+    }
+
+    /// Distinct devices shown.
+    public var devices: Int { printer.devicesShown }
+    /// Lines written for devices (new and updated).
+    public var lines: Int { printer.linesFormatted }
+
+    /// One record of the capture.
+    public mutating func record(_ record: BTSnoopRecord) {
+        packets &+= 1
+        let first = firstTimestamp ?? record.timestamp
+        firstTimestamp = first
+        let now = UInt64(max(0, record.timestamp &- first)) &* 1000
+        if packetMode {
+            packet(record, now: now)
+            return
+        }
+        guard let type = record.data.first.map(H4PacketType.init(rawValue:)) else { malformed &+= 1; return }
+        let packet = UnsafeRawBufferPointer(rebasing: record.data.dropFirst())
+        if !record.flags.isReceived {
+            // The recorded scan parameters say whether the scan was active.
+            if type == .command, !forcePassive, let active = Self.scanIsActive(packet) { configuration.active = active }
+            return
+        }
+        guard type == .event else { return }
+        events &+= 1
+        let event: HCIEvent
+        do throws(WireError) { event = try HCIEvent(parsing: packet) } catch { malformed &+= 1; return }
+        guard case .leMeta(let meta) = event else { return }
+        switch meta {
+        case .advertisingReport, .extendedAdvertisingReport: break
+        default: return
+        }
+        if scanner == nil { scanner = Scanner(configuration: configuration, extended: false) }
+        // Optional chaining mutates in place: no copy of the device table.
+        if let d = scanner?.nextDeadline, d <= now {
+            scanEvents += scanner?.timerFired(now: now) ?? []
+            emit()
+        }
+        let before = scanner?.statistics.reports ?? 0
+        scanner?.handle(meta, now: now, into: &scanEvents)
+        emit()
+        reports &+= (scanner?.statistics.reports ?? 0) &- before
+    }
+
+    /// The end of the capture: devices still held for a scan response are shown.
+    public mutating func finish() {
+        scanEvents += scanner?.flush() ?? []
+        emit()
+    }
+
+    private mutating func emit() {
+        for e in scanEvents {
+            let d = e.device
+            printer.write(d, isNew: shown.insert(d.address).inserted, into: &writer)
+        }
+        scanEvents.removeAll(keepingCapacity: true)
+    }
+
+    /// For LE Set (Extended) Scan Parameters: whether scanning is active.
+    static func scanIsActive(_ packet: UnsafeRawBufferPointer) -> Bool? {
+        do throws(WireError) {
+            switch try HCICommand(parsing: packet) {
+            case .leSetScanParameters(let c): return c.scanType == .active
+            case .leSetExtendedScanParameters(let c): return (c.le1M ?? c.leCoded)?.scanType == .active
+            default: return nil
+            }
+        } catch {
+            return nil
+        }
+    }
+
+    /// One packet: time, direction and its layers (a text block or one JSON line).
+    private mutating func packet(_ record: BTSnoopRecord, now: UInt64) {
+        let received = record.flags.isReceived
+        do throws(WireError) {
+            let d = try Dissector.h4(record.data)
+            if d.error != nil { malformed &+= 1 }
+            if writer.format == .json {
+                writer.beginRecord(type: "h4", title: d.title)
+                writer.double("time", Double(now) / 1e9)
+                if received { writer.text("direction", literal: "received") } else { writer.text("direction", literal: "sent") }
+            } else {
+                Self.seconds(now, into: &writer.out)
+                if received { writer.out.raw(" < ") } else { writer.out.raw(" > ") }
+                writer.out.utf8(d.title)
+                writer.beginRecord()
+            }
+            writer.fields(d.fields)
+            writer.endRecord()
+        } catch {
+            // A packet that does not parse is one text line in either format.
+            malformed &+= 1
+            Self.seconds(now, into: &writer.out)
+            writer.out.raw(received ? " < malformed packet: " : " > malformed packet: ")
+            writer.out.utf8(error.description)
+            writer.out.raw(" [")
+            writer.out.hexLower(record.data, separator: UInt8(ascii: " "))
+            writer.out.raw("]\n")
+        }
+    }
+
+    /// Seconds with one decimal ("12.3"), rounded.
+    static func seconds(_ nanoseconds: UInt64, into out: inout OutputBuffer) {
+        let tenths = (nanoseconds &+ 50_000_000) / 100_000_000
+        out.decimal(tenths / 10)
+        out.byte(UInt8(ascii: "."))
+        out.decimal(tenths % 10)
+    }
+}
