@@ -9,7 +9,7 @@ import BluetoothWire
 /// live scan; one device table serves the whole capture, however often scanning was
 /// switched on and off, and a device is new once per capture. Packet mode
 /// (``packets``) describes every packet, down to ATT, SMP and L2CAP signaling.
-public struct CaptureReplay {
+public struct CaptureReplay: ~Copyable {
     /// Where the lines go.
     public var writer: FieldWriter
     /// Packets read.

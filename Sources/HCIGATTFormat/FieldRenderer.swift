@@ -22,7 +22,7 @@ public enum FieldRenderer {
         w.beginList("", count: 1)
         w.out.removeAll()
         w.value("", v)
-        return String(decoding: w.out.bytes, as: UTF8.self)
+        return w.out.string
     }
 
     /// The fields as one JSON object with `type` and `name` (the title) first.
@@ -48,13 +48,13 @@ public enum FieldRenderer {
         w.beginList("", count: 1)
         w.out.removeAll()
         w.value("", v)
-        return String(decoding: w.out.bytes, as: UTF8.self)
+        return w.out.string
     }
 
     /// The record's text without its final newline.
     private static func finish(_ w: inout FieldWriter) -> String {
         w.endRecord()
-        w.out.bytes.removeLast()
-        return String(decoding: w.out.bytes, as: UTF8.self)
+        w.out.removeLast()
+        return w.out.string
     }
 }

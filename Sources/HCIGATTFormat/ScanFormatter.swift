@@ -27,8 +27,8 @@ public struct ScanFormatter: Sendable {
     public mutating func format(_ event: ScanEvent) -> String {
         var w = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: 1024))
         write(event, into: &w)
-        w.out.bytes.removeLast()
-        return String(decoding: w.out.bytes, as: UTF8.self)
+        w.out.removeLast()
+        return w.out.string
     }
 
     /// Appends the line for `event`, newline included, to the writer's buffer.

@@ -33,7 +33,7 @@ enum Console {
     static func write(_ lines: inout OutputBuffer) {
         pending.withLock { buffer in
             if buffer.count > 0 {
-                buffer.bytes.append(contentsOf: lines.bytes)
+                buffer.append(lines)
                 lines.removeAll()
                 if lineBuffered || buffer.count >= blockSize { drain(&buffer) }
             } else if lineBuffered || lines.count >= blockSize {
@@ -66,7 +66,7 @@ enum Console {
 
     private static func drain(_ buffer: inout OutputBuffer) {
         guard buffer.count > 0 else { return }
-        let ok = buffer.bytes.withUnsafeBytes { writeAll(1, $0) }
+        let ok = buffer.withBytes { writeAll(1, $0) }
         buffer.removeAll()
         // Only a reader gone away (EPIPE) means stop; output after that is dropped.
         if !ok, errno == EPIPE, !closed.exchange(true, ordering: .relaxed) { StopSwitch.stopCurrent() }

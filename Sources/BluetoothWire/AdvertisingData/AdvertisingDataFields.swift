@@ -11,12 +11,12 @@ extension AdvertisingData: FieldDescribable {
     public func describe(into w: inout FieldWriter) { describeAny(into: &w) }
 
     /// `ad_structures`: see ``describeAny(into:)``.
-    public func describe<S: FieldSink>(into s: inout S) { describeAny(into: &s) }
+    public func describe<S: FieldSink & ~Copyable>(into s: inout S) { describeAny(into: &s) }
 
     /// `ad_structures`: one object per structure with its type name and decoded value.
     /// A layout error ends the list and is reported as `error`; a malformed value is shown
     /// with its error and raw bytes, and the following structures are still listed.
-    func describeAny<S: FieldSink>(into s: inout S) {
+    func describeAny<S: FieldSink & ~Copyable>(into s: inout S) {
         var count = 0
         var it = makeIterator()
         var failure: WireError?
@@ -50,9 +50,9 @@ extension ADStructure {
     public func describe(into w: inout FieldWriter) { describeAny(into: &w) }
 
     /// Writes `length`, `type` and `value` (or `error` and `data`).
-    public func describe<S: FieldSink>(into s: inout S) { describeAny(into: &s) }
+    public func describe<S: FieldSink & ~Copyable>(into s: inout S) { describeAny(into: &s) }
 
-    func describeAny<S: FieldSink>(into s: inout S) {
+    func describeAny<S: FieldSink & ~Copyable>(into s: inout S) {
         s.uint("length", UInt64(data.count + 1))
         if let name = type.name { s.named("type", UInt64(type.rawValue), name) } else {
             s.named("type", UInt64(type.rawValue), literal: "unknown")
@@ -76,7 +76,7 @@ extension ADValue {
     public var fieldValue: FieldValue { FieldTree.value { describe("value", into: &$0) } }
 
     /// Writes the value as the field `name`.
-    public func describe<S: FieldSink>(_ name: FieldName, into s: inout S) {
+    public func describe<S: FieldSink & ~Copyable>(_ name: FieldName, into s: inout S) {
         switch self {
         case .flags(let f):
             s.named(name, UInt64(f.rawValue), ADFlags.descriptions[Int(f.rawValue)])
@@ -146,7 +146,7 @@ extension IBeacon {
     public var fieldValue: FieldValue { FieldTree.value { describe("ibeacon", into: &$0) } }
 
     /// Writes the frame as the object `name`.
-    public func describe<S: FieldSink>(_ name: FieldName, into s: inout S) {
+    public func describe<S: FieldSink & ~Copyable>(_ name: FieldName, into s: inout S) {
         s.beginObject(name)
         s.text("proximity_uuid", proximityUUID.uuidString)
         s.uint("major", UInt64(major))
@@ -161,7 +161,7 @@ extension EddystoneFrame {
     public var fieldValue: FieldValue { FieldTree.value { describe("eddystone", into: &$0) } }
 
     /// Writes the frame as the object `name`.
-    public func describe<S: FieldSink>(_ name: FieldName, into s: inout S) {
+    public func describe<S: FieldSink & ~Copyable>(_ name: FieldName, into s: inout S) {
         s.beginObject(name)
         switch self {
         case .uid(let u):

@@ -1,29 +1,24 @@
-/// The name of a field: a literal (no allocation) or, for the field trees, a String.
-public enum FieldName: Sendable, ExpressibleByStringLiteral {
-    case literal(StaticString)
-    case string(String)
+/// The name of a field: UTF-8 bytes that outlive the call taking it (a literal, whose
+/// bytes are static, or a tree's String while ``FieldSink/field(_:)`` writes it). Trivial
+/// to pass: no reference counting on the hot path.
+public struct FieldName: ExpressibleByStringLiteral {
+    /// The bytes.
+    public let utf8: UnsafeRawBufferPointer
 
     /// A literal name.
-    @inlinable public init(stringLiteral value: StaticString) { self = .literal(value) }
+    @inlinable public init(stringLiteral value: StaticString) {
+        utf8 = value.hasPointerRepresentation ? UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount)
+            : UnsafeRawBufferPointer(start: nil, count: 0)
+    }
+
+    /// A name whose bytes stay valid while it is used.
+    @inlinable public init(unsafeUTF8 utf8: UnsafeRawBufferPointer) { self.utf8 = utf8 }
 
     /// The name's UTF-8 bytes.
-    @inlinable public func withUTF8<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
-        switch self {
-        case .literal(let s):
-            return s.withUTF8Buffer { body(UnsafeRawBufferPointer($0)) }
-        case .string(let s):
-            var s = s
-            return s.withUTF8 { body(UnsafeRawBufferPointer($0)) }
-        }
-    }
+    @inlinable public func withUTF8<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { body(utf8) }
 
     /// The name as a String (for the field trees).
-    public var string: String {
-        switch self {
-        case .literal(let s): s.description
-        case .string(let s): s
-        }
-    }
+    public var string: String { String(decoding: utf8, as: UTF8.self) }
 }
 
 /// Where a decoded value describes itself, field by field: the text and JSON writers
@@ -32,7 +27,7 @@ public enum FieldName: Sendable, ExpressibleByStringLiteral {
 /// so `decode`, `replay`, `scan` and the tests cannot disagree.
 ///
 /// Inside a list the names are ignored: items have none. Every `begin` has its `end`.
-public protocol FieldSink {
+public protocol FieldSink: ~Copyable {
     /// An unsigned number.
     mutating func uint(_ name: FieldName, _ value: UInt64)
     /// A signed number.
@@ -68,7 +63,7 @@ public protocol FieldSink {
     mutating func end()
 }
 
-extension FieldSink {
+extension FieldSink where Self: ~Copyable {
     /// A string from the assigned numbers (no allocation).
     @inlinable public mutating func text(_ name: FieldName, _ value: AssignedNumbers.Name) {
         text(name, utf8: UnsafeRawBufferPointer(value.utf8))
@@ -88,7 +83,10 @@ extension FieldSink {
     @inlinable public mutating func hex16(_ name: FieldName, _ value: UInt16) { uint(name, UInt64(value)) }
 
     /// A field of a tree (what ``FieldDescribable/fields`` gives), written to this sink.
-    public mutating func field(_ f: Field) { value(.string(f.name), f.value) }
+    public mutating func field(_ f: Field) {
+        var name = f.name
+        name.withUTF8 { value(FieldName(unsafeUTF8: UnsafeRawBufferPointer($0)), f.value) }
+    }
 
     /// Fields of a tree, in order.
     public mutating func fields(_ list: [Field]) {

@@ -4,7 +4,7 @@
 /// Text: a title line, then one field per line indented two spaces per level; a list
 /// shows its count and its items as `[n]`; a list inside a list is written inline
 /// (`[a, b]`, `{name: value}`). JSON: one object per record on one line.
-public struct FieldWriter: FieldSink {
+public struct FieldWriter: FieldSink, ~Copyable {
     /// Output format.
     public enum Format: Sendable { case text, json }
 
@@ -21,13 +21,20 @@ public struct FieldWriter: FieldSink {
         /// Items or fields written in this frame.
         var count: Int
     }
-    private var frames: [Frame] = []
+    /// The innermost object or list (`nil` outside a record); its parents below it.
+    private var top: Frame?
+    private var parents: [Frame] = []
 
     /// A writer appending to `out`.
-    public init(format: Format, out: OutputBuffer = OutputBuffer()) {
+    public init(format: Format, out: consuming OutputBuffer = OutputBuffer()) {
         self.format = format
         self.out = out
-        frames.reserveCapacity(16)
+        parents.reserveCapacity(16)
+    }
+
+    private mutating func push(_ f: Frame) {
+        if let t = top { parents.append(t) }
+        top = f
     }
 
     // MARK: records
@@ -37,13 +44,13 @@ public struct FieldWriter: FieldSink {
         switch format {
         case .text:
             out.utf8(title)
-            frames.append(Frame(kind: .object, indent: 1, count: 0))
+            push(Frame(kind: .object, indent: 1, count: 0))
         case .json:
             out.raw("{\"type\":")
             out.jsonString(type)
             out.raw(",\"name\":")
             out.jsonString(title)
-            frames.append(Frame(kind: .object, indent: 1, count: 1))
+            push(Frame(kind: .object, indent: 1, count: 1))
         }
     }
 
@@ -51,12 +58,13 @@ public struct FieldWriter: FieldSink {
     /// or a JSON object with no leading keys.
     public mutating func beginRecord() {
         if format == .json { out.byte(UInt8(ascii: "{")) }
-        frames.append(Frame(kind: .object, indent: 1, count: 0))
+        push(Frame(kind: .object, indent: 1, count: 0))
     }
 
     /// Ends the record and its line.
     public mutating func endRecord() {
-        frames.removeAll(keepingCapacity: true)
+        top = nil
+        parents.removeAll(keepingCapacity: true)
         if format == .json { out.byte(UInt8(ascii: "}")) }
         out.byte(UInt8(ascii: "\n"))
     }
@@ -65,9 +73,8 @@ public struct FieldWriter: FieldSink {
 
     /// Writes what comes before a value: separator, indentation and name.
     private mutating func prefix(_ name: FieldName) {
-        guard let i = frames.indices.last else { return }
-        let f = frames[i]
-        frames[i].count = f.count &+ 1
+        guard let f = top else { return }
+        top?.count = f.count &+ 1
         switch format {
         case .json:
             if f.count > 0 { out.byte(UInt8(ascii: ",")) }
@@ -217,67 +224,66 @@ public struct FieldWriter: FieldSink {
     }
 
     public mutating func beginObject(_ name: FieldName) {
-        guard let i = frames.indices.last else { return }
-        let parent = frames[i]
+        guard let parent = top else { return }
         switch format {
         case .json:
             prefix(name)
             out.byte(UInt8(ascii: "{"))
-            frames.append(Frame(kind: .object, indent: 0, count: 0))
+            push(Frame(kind: .object, indent: 0, count: 0))
         case .text:
             switch parent.kind {
             case .object:
-                frames[i].count &+= 1
+                top?.count &+= 1
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * parent.indent)
                 name.withUTF8 { out.append($0) }
                 out.byte(UInt8(ascii: ":"))
-                frames.append(Frame(kind: .object, indent: parent.indent + 1, count: 0))
+                push(Frame(kind: .object, indent: parent.indent + 1, count: 0))
             case .list:
-                frames[i].count &+= 1
+                top?.count &+= 1
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * parent.indent + 2)
                 out.byte(UInt8(ascii: "["))
                 out.decimal(UInt64(parent.count))
                 out.byte(UInt8(ascii: "]"))
-                frames.append(Frame(kind: .object, indent: parent.indent + 2, count: 0))
+                push(Frame(kind: .object, indent: parent.indent + 2, count: 0))
             case .inlineObject, .inlineList:
                 prefix(name)
                 out.byte(UInt8(ascii: "{"))
-                frames.append(Frame(kind: .inlineObject, indent: 0, count: 0))
+                push(Frame(kind: .inlineObject, indent: 0, count: 0))
             }
         }
     }
 
     public mutating func beginList(_ name: FieldName, count: Int) {
-        guard let i = frames.indices.last else { return }
-        let parent = frames[i]
+        guard let parent = top else { return }
         switch format {
         case .json:
             prefix(name)
             out.byte(UInt8(ascii: "["))
-            frames.append(Frame(kind: .list, indent: 0, count: 0))
+            push(Frame(kind: .list, indent: 0, count: 0))
         case .text:
             switch parent.kind {
             case .object:
-                frames[i].count &+= 1
+                top?.count &+= 1
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * parent.indent)
                 name.withUTF8 { out.append($0) }
                 out.raw(": [")
                 out.decimal(UInt64(count))
                 out.byte(UInt8(ascii: "]"))
-                frames.append(Frame(kind: .list, indent: parent.indent, count: 0))
+                push(Frame(kind: .list, indent: parent.indent, count: 0))
             case .list, .inlineObject, .inlineList:
                 prefix(name)
                 out.byte(UInt8(ascii: "["))
-                frames.append(Frame(kind: .inlineList, indent: 0, count: 0))
+                push(Frame(kind: .inlineList, indent: 0, count: 0))
             }
         }
     }
 
     public mutating func end() {
-        guard let f = frames.popLast() else { return }
+        guard let f = top else { return }
+        top = parents.popLast()
         switch format {
         case .json:
             out.byte(f.kind == .list ? UInt8(ascii: "]") : UInt8(ascii: "}"))

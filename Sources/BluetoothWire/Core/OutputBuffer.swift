@@ -1,62 +1,117 @@
 /// Bytes of output being built: lines appended in place, handed to `write(2)` in large
 /// pieces by whoever owns the file descriptor. Kept and reused, so a line costs no
 /// allocation once the buffer has grown to its working size.
-public struct OutputBuffer: Sendable {
-    /// What has been written and not yet taken.
-    public var bytes: [UInt8] = []
-
-    /// An empty buffer with room for `capacity` bytes.
-    public init(capacity: Int = 1 << 16) { bytes.reserveCapacity(capacity) }
-
+///
+/// Not copyable: one owner appends, with no reference counting or uniqueness check per
+/// append (a scan line is a hundred small appends). Sendable: it has one owner at a time.
+public struct OutputBuffer: ~Copyable, @unchecked Sendable {
+    @usableFromInline var base: UnsafeMutableRawPointer
+    @usableFromInline var capacity: Int
+    @usableFromInline var length = 0
     /// Bytes written and not taken yet.
-    @inlinable public var count: Int { bytes.count }
+    @inlinable public var count: Int { length }
+
+    /// An empty buffer with room for `capacity` bytes (it grows as needed).
+    public init(capacity: Int = 1 << 16) {
+        self.capacity = max(capacity, 64)
+        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
+    }
+
+    deinit { base.deallocate() }
 
     /// Forgets the content, keeping the storage.
-    @inlinable public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+    @inlinable public mutating func removeAll() { length = 0 }
+
+    /// Drops the last `n` bytes (a final newline, say).
+    public mutating func removeLast(_ n: Int = 1) { length = max(0, length - n) }
+
+    /// The bytes written, valid inside `body`.
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// The content as a String (invalid UTF-8 repaired).
+    public var string: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+
+    /// Makes room for `n` more bytes.
+    @inlinable @inline(__always)
+    mutating func reserve(_ n: Int) {
+        if count &+ n > capacity { grow(n) }
+    }
+
+    @usableFromInline mutating func grow(_ n: Int) {
+        let newCapacity = max(capacity * 2, count + n)
+        let bigger = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
+        bigger.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = bigger
+        capacity = newCapacity
+    }
 
     /// One byte.
-    @inlinable public mutating func byte(_ b: UInt8) { bytes.append(b) }
+    @inlinable public mutating func byte(_ b: UInt8) {
+        reserve(1)
+        base.storeBytes(of: b, toByteOffset: count, as: UInt8.self)
+        length &+= 1
+    }
 
     /// Literal text.
     @inlinable public mutating func raw(_ s: StaticString) {
-        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        if s.hasPointerRepresentation {
+            append(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+        } else {
+            s.withUTF8Buffer { append(UnsafeRawBufferPointer($0)) }
+        }
     }
 
     /// A String's UTF-8 as is.
     @inlinable public mutating func utf8(_ s: String) {
         var s = s
-        s.withUTF8 { bytes.append(contentsOf: $0) }
+        s.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
     /// Bytes as is.
-    @inlinable public mutating func append(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
+    @inlinable public mutating func append(_ b: UnsafeRawBufferPointer) {
+        let n = b.count
+        guard n > 0, let source = b.baseAddress else { return }
+        reserve(n)
+        (base + count).copyMemory(from: source, byteCount: n)
+        length &+= n
+    }
+
+    /// Another buffer's bytes.
+    public mutating func append(_ other: borrowing OutputBuffer) {
+        append(UnsafeRawBufferPointer(start: other.base, count: other.count))
+    }
 
     /// `n` copies of `b` (padding).
     @inlinable public mutating func repeated(_ b: UInt8, _ n: Int) {
-        if n > 0 { bytes.append(contentsOf: repeatElement(b, count: n)) }
+        guard n > 0 else { return }
+        reserve(n)
+        (base + count).initializeMemory(as: UInt8.self, repeating: b, count: n)
+        length &+= n
     }
 
     /// A decimal number.
     public mutating func decimal(_ v: UInt64) {
-        if v < 10 { bytes.append(0x30 &+ UInt8(v)); return }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)   // 24 bytes: room for 20 digits
-        let n = withUnsafeMutableBytes(of: &digits) { buf -> Int in
-            var i = 24
-            var x = v
-            while x > 0 {
-                i -= 1
-                buf[i] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10)
-                x /= 10
-            }
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[i...]))
-            return 24 - i
+        if v < 10 { byte(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
+        var digits = 1
+        var x = v
+        while x >= 10 { x /= 10; digits &+= 1 }
+        reserve(digits)
+        var at = count &+ digits
+        x = v
+        while at > count {
+            at &-= 1
+            base.storeBytes(of: 0x30 &+ UInt8(truncatingIfNeeded: x % 10), toByteOffset: at, as: UInt8.self)
+            x /= 10
         }
-        _ = n
+        length &+= digits
     }
 
     /// A signed decimal number.
     public mutating func decimal(_ v: Int64) {
-        if v < 0 { bytes.append(UInt8(ascii: "-")) }
+        if v < 0 { byte(UInt8(ascii: "-")) }
         decimal(v.magnitude)
     }
 
@@ -74,32 +129,37 @@ public struct OutputBuffer: Sendable {
         var n = 1
         while n < 16 && v >> (4 * UInt64(n)) != 0 { n += 1 }
         n = max(n, width)
+        reserve(n)
         Self.upperDigits.withUTF8Buffer { digits in
             var shift = 4 * (n - 1)
+            var at = count
             while shift >= 0 {
-                bytes.append(digits[Int((v >> UInt64(shift)) & 0xF)])
+                base.storeBytes(of: digits[Int((v >> UInt64(shift)) & 0xF)], toByteOffset: at, as: UInt8.self)
+                at &+= 1
                 shift -= 4
             }
         }
+        length &+= n
     }
 
     /// Two lowercase hex digits per byte, `separator` between bytes (0: none).
     public mutating func hexLower(_ b: UnsafeRawBufferPointer, separator: UInt8 = 0) {
         guard !b.isEmpty else { return }
-        let start = bytes.count
         let per = separator == 0 ? 2 : 3
-        let total = b.count * per - (separator == 0 ? 0 : 1)
-        bytes.append(contentsOf: repeatElement(separator, count: total))
-        bytes.withUnsafeMutableBufferPointer { out in
-            Self.lowerDigits.withUTF8Buffer { digits in
-                var k = start
-                for x in b {
-                    out[k] = digits[Int(x >> 4)]
-                    out[k &+ 1] = digits[Int(x & 0xF)]
-                    k &+= per
-                }
+        let total = b.count &* per &- (separator == 0 ? 0 : 1)
+        reserve(total &+ 1)
+        let out = base + count
+        Self.lowerDigits.withUTF8Buffer { digits in
+            var k = 0
+            for x in b {
+                out.storeBytes(of: digits[Int(x >> 4)], toByteOffset: k, as: UInt8.self)
+                out.storeBytes(of: digits[Int(x & 0xF)], toByteOffset: k &+ 1, as: UInt8.self)
+                // The separator after the last byte is written and not counted.
+                if per == 3 { out.storeBytes(of: separator, toByteOffset: k &+ 2, as: UInt8.self) }
+                k &+= per
             }
         }
+        length &+= total
     }
 
     /// An address as ``BluetoothAddress/description`` writes it ("C0:00:00:00:00:2A").
@@ -108,9 +168,9 @@ public struct OutputBuffer: Sendable {
             var shift = 40
             while shift >= 0 {
                 let b = Int(truncatingIfNeeded: a.rawValue >> UInt64(shift)) & 0xFF
-                bytes.append(digits[b >> 4])
-                bytes.append(digits[b & 0xF])
-                if shift > 0 { bytes.append(UInt8(ascii: ":")) }
+                byte(digits[b >> 4])
+                byte(digits[b & 0xF])
+                if shift > 0 { byte(UInt8(ascii: ":")) }
                 shift -= 8
             }
         }
@@ -122,11 +182,11 @@ public struct OutputBuffer: Sendable {
         if let v = u.uuid32 { hexUpper(UInt64(v), width: 8); return }
         Self.upperDigits.withUTF8Buffer { digits in
             for i in 0 ..< 16 {
-                if i == 4 || i == 6 || i == 8 || i == 10 { bytes.append(UInt8(ascii: "-")) }
+                if i == 4 || i == 6 || i == 8 || i == 10 { byte(UInt8(ascii: "-")) }
                 let word = i < 8 ? u.high : u.low
                 let b = Int(truncatingIfNeeded: word >> UInt64(56 - 8 * (i & 7))) & 0xFF
-                bytes.append(digits[b >> 4])
-                bytes.append(digits[b & 0xF])
+                byte(digits[b >> 4])
+                byte(digits[b & 0xF])
             }
         }
     }
@@ -135,7 +195,7 @@ public struct OutputBuffer: Sendable {
     /// does (valid text, the usual case, is copied at once).
     public mutating func utf8Repairing(_ b: UnsafeRawBufferPointer) {
         if Self.isValidUTF8(b) {
-            bytes.append(contentsOf: b)
+            append(b)
         } else {
             utf8(String(decoding: b, as: UTF8.self))
         }
@@ -181,7 +241,7 @@ public struct OutputBuffer: Sendable {
     /// escaped, so JSON read on a terminal carries no control sequence from a peer.
     /// Runs that need no escape are copied at once.
     public mutating func jsonString(_ utf8: UnsafeRawBufferPointer) {
-        bytes.append(UInt8(ascii: "\""))
+        byte(UInt8(ascii: "\""))
         var run = 0
         var i = 0
         let n = utf8.count
@@ -191,13 +251,13 @@ public struct OutputBuffer: Sendable {
                 if !attention[Int(c)] { i &+= 1; continue }
                 if c == 0xC2 {
                     guard i &+ 1 < n, (0x80 ... 0x9F).contains(utf8[i &+ 1]) else { i &+= 1; continue }
-                    if run < i { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run ..< i])) }
+                    if run < i { append(UnsafeRawBufferPointer(rebasing: utf8[run ..< i])) }
                     escapeControl(utf8[i &+ 1])
                     i &+= 2
                     run = i
                     continue
                 }
-                if run < i { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run ..< i])) }
+                if run < i { append(UnsafeRawBufferPointer(rebasing: utf8[run ..< i])) }
                 switch c {
                 case UInt8(ascii: "\""): raw("\\\"")
                 case UInt8(ascii: "\\"): raw("\\\\")
@@ -211,18 +271,18 @@ public struct OutputBuffer: Sendable {
             }
         }
         if run == 0 {
-            bytes.append(contentsOf: utf8)
+            append(utf8)
         } else if run < n {
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run...]))
+            append(UnsafeRawBufferPointer(rebasing: utf8[run...]))
         }
-        bytes.append(UInt8(ascii: "\""))
+        byte(UInt8(ascii: "\""))
     }
 
     private mutating func escapeControl(_ c: UInt8) {
         raw("\\u00")
         Self.lowerDigits.withUTF8Buffer { digits in
-            bytes.append(digits[Int(c >> 4)])
-            bytes.append(digits[Int(c & 0xF)])
+            byte(digits[Int(c >> 4)])
+            byte(digits[Int(c & 0xF)])
         }
     }
 
