@@ -329,16 +329,48 @@ public struct Scanner: Sendable {
 
     /// Makes room in a full table by forgetting the least recently seen devices: the
     /// oldest eighth at once (at least one), so a scan of many rotating addresses pays
-    /// one sort per `maximumDevices / 8` new devices instead of a full scan per device.
+    /// one pass per `maximumDevices / 8` new devices instead of one per device. The cut-off
+    /// time is found by selection (linear), not by sorting the table.
     private mutating func evictOldest() {
         let batch = max(1, devices.count / 8)
-        var ages = devices.map { (lastSeen: $0.value.lastSeen, address: $0.key) }
-        ages.sort { $0.lastSeen < $1.lastSeen }
-        for victim in ages.prefix(batch) {
-            devices[victim.address] = nil
+        var times = devices.values.map(\.lastSeen)
+        let cutoff = Self.select(&times, batch - 1)
+        // Forget everything older than the cut-off, then as many at it as the batch allows.
+        var atCutoff = batch - times[0 ..< batch].reduce(0) { $0 + ($1 < cutoff ? 1 : 0) }
+        var victims: [LEAddress] = []
+        victims.reserveCapacity(batch)
+        for (address, e) in devices {
+            if e.lastSeen < cutoff {
+                victims.append(address)
+            } else if e.lastSeen == cutoff && atCutoff > 0 {
+                atCutoff -= 1
+                victims.append(address)
+            }
         }
+        for a in victims { devices[a] = nil }
         if !held.isEmpty { held.removeAll { devices[$0] == nil } }
-        statistics.evicted &+= batch
+        statistics.evicted &+= victims.count
+    }
+
+    /// The `k`-th smallest of `values` (0-based), which it reorders so that the first
+    /// `k + 1` are the smallest (Hoare's selection, middle pivot).
+    static func select(_ values: inout [UInt64], _ k: Int) -> UInt64 {
+        var lo = 0, hi = values.count - 1
+        while lo < hi {
+            let pivot = values[lo + (hi - lo) / 2]
+            var i = lo, j = hi
+            while i <= j {
+                while values[i] < pivot { i += 1 }
+                while values[j] > pivot { j -= 1 }
+                if i <= j {
+                    values.swapAt(i, j)
+                    i += 1
+                    j -= 1
+                }
+            }
+            if k <= j { hi = j } else if k >= i { lo = i } else { break }
+        }
+        return values[k]
     }
 
     // MARK: Time

@@ -26,6 +26,11 @@ public struct ADSummary {
     public private(set) var hasServiceData = false
     /// A structure did not parse.
     public private(set) var malformed = false
+    /// The first distinct service UUIDs, kept inline (a scan line lists them twice); more
+    /// than fit are found again by walking the data.
+    private var firstUUIDs = InlineArray<8, BluetoothUUID>(repeating: BluetoothUUID(0))
+    private var firstUUIDCount = 0
+    private var moreUUIDs = false
 
     /// The summary of `advertisingData` then `scanResponseData`.
     public init(_ advertisingData: UnsafeRawBufferPointer, _ scanResponseData: UnsafeRawBufferPointer) {
@@ -51,7 +56,7 @@ public struct ADSummary {
                 if flags == nil { flags = try? s.flags() }
             case 0x02 ... 0x07:
                 if let list = try? s.serviceUUIDs() {
-                    if !list.isEmpty { hasServiceUUIDs = true }
+                    for u in list where !moreUUIDs { keep(u) }
                 } else { malformed = true }
             case 0x08, 0x09:
                 let complete = s.type.rawValue == 0x09
@@ -75,9 +80,25 @@ public struct ADSummary {
         }
     }
 
+    private mutating func keep(_ u: BluetoothUUID) {
+        hasServiceUUIDs = true
+        var i = 0
+        while i < firstUUIDCount {
+            if firstUUIDs[i] == u { return }
+            i &+= 1
+        }
+        guard firstUUIDCount < 8 else { moreUUIDs = true; return }
+        firstUUIDs[firstUUIDCount] = u
+        firstUUIDCount &+= 1
+    }
+
     /// Calls `body` with each service UUID once, in order of first appearance.
     public func forEachServiceUUID(_ body: (BluetoothUUID) -> Void) {
         guard hasServiceUUIDs else { return }
+        if !moreUUIDs {
+            for i in 0 ..< firstUUIDCount { body(firstUUIDs[i]) }
+            return
+        }
         forEach(serviceData: false) { u, index in
             if isFirst(u, at: index, serviceData: false) { body(u) }
         }
@@ -93,6 +114,7 @@ public struct ADSummary {
 
     /// Distinct service UUIDs.
     public var serviceUUIDCount: Int {
+        if !moreUUIDs { return firstUUIDCount }
         var n = 0
         forEachServiceUUID { _ in n += 1 }
         return n

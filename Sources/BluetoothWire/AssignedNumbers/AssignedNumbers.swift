@@ -82,30 +82,52 @@ public enum AssignedNumbers {
 
     /// The name of `key` in `table`, or nil when the table has no such entry. Allocation-free.
     public static func lookup(_ key: UInt16, in table: Table) -> Name? {
-        let (index, names) = table.storage
-        guard index.hasPointerRepresentation, names.hasPointerRepresentation else { return nil }
-        let idx = UnsafeBufferPointer(start: index.utf8Start, count: index.utf8CodeUnitCount)
-        let nameBytes = UnsafeBufferPointer(start: names.utf8Start, count: names.utf8CodeUnitCount)
-        let n = idx.count / recordWidth
-        // A binary search over the keys parsed once (every scan line looks names up).
-        return sortedKeys[table.ordinal].withUnsafeBufferPointer { keys -> Name? in
-            var lo = 0, hi = min(n, keys.count)
+        // A binary search over the keys and name offsets parsed once (every scan line
+        // looks names up).
+        let parsed = parsedTables[table.ordinal]
+        return parsed.keys.withUnsafeBufferPointer { keys -> Name? in
+            var lo = 0, hi = keys.count
             while lo < hi {
                 let mid = lo &+ (hi &- lo) / 2
                 let k = keys[mid]
-                if k == key { return name(idx, nameBytes, mid, n) }
+                if k == key {
+                    let start = Int(parsed.starts[mid]), end = Int(parsed.ends[mid])
+                    return Name(utf8: UnsafeBufferPointer(start: parsed.names.baseAddress.map { $0 + start }, count: end &- start))
+                }
                 if k < key { lo = mid &+ 1 } else { hi = mid }
             }
             return nil
         }
     }
 
-    /// Each table's keys, in table order, parsed from the index on first use.
-    static let sortedKeys: [[UInt16]] = Table.allCases.map { table in
-        let (index, _) = table.storage
-        guard index.hasPointerRepresentation else { return [] }
+    /// A table's index parsed: keys in order, and `starts[i] ..< ends[i]` the bytes of
+    /// key i's name in `names` (static storage).
+    struct ParsedTable: @unchecked Sendable {
+        var keys: [UInt16] = []
+        var starts: [UInt32] = []
+        var ends: [UInt32] = []
+        var names = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    }
+
+    /// Every table's index, parsed on first use.
+    static let parsedTables: [ParsedTable] = Table.allCases.map { table in
+        let (index, names) = table.storage
+        guard index.hasPointerRepresentation, names.hasPointerRepresentation else { return ParsedTable() }
         let idx = UnsafeBufferPointer(start: index.utf8Start, count: index.utf8CodeUnitCount)
-        return (0 ..< idx.count / recordWidth).map { UInt16(truncatingIfNeeded: hex(idx, $0 * recordWidth, keyWidth)) }
+        let nameBytes = UnsafeBufferPointer(start: names.utf8Start, count: names.utf8CodeUnitCount)
+        let n = idx.count / recordWidth
+        var t = ParsedTable(names: nameBytes)
+        t.keys.reserveCapacity(n)
+        t.starts.reserveCapacity(n)
+        t.ends.reserveCapacity(n)
+        for i in 0 ..< n {
+            t.keys.append(UInt16(truncatingIfNeeded: hex(idx, i * recordWidth, keyWidth)))
+            let name = Self.name(idx, nameBytes, i, n).utf8
+            let start = nameBytes.baseAddress.flatMap { b in name.baseAddress.map { $0 - b } } ?? 0
+            t.starts.append(UInt32(start))
+            t.ends.append(UInt32(start + name.count))
+        }
+        return t
     }
 
     // MARK: UUIDs

@@ -81,15 +81,16 @@ public struct FieldWriter: FieldSink, ~Copyable {
             if f.kind == .object || f.kind == .inlineObject {
                 // Names are this library's snake_case identifiers: nothing to escape.
                 out.byte(UInt8(ascii: "\""))
-                name.withUTF8 { out.append($0) }
-                out.raw("\":")
+                out.append(name.utf8)
+                out.byte(UInt8(ascii: "\""))
+                out.byte(UInt8(ascii: ":"))
             }
         case .text:
             switch f.kind {
             case .object:
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * f.indent)
-                name.withUTF8 { out.append($0) }
+                out.append(name.utf8)
                 out.raw(": ")
             case .list:
                 out.byte(UInt8(ascii: "\n"))
@@ -99,7 +100,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
                 out.raw("] ")
             case .inlineObject:
                 if f.count > 0 { out.raw(", ") }
-                name.withUTF8 { out.append($0) }
+                out.append(name.utf8)
                 out.raw(": ")
             case .inlineList:
                 if f.count > 0 { out.raw(", ") }
@@ -236,7 +237,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
                 top?.count &+= 1
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * parent.indent)
-                name.withUTF8 { out.append($0) }
+                out.append(name.utf8)
                 out.byte(UInt8(ascii: ":"))
                 push(Frame(kind: .object, indent: parent.indent + 1, count: 0))
             case .list:
@@ -268,7 +269,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
                 top?.count &+= 1
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * parent.indent)
-                name.withUTF8 { out.append($0) }
+                out.append(name.utf8)
                 out.raw(": [")
                 out.decimal(UInt64(count))
                 out.byte(UInt8(ascii: "]"))
