@@ -120,31 +120,54 @@ public struct CaptureReplay: ~Copyable {
     /// One packet: time, direction and its layers (a text block or one JSON line).
     private mutating func packet(_ record: BTSnoopRecord, now: UInt64) {
         let received = record.flags.isReceived
+        // Events (most of a capture: advertising reports) are described straight from the
+        // parsed view; the other packets through the dissector's field tree.
+        if record.data.first == H4PacketType.event.rawValue {
+            do throws(WireError) {
+                let event = try HCIEvent(parsing: UnsafeRawBufferPointer(rebasing: record.data.dropFirst()))
+                header(title: event.fieldTitle, received: received, now: now)
+                event.describe(into: &writer)
+                writer.endRecord()
+            } catch {
+                malformedPacket(record, WireError(error.code, at: error.offset &+ 1, error.reason), received: received, now: now)
+            }
+            return
+        }
         do throws(WireError) {
             let d = try Dissector.h4(record.data)
             if d.error != nil { malformed &+= 1 }
-            if writer.format == .json {
-                writer.beginRecord(type: "h4", title: d.title)
-                writer.double("time", Double(now) / 1e9)
-                if received { writer.text("direction", literal: "received") } else { writer.text("direction", literal: "sent") }
-            } else {
-                Self.seconds(now, into: &writer.out)
-                if received { writer.out.raw(" < ") } else { writer.out.raw(" > ") }
-                writer.out.utf8(d.title)
-                writer.beginRecord()
-            }
+            header(title: d.title, received: received, now: now)
             writer.fields(d.fields)
             writer.endRecord()
         } catch {
-            // A packet that does not parse is one text line in either format.
-            malformed &+= 1
-            Self.seconds(now, into: &writer.out)
-            writer.out.raw(received ? " < malformed packet: " : " > malformed packet: ")
-            writer.out.utf8(error.description)
-            writer.out.raw(" [")
-            writer.out.hexLower(record.data, separator: UInt8(ascii: " "))
-            writer.out.raw("]\n")
+            malformedPacket(record, error, received: received, now: now)
         }
+    }
+
+    /// Starts a packet's record: JSON `type`, `name`, `time` and `direction`, or the text
+    /// line "TIME < TITLE".
+    private mutating func header(title: String, received: Bool, now: UInt64) {
+        if writer.format == .json {
+            writer.beginRecord(type: "h4", title: title)
+            writer.double("time", Double(now) / 1e9)
+            if received { writer.text("direction", literal: "received") } else { writer.text("direction", literal: "sent") }
+        } else {
+            Self.seconds(now, into: &writer.out)
+            if received { writer.out.raw(" < ") } else { writer.out.raw(" > ") }
+            writer.out.utf8(title)
+            writer.beginRecord()
+        }
+    }
+
+    /// A packet that does not parse: one text line in either format.
+    private mutating func malformedPacket(_ record: BTSnoopRecord, _ error: WireError, received: Bool, now: UInt64) {
+        malformed &+= 1
+        Self.seconds(now, into: &writer.out)
+        writer.out.raw(received ? " < malformed packet: " : " > malformed packet: ")
+        writer.out.utf8(error.description)
+        writer.out.raw(" [")
+        writer.out.hexLower(record.data, separator: UInt8(ascii: " "))
+        writer.out.raw("]\n")
     }
 
     /// Seconds with one decimal ("12.3"), rounded.

@@ -49,6 +49,7 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     }
 
     /// One byte.
+    @inline(__always)
     @inlinable public mutating func byte(_ b: UInt8) {
         reserve(1)
         base.storeBytes(of: b, toByteOffset: count, as: UInt8.self)
@@ -56,6 +57,7 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     }
 
     /// Literal text.
+    @inline(__always)
     @inlinable public mutating func raw(_ s: StaticString) {
         if s.hasPointerRepresentation {
             append(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
@@ -71,6 +73,7 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     }
 
     /// Bytes as is (short runs copied byte by byte: cheaper than a call to memcpy).
+    @inline(__always)
     @inlinable public mutating func append(_ b: UnsafeRawBufferPointer) {
         let n = b.count
         guard n > 0, let source = b.baseAddress else { return }
@@ -214,6 +217,10 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     static func isValidUTF8(_ b: UnsafeRawBufferPointer) -> Bool {
         var i = 0
         let n = b.count
+        if let p = b.baseAddress {
+            // ASCII eight bytes at a time.
+            while i &+ 8 <= n && p.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i &+= 8 }
+        }
         while i < n {
             let c = b[i]
             if c < 0x80 { i &+= 1; continue }
@@ -250,6 +257,10 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         var i = 0
         byte(UInt8(ascii: "\""))
         while i < n {
+            // Eight bytes at a time while none needs a look: no control, '"', '\\', DEL
+            // or non-ASCII byte (most of what is written).
+            while i &+ 8 <= n && !Self.mayNeedEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { i &+= 8 }
+            guard i < n else { break }
             let c = p.load(fromByteOffset: i, as: UInt8.self)
             // Printable ASCII but '"' and '\\', and UTF-8 bytes but a C1 control's lead byte.
             if c >= 0x20 && c != 0x22 && c != 0x5C && c != 0x7F && c != 0xC2 { i &+= 1; continue }
@@ -277,6 +288,18 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         }
         if run < n { append(UnsafeRawBufferPointer(start: p + run, count: n &- run)) }
         byte(UInt8(ascii: "\""))
+    }
+
+    /// Whether any byte of `w` is below 0x20, '"', '\\', or 0x7F and above.
+    @inline(__always)
+    static func mayNeedEscape(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & high }
+        let below20 = (w &- 0x2020_2020_2020_2020) & ~w & high
+        let quote = hasZero(w ^ 0x2222_2222_2222_2222)
+        let backslash = hasZero(w ^ 0x5C5C_5C5C_5C5C_5C5C)
+        let del = hasZero(w ^ 0x7F7F_7F7F_7F7F_7F7F)
+        return (below20 | quote | backslash | del | (w & high)) != 0
     }
 
     private mutating func escapeControl(_ c: UInt8) {

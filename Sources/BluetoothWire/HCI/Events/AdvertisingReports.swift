@@ -57,14 +57,26 @@ public struct LEAdvertisingReport {
     @inlinable public var rssiIfAvailable: Int8? { rssi == 127 ? nil : rssi }
 
     /// The decoded fields, for the text and JSON renderers.
-    public var fields: [Field] {
-        [Field("event_type", .code(eventType, eventType.name)),
-         Field("address_type", .addressType(address.type)),
-         Field("address", .address(address.address)),
-         Field("data_length", .u(data.count)),
-         Field("data", .bytes(data)),
-         Field("advertising_data", .object(AdvertisingData(data).fields)),
-         Field("rssi", .dbm(rssi))]
+    public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
+
+    /// Writes the report's fields (``fields`` is made from this).
+    public func describe<S: FieldSink & ~Copyable>(into s: inout S) {
+        s.named("event_type", UInt64(eventType.rawValue), eventType.name ?? "Reserved")
+        s.named("address_type", UInt64(address.type.rawValue), address.type.description)
+        s.address("address", address.address)
+        s.uint("data_length", UInt64(data.count))
+        s.bytes("data", data)
+        s.beginObject("advertising_data")
+        AdvertisingData(data).describeAny(into: &s)
+        s.end()
+        s.dbm("rssi", rssi)
+    }
+}
+
+extension FieldSink where Self: ~Copyable {
+    /// An RSSI or TX power in dBm, where 127 means "not available".
+    @inlinable public mutating func dbm(_ name: FieldName, _ v: Int8) {
+        if v == 127 { named(name, 127, literal: "not available") } else { int(name, Int64(v)) }
     }
 }
 
@@ -152,11 +164,22 @@ public struct LEAdvertisingReportEvent: LEMetaEventParameters {
 
     public var fieldTitle: String { "HCI_LE_Advertising_Report" }
     /// The decoded fields, for the text and JSON renderers.
-    public var fields: [Field] {
-        var list: [FieldValue] = []
+    public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
+
+    /// Writes `num_reports` and the reports (``fields`` is made from this).
+    public func describe<S: FieldSink & ~Copyable>(into s: inout S) {
+        s.uint("num_reports", UInt64(numReports))
+        var count = 0
         var it = makeIterator()
-        while let report = try? it.next() { list.append(.object(report.fields)) }
-        return [Field("num_reports", .u(numReports)), Field("reports", .list(list))]
+        while (try? it.next()) != nil { count += 1 }
+        s.beginList("reports", count: count)
+        it = makeIterator()
+        while let report = try? it.next() {
+            s.beginObject("")
+            report.describe(into: &s)
+            s.end()
+        }
+        s.end()
     }
 
     /// An owned LE Advertising Report event for encoding.
@@ -445,14 +468,19 @@ public struct LEExtendedAdvertisingEventType: RawRepresentable, Hashable, Sendab
         return parts.joined(separator: ", ")
     }
 
-    var fieldValue: FieldValue {
-        .object([Field("value", .u(rawValue)),
-                 Field("connectable", .bool(isConnectable)),
-                 Field("scannable", .bool(isScannable)),
-                 Field("directed", .bool(isDirected)),
-                 Field("scan_response", .bool(isScanResponse)),
-                 Field("legacy", .bool(isLegacy)),
-                 Field("data_status", .code(dataStatus, dataStatus.name))])
+    var fieldValue: FieldValue { FieldTree.value { describe("event_type", into: &$0) } }
+
+    /// Writes the event type as the object `name`: its bits spelled out.
+    func describe<S: FieldSink & ~Copyable>(_ name: FieldName, into s: inout S) {
+        s.beginObject(name)
+        s.uint("value", UInt64(rawValue))
+        s.bool("connectable", isConnectable)
+        s.bool("scannable", isScannable)
+        s.bool("directed", isDirected)
+        s.bool("scan_response", isScanResponse)
+        s.bool("legacy", isLegacy)
+        s.named("data_status", UInt64(dataStatus.rawValue), dataStatus.name ?? "Reserved")
+        s.end()
     }
 }
 
@@ -502,21 +530,32 @@ public struct LEExtendedAdvertisingReport {
     @inlinable public var txPowerIfAvailable: Int8? { txPower == 127 ? nil : txPower }
 
     /// The decoded fields, for the text and JSON renderers.
-    public var fields: [Field] {
-        [Field("event_type", eventType.fieldValue),
-         Field("address_type", .addressType(address.type)),
-         Field("address", .address(address.address)),
-         Field("primary_phy", .code(primaryPHY, primaryPHY.name)),
-         Field("secondary_phy", .code(secondaryPHY, secondaryPHY.rawValue == 0 ? "No packets on the secondary advertising physical channel" : secondaryPHY.name)),
-         Field("advertising_sid", advertisingSID == 0xFF ? .named(0xFF, "No ADI field") : .u(advertisingSID)),
-         Field("tx_power", .dbm(txPower)),
-         Field("rssi", .dbm(rssi)),
-         Field("periodic_advertising_interval", .u(periodicAdvertisingInterval)),
-         Field("direct_address_type", .addressType(directAddress.type)),
-         Field("direct_address", .address(directAddress.address)),
-         Field("data_length", .u(data.count)),
-         Field("data", .bytes(data)),
-         Field("advertising_data", .object(AdvertisingData(data).fields))]
+    public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
+
+    /// Writes the report's fields (``fields`` is made from this).
+    public func describe<S: FieldSink & ~Copyable>(into s: inout S) {
+        eventType.describe("event_type", into: &s)
+        s.named("address_type", UInt64(address.type.rawValue), address.type.description)
+        s.address("address", address.address)
+        s.named("primary_phy", UInt64(primaryPHY.rawValue), primaryPHY.name ?? "Reserved")
+        if secondaryPHY.rawValue == 0 {
+            s.named("secondary_phy", 0, literal: "No packets on the secondary advertising physical channel")
+        } else {
+            s.named("secondary_phy", UInt64(secondaryPHY.rawValue), secondaryPHY.name ?? "Reserved")
+        }
+        if advertisingSID == 0xFF { s.named("advertising_sid", 0xFF, literal: "No ADI field") } else {
+            s.uint("advertising_sid", UInt64(advertisingSID))
+        }
+        s.dbm("tx_power", txPower)
+        s.dbm("rssi", rssi)
+        s.uint("periodic_advertising_interval", UInt64(periodicAdvertisingInterval))
+        s.named("direct_address_type", UInt64(directAddress.type.rawValue), directAddress.type.description)
+        s.address("direct_address", directAddress.address)
+        s.uint("data_length", UInt64(data.count))
+        s.bytes("data", data)
+        s.beginObject("advertising_data")
+        AdvertisingData(data).describeAny(into: &s)
+        s.end()
     }
 }
 
@@ -607,11 +646,22 @@ public struct LEExtendedAdvertisingReportEvent: LEMetaEventParameters {
 
     public var fieldTitle: String { "HCI_LE_Extended_Advertising_Report" }
     /// The decoded fields, for the text and JSON renderers.
-    public var fields: [Field] {
-        var list: [FieldValue] = []
+    public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
+
+    /// Writes `num_reports` and the reports (``fields`` is made from this).
+    public func describe<S: FieldSink & ~Copyable>(into s: inout S) {
+        s.uint("num_reports", UInt64(numReports))
+        var count = 0
         var it = makeIterator()
-        while let report = try? it.next() { list.append(.object(report.fields)) }
-        return [Field("num_reports", .u(numReports)), Field("reports", .list(list))]
+        while (try? it.next()) != nil { count += 1 }
+        s.beginList("reports", count: count)
+        it = makeIterator()
+        while let report = try? it.next() {
+            s.beginObject("")
+            report.describe(into: &s)
+            s.end()
+        }
+        s.end()
     }
 
     /// An owned Extended Advertising Report event for encoding.

@@ -138,6 +138,15 @@ extension HCIEvent: FieldDescribable {
             [Field("event_code", .code(c, c.name)), Field("parameters", .bytes(p))]
         }
     }
+
+    /// Writes the event's fields; LE Meta events (advertising reports above all) straight,
+    /// the others from ``fields``.
+    public func describeAny<S: FieldSink & ~Copyable>(into s: inout S) {
+        if case .leMeta(let e) = self { e.describeAny(into: &s) } else { s.fields(fields) }
+    }
+
+    /// ``describeAny(into:)`` specialized for the text and JSON writer.
+    public func describe(into w: inout FieldWriter) { describeAny(into: &w) }
 }
 
 // MARK: - Command Status

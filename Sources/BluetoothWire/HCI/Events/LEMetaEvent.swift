@@ -100,16 +100,23 @@ extension LEMetaEvent: WireEncodable, FieldDescribable {
     }
 
     /// The decoded fields, for the text and JSON renderers.
-    public var fields: [Field] {
+    public var fields: [Field] { FieldTree.build { describeAny(into: &$0) } }
+
+    /// Writes `subevent_code` and the subevent's fields; the advertising reports straight,
+    /// the rest from their field lists.
+    public func describeAny<S: FieldSink & ~Copyable>(into s: inout S) {
         let code = subeventCode
-        var f = [Field("subevent_code", .code(code, code.name))]
-        if case .unknown(_, let b) = self {
-            f.append(Field("parameters", .bytes(b)))
-        } else {
-            f += payload?.fields ?? []
+        s.named("subevent_code", UInt64(code.rawValue), code.name ?? "Reserved")
+        switch self {
+        case .unknown(_, let b): s.bytes("parameters", b)
+        case .advertisingReport(let e): e.describe(into: &s)
+        case .extendedAdvertisingReport(let e): e.describe(into: &s)
+        default: s.fields(payload?.fields ?? [])
         }
-        return f
     }
+
+    /// ``describe(into:)`` specialized for the text and JSON writer.
+    public func describe(into w: inout FieldWriter) { describeAny(into: &w) }
 }
 
 // MARK: - Connection events
