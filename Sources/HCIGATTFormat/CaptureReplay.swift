@@ -24,7 +24,9 @@ public struct CaptureReplay: ~Copyable {
     private let packetMode: Bool
     private var configuration: ScanConfiguration
     private let forcePassive: Bool
-    private var scanner: Scanner?
+    /// Made at the first report, with the scan type recorded before it.
+    private var scanner: Scanner
+    private var scanning = false
     private var printer: ScanFormatter
     private var scanEvents: [ScanEvent] = []
     // Every device shown, so one is "new" once per capture even when the scanner's bounded
@@ -43,6 +45,7 @@ public struct CaptureReplay: ~Copyable {
         self.packetMode = packets
         self.forcePassive = forcePassive
         self.printer = ScanFormatter(json: json, origin: 0)
+        self.scanner = Scanner(configuration: c, extended: false)
         self.writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: bufferCapacity))
         scanEvents.reserveCapacity(16)
     }
@@ -78,21 +81,23 @@ public struct CaptureReplay: ~Copyable {
         case .advertisingReport, .extendedAdvertisingReport: break
         default: return
         }
-        if scanner == nil { scanner = Scanner(configuration: configuration, extended: false) }
-        // Optional chaining mutates in place: no copy of the device table.
-        if let d = scanner?.nextDeadline, d <= now {
-            scanEvents += scanner?.timerFired(now: now) ?? []
+        if !scanning {
+            scanner = Scanner(configuration: configuration, extended: false)
+            scanning = true
+        }
+        if let d = scanner.nextDeadline, d <= now {
+            scanEvents += scanner.timerFired(now: now)
             emit()
         }
-        let before = scanner?.statistics.reports ?? 0
-        scanner?.handle(meta, now: now, into: &scanEvents)
+        let before = scanner.statistics.reports
+        scanner.handle(meta, now: now, into: &scanEvents)
         emit()
-        reports &+= (scanner?.statistics.reports ?? 0) &- before
+        reports &+= scanner.statistics.reports &- before
     }
 
     /// The end of the capture: devices still held for a scan response are shown.
     public mutating func finish() {
-        scanEvents += scanner?.flush() ?? []
+        if scanning { scanEvents += scanner.flush() }
         emit()
     }
 

@@ -171,8 +171,10 @@ public struct ScanFormatter: Sendable {
         if isNew { w.text("event", literal: "new") } else { w.text("event", literal: "update") }
         w.double("time", Double(d.lastSeen &- origin) / 1e9)
         w.address("address", d.address.address)
-        w.text("address_type", d.address.type.description)
-        w.text("address_kind", d.address.kind.rawValue)
+        if let t = d.address.type.nameLiteral { w.text("address_type", literal: t) } else {
+            w.text("address_type", d.address.type.description)
+        }
+        w.text("address_kind", literal: d.address.kind.nameLiteral)
         if let id = d.identity {
             // A bonded peer's private address, resolved with its IRK.
             w.address("identity", id.address)
@@ -213,7 +215,7 @@ public struct ScanFormatter: Sendable {
         if let flags = a.flags { w.uint("flags", UInt64(flags.rawValue)) }
         w.bool("connectable", d.eventType.connectable)
         w.bool("scannable", d.eventType.scannable)
-        w.text("pdu", d.eventType.pduName)
+        w.text("pdu", literal: d.eventType.pduNameLiteral)
         if d.eventType.extendedReport { w.text("report", literal: "extended") } else { w.text("report", literal: "legacy") }
         if d.eventType.extendedReport {
             w.text("primary_phy", d.eventType.primaryPHY.name ?? "unknown")
@@ -243,6 +245,18 @@ public struct ScanFormatter: Sendable {
 }
 
 extension LEAddress.Kind {
+    /// `rawValue` as static text.
+    var nameLiteral: StaticString {
+        switch self {
+        case .public: "public"
+        case .randomStatic: "random-static"
+        case .resolvablePrivate: "resolvable-private"
+        case .nonResolvablePrivate: "non-resolvable-private"
+        case .reservedRandom: "reserved-random"
+        case .anonymous: "anonymous"
+        }
+    }
+
     /// Short label for the text column.
     var shortName: StaticString {
         switch self {

@@ -97,7 +97,10 @@ public struct AdvertisingEventInfo: Sendable, Hashable {
     }
 
     /// The legacy PDU name (ADV_IND, ...) or "extended".
-    public var pduName: String {
+    public var pduName: String { pduNameLiteral.description }
+
+    /// ``pduName`` as static text (no allocation).
+    public var pduNameLiteral: StaticString {
         guard legacy else { return "extended" }
         switch (connectable, scannable, directed) {
         case (true, true, false): return "ADV_IND"

@@ -234,25 +234,17 @@ public struct Scanner: Sendable {
             changed = true
             if sweepAt == nil { sweepAt = now &+ deviceTimeout }
         }
-        // Update in place; copy the data only when it differs.
-        devices.values[i].lastSeen = now
-        devices.values[i].reportCount &+= 1
-        if let rssi { devices.values[i].rssi = rssi }
-        if let txPower { devices.values[i].txPower = txPower }
-        if isScanResponse {
-            if !Self.equal(devices.values[i].scanResponseData, data) {
-                Self.replace(&devices.values[i].scanResponseData, with: data)
-                changed = true
-            }
-        } else {
-            if devices.values[i].eventType != info { devices.values[i].eventType = info }
-            if !Self.equal(devices.values[i].advertisingData, data) {
-                Self.replace(&devices.values[i].advertisingData, with: data)
-                changed = true
-            }
+        // Update in place (one access to the entry, no copy of it); copy the data only
+        // when it differs.
+        if Self.update(&devices.values[i], data: data, isScanResponse: isScanResponse, info: info, rssi: rssi,
+                       txPower: txPower, now: now) {
+            changed = true
         }
-        if changed { devices.values[i].dataMatches = dataMatches(devices.values[i]) }
-        let entry = devices.values[i]
+        var entry = devices.values[i]
+        if changed {
+            entry.dataMatches = dataMatches(entry)
+            devices.values[i].dataMatches = entry.dataMatches
+        }
         guard entry.dataMatches else { return }
         if let minimum = configuration.minimumRSSI {
             guard let r = rssi, r >= minimum else { return }
@@ -271,10 +263,28 @@ public struct Scanner: Sendable {
                 return
             }
             devices.values[i].reported = true
-            out.append(.discovered(snapshot(address, devices.values[i])))
+            out.append(.discovered(snapshot(address, entry)))
         } else if changed || configuration.reportDuplicates {
             out.append(.updated(snapshot(address, entry)))
         }
+    }
+
+    /// Records one report in `e`; true when its data changed.
+    private static func update(_ e: inout Entry, data: UnsafeRawBufferPointer, isScanResponse: Bool,
+                               info: AdvertisingEventInfo, rssi: Int8?, txPower: Int8?, now: UInt64) -> Bool {
+        e.lastSeen = now
+        e.reportCount &+= 1
+        if let rssi { e.rssi = rssi }
+        if let txPower { e.txPower = txPower }
+        if isScanResponse {
+            guard !equal(e.scanResponseData, data) else { return false }
+            replace(&e.scanResponseData, with: data)
+            return true
+        }
+        if e.eventType != info { e.eventType = info }
+        guard !equal(e.advertisingData, data) else { return false }
+        replace(&e.advertisingData, with: data)
+        return true
     }
 
     /// Whether a scan response may follow this advertisement. Scannable PDUs, and also

@@ -109,7 +109,10 @@ public struct ADType: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let manufacturerSpecificData = ADType(0xFF)
 
     /// The name from the Assigned Numbers document, or nil for an unassigned value.
-    public var name: String? {
+    public var name: String? { nameLiteral.map { $0.description } }
+
+    /// The name from the Assigned Numbers document as static text (no allocation), or nil.
+    public var nameLiteral: StaticString? {
         switch rawValue {
         case 0x01: "Flags"
         case 0x02: "Incomplete List of 16-bit Service UUIDs"

@@ -54,7 +54,7 @@ extension ADStructure {
 
     func describeAny<S: FieldSink & ~Copyable>(into s: inout S) {
         s.uint("length", UInt64(data.count + 1))
-        if let name = type.name { s.named("type", UInt64(type.rawValue), name) } else {
+        if let name = type.nameLiteral { s.named("type", UInt64(type.rawValue), literal: name) } else {
             s.named("type", UInt64(type.rawValue), literal: "unknown")
         }
         do throws(WireError) {

@@ -73,6 +73,18 @@ public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringC
     /// A random address (or a random identity).
     public var isRandom: Bool { self == .random || self == .randomIdentity }
 
+    /// ``description`` for the assigned types as static text (no allocation), else nil.
+    public var nameLiteral: StaticString? {
+        switch self {
+        case .public: "public"
+        case .random: "random"
+        case .publicIdentity: "public-identity"
+        case .randomIdentity: "random-identity"
+        case .anonymous: "anonymous"
+        default: nil
+        }
+    }
+
     public var description: String {
         switch self {
         case .public: "public"

@@ -72,14 +72,25 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         s.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
-    /// Bytes as is (short runs copied byte by byte: cheaper than a call to memcpy).
+    /// Bytes as is. Short runs (most of a line: names, numbers, small strings) are copied
+    /// eight bytes at a time instead of through a call to memcpy.
     @inline(__always)
     @inlinable public mutating func append(_ b: UnsafeRawBufferPointer) {
         let n = b.count
-        guard n > 0, let source = b.baseAddress else { return }
+        guard n > 0, let source = UnsafeRawPointer(b.baseAddress) else { return }
         reserve(n)
         let to = base + length
-        if n <= 16 {
+        if n >= 8 && n <= 64 {
+            var i = 0
+            while i &+ 8 <= n {
+                to.storeBytes(of: source.loadUnaligned(fromByteOffset: i, as: UInt64.self), toByteOffset: i, as: UInt64.self)
+                i &+= 8
+            }
+            // The tail: the last eight bytes again (overlapping what was written).
+            if i < n {
+                to.storeBytes(of: source.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self), toByteOffset: n &- 8, as: UInt64.self)
+            }
+        } else if n < 8 {
             var i = 0
             while i < n {
                 to.storeBytes(of: source.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self)
