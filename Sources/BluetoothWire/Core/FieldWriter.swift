@@ -13,7 +13,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
     /// The output (take it with `out.bytes`, clear with `out.removeAll()`).
     public var out: OutputBuffer
 
-    private enum Kind: UInt8 { case object, list, inlineObject, inlineList }
+    private enum Kind: UInt8 { case none, object, list, inlineObject, inlineList }
     private struct Frame {
         var kind: Kind
         /// Text: the indent of this frame's fields (an object) or of the list's own line.
@@ -22,7 +22,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
         var count: Int
     }
     /// The innermost object or list (`nil` outside a record); its parents below it.
-    private var top: Frame?
+    private var top = Frame(kind: .none, indent: 0, count: 0)
     private var parents: [Frame] = []
 
     /// A writer appending to `out`.
@@ -33,7 +33,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
     }
 
     private mutating func push(_ f: Frame) {
-        if let t = top { parents.append(t) }
+        if top.kind != .none { parents.append(top) }
         top = f
     }
 
@@ -63,7 +63,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
 
     /// Ends the record and its line.
     public mutating func endRecord() {
-        top = nil
+        top = Frame(kind: .none, indent: 0, count: 0)
         parents.removeAll(keepingCapacity: true)
         if format == .json { out.byte(UInt8(ascii: "}")) }
         out.byte(UInt8(ascii: "\n"))
@@ -73,20 +73,20 @@ public struct FieldWriter: FieldSink, ~Copyable {
 
     /// Writes what comes before a value: separator, indentation and name.
     private mutating func prefix(_ name: FieldName) {
-        guard let f = top else { return }
-        top?.count = f.count &+ 1
+        let f = top
+        guard f.kind != .none else { return }
+        top.count = f.count &+ 1
         switch format {
         case .json:
-            if f.count > 0 { out.byte(UInt8(ascii: ",")) }
             if f.kind == .object || f.kind == .inlineObject {
                 // Names are this library's snake_case identifiers: nothing to escape.
-                out.byte(UInt8(ascii: "\""))
-                out.append(name.utf8)
-                out.byte(UInt8(ascii: "\""))
-                out.byte(UInt8(ascii: ":"))
+                out.jsonKey(name.utf8, comma: f.count > 0)
+            } else if f.count > 0 {
+                out.byte(UInt8(ascii: ","))
             }
         case .text:
             switch f.kind {
+            case .none: break
             case .object:
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * f.indent)
@@ -225,7 +225,8 @@ public struct FieldWriter: FieldSink, ~Copyable {
     }
 
     public mutating func beginObject(_ name: FieldName) {
-        guard let parent = top else { return }
+        let parent = top
+        guard parent.kind != .none else { return }
         switch format {
         case .json:
             prefix(name)
@@ -234,21 +235,21 @@ public struct FieldWriter: FieldSink, ~Copyable {
         case .text:
             switch parent.kind {
             case .object:
-                top?.count &+= 1
+                top.count &+= 1
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * parent.indent)
                 out.append(name.utf8)
                 out.byte(UInt8(ascii: ":"))
                 push(Frame(kind: .object, indent: parent.indent + 1, count: 0))
             case .list:
-                top?.count &+= 1
+                top.count &+= 1
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * parent.indent + 2)
                 out.byte(UInt8(ascii: "["))
                 out.decimal(UInt64(parent.count))
                 out.byte(UInt8(ascii: "]"))
                 push(Frame(kind: .object, indent: parent.indent + 2, count: 0))
-            case .inlineObject, .inlineList:
+            case .inlineObject, .inlineList, .none:
                 prefix(name)
                 out.byte(UInt8(ascii: "{"))
                 push(Frame(kind: .inlineObject, indent: 0, count: 0))
@@ -257,7 +258,8 @@ public struct FieldWriter: FieldSink, ~Copyable {
     }
 
     public mutating func beginList(_ name: FieldName, count: Int) {
-        guard let parent = top else { return }
+        let parent = top
+        guard parent.kind != .none else { return }
         switch format {
         case .json:
             prefix(name)
@@ -266,7 +268,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
         case .text:
             switch parent.kind {
             case .object:
-                top?.count &+= 1
+                top.count &+= 1
                 out.byte(UInt8(ascii: "\n"))
                 out.repeated(UInt8(ascii: " "), 2 * parent.indent)
                 out.append(name.utf8)
@@ -274,7 +276,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
                 out.decimal(UInt64(count))
                 out.byte(UInt8(ascii: "]"))
                 push(Frame(kind: .list, indent: parent.indent, count: 0))
-            case .list, .inlineObject, .inlineList:
+            case .list, .inlineObject, .inlineList, .none:
                 prefix(name)
                 out.byte(UInt8(ascii: "["))
                 push(Frame(kind: .inlineList, indent: 0, count: 0))
@@ -283,8 +285,9 @@ public struct FieldWriter: FieldSink, ~Copyable {
     }
 
     public mutating func end() {
-        guard let f = top else { return }
-        top = parents.popLast()
+        let f = top
+        guard f.kind != .none else { return }
+        top = parents.popLast() ?? Frame(kind: .none, indent: 0, count: 0)
         switch format {
         case .json:
             out.byte(f.kind == .list ? UInt8(ascii: "]") : UInt8(ascii: "}"))
@@ -292,7 +295,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
             switch f.kind {
             case .inlineObject: out.byte(UInt8(ascii: "}"))
             case .inlineList: out.byte(UInt8(ascii: "]"))
-            case .object, .list: break
+            case .object, .list, .none: break
             }
         }
     }

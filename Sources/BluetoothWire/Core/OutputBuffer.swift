@@ -102,6 +102,19 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         length &+= n
     }
 
+    /// `,"name":` (the comma when asked): a JSON object key that needs no escape.
+    @inline(__always)
+    public mutating func jsonKey(_ name: UnsafeRawBufferPointer, comma: Bool) {
+        reserve(name.count &+ 4)
+        if comma { base.storeBytes(of: UInt8(ascii: ","), toByteOffset: length, as: UInt8.self); length &+= 1 }
+        base.storeBytes(of: UInt8(ascii: "\""), toByteOffset: length, as: UInt8.self)
+        length &+= 1
+        append(name)
+        base.storeBytes(of: UInt8(ascii: "\""), toByteOffset: length, as: UInt8.self)
+        base.storeBytes(of: UInt8(ascii: ":"), toByteOffset: length &+ 1, as: UInt8.self)
+        length &+= 2
+    }
+
     /// Another buffer's bytes.
     public mutating func append(_ other: borrowing OutputBuffer) {
         append(UnsafeRawBufferPointer(start: other.base, count: other.count))
@@ -260,18 +273,28 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
 
     /// A JSON string literal: quotes, backslashes and control characters (C0, DEL and C1)
     /// escaped, so JSON read on a terminal carries no control sequence from a peer.
-    /// Runs that need no escape are copied at once.
+    /// Printable ASCII (nearly every string written) is found eight bytes at a time and
+    /// copied at once.
     public mutating func jsonString(_ utf8: UnsafeRawBufferPointer) {
         let n = utf8.count
         guard let p = utf8.baseAddress, n > 0 else { raw("\"\""); return }
-        var run = 0
-        var i = 0
         byte(UInt8(ascii: "\""))
+        var i = 0
+        while i &+ 8 <= n && !Self.mayNeedEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { i &+= 8 }
         while i < n {
-            // Eight bytes at a time while none needs a look: no control, '"', '\\', DEL
-            // or non-ASCII byte (most of what is written).
-            while i &+ 8 <= n && !Self.mayNeedEscape(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { i &+= 8 }
-            guard i < n else { break }
+            let c = p.load(fromByteOffset: i, as: UInt8.self)
+            if c < 0x20 || c == 0x22 || c == 0x5C || c >= 0x7F { break }
+            i &+= 1
+        }
+        if i == n { append(utf8) } else { jsonEscaped(p, n, from: i) }
+        byte(UInt8(ascii: "\""))
+    }
+
+    /// The rest of ``jsonString(_:)`` from the first byte that may need an escape.
+    private mutating func jsonEscaped(_ p: UnsafeRawPointer, _ n: Int, from first: Int) {
+        var run = 0
+        var i = first
+        while i < n {
             let c = p.load(fromByteOffset: i, as: UInt8.self)
             // Printable ASCII but '"' and '\\', and UTF-8 bytes but a C1 control's lead byte.
             if c >= 0x20 && c != 0x22 && c != 0x5C && c != 0x7F && c != 0xC2 { i &+= 1; continue }
@@ -298,7 +321,6 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
             run = i
         }
         if run < n { append(UnsafeRawBufferPointer(start: p + run, count: n &- run)) }
-        byte(UInt8(ascii: "\""))
     }
 
     /// Whether any byte of `w` is below 0x20, '"', '\\', or 0x7F and above.
