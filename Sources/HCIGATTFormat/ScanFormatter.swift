@@ -167,64 +167,122 @@ public struct ScanFormatter: Sendable {
 
     /// The JSON line (`"event":"new"` or `"update"`).
     func jsonLine(_ d: DiscoveredDevice, _ a: ADSummary, isNew: Bool, into w: inout FieldWriter) {
-        w.beginRecord()
-        if isNew { w.text("event", literal: "new") } else { w.text("event", literal: "update") }
-        w.double("time", Double(d.lastSeen &- origin) / 1e9)
-        w.address("address", d.address.address)
-        if let t = d.address.type.nameLiteral { w.text("address_type", literal: t) } else {
-            w.text("address_type", d.address.type.description)
-        }
-        w.text("address_kind", literal: d.address.kind.nameLiteral)
+        // The line's own keys are written straight (their order is fixed: no writer state to
+        // keep); the AD structures go through the writer, as for `decode ad`.
+        if isNew { w.out.raw("{\"event\":\"new\",\"time\":") } else { w.out.raw("{\"event\":\"update\",\"time\":") }
+        w.out.double(Double(d.lastSeen &- origin) / 1e9)
+        w.out.raw(",\"address\":\"")
+        w.out.address(d.address.address)
+        w.out.raw("\",\"address_type\":")
+        if let t = d.address.type.nameLiteral { w.out.jsonString(t) } else { w.out.jsonString(d.address.type.description) }
+        w.out.raw(",\"address_kind\":")
+        w.out.jsonString(d.address.kind.nameLiteral)
         if let id = d.identity {
             // A bonded peer's private address, resolved with its IRK.
-            w.address("identity", id.address)
-            w.text("identity_type", id.type.description)
+            w.out.raw(",\"identity\":\"")
+            w.out.address(id.address)
+            w.out.raw("\",\"identity_type\":")
+            w.out.jsonString(id.type.description)
         }
-        if let rssi = d.rssi { w.int("rssi", Int64(rssi)) } else { w.text("rssi", literal: "unavailable") }
-        if let tx = d.txPower { w.int("tx_power", Int64(tx)) }
-        if let name = a.name { w.text("name", utf8: name) }
-        let services = a.serviceUUIDCount
-        w.beginList("services", count: services)
-        a.forEachServiceUUID { w.uuid("", $0) }
-        w.end()
-        w.beginList("service_names", count: services)
+        if let rssi = d.rssi {
+            w.out.raw(",\"rssi\":")
+            w.out.decimal(Int64(rssi))
+        } else {
+            w.out.raw(",\"rssi\":\"unavailable\"")
+        }
+        if let tx = d.txPower {
+            w.out.raw(",\"tx_power\":")
+            w.out.decimal(Int64(tx))
+        }
+        if let name = a.name {
+            w.out.raw(",\"name\":")
+            w.out.jsonString(repairing: name)
+        }
+        w.out.raw(",\"services\":[")
+        var first = true
         a.forEachServiceUUID { u in
-            if let n = Self.serviceLookup(u) { w.text("", n) } else { w.uuid("", u) }
+            if !first { w.out.byte(UInt8(ascii: ",")) }
+            first = false
+            w.out.byte(UInt8(ascii: "\""))
+            w.out.uuid(u)
+            w.out.byte(UInt8(ascii: "\""))
         }
-        w.end()
+        w.out.raw("],\"service_names\":[")
+        first = true
+        a.forEachServiceUUID { u in
+            if !first { w.out.byte(UInt8(ascii: ",")) }
+            first = false
+            if let n = Self.serviceLookup(u) {
+                w.out.jsonString(UnsafeRawBufferPointer(n.utf8))
+            } else {
+                w.out.byte(UInt8(ascii: "\""))
+                w.out.uuid(u)
+                w.out.byte(UInt8(ascii: "\""))
+            }
+        }
+        w.out.byte(UInt8(ascii: "]"))
         if a.hasServiceData {
-            w.beginList("service_data_uuids", count: 0)
-            a.forEachServiceDataUUID { w.uuid("", $0) }
-            w.end()
+            w.out.raw(",\"service_data_uuids\":[")
+            first = true
+            a.forEachServiceDataUUID { u in
+                if !first { w.out.byte(UInt8(ascii: ",")) }
+                first = false
+                w.out.byte(UInt8(ascii: "\""))
+                w.out.uuid(u)
+                w.out.byte(UInt8(ascii: "\""))
+            }
+            w.out.byte(UInt8(ascii: "]"))
         }
         if let m = a.manufacturerData {
-            w.beginObject("manufacturer")
-            w.uint("company_id", UInt64(m.companyID))
-            if let n = Self.companyLookup(m.companyID) { w.text("company", n) } else if m.companyID == 0xFFFF {
-                w.text("company", literal: "test / no company")
+            w.out.raw(",\"manufacturer\":{\"company_id\":")
+            w.out.decimal(UInt64(m.companyID))
+            if let n = Self.companyLookup(m.companyID) {
+                w.out.raw(",\"company\":")
+                w.out.jsonString(UnsafeRawBufferPointer(n.utf8))
+            } else if m.companyID == 0xFFFF {
+                w.out.raw(",\"company\":\"test / no company\"")
             }
-            w.bytes("data", m.payload)
-            w.end()
+            w.out.raw(",\"data\":\"")
+            w.out.hexLower(m.payload)
+            w.out.raw("\"}")
         }
         if let ap = a.appearance {
-            w.beginObject("appearance")
-            w.uint("value", UInt64(ap.rawValue))
-            if let n = Self.appearanceLookup(ap.rawValue) { w.text("name", n) } else { w.text("name", literal: "unknown") }
-            w.end()
+            w.out.raw(",\"appearance\":{\"value\":")
+            w.out.decimal(UInt64(ap.rawValue))
+            w.out.raw(",\"name\":")
+            if let n = Self.appearanceLookup(ap.rawValue) { w.out.jsonString(UnsafeRawBufferPointer(n.utf8)) } else {
+                w.out.raw("\"unknown\"")
+            }
+            w.out.byte(UInt8(ascii: "}"))
         }
-        if let flags = a.flags { w.uint("flags", UInt64(flags.rawValue)) }
-        w.bool("connectable", d.eventType.connectable)
-        w.bool("scannable", d.eventType.scannable)
-        w.text("pdu", literal: d.eventType.pduNameLiteral)
-        if d.eventType.extendedReport { w.text("report", literal: "extended") } else { w.text("report", literal: "legacy") }
+        if let flags = a.flags {
+            w.out.raw(",\"flags\":")
+            w.out.decimal(UInt64(flags.rawValue))
+        }
+        w.out.raw(d.eventType.connectable ? ",\"connectable\":true" : ",\"connectable\":false")
+        w.out.raw(d.eventType.scannable ? ",\"scannable\":true,\"pdu\":" : ",\"scannable\":false,\"pdu\":")
+        w.out.jsonString(d.eventType.pduNameLiteral)
         if d.eventType.extendedReport {
-            w.text("primary_phy", d.eventType.primaryPHY.name ?? "unknown")
-            w.text("secondary_phy", d.eventType.secondaryPHY.name ?? "none")
-            if let sid = d.eventType.sid { w.uint("sid", UInt64(sid)) }
+            w.out.raw(",\"report\":\"extended\",\"primary_phy\":")
+            w.out.jsonString(d.eventType.primaryPHY.name ?? "unknown")
+            w.out.raw(",\"secondary_phy\":")
+            w.out.jsonString(d.eventType.secondaryPHY.name ?? "none")
+            if let sid = d.eventType.sid {
+                w.out.raw(",\"sid\":")
+                w.out.decimal(UInt64(sid))
+            }
+        } else {
+            w.out.raw(",\"report\":\"legacy\"")
         }
-        w.uint("reports", UInt64(d.reportCount))
-        w.bytes("advertising_data", a.advertisingData)
-        w.bytes("scan_response", a.scanResponseData)
+        w.out.raw(",\"reports\":")
+        w.out.decimal(UInt64(d.reportCount))
+        w.out.raw(",\"advertising_data\":\"")
+        w.out.hexLower(a.advertisingData)
+        w.out.raw("\",\"scan_response\":\"")
+        w.out.hexLower(a.scanResponseData)
+        w.out.byte(UInt8(ascii: "\""))
+        // The structures through the writer, inside an object already open.
+        w.beginRecordContinuing()
         Self.structures("ad", a.advertisingData, into: &w)
         if !a.scanResponseData.isEmpty { Self.structures("scan_response_ad", a.scanResponseData, into: &w) }
         if a.malformed { w.bool("malformed", true) }

@@ -61,6 +61,12 @@ public struct FieldWriter: FieldSink, ~Copyable {
         push(Frame(kind: .object, indent: 1, count: 0))
     }
 
+    /// Continues a record whose opening and first fields the caller wrote into ``out``
+    /// itself (JSON: `{` and at least one key; the next field gets its comma).
+    public mutating func beginRecordContinuing() {
+        push(Frame(kind: .object, indent: 1, count: format == .json ? 1 : 0))
+    }
+
     /// Ends the record and its line.
     public mutating func endRecord() {
         top = Frame(kind: .none, indent: 0, count: 0)

@@ -343,6 +343,11 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         }
     }
 
+    /// A JSON string literal of UTF-8 off the wire (invalid sequences as U+FFFD).
+    public mutating func jsonString(repairing utf8: UnsafeRawBufferPointer) {
+        if Self.isValidUTF8(utf8) { jsonString(utf8) } else { jsonString(String(decoding: utf8, as: UTF8.self)) }
+    }
+
     /// A JSON string literal of a String.
     public mutating func jsonString(_ s: String) {
         var s = s
