@@ -60,6 +60,65 @@ func temporaryPath(_ name: String) -> String {
         #expect(t >= before && t <= after)
     }
 
+    /// Read in blocks smaller than a record (and than the file header): the same records as
+    /// the whole file gives, with their offsets in the file.
+    @Test(arguments: [40, 41, 57, 1 << 20]) func streamedInBlocks(_ blockSize: Int) throws {
+        let path = temporaryPath("blocks.btsnoop")
+        defer { unlink(path) }
+        try write(path)
+        var streamed: [(bytes: [UInt8], flags: UInt32, time: Int64, offset: Int)] = []
+        try BTSnoopFile.stream(path: path, blockSize: blockSize) { r in
+            streamed.append((Array(r.data), r.flags.rawValue, r.unixMicroseconds, r.offset))
+        }
+        let whole = try readBack(path)
+        #expect(streamed.map(\.bytes) == whole.map(\.bytes))
+        #expect(streamed.map(\.flags) == whole.map(\.flags))
+        #expect(streamed.map(\.time) == whole.map(\.time))
+        var offset = 16
+        var offsets: [Int] = []
+        for p in Self.packets {
+            offsets.append(offset)
+            offset += 24 + p.bytes.count
+        }
+        #expect(streamed.map(\.offset) == offsets)
+    }
+
+    @Test(arguments: [40, 1 << 20]) func streamedTruncatedCaptureReportsTheOffset(_ blockSize: Int) throws {
+        let path = temporaryPath("cut-stream.btsnoop")
+        defer { unlink(path) }
+        try write(path)
+        let last = 16 + Self.packets.dropLast().reduce(0) { $0 + 24 + $1.bytes.count }
+        #expect(truncate(path, off_t(last + 30)) == 0)
+        var seen = 0
+        do {
+            try BTSnoopFile.stream(path: path, blockSize: blockSize) { _ in seen += 1 }
+            Issue.record("no error")
+        } catch let e as TransportError {
+            #expect(e.kind == .malformedFile)
+            #expect(e.streamOffset == last)
+            #expect(e.message.contains("byte \(last) is cut off"))
+        }
+        #expect(seen == Self.packets.count - 1)
+    }
+
+    @Test func streamedRecordClaimingHugeLengthIsAnError() throws {
+        let path = temporaryPath("huge.btsnoop")
+        defer { unlink(path) }
+        var file = h("62 74 73 6e 6f 6f 70 00 00 00 00 01 00 00 03 ea")
+        // Original and included length 0x7FFFFFFF: no capture holds such a record.
+        file += h("7f ff ff ff 7f ff ff ff 00 00 00 03 00 00 00 00 00 e0 3a b4 4a 67 60 00") + [UInt8](repeating: 0, count: 64)
+        let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
+        _ = file.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        do {
+            try BTSnoopFile.stream(path: path, blockSize: 64) { _ in Issue.record("no record expected") }
+            Issue.record("no error")
+        } catch let e as TransportError {
+            #expect(e.kind == .malformedFile)
+            #expect(e.streamOffset == 16)
+        }
+    }
+
     @Test func truncatedCaptureReportsTheOffset() throws {
         let path = temporaryPath("cut.btsnoop")
         defer { unlink(path) }

@@ -301,8 +301,14 @@ public struct Scanner: Sendable {
     }
 
     static func replace(_ stored: inout [UInt8], with data: UnsafeRawBufferPointer) {
-        stored.removeAll(keepingCapacity: true)
-        stored.append(contentsOf: data)
+        // A new device's first data: one allocation (emptying the empty array would make one
+        // more); later data reuses the storage when it fits.
+        if stored.capacity < data.count {
+            stored = Array(data)
+        } else {
+            stored.removeAll(keepingCapacity: true)
+            stored.append(contentsOf: data)
+        }
     }
 
     private func dataMatches(_ e: Entry) -> Bool {

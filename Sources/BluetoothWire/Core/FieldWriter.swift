@@ -32,6 +32,8 @@ public struct FieldWriter: FieldSink, ~Copyable {
         parents.reserveCapacity(16)
     }
 
+    deinit { namedCacheBytes?.deallocate() }
+
     private mutating func push(_ f: Frame) {
         if top.kind != .none { parents.append(top) }
         top = f
@@ -206,22 +208,74 @@ public struct FieldWriter: FieldSink, ~Copyable {
     }
 
     public mutating func named(_ name: FieldName, _ value: UInt64, literal label: StaticString) {
-        label.withUTF8Buffer { writeNamed(name, value, UnsafeRawBufferPointer($0)) }
+        if label.hasPointerRepresentation {
+            writeNamed(name, value, UnsafeRawBufferPointer(start: label.utf8Start, count: label.utf8CodeUnitCount),
+                       static: true)
+        } else {
+            label.withUTF8Buffer { writeNamed(name, value, UnsafeRawBufferPointer($0)) }
+        }
     }
 
     public mutating func named(_ name: FieldName, _ value: UInt64, utf8 label: UnsafeRawBufferPointer) {
         writeNamed(name, value, label)
     }
 
-    private mutating func writeNamed(_ name: FieldName, _ value: UInt64, _ label: UnsafeRawBufferPointer) {
+    /// Rendered `{"value":V,"name":"LABEL"}` of literal labels, by label address and value:
+    /// the same few (AD types, company names, codes) come on every line.
+    private struct CachedNamed {
+        var label: UnsafeRawPointer?
+        var value: UInt64 = 0
+        var length = 0
+    }
+    private static let cacheSlots = 64
+    private static let cacheSlotSize = 128
+    private var namedCache: [CachedNamed] = []
+    private var namedCacheBytes: UnsafeMutableRawPointer?
+
+    /// Writes the JSON value of a named number with a label in static storage, from the
+    /// cache when it was written before.
+    private mutating func cachedNamedJSON(_ value: UInt64, _ label: UnsafeRawBufferPointer) {
+        guard let address = label.baseAddress, label.count <= Self.cacheSlotSize - 40 else {
+            writeNamedJSON(value, label)
+            return
+        }
+        if namedCache.isEmpty {
+            namedCache = Array(repeating: CachedNamed(), count: Self.cacheSlots)
+            namedCacheBytes = UnsafeMutableRawPointer.allocate(byteCount: Self.cacheSlots * Self.cacheSlotSize, alignment: 16)
+        }
+        guard let bytes = namedCacheBytes else { writeNamedJSON(value, label); return }
+        let key = UInt(bitPattern: address) ^ UInt(truncatingIfNeeded: value &* 0x9E37_79B9_7F4A_7C15)
+        let slot = Int((key ^ (key >> 17)) & UInt(Self.cacheSlots - 1))
+        let fragment = bytes + slot * Self.cacheSlotSize
+        let entry = namedCache[slot]
+        if entry.label == address && entry.value == value {
+            out.append(UnsafeRawBufferPointer(start: fragment, count: entry.length))
+            return
+        }
+        let start = out.count
+        writeNamedJSON(value, label)
+        let length = out.count - start
+        guard length <= Self.cacheSlotSize else { return }
+        out.withBytes { all in
+            if let b = all.baseAddress { fragment.copyMemory(from: b + start, byteCount: length) }
+        }
+        namedCache[slot] = CachedNamed(label: address, value: value, length: length)
+    }
+
+    private mutating func writeNamedJSON(_ value: UInt64, _ label: UnsafeRawBufferPointer) {
+        out.raw("{\"value\":")
+        out.decimal(value)
+        out.raw(",\"name\":")
+        out.jsonString(label)
+        out.byte(UInt8(ascii: "}"))
+    }
+
+    private mutating func writeNamed(_ name: FieldName, _ value: UInt64, _ label: UnsafeRawBufferPointer,
+                                     static isStatic: Bool = false) {
         prefix(name)
         switch format {
         case .json:
-            out.raw("{\"value\":")
-            out.decimal(value)
-            out.raw(",\"name\":")
-            out.jsonString(label)
-            out.byte(UInt8(ascii: "}"))
+            if isStatic { cachedNamedJSON(value, label) } else { writeNamedJSON(value, label) }
         case .text:
             out.append(label)
             out.raw(" (0x")
