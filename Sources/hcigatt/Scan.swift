@@ -102,18 +102,23 @@ enum ScanCommand {
         let start = monotonicNow()
         let state = Locked(ScanFormatter(json: json, origin: start))
         let live = LiveCounter(enabled: isatty(2) != 0 && !json)
+        let drops = DropReporter(command: "scan", baseline: session.host.statistics.droppedScanEvents)
         var failure: (any Error)?
         var interrupted = false
         do {
             interrupted = try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
+                        var seen = 0
                         for try await event in session.host.scan(config) {
                             let count = state.withLock { p in
                                 Console.out(p.format(event))
                                 return p.devicesShown
                             }
                             live.update(devices: count)
+                            seen &+= 1
+                            // Said as it happens (at most once a second), not only at the end.
+                            if seen & 255 == 0 { drops.check(session.host.statistics.droppedScanEvents) }
                         }
                     }
                     if let duration {
@@ -134,7 +139,18 @@ enum ScanCommand {
         let elapsed = Double(monotonicNow() &- start) / 1e9
         let shown = state.withLock { $0.devicesShown }
         let seconds = formatSeconds(elapsed)
-        Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports) via \(session.transportName)\(interrupted ? ", stopped by the user" : "")")
+        let dropped = drops.total(stats.droppedScanEvents)
+        let lost = dropped == 0 ? "" : "; \(dropped) scan event\(dropped == 1 ? "" : "s") dropped: the output did not keep up"
+        Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports\(lost)) via \(session.transportName)\(interrupted ? ", stopped by the user" : "")")
+        if json {
+            // The same, machine-readable, also on stderr: stdout holds only the device lines.
+            Console.err(FieldRenderer.jsonObject([
+                Field("event", .text("summary")), Field("devices", .uint(UInt64(shown))),
+                Field("advertising_reports", .uint(UInt64(stats.reports))),
+                Field("dropped_events", .uint(UInt64(dropped))), Field("seconds", .double(elapsed)),
+                Field("transport", .text(session.transportName)), Field("stopped_by_user", .bool(interrupted)),
+            ]))
+        }
         if let failure {
             throw RuntimeError("scan stopped: \(describe(failure))")
         }
@@ -147,6 +163,34 @@ final class Locked<Value>: Sendable {
     private let mutex: Mutex<Value>
     init(_ value: sending Value) { mutex = Mutex(value) }
     func withLock<R>(_ body: (inout sending Value) throws -> sending R) rethrows -> sending R { try mutex.withLock(body) }
+}
+
+/// Says on stderr when the host dropped scan events because the output fell behind (at
+/// most once a second), and gives the total for the summary.
+final class DropReporter: Sendable {
+    let command: String
+    let baseline: Int
+    private let reported = Atomic<Int>(0)
+    private let lastSaid = Atomic<UInt64>(0)
+
+    init(command: String, baseline: Int) {
+        self.command = command
+        self.baseline = baseline
+    }
+
+    /// `counter` is the host's running count of dropped scan events.
+    func check(_ counter: Int) {
+        let dropped = counter - baseline
+        guard dropped > reported.load(ordering: .relaxed) else { return }
+        let now = monotonicNow()
+        guard now &- lastSaid.load(ordering: .relaxed) >= 1_000_000_000 else { return }
+        lastSaid.store(now, ordering: .relaxed)
+        reported.store(dropped, ordering: .relaxed)
+        Console.err("\(command): \(dropped) scan event\(dropped == 1 ? "" : "s") dropped so far: the output is not keeping up")
+    }
+
+    /// Dropped since the start.
+    func total(_ counter: Int) -> Int { max(0, counter - baseline) }
 }
 
 /// Counts devices on stderr while scanning, when stderr is a terminal.

@@ -1,11 +1,16 @@
 """hcigatt replay of captures the tests make with --snoop: a phone-like capture where scanning
-is switched on and off, minutes apart."""
+is switched on and off, minutes apart; and a burst of 50 000 advertisers on a live scan."""
+import json
 import os
 import struct
+import subprocess
+import sys
 import tempfile
 import unittest
 
-from peer import Peer, hcigatt, json_lines
+from peer import HCIGATT, ROOT, Peer, hcigatt, json_lines
+
+ADVERTISERS = os.path.join(ROOT, 'Tests', 'static', 'advertisers.py')
 
 PERIPHERALS = ['--peripheral', 'Thermo-1,service=1809,service=180F,mfr=004c:01020304',
                '--peripheral', 'Pulse-2,service=180D,address=C0:F1:F2:F3:F4:22,random',
@@ -101,6 +106,34 @@ class ReplayTests(unittest.TestCase):
             self.assertEqual(stats['advertising_reports'], 40_000)
             self.assertEqual(stats['devices'], 40_000)
             self.assertEqual(stats['malformed'], 0)
+
+
+class BurstTests(unittest.TestCase):
+    def test_burst_of_50000_advertisers_is_printed_or_counted(self):
+        """A fake controller sends 50 000 distinct advertisers in one burst over TCP: every
+        one is printed, or the ones the host could not keep are counted in the summary
+        (and said on stderr): none is lost silently."""
+        total = 50_000
+        fake = subprocess.Popen([sys.executable, ADVERTISERS, '--batch', str(total), '--batches', '1'],
+                                stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+        try:
+            port = json.loads(fake.stdout.readline())['port']
+            proc = subprocess.run([HCIGATT, 'scan', '--transport', f'tcp:127.0.0.1:{port}', '--passive', '--json',
+                                   '--duration', '10'], capture_output=True, text=True, timeout=60)
+        finally:
+            fake.kill()
+            fake.wait()
+            fake.stdout.close()
+            fake.stdin.close()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        printed = {json.loads(line)['address'] for line in proc.stdout.splitlines() if line.strip()}
+        summary = json.loads(proc.stderr.strip().splitlines()[-1])
+        self.assertEqual(summary['event'], 'summary')
+        self.assertEqual(summary['advertising_reports'], total, 'the host read the whole burst')
+        self.assertEqual(summary['devices'], len(printed))
+        self.assertEqual(len(printed) + summary['dropped_events'], total, 'every advertiser printed or counted')
+        if summary['dropped_events']:
+            self.assertIn('dropped', proc.stderr.splitlines()[0] + proc.stderr)
 
 
 if __name__ == '__main__':
