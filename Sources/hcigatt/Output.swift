@@ -49,7 +49,7 @@ enum Console {
     /// Writes to stderr as is (no newline), e.g. a progress line ending in "\r".
     static func errRaw(_ s: String) {
         var line = s
-        line.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
+        _ = line.withUTF8 { writeAll(2, UnsafeRawBufferPointer($0)) }
     }
 
     /// Writes what is pending on stdout.

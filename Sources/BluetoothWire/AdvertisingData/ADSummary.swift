@@ -133,14 +133,14 @@ public struct ADSummary {
         var it = AdvertisingData(bytes).makeIterator()
         while let s = try? it.next() {
             switch s.type.rawValue {
-            case 0x02 ... 0x07 where !serviceData:
-                guard let list = try? s.serviceUUIDs() else { break }
+            case 0x02 ... 0x07:
+                guard !serviceData, let list = try? s.serviceUUIDs() else { break }
                 for u in list {
                     body(u, index)
                     index += 1
                 }
-            case 0x16, 0x20, 0x21 where serviceData:
-                guard let d = try? s.serviceData() else { break }
+            case 0x16, 0x20, 0x21:
+                guard serviceData, let d = try? s.serviceData() else { break }
                 body(d.uuid, index)
                 index += 1
             default:

@@ -1,0 +1,159 @@
+import Testing
+@testable import BluetoothWire
+
+@Suite struct ADSummaryTests {
+    func summary(_ ad: String, _ sr: String = "", _ body: (ADSummary) -> Void) {
+        let a = h(ad), s = h(sr)
+        a.withUnsafeBytes { ab in s.withUnsafeBytes { sb in body(ADSummary(ab, sb)) } }
+    }
+
+    func uuids(_ s: ADSummary) -> [BluetoothUUID] {
+        var out: [BluetoothUUID] = []
+        s.forEachServiceUUID { out.append($0) }
+        return out
+    }
+
+    @Test func firstOccurrenceWinsAndUUIDsAreDistinct() {
+        // Flags, shortened name, 16-bit list (180D, 180F, 180D again), manufacturer 004C;
+        // scan response: complete name, 16-bit list with 180F and 1809.
+        summary("020106 040853686f 0703 0d18 0f18 0d18 05ff4c000102", "05095368 6f72 0503 0f18 0918") { s in
+            #expect(s.flags?.rawValue == 0x06)
+            #expect(s.name.map { Array($0) } == Array("Shor".utf8))
+            #expect(uuids(s) == [BluetoothUUID(0x180D), BluetoothUUID(0x180F), BluetoothUUID(0x1809)])
+            #expect(s.serviceUUIDCount == 3)
+            #expect(s.manufacturerData?.companyID == 0x004C)
+            #expect(!s.malformed)
+        }
+    }
+
+    @Test func moreThanEightUUIDsAndServiceDataStayApart() {
+        // Ten 16-bit UUIDs (one repeated), then service data for FCD2: the slow path walks the
+        // data again and must not take the service data UUID for a service.
+        var list = "1503"
+        for v in [0x1800, 0x1801, 0x1802, 0x1803, 0x1804, 0x1805, 0x1806, 0x1807, 0x1808, 0x1800] {
+            list += String(format16(v))
+        }
+        summary(list + "0516d2fc4002") { s in
+            let expected = (0x1800 ... 0x1808).map { BluetoothUUID(UInt16($0)) }
+            #expect(uuids(s) == expected)
+            #expect(s.serviceUUIDCount == 9)
+            var data: [BluetoothUUID] = []
+            s.forEachServiceDataUUID { data.append($0) }
+            #expect(data == [BluetoothUUID(0xFCD2)])
+        }
+    }
+
+    @Test func malformedStopsThatBufferOnly() {
+        summary("020106 0309", "0303 0918") { s in
+            #expect(s.malformed)
+            #expect(s.flags?.rawValue == 0x06)
+            #expect(uuids(s) == [BluetoothUUID(0x1809)])
+        }
+    }
+
+    func format16(_ v: Int) -> String {
+        let lo = v & 0xFF, hi = v >> 8
+        let digits = Array("0123456789abcdef")
+        return String([digits[lo >> 4], digits[lo & 15], digits[hi >> 4], digits[hi & 15]])
+    }
+}
+
+@Suite struct FieldWriterTests {
+    func render(_ format: FieldWriter.Format, _ body: (inout FieldWriter) -> Void) -> String {
+        var w = FieldWriter(format: format, out: OutputBuffer(capacity: 16))
+        body(&w)
+        return w.out.string
+    }
+
+    @Test func jsonEscapesControlsQuotesAndC1() {
+        let out = render(.json) { w in
+            w.beginRecord()
+            w.text("a", "q\"b\\s\u{7F}\u{85}é\u{1}\n")
+            w.endRecord()
+        }
+        #expect(out == "{\"a\":\"q\\\"b\\\\s\\u007f\\u0085é\\u0001\\n\"}\n")
+    }
+
+    @Test func invalidUTF8IsRepairedAsStringsDo() {
+        let bytes: [UInt8] = [0x41, 0xC3, 0x28, 0xE2, 0x82]
+        let out = render(.json) { w in
+            w.beginRecord()
+            bytes.withUnsafeBytes { w.text("n", utf8: $0) }
+            w.endRecord()
+        }
+        #expect(out == "{\"n\":\"" + String(decoding: bytes, as: UTF8.self) + "\"}\n")
+    }
+
+    @Test func sameOutputAsTheFieldTree() {
+        // Every value kind, nested lists and objects: the writer and the tree give one text.
+        func describe<S: FieldSink & ~Copyable>(_ s: inout S) {
+            s.uint("u", 18_446_744_073_709_551_615)
+            s.int("i", -9_223_372_036_854_775_808)
+            s.double("d", 0.625)
+            s.bool("b", true)
+            s.named("n", 0x1234, literal: "Name")
+            s.named("m", 0x1234, literal: "Name")   // the cached rendering
+            s.bytes("e", [])
+            s.bytes("x", [0xDE, 0xAD])
+            s.uuid("uuid", BluetoothUUID(high: 0x6E40_0001_B5A3_F393, low: 0xE0A9_E50E_24DC_CA9E))
+            s.address("addr", BluetoothAddress(rawValue: 0xC0FF_EE00_0001))
+            s.beginList("list", count: 3)
+            s.uint("", 1)
+            s.beginObject("")
+            s.text("k", "v")
+            s.beginList("inner", count: 1)
+            s.beginList("", count: 2)
+            s.uint("", 7)
+            s.beginObject("")
+            s.bool("z", false)
+            s.end()
+            s.end()
+            s.end()
+            s.end()
+            s.bytes("", [1])
+            s.end()
+        }
+        var tree = FieldTree()
+        describe(&tree)
+        for format in [FieldWriter.Format.text, .json] {
+            let direct = render(format) { w in
+                w.beginRecord()
+                describe(&w)
+                w.endRecord()
+            }
+            let viaTree = render(format) { w in
+                w.beginRecord()
+                w.fields(tree.fields)
+                w.endRecord()
+            }
+            #expect(direct == viaTree)
+        }
+        let text = render(.text) { w in
+            w.out.raw("T")
+            w.beginRecord()
+            describe(&w)
+            w.endRecord()
+        }
+        #expect(text == """
+        T
+          u: 18446744073709551615
+          i: -9223372036854775808
+          d: 0.625
+          b: yes
+          n: Name (0x1234)
+          m: Name (0x1234)
+          e: (empty)
+          x: de ad (2 bytes)
+          uuid: "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+          addr: "C0:FF:EE:00:00:01"
+          list: [3]
+            [0] 1
+            [1]
+              k: "v"
+              inner: [1]
+                [0] [7, {z: no}]
+            [2] 01 (1 bytes)
+
+        """)
+    }
+}
