@@ -13,6 +13,8 @@ struct BenchmarkCase {
     var itemsPerOp: Int = 1
     /// Formatting output allocates by nature; such cases are reported, not failed by --check.
     var allowsAllocations = false
+    /// For such a case, the most allocations per item --check accepts (nil: any).
+    var maxAllocationsPerItem: Double? = nil
     var run: (Int) -> UInt64
 }
 
@@ -25,6 +27,7 @@ struct Measurement {
     var targetNanos: Double?
     var iterations: Int
     var allowsAllocations: Bool
+    var maxAllocationsPerItem: Double?
 
     var meetsTarget: Bool {
         guard let t = targetNanos else { return true }
@@ -81,7 +84,8 @@ struct Harness {
             allocationsPerOp: Double(a1 &- a0) / Double(n) / items,
             targetNanos: c.targetNanos,
             iterations: n,
-            allowsAllocations: c.allowsAllocations
+            allowsAllocations: c.allowsAllocations,
+            maxAllocationsPerItem: c.maxAllocationsPerItem
         )
     }
 }

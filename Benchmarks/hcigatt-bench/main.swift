@@ -87,5 +87,11 @@ if check {
         print("FAIL: heap allocations on the hot path in: \(allocating.map(\.name).joined(separator: ", "))")
         exit(1)
     }
-    print("ok: 0 heap allocations per operation in every case")
+    // Lines of output: at most one allocation each (a new device's data kept by the table).
+    let overBudget = results.filter { m in m.maxAllocationsPerItem.map { m.allocationsPerOp > $0 } ?? false }
+    if !overBudget.isEmpty {
+        print("FAIL: more allocations per line than allowed in: \(overBudget.map { "\($0.name) (\($0.allocationsPerOp))" }.joined(separator: ", "))")
+        exit(1)
+    }
+    print("ok: 0 heap allocations per operation in every parsing case; at most 1 per replayed line")
 }
