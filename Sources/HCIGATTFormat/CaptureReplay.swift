@@ -127,9 +127,10 @@ public struct CaptureReplay: ~Copyable {
         let received = record.flags.isReceived
         // Events (most of a capture: advertising reports) are described straight from the
         // parsed view; the other packets through the dissector's field tree.
-        if record.data.first == H4PacketType.event.rawValue {
+        // (The frame is checked first, so a bad length reads as the dissector says it.)
+        if record.data.first == H4PacketType.event.rawValue, let frame = try? H4Frame.parse(record.data) {
             do throws(WireError) {
-                let event = try HCIEvent(parsing: UnsafeRawBufferPointer(rebasing: record.data.dropFirst()))
+                let event = try HCIEvent(parsing: frame.packet)
                 header(title: event.fieldTitle, received: received, now: now)
                 event.describe(into: &writer)
                 writer.endRecord()
@@ -175,9 +176,10 @@ public struct CaptureReplay: ~Copyable {
         writer.out.raw("]\n")
     }
 
-    /// Seconds with one decimal ("12.3"), rounded.
+    /// Seconds with one decimal ("12.3"), rounded as the CLI always did (in floating
+    /// point: a time exactly between two tenths goes where the product lands).
     static func seconds(_ nanoseconds: UInt64, into out: inout OutputBuffer) {
-        let tenths = (nanoseconds &+ 50_000_000) / 100_000_000
+        let tenths = UInt64(max(0, (Double(nanoseconds) / 1e9 * 10).rounded()))
         out.decimal(tenths / 10)
         out.byte(UInt8(ascii: "."))
         out.decimal(tenths % 10)

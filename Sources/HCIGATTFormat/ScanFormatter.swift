@@ -99,10 +99,11 @@ public struct ScanFormatter: Sendable {
             out.byte(UInt8(ascii: "\""))
             out.utf8Repairing(name)
             out.byte(UInt8(ascii: "\""))
-            // Padded in characters, as the String would be: bytes when it is ASCII.
+            // Padded in characters, as the String would be: bytes when it is printable ASCII
+            // (a CR LF pair or a combining mark next to a quote is one character).
             let written = out.count - start
-            let ascii = name.allSatisfy { $0 < 0x80 }
-            let width = ascii ? written : String(decoding: name, as: UTF8.self).count + 2
+            let plain = name.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+            let width = plain ? written : ("\"" + String(decoding: name, as: UTF8.self) + "\"").count
             out.repeated(UInt8(ascii: " "), width >= 22 ? 1 : 22 - width)
         } else {
             out.raw("(no name)")

@@ -123,6 +123,7 @@ enum DecodeCommand {
     }
 
     static func run(_ args: Arguments) throws -> Int32 {
+        Console.batch = true
         guard let kindName = args.positional.first else {
             throw UsageError("missing KIND (one of: \(kinds.map(\.name).joined(separator: ", ")))")
         }

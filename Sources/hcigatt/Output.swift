@@ -8,16 +8,28 @@ import Synchronization
 /// The tool's version (a global outside main.swift: initialised on first use, not in file order).
 let version = "0.1.0"
 
-/// Line-oriented output without Foundation or stdio: stdout gathered in one buffer and
-/// handed to write(2) in pieces of 64 KiB (a line at a time on a terminal, as stdio
-/// would), stderr unbuffered so errors interleave correctly with progress.
+/// Line-oriented output without Foundation or stdio: stdout through one buffer, handed to
+/// write(2) a line at a time (live commands, and any terminal) or in pieces of 64 KiB
+/// (``batch``: replay, decode); stderr unbuffered so errors interleave correctly with
+/// progress.
 enum Console {
     /// Bytes given to write(2) at once when the output is not a terminal.
     static let blockSize = 1 << 16
 
     private static let pending = Mutex(OutputBuffer(capacity: blockSize))
     /// A terminal sees each line as it is printed.
-    private static let lineBuffered = isatty(1) != 0
+    private static let terminal = isatty(1) != 0
+    private static let batchMode = Atomic<Bool>(false)
+
+    /// Output is a batch (replay, decode): lines are gathered into 64 KiB writes. Otherwise
+    /// (the live commands) each line is written as it comes, so a program reading the
+    /// pipe sees a device or a measurement when it happens.
+    static var batch: Bool {
+        get { batchMode.load(ordering: .relaxed) }
+        set { batchMode.store(newValue, ordering: .relaxed) }
+    }
+
+    private static var lineBuffered: Bool { terminal || !batch }
 
     /// One line (a newline is added).
     static func out(_ s: String) {

@@ -40,13 +40,22 @@ enum ReplayCommand {
         var replay = CaptureReplay(configuration: config, json: args.flag("json"), packets: args.flag("packets"),
                                    forcePassive: args.flag("passive"), bufferCapacity: Console.blockSize + 4096)
         var failure: String?
+        Console.batch = true
         do {
             try BTSnoopFile.stream(path: path) { record in
                 replay.record(record)
-                if replay.writer.out.count >= Console.blockSize { Console.write(&replay.writer.out) }
+                if replay.writer.out.count >= Console.blockSize {
+                    Console.write(&replay.writer.out)
+                    // The reader went away (`| head`): stop reading the capture.
+                    if Console.stdoutClosed { throw StoppedEarly() }
+                }
             }
         } catch let e as TransportError {
+            // A file that cannot be opened or is not a capture: the error alone, no stats.
+            if replay.packets == 0 { throw RuntimeError(e.message) }
             failure = e.message
+        } catch is StoppedEarly {
+            return 0
         }
         replay.finish()
         Console.write(&replay.writer.out)
@@ -70,3 +79,6 @@ enum ReplayCommand {
         return 0
     }
 }
+
+/// Ends the replay loop when stdout is closed.
+private struct StoppedEarly: Error {}

@@ -109,16 +109,14 @@ enum ScanCommand {
             interrupted = try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        var seen = 0
                         for try await event in session.host.scan(config) {
                             let count = state.withLock { p in
                                 Console.out(p.format(event))
                                 return p.devicesShown
                             }
                             live.update(devices: count)
-                            seen &+= 1
                             // Said as it happens (at most once a second), not only at the end.
-                            if seen & 255 == 0 { drops.check(session.host.statistics.droppedScanEvents) }
+                            drops.check(session.host.statistics.droppedScanEvents)
                         }
                     }
                     if let duration {

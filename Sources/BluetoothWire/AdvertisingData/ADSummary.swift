@@ -99,17 +99,15 @@ public struct ADSummary {
             for i in 0 ..< firstUUIDCount { body(firstUUIDs[i]) }
             return
         }
-        forEach(serviceData: false) { u, index in
-            if isFirst(u, at: index, serviceData: false) { body(u) }
-        }
+        var seen = Distinct()
+        forEach(serviceData: false) { u, _ in if seen.insert(u) { body(u) } }
     }
 
     /// Calls `body` with each service data UUID once, in order of first appearance.
     public func forEachServiceDataUUID(_ body: (BluetoothUUID) -> Void) {
         guard hasServiceData else { return }
-        forEach(serviceData: true) { u, index in
-            if isFirst(u, at: index, serviceData: true) { body(u) }
-        }
+        var seen = Distinct()
+        forEach(serviceData: true) { u, _ in if seen.insert(u) { body(u) } }
     }
 
     /// Distinct service UUIDs.
@@ -118,6 +116,29 @@ public struct ADSummary {
         var n = 0
         forEachServiceUUID { _ in n += 1 }
         return n
+    }
+
+    /// UUIDs seen so far: the first eight inline, more in a set (a hostile advertiser's
+    /// 1650 bytes of UUIDs cost one pass, not one per UUID).
+    struct Distinct {
+        var inline = InlineArray<8, BluetoothUUID>(repeating: BluetoothUUID(0))
+        var count = 0
+        var more: Set<BluetoothUUID> = []
+
+        /// True when `u` was not seen before.
+        mutating func insert(_ u: BluetoothUUID) -> Bool {
+            var i = 0
+            while i < min(count, 8) {
+                if inline[i] == u { return false }
+                i += 1
+            }
+            if count < 8 {
+                inline[count] = u
+                count += 1
+                return true
+            }
+            return more.insert(u).inserted
+        }
     }
 
     /// Every UUID of the kind asked, with its position, duplicates included; stops where
@@ -147,17 +168,5 @@ public struct ADSummary {
                 continue
             }
         }
-    }
-
-    /// Whether the UUID at `index` is the first of its value (the lists are short).
-    private func isFirst(_ u: BluetoothUUID, at index: Int, serviceData: Bool) -> Bool {
-        var first = true
-        var stop = false
-        forEach(serviceData: serviceData) { v, i in
-            guard !stop else { return }
-            if i >= index { stop = true; return }
-            if v == u { first = false; stop = true }
-        }
-        return first
     }
 }
