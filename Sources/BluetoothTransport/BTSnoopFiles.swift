@@ -130,14 +130,7 @@ public final class BTSnoopFile {
     /// Reads `path` and checks its header (magic, version 1, datalink `expectedDatalink`).
     public init(path: String, expectedDatalink: BTSnoopDatalink? = .h4, system: SystemCalls = .live) throws(TransportError) {
         self.path = path
-        let fd: Int32
-        switch system.valueOrErrno({ path.withCString { system.open($0, O_RDONLY | O_CLOEXEC, 0) } }) {
-        case .success(let f): fd = f
-        case .failure(let e):
-            let kind: TransportError.Kind = (e == .accessDenied || e == .permissionDenied) ? .permissionDenied
-                : e == .noSuchFile ? .notFound : .io
-            throw TransportError(kind, "cannot open \(path): \(e)", errno: e.rawValue)
-        }
+        let fd = try Self.openForReading(path, system)
         defer { system.closeOnce(fd) }
         var capacity = 64 * 1024
         var storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
@@ -207,14 +200,7 @@ public final class BTSnoopFile {
     /// ``forEachRecord(_:)`` give them; the records before a damaged one are delivered.
     public static func stream(path: String, expectedDatalink: BTSnoopDatalink? = .h4, blockSize: Int = 1 << 20,
                               system: SystemCalls = .live, _ body: (BTSnoopRecord) throws -> Void) throws {
-        let fd: Int32
-        switch system.valueOrErrno({ path.withCString { system.open($0, O_RDONLY | O_CLOEXEC, 0) } }) {
-        case .success(let f): fd = f
-        case .failure(let e):
-            let kind: TransportError.Kind = (e == .accessDenied || e == .permissionDenied) ? .permissionDenied
-                : e == .noSuchFile ? .notFound : .io
-            throw TransportError(kind, "cannot open \(path): \(e)", errno: e.rawValue)
-        }
+        let fd = try openForReading(path, system)
         defer { system.closeOnce(fd) }
         var capacity = max(blockSize, BTSnoop.fileHeaderLength + BTSnoop.recordHeaderLength)
         var storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
@@ -288,6 +274,17 @@ public final class BTSnoopFile {
                 filled = tail
             }
             try fill()
+        }
+    }
+
+    /// Opens `path` read-only; the user-facing error when it cannot be.
+    static func openForReading(_ path: String, _ system: SystemCalls) throws(TransportError) -> Int32 {
+        switch system.valueOrErrno({ path.withCString { system.open($0, O_RDONLY | O_CLOEXEC, 0) } }) {
+        case .success(let f): return f
+        case .failure(let e):
+            let kind: TransportError.Kind = (e == .accessDenied || e == .permissionDenied) ? .permissionDenied
+                : e == .noSuchFile ? .notFound : .io
+            throw TransportError(kind, "cannot open \(path): \(e)", errno: e.rawValue)
         }
     }
 

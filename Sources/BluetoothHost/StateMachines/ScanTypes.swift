@@ -168,12 +168,7 @@ public struct DiscoveredDevice: Sendable, Hashable {
     /// Malformed AD structures were found in the data (decoded what came before them).
     public var hasMalformedData: Bool { decoded.malformed }
 
-    private var decoded: ADDecoded {
-        var d = ADDecoded()
-        advertisingData.withUnsafeBytes { d.add($0) }
-        scanResponseData.withUnsafeBytes { d.add($0) }
-        return d
-    }
+    private var decoded: ADDecoded { ADDecoded(advertisingData, scanResponseData) }
 
     /// Calls `body` with the summary of both data sets (no allocation); the views in it
     /// are valid only inside `body`.
@@ -221,10 +216,11 @@ public enum ScanEvent: Sendable, Hashable {
     }
 }
 
-/// Decodes the convenience fields of one or two AD data sets, skipping malformed values.
+/// The convenience fields of one or two AD data sets as owned values: the allocation-free
+/// ``ADSummary`` (which decides what counts: first occurrence, complete name, malformed)
+/// copied out.
 struct ADDecoded {
     var name: String?
-    var nameIsComplete = false
     var serviceUUIDs: [BluetoothUUID] = []
     var serviceDataUUIDs: [BluetoothUUID] = []
     var manufacturerData: ManufacturerData?
@@ -233,47 +229,19 @@ struct ADDecoded {
     var txPower: Int8?
     var malformed = false
 
-    mutating func add(_ bytes: UnsafeRawBufferPointer) {
-        var it = AdvertisingData(bytes).makeIterator()
-        while true {
-            let s: ADStructure
-            do throws(WireError) {
-                guard let next = try it.next() else { return }
-                s = next
-            } catch {
-                malformed = true
-                return
-            }
-            switch s.type.rawValue {
-            case 0x01:
-                if flags == nil { flags = try? s.flags() }
-            case 0x02 ... 0x07:
-                if let list = try? s.serviceUUIDs() {
-                    for u in list where !serviceUUIDs.contains(u) { serviceUUIDs.append(u) }
-                } else { malformed = true }
-            case 0x08, 0x09:
-                let complete = s.type.rawValue == 0x09
-                if name == nil || (complete && !nameIsComplete) {
-                    name = String(decoding: s.data, as: UTF8.self)
-                    nameIsComplete = complete
-                }
-            case 0x0A:
-                if txPower == nil { txPower = try? s.txPowerLevel() }
-            case 0x16, 0x20, 0x21:
-                if let sd = try? s.serviceData() {
-                    if !serviceDataUUIDs.contains(sd.uuid) { serviceDataUUIDs.append(sd.uuid) }
-                } else { malformed = true }
-            case 0x19:
-                if appearance == nil { appearance = try? s.appearance() }
-            case 0xFF:
-                if manufacturerData == nil {
-                    if let m = try? s.manufacturerData() {
-                        manufacturerData = ManufacturerData(companyID: m.companyID, data: Array(m.payload))
-                    } else { malformed = true }
-                }
-            default:
-                break
-            }
-        }
+    init(_ s: ADSummary) {
+        name = s.name.map { String(decoding: $0, as: UTF8.self) }
+        s.forEachServiceUUID { serviceUUIDs.append($0) }
+        s.forEachServiceDataUUID { serviceDataUUIDs.append($0) }
+        manufacturerData = s.manufacturerData.map { ManufacturerData(companyID: $0.companyID, data: Array($0.payload)) }
+        appearance = s.appearance
+        flags = s.flags
+        txPower = s.txPower
+        malformed = s.malformed
+    }
+
+    /// The fields of `advertisingData` then `scanResponseData`.
+    init(_ advertisingData: [UInt8], _ scanResponseData: [UInt8]) {
+        self = advertisingData.withUnsafeBytes { a in scanResponseData.withUnsafeBytes { r in ADDecoded(ADSummary(a, r)) } }
     }
 }

@@ -313,9 +313,7 @@ public struct Scanner: Sendable {
 
     private func dataMatches(_ e: Entry) -> Bool {
         if configuration.services.isEmpty && lowercasedName == nil { return true }
-        var d = ADDecoded()
-        e.advertisingData.withUnsafeBytes { d.add($0) }
-        e.scanResponseData.withUnsafeBytes { d.add($0) }
+        let d = ADDecoded(e.advertisingData, e.scanResponseData)
         if !configuration.services.isEmpty {
             guard configuration.services.contains(where: { d.serviceUUIDs.contains($0) || d.serviceDataUUIDs.contains($0) })
             else { return false }
