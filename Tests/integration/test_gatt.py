@@ -219,7 +219,12 @@ class SubscriptionTests(unittest.TestCase):
             self.assertIsNotNone(result)
             self.assertTrue(result.get('accepted'), result)
             # The controller applied the new parameters (LE Connection Update from our host).
+            # The peer reports the L2CAP response and the LL update independently, in either
+            # order: wait for the update if it was not read before the result.
             updated = [e for e in peer.events.events if e['event'] == 'conn-params-updated']
+            if not updated:
+                e = peer.events.wait_event('conn-params-updated', 10)
+                updated = [e] if e else []
             self.assertEqual([(e['interval_ms'], e['supervision_timeout_ms']) for e in updated], [(50.0, 2000.0)])
 
     def test_connection_update_on_request(self):
