@@ -34,9 +34,12 @@ final class H4Stream {
         packetBuffer.deallocate()
     }
 
-    func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
+    func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void, stoppingWhen stop: () -> Bool = { false }) throws(TransportError) -> Bool {
         guard fd >= 0 else { throw TransportError(.closed, "\(label): the transport is closed") }
         while true {
+            // Between reads only: the deframer holds no whole packet here, so nothing
+            // read waits for a readiness that poll would not report.
+            if stop() { return true }
             let fd = self.fd
             let buffer = readBuffer
             let size = readBufferSize
@@ -149,6 +152,12 @@ public final class TCPTransport: HCITransport {
     public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
         try stream.readAvailable(body)
     }
+    /// Reads until `stop` says so, between reads of the socket.
+    public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void, stoppingWhen stop: () -> Bool) throws(TransportError) -> Bool {
+        try stream.readAvailable(body, stoppingWhen: stop)
+    }
+    /// True: what is not read stays in the socket buffers, and TCP makes the sender wait.
+    public var holdsUnreadData: Bool { true }
     /// Writes one H4 packet whole (waiting up to the write timeout).
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try stream.write(packet) }
     /// Writes what the socket takes now; returns the bytes written.
@@ -333,6 +342,13 @@ public final class SerialTransport: HCITransport {
     public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
         try stream.readAvailable(body)
     }
+    /// Reads until `stop` says so, between reads of the device.
+    public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void, stoppingWhen stop: () -> Bool) throws(TransportError) -> Bool {
+        try stream.readAvailable(body, stoppingWhen: stop)
+    }
+    /// With RTS/CTS only: the UART then holds the controller off when the tty buffer fills;
+    /// without flow control the bytes past it would be lost (and H4 framing with them).
+    public var holdsUnreadData: Bool { flowControl }
     /// Writes one H4 packet whole (waiting up to the write timeout).
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) { try stream.write(packet) }
     /// Writes what the device takes now; returns the bytes written.

@@ -24,6 +24,29 @@ final class HCIPacketSocket {
         self.permissionHint = permissionHint
         self.writeTimeoutMilliseconds = options.writeTimeout.milliseconds
         self.buffer = UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: 16)
+        // The default receive buffer (rmem_default, ~208 KiB) holds only a few hundred
+        // small packets, each charged at its skb's true size: a crowd's burst of reports
+        // overflows it while the host is busy. Ask for more; SO_RCVBUFFORCE passes
+        // rmem_max with CAP_NET_ADMIN (which the user channel needs anyway).
+        var size: Int32 = Self.receiveBufferBytes
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        if system.setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
+            _ = system.setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, length)
+        }
+    }
+
+    /// What the receive buffer is set to (the kernel doubles it for its bookkeeping).
+    static let receiveBufferBytes: Int32 = 4 << 20
+
+    /// Packets the kernel dropped because the receive buffer was full: SO_MEMINFO's
+    /// SK_MEMINFO_DROPS (index 8; Linux 4.12+), nil where the kernel does not say.
+    func receiveDrops() -> Int? {
+        guard fd >= 0 else { return nil }
+        var info: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: info))
+        guard system.getsockopt(fd, SOL_SOCKET, SO_MEMINFO, &info, &length) == 0,
+              Int(length) >= MemoryLayout.size(ofValue: info) else { return nil }
+        return Int(info.8)
     }
 
     deinit {
@@ -310,6 +333,8 @@ public final class UserChannelTransport: HCITransport {
     public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try socket.writeAvailable(bytes) }
     /// Closes the socket (the kernel gets the adapter back, down).
     public func close() { socket.close() }
+    /// Packets the kernel dropped because the socket's receive buffer was full.
+    public var receiveDrops: Int? { socket.receiveDrops() }
 }
 
 /// The HCI raw channel: sees the controller's events and ACL data beside the kernel's
@@ -386,4 +411,6 @@ public final class RawChannelTransport: HCITransport {
     public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int { try socket.writeAvailable(bytes) }
     /// Closes the socket.
     public func close() { socket.close() }
+    /// Packets the kernel dropped because the socket's receive buffer was full.
+    public var receiveDrops: Int? { socket.receiveDrops() }
 }

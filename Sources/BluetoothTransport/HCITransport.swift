@@ -15,6 +15,21 @@ public protocol HCITransport: AnyObject {
     /// call. Returns false at end of stream (the peer or the kernel closed the transport).
     func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool
 
+    /// Like ``readAvailable(_:)``, but asks `stop` between reads of the descriptor and
+    /// returns (true) as soon as it says yes; every packet already read is handed out first.
+    /// What stays unread waits in the descriptor: see ``holdsUnreadData``.
+    func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void, stoppingWhen stop: () -> Bool) throws(TransportError) -> Bool
+
+    /// Whether leaving the descriptor unread holds what the controller sends without loss:
+    /// a TCP stream (TCP flow control) or a UART with RTS/CTS. The host may then stop
+    /// reading while a consumer is behind, so the back-pressure reaches the controller.
+    /// Kernel HCI sockets drop what overflows their receive buffer: false.
+    var holdsUnreadData: Bool { get }
+
+    /// Packets lost before the host could read them (a kernel socket's receive buffer
+    /// overflowed), counted since the transport opened; nil where nobody counts.
+    var receiveDrops: Int? { get }
+
     /// Writes one packet (H4 indicator + HCI packet) completely, waiting for the
     /// descriptor to become writable if needed.
     func write(_ packet: UnsafeRawBufferPointer) throws(TransportError)
@@ -32,6 +47,17 @@ public protocol HCITransport: AnyObject {
 }
 
 extension HCITransport {
+    /// Transports that cannot stop part-way read everything (`stop` is not asked).
+    public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void, stoppingWhen stop: () -> Bool) throws(TransportError) -> Bool {
+        try readAvailable(body)
+    }
+
+    /// Not unless the transport says so.
+    public var holdsUnreadData: Bool { false }
+
+    /// Not counted unless the transport says so.
+    public var receiveDrops: Int? { nil }
+
     /// For transports that only have a blocking write (test doubles): writes it all.
     public func writeAvailable(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int {
         try write(bytes)

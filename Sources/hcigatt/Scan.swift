@@ -102,7 +102,7 @@ enum ScanCommand {
         let start = monotonicNow()
         let state = Locked(ScanFormatter(json: json, origin: start))
         let live = LiveCounter(enabled: isatty(2) != 0 && !json)
-        let drops = DropReporter(command: "scan", baseline: session.host.statistics.droppedScanEvents)
+        let drops = DropReporter(command: "scan", baseline: session.host.statistics)
         var failure: (any Error)?
         var interrupted = false
         do {
@@ -116,7 +116,7 @@ enum ScanCommand {
                             }
                             live.update(devices: count)
                             // Said as it happens (at most once a second), not only at the end.
-                            drops.check(session.host.statistics.droppedScanEvents)
+                            drops.check(session.host.statistics)
                         }
                     }
                     if let duration {
@@ -137,15 +137,17 @@ enum ScanCommand {
         let elapsed = Double(monotonicNow() &- start) / 1e9
         let shown = state.withLock { $0.devicesShown }
         let seconds = formatSeconds(elapsed)
-        let dropped = drops.total(stats.droppedScanEvents)
-        let lost = dropped == 0 ? "" : "; \(dropped) scan event\(dropped == 1 ? "" : "s") dropped: the output did not keep up"
+        let (dropped, lostByKernel) = drops.totals(stats)
+        var lost = dropped == 0 ? "" : "; \(dropped) scan event\(dropped == 1 ? "" : "s") dropped: the output did not keep up"
+        if lostByKernel > 0 { lost += "; \(lostByKernel) packet\(lostByKernel == 1 ? "" : "s") lost in the kernel's socket buffer" }
         Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports\(lost)) via \(session.transportName)\(interrupted ? ", stopped by the user" : "")")
         if json {
             // The same, machine-readable, also on stderr: stdout holds only the device lines.
             Console.err(FieldRenderer.jsonObject([
                 Field("event", .text("summary")), Field("devices", .uint(UInt64(shown))),
                 Field("advertising_reports", .uint(UInt64(stats.reports))),
-                Field("dropped_events", .uint(UInt64(dropped))), Field("seconds", .double(elapsed)),
+                Field("dropped_events", .uint(UInt64(dropped))),
+                Field("dropped_by_kernel", .uint(UInt64(lostByKernel))), Field("seconds", .double(elapsed)),
                 Field("transport", .text(session.transportName)), Field("stopped_by_user", .bool(interrupted)),
             ]))
         }
@@ -163,32 +165,38 @@ final class Locked<Value>: Sendable {
     func withLock<R>(_ body: (inout sending Value) throws -> sending R) rethrows -> sending R { try mutex.withLock(body) }
 }
 
-/// Says on stderr when the host dropped scan events because the output fell behind (at
-/// most once a second), and gives the total for the summary.
+/// Says on stderr when scan events were lost (at most once a second): dropped by the host
+/// because the output fell behind where the transport cannot hold a burst back, or lost
+/// in a kernel socket that overflowed; and gives the totals for the summary.
 final class DropReporter: Sendable {
     let command: String
-    let baseline: Int
+    let baseline: (events: Int, kernel: Int)
     private let reported = Atomic<Int>(0)
     private let lastSaid = Atomic<UInt64>(0)
 
-    init(command: String, baseline: Int) {
+    init(command: String, baseline: HostStatistics) {
         self.command = command
-        self.baseline = baseline
+        self.baseline = (baseline.droppedScanEvents, baseline.droppedByTransport)
     }
 
-    /// `counter` is the host's running count of dropped scan events.
-    func check(_ counter: Int) {
-        let dropped = counter - baseline
-        guard dropped > reported.load(ordering: .relaxed) else { return }
+    /// `statistics`: the host's running counters.
+    func check(_ statistics: HostStatistics) {
+        let (events, kernel) = totals(statistics)
+        guard events + kernel > reported.load(ordering: .relaxed) else { return }
         let now = monotonicNow()
         guard now &- lastSaid.load(ordering: .relaxed) >= 1_000_000_000 else { return }
         lastSaid.store(now, ordering: .relaxed)
-        reported.store(dropped, ordering: .relaxed)
-        Console.err("\(command): \(dropped) scan event\(dropped == 1 ? "" : "s") dropped so far: the output is not keeping up")
+        reported.store(events + kernel, ordering: .relaxed)
+        var parts: [String] = []
+        if events > 0 { parts.append("\(events) scan event\(events == 1 ? "" : "s") dropped so far: the output is not keeping up") }
+        if kernel > 0 { parts.append("\(kernel) packet\(kernel == 1 ? "" : "s") lost so far in the kernel's socket buffer") }
+        Console.err("\(command): " + parts.joined(separator: "; "))
     }
 
-    /// Dropped since the start.
-    func total(_ counter: Int) -> Int { max(0, counter - baseline) }
+    /// Dropped by the host, and lost in the kernel, since the start.
+    func totals(_ statistics: HostStatistics) -> (events: Int, kernel: Int) {
+        (max(0, statistics.droppedScanEvents - baseline.events), max(0, statistics.droppedByTransport - baseline.kernel))
+    }
 }
 
 /// Counts devices on stderr while scanning, when stderr is a terminal.

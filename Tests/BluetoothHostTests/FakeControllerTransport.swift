@@ -25,10 +25,11 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     /// Called (on the driver thread) after the answer to each command, with its opcode.
     let onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)?
 
-    init(model: FakeControllerModel = .init(), completesPackets: Bool = true,
+    init(model: FakeControllerModel = .init(), completesPackets: Bool = true, holdsUnreadData: Bool = true,
          onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)? = nil,
          onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)? = nil) {
         self.completesPackets = completesPackets
+        self.holdsUnreadData = holdsUnreadData
         self.onACL = onACL
         var fds: [Int32] = [-1, -1]
         let r = fds.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, $0.baseAddress) }
@@ -52,6 +53,9 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     var acl: [[UInt8]] { state.withLock { $0.acl } }
     /// Answer every ACL packet with Number Of Completed Packets (a controller that keeps up).
     let completesPackets: Bool
+    /// A socketpair holds what the host does not read (the injecting writer waits), like
+    /// TCP; false makes the host treat it like a kernel socket (no back-pressure).
+    let holdsUnreadData: Bool
     /// Called (on the driver thread) for each ACL packet the host writes.
     let onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)?
 

@@ -125,6 +125,62 @@ import Synchronization
         #expect(fake.commands.last == .readBDADDR)  // close had no scan left to disable
     }
 
+    /// A burst of distinct advertisers much larger than the scan stream's buffer, written by
+    /// a controller that waits when the host does not read: with back-pressure every one
+    /// arrives, however slow the consumer starts; a transport that cannot hold unread data
+    /// loses the excess, and every lost event is counted.
+    @Test(arguments: [true, false]) func burstWaitsInTheTransportWhileTheConsumerIsBehind(holds: Bool) async throws {
+        var model = FakeControllerModel()
+        model.leFeatures = [.leEncryption]  // legacy reports
+        let fake = FakeControllerTransport(model: model, holdsUnreadData: holds)
+        let host = try await HCIHost.open(transport: fake)
+        let total = 20_000
+        let stream = host.scan(ScanConfiguration(active: false))
+        _ = try await host.send(ReadBDADDRCommand())  // the scan is enabled
+        // The writer blocks whenever the socketpair is full, as a TCP peer would.
+        async let injected: Void = runOnOwnThread {
+            for i in 0..<total {
+                let a = LEAddress(BluetoothAddress(0xC0, 0x00, 0x00, 0x00, UInt8(i >> 8), UInt8(i & 0xFF)), type: .random)
+                fake.injectEvent(legacyReportEvent([LR(eventType: .advNonconnInd, address: a, data: ad(name: "D\(i)"), rssi: -50)]))
+            }
+        }
+        // The consumer starts late: until the host has read all it will (a paused host
+        // 4096 and one read more; one without back-pressure everything).
+        var read = -1
+        while host.statistics.reports != read {
+            read = host.statistics.reports
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        if holds {
+            #expect(read < ScanBacklog.capacity, "reading paused")
+        } else {
+            #expect(read == total)
+        }
+        let dropped = holds ? 0 : host.statistics.droppedScanEvents
+        // A stream that never delivers the rest fails the test instead of hanging it.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(30))
+            try await host.stopScan()
+        }
+        var seen = Set<LEAddress>()
+        for try await e in stream {
+            seen.insert(e.device.address)
+            if seen.count + dropped == total { break }
+        }
+        watchdog.cancel()
+        await injected
+        _ = try await host.send(ReadBDADDRCommand())  // the statistics of every read are published
+        let stats = host.statistics
+        #expect(stats.reports == total)
+        #expect(seen.count + stats.droppedScanEvents == total)
+        if holds {
+            #expect(stats.droppedScanEvents == 0)
+        } else {
+            #expect(stats.droppedScanEvents > 0)
+        }
+        await host.close()
+    }
+
     @Test func stopScanEndsTheStreamWithoutError() async throws {
         let fake = FakeControllerTransport()
         let host = try await HCIHost.open(transport: fake)

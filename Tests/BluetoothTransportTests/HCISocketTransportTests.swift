@@ -228,12 +228,30 @@ let noBluetoothMessage =
         }
     }
 
+    @Test func kernelSocketBufferIsEnlargedAndItsDropsAreCounted() throws {
+        let k = FakeKernel()
+        let t = try UserChannelTransport(index: 0, options: TransportOptions(system: k.system))
+        #expect(k.socketOptions.contains { $0.level == SOL_SOCKET && $0.name == SO_RCVBUFFORCE })
+        #expect(!t.holdsUnreadData)  // the kernel drops what overflows: no back-pressure
+        k.meminfoDrops = 7
+        #expect(t.receiveDrops == 7)
+        k.meminfoDrops = nil  // an old kernel without SO_MEMINFO: not known, not 0
+        #expect(t.receiveDrops == nil)
+        t.close()
+    }
+
     @Test func rawChannelSetsTheFilterOnceAndNeedsTheAdapterUp() throws {
         let k = FakeKernel()
         k.deviceFlags = LinuxBluetooth.flagUp
         var s = k.system
         nonisolated(unsafe) var filters: [hci_filter] = []
+        nonisolated(unsafe) var receiveBuffers: [Int32] = []
         s.setsockopt = { _, level, name, value, length in
+            if level == SOL_SOCKET {  // the receive buffer, enlarged for bursts
+                #expect(name == SO_RCVBUFFORCE)
+                receiveBuffers.append(value.load(as: Int32.self))
+                return 0
+            }
             #expect(level == 0 && name == 2 && Int(length) == MemoryLayout<hci_filter>.size)
             filters.append(value.load(as: hci_filter.self))
             return 0
@@ -241,6 +259,7 @@ let noBluetoothMessage =
         let t = try RawChannelTransport(index: 0, options: TransportOptions(system: s))
         #expect(k.binds.first?.channel == 0)
         #expect(filters.count == 1)
+        #expect(receiveBuffers == [4 << 20])
         #expect(filters.first?.type_mask == (1 << 4 | 1 << 2))
         #expect(filters.first?.event_mask.0 == 0xFFFF_FFFF && filters.first?.event_mask.1 == 0xFFFF_FFFF)
         t.close()

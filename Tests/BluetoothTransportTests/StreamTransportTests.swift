@@ -46,6 +46,34 @@ final class TestListener {
         h("02 41 00 00 00"),
     ]
 
+    /// Back-pressure: asked to stop, the transport stops between reads of the socket, having
+    /// handed out every whole packet it read; the rest stays in the socket, in order.
+    @Test func stopsBetweenReadsAndLeavesTheRestInTheSocket() throws {
+        let listener = try TestListener()
+        let t = try TCPTransport(host: "127.0.0.1", port: listener.port)
+        defer { t.close() }
+        let peer = listener.accept()
+        #expect(peer >= 0)
+        defer { close(peer) }
+        #expect(t.holdsUnreadData)
+        // 6000 numbered events of 8 bytes: 48 000 bytes, more than one 16 KiB read.
+        let total = 6000
+        var bytes: [UInt8] = []
+        for i in 0..<total { bytes += [0x04, 0xFF, 0x05, 0x00, UInt8(i & 0xFF), UInt8(i >> 8), 0, 0] }
+        writeFully(peer, bytes)
+        _ = waitReadable(t.fileDescriptor, milliseconds: 500)
+        var got: [Int] = []
+        _ = try t.readAvailable({ p in got.append(Int(p[4]) | Int(p[5]) << 8) }, stoppingWhen: { !got.isEmpty })
+        #expect(!got.isEmpty && got.count < total, "stopped after the first read")
+        #expect(got == Array(0..<got.count), "in order, none skipped")
+        while got.count < total {
+            guard waitReadable(t.fileDescriptor, milliseconds: 2000) else { break }
+            _ = try t.readAvailable { p in got.append(Int(p[4]) | Int(p[5]) << 8) }
+        }
+        #expect(got.count == total)
+        #expect(got == Array(0..<total), "the rest came from the socket, in order")
+    }
+
     @Test func deframesPacketsCutAtOddPoints() throws {
         let listener = try TestListener()
         let t = try TCPTransport(host: "127.0.0.1", port: listener.port)

@@ -81,9 +81,25 @@ final class FakeKernel: @unchecked Sendable {
     var writes: [[UInt8]] = []
     var writeResults: [Int32] = [] // errnos to return first, then success
     var polls = 0
+    /// Socket options set, and what SO_MEMINFO reports as SK_MEMINFO_DROPS (nil: ENOPROTOOPT).
+    var socketOptions: [(level: Int32, name: Int32)] = []
+    var meminfoDrops: UInt32? = 0
 
     var system: SystemCalls {
         var s = SystemCalls.live
+        s.setsockopt = { _, level, name, _, _ in
+            self.socketOptions.append((level, name))
+            return 0
+        }
+        s.getsockopt = { _, level, name, value, length in
+            guard level == SOL_SOCKET, name == SO_MEMINFO, let drops = self.meminfoDrops else {
+                Errno.current = Errno(ENOPROTOOPT)
+                return -1
+            }
+            let words = Int(length.pointee) / 4
+            for i in 0..<words { value.storeBytes(of: i == 8 ? drops : 0, toByteOffset: 4 * i, as: UInt32.self) }
+            return 0
+        }
         s.socket = { _, _, _ in
             if let e = self.socketErrno { Errno.current = Errno(e); return -1 }
             return 42

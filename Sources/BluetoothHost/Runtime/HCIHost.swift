@@ -114,17 +114,19 @@ public final class HCIHost: Sendable {
     /// forces a mode. The stream ends with an error when scanning cannot start or the
     /// transport closes or fails; it ends without error after ``stopScan()`` or
     /// ``close()``. Cancelling the consuming task or dropping the stream stops scanning.
-    /// One scan at a time.
-    public func scan(_ config: ScanConfiguration) -> AsyncThrowingStream<ScanEvent, any Error> {
+    /// A consumer that falls behind holds the host back from reading (see
+    /// ``ScanEventStream``). One scan at a time.
+    public func scan(_ config: ScanConfiguration) -> ScanEventStream {
         let id = scanIDs.wrappingAdd(1, ordering: .relaxed).oldValue
         let (stream, continuation) = AsyncThrowingStream<ScanEvent, any Error>.makeStream(
-            bufferingPolicy: .bufferingNewest(8192))
+            bufferingPolicy: .bufferingNewest(ScanBacklog.capacity))
         let driver = self.driver
         continuation.onTermination = { termination in
             if case .cancelled = termination { driver.post(.stopScan(id: id, nil)) }
         }
-        driver.post(.startScan(id: id, config, continuation))
-        return stream
+        let backlog = ScanBacklog { [weak driver] in driver?.wake() }
+        driver.post(.startScan(id: id, config, continuation, backlog))
+        return ScanEventStream(base: stream, backlog: backlog)
     }
 
     /// Stops the running scan (disables it in the controller) and ends its stream.

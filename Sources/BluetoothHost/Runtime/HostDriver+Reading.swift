@@ -12,7 +12,10 @@ extension HostDriver {
         reading = true
         let result: Result<Bool, TransportError>
         do throws(TransportError) {
-            result = .success(try transport.readAvailable { packet in self.received(packet) })
+            result = .success(try transport.readAvailable({ packet in self.received(packet) }, stoppingWhen: {
+                self.readingPaused = self.shouldPauseReading()
+                return self.readingPaused
+            }))
         } catch {
             result = .failure(error)
         }

@@ -9,7 +9,7 @@ extension HostDriver {
     // MARK: Scanning
 
     func startScan(id: UInt64, _ config: ScanConfiguration,
-                           _ continuation: AsyncThrowingStream<ScanEvent, any Error>.Continuation) {
+                   _ continuation: AsyncThrowingStream<ScanEvent, any Error>.Continuation, backlog: ScanBacklog) {
         if scan != nil {
             continuation.finish(throwing: HostError(.notSupported, "a scan is already running on this host; stop it before starting another"))
             return
@@ -21,7 +21,7 @@ extension HostDriver {
         let extended = config.useExtendedScanning ?? info.supportsExtendedScanning
         let scanner = Scanner(configuration: config, extended: extended)
         let commands = scanner.enableCommands()
-        scan = ActiveScan(id: id, scanner: scanner, continuation: continuation, enabling: commands.count)
+        scan = ActiveScan(id: id, scanner: scanner, continuation: continuation, backlog: backlog, enabling: commands.count)
         for command in commands {
             if let error = submit(command, waiter: .scanEnable(id: id)) {
                 scan = nil
@@ -66,4 +66,19 @@ extension HostDriver {
         }
     }
 
+    /// Back-pressure: whether to leave the transport unread because the scan's consumer is
+    /// behind (``ScanEventStream``). Only on a transport that holds unread data without
+    /// loss, and only while nothing else waits on the controller: a command in flight, a
+    /// connection attempt, a link (its ACL data), advertising being started or stopped, a
+    /// close. Those need the events behind the reports, and a consumer awaiting one of them
+    /// inside its scan loop would otherwise never drain.
+    func shouldPauseReading() -> Bool {
+        guard let backlog = scan?.backlog else { return false }  // the field only: no copy of the scanner
+        guard transport.holdsUnreadData, !closing, flow.isIdle, disabling == 0, connectWaiters.isEmpty,
+              links.isEmpty, advertisingStarts.isEmpty, advertisingStops.isEmpty, !hasPending else {
+            if readingPaused { backlog.release() }
+            return false
+        }
+        return backlog.holdReading(wasPaused: readingPaused)
+    }
 }

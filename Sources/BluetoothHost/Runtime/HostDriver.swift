@@ -23,6 +23,9 @@ public struct HostStatistics: Sendable, Equatable {
     public var droppedFragments = 0
     /// Scan events dropped because the consumer did not keep up (stream buffer full).
     public var droppedScanEvents = 0
+    /// Packets the transport lost before the host read them: a kernel socket's receive
+    /// buffer overflowed (``HCITransport/receiveDrops``; 0 where it cannot be known).
+    public var droppedByTransport = 0
     /// Packets from the controller that could not be parsed (skipped, not fatal).
     public var malformedPackets = 0
     /// What was wrong with the last malformed packet.
@@ -63,7 +66,7 @@ enum DriverRequest: @unchecked Sendable {
     case command(packet: [UInt8], opcode: HCIOpcode, token: CommandToken, timeout: UInt64?,
                  CheckedContinuation<CommandResult, Never>)
     case cancelCommand(CommandToken)
-    case startScan(id: UInt64, ScanConfiguration, AsyncThrowingStream<ScanEvent, any Error>.Continuation)
+    case startScan(id: UInt64, ScanConfiguration, AsyncThrowingStream<ScanEvent, any Error>.Continuation, ScanBacklog)
     /// id nil: whatever scan runs (stopScan()); otherwise only that scan (stream ended).
     case stopScan(id: UInt64?, CheckedContinuation<Result<Void, HostError>, Never>?)
     case close(CheckedContinuation<Void, Never>?)
@@ -123,10 +126,16 @@ final class HostDriver: @unchecked Sendable {
         var id: UInt64
         var scanner: Scanner
         var continuation: AsyncThrowingStream<ScanEvent, any Error>.Continuation
+        /// Events in the stream not yet taken by the consumer.
+        var backlog: ScanBacklog
         /// Enable commands still unanswered; reports are delivered meanwhile.
         var enabling: Int
     }
     var scan: ActiveScan?
+    /// Reading the transport is paused because the scan's consumer is behind (back-pressure).
+    var readingPaused = false
+    /// When ``HostStatistics/droppedByTransport`` was last read from the transport.
+    var lastDropCheck: UInt64 = 0
     /// Disable commands in flight (close waits for them).
     var disabling = 0
     var closeContinuations: [CheckedContinuation<Void, Never>] = []
@@ -264,7 +273,7 @@ final class HostDriver: @unchecked Sendable {
         case .initialize(let c): c.resume(returning: .failure(error))
         case .command(_, _, _, _, let c): c.resume(returning: .failure(error))
         case .cancelCommand: break
-        case .startScan(_, _, let c): c.finish(throwing: error)
+        case .startScan(_, _, let c, _): c.finish(throwing: error)
         case .stopScan(_, let c): c?.resume(returning: .success(()))
         case .close(let c): c?.resume()
         case .connect(_, _, _, _, let c): c.resume(returning: .failure(error))
@@ -283,6 +292,13 @@ final class HostDriver: @unchecked Sendable {
     }
 
     var statistics: HostStatistics { mailbox.withLock { $0.statistics } }
+
+    /// Wakes the driver to look at its state again (any thread; nothing once it stopped).
+    func wake() {
+        mailbox.withLock { m in
+            if !m.stopped { Sys.signal(wakePipe: wakeWriteFD) }
+        }
+    }
 
     // MARK: Thread
 
@@ -310,7 +326,11 @@ final class HostDriver: @unchecked Sendable {
                    pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         while running {
             let timeout = pollTimeout(now: Sys.now())
-            fds[0].events = Int16(POLLIN) | (hasPending ? Int16(POLLOUT) : 0)
+            readingPaused = shouldPauseReading()
+            // Paused with nothing to write: the descriptor is left out (a hangup would
+            // otherwise wake every poll); the data waits in it.
+            fds[0].fd = readingPaused && !hasPending ? -1 : transport.fileDescriptor
+            fds[0].events = (readingPaused ? 0 : Int16(POLLIN)) | (hasPending ? Int16(POLLOUT) : 0)
             fds[0].revents = 0
             fds[1].revents = 0
             switch Sys.poll(&fds, timeoutMilliseconds: timeout) {
@@ -327,7 +347,7 @@ final class HostDriver: @unchecked Sendable {
             if running, hasPending, fds[0].revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 {
                 flushPending()
             }
-            if running, fds[0].revents & ~Int16(POLLOUT) != 0 {
+            if running, !readingPaused, fds[0].revents & ~Int16(POLLOUT) != 0 {
                 readTransport()
             }
             if running { fireTimers(now: Sys.now()) }
@@ -338,6 +358,7 @@ final class HostDriver: @unchecked Sendable {
 
     func deliver(_ events: [ScanEvent]) {
         guard !events.isEmpty, let continuation = scan?.continuation else { return }
+        let backlog = scan?.backlog
         for var e in events {
             if !resolver.isEmpty, let identity = resolver.resolve(e.device.address) {
                 switch e {
@@ -345,7 +366,12 @@ final class HostDriver: @unchecked Sendable {
                 case .updated(var d): d.identity = identity; e = .updated(d)
                 }
             }
-            if case .dropped = continuation.yield(e) { stats.droppedScanEvents += 1 }
+            switch continuation.yield(e) {
+            case .enqueued: backlog?.added()
+            case .dropped: stats.droppedScanEvents += 1
+            case .terminated: break
+            @unknown default: break
+            }
         }
     }
 
@@ -418,6 +444,12 @@ final class HostDriver: @unchecked Sendable {
         stats.unmatchedCommandAnswers = flow.unmatchedAnswers
         stats.connection = connections.statistics
         stats.links = links.count
+        // A syscall: at most every 100 ms.
+        let now = Sys.now()
+        if now &- lastDropCheck >= 100_000_000 {
+            lastDropCheck = now
+            if let drops = transport.receiveDrops { stats.droppedByTransport = drops }
+        }
         let snapshot = stats
         mailbox.withLock { $0.statistics = snapshot }
     }
@@ -449,8 +481,8 @@ final class HostDriver: @unchecked Sendable {
             submit(packet, opcode: opcode, token: token, timeout: timeout)
         case .cancelCommand(let token):
             execute(flow.cancel(token, error: HostError(.cancelled, "the command was cancelled before it was sent")))
-        case .startScan(let id, let config, let continuation):
-            startScan(id: id, config, continuation)
+        case .startScan(let id, let config, let continuation, let backlog):
+            startScan(id: id, config, continuation, backlog: backlog)
         case .stopScan(let id, let c):
             guard let s = scan, id == nil || id == s.id else {
                 c?.resume(returning: .success(()))
