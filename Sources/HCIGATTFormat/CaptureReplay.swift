@@ -31,7 +31,7 @@ public struct CaptureReplay: ~Copyable {
     private var scanEvents: [ScanEvent] = []
     // Every device shown, so one is "new" once per capture even when the scanner's bounded
     // table forgot it.
-    private var shown = Set<LEAddress>()
+    private var shown = AddressSet()
     private var firstTimestamp: Int64?
 
     /// A replay printing JSON Lines or text; `packets` for every packet instead of the
@@ -104,7 +104,7 @@ public struct CaptureReplay: ~Copyable {
     private mutating func emit() {
         for e in scanEvents {
             let d = e.device
-            printer.write(d, isNew: shown.insert(d.address).inserted, into: &writer)
+            printer.write(d, isNew: shown.insert(d.address), into: &writer)
         }
         scanEvents.removeAll(keepingCapacity: true)
     }

@@ -15,6 +15,8 @@ public struct ScanFormatter: Sendable {
     public private(set) var devicesShown = 0
     /// Lines formatted so far.
     public private(set) var linesFormatted = 0
+    /// Names of services, companies and appearances found before.
+    private var names = NameCache()
 
     /// A formatter; `origin` is the time the `time` field counts from.
     public init(json: Bool, origin: UInt64) {
@@ -78,7 +80,7 @@ public struct ScanFormatter: Sendable {
     }
 
     /// The text line: `NEW|UPD ADDRESS KIND RSSI "NAME" extras`, columns padded.
-    func textLine(_ d: DiscoveredDevice, _ a: ADSummary, isNew: Bool, into out: inout OutputBuffer) {
+    mutating func textLine(_ d: DiscoveredDevice, _ a: ADSummary, isNew: Bool, into out: inout OutputBuffer) {
         if isNew { out.raw("NEW ") } else { out.raw("UPD ") }
         out.address(d.address.address)
         out.byte(UInt8(ascii: " "))
@@ -128,12 +130,14 @@ public struct ScanFormatter: Sendable {
             a.forEachServiceUUID { u in
                 if !first { out.raw(", ") }
                 first = false
-                Self.writeServiceName(u, into: &out)
+                if let v = u.uuid16, let n = names.name(.service, v) { out.append(UnsafeRawBufferPointer(n.utf8)) } else {
+                    Self.writeServiceName(u, into: &out)
+                }
             }
         }
         if let m = a.manufacturerData {
             separator(&out)
-            if let n = Self.companyLookup(m.companyID) { out.append(UnsafeRawBufferPointer(n.utf8)) } else if m.companyID == 0xFFFF {
+            if let n = names.name(.company, m.companyID) { out.append(UnsafeRawBufferPointer(n.utf8)) } else if m.companyID == 0xFFFF {
                 out.raw("test / no company")
             } else {
                 out.raw("company 0x")
@@ -144,7 +148,7 @@ public struct ScanFormatter: Sendable {
         }
         if let ap = a.appearance, ap.rawValue != 0 {
             separator(&out)
-            if let n = Self.appearanceLookup(ap.rawValue) { out.append(UnsafeRawBufferPointer(n.utf8)) } else {
+            if let n = names.name(.appearance, ap.rawValue) { out.append(UnsafeRawBufferPointer(n.utf8)) } else {
                 out.raw("appearance 0x")
                 out.hexUpper(UInt64(ap.rawValue), width: 4)
             }
@@ -167,7 +171,7 @@ public struct ScanFormatter: Sendable {
     }
 
     /// The JSON line (`"event":"new"` or `"update"`).
-    func jsonLine(_ d: DiscoveredDevice, _ a: ADSummary, isNew: Bool, into w: inout FieldWriter) {
+    mutating func jsonLine(_ d: DiscoveredDevice, _ a: ADSummary, isNew: Bool, into w: inout FieldWriter) {
         // The line's own keys are written straight (their order is fixed: no writer state to
         // keep); the AD structures go through the writer, as for `decode ad`.
         if isNew { w.out.raw("{\"event\":\"new\",\"time\":") } else { w.out.raw("{\"event\":\"update\",\"time\":") }
@@ -213,7 +217,8 @@ public struct ScanFormatter: Sendable {
         a.forEachServiceUUID { u in
             if !first { w.out.byte(UInt8(ascii: ",")) }
             first = false
-            if let n = Self.serviceLookup(u) {
+            if let v = u.uuid16, names.writeJSON(.service, v, into: &w.out) {
+            } else if let n = Self.serviceLookup(u) {
                 w.out.jsonString(UnsafeRawBufferPointer(n.utf8))
             } else {
                 w.out.byte(UInt8(ascii: "\""))
@@ -237,9 +242,9 @@ public struct ScanFormatter: Sendable {
         if let m = a.manufacturerData {
             w.out.raw(",\"manufacturer\":{\"company_id\":")
             w.out.decimal(UInt64(m.companyID))
-            if let n = Self.companyLookup(m.companyID) {
+            if names.name(.company, m.companyID) != nil {
                 w.out.raw(",\"company\":")
-                w.out.jsonString(UnsafeRawBufferPointer(n.utf8))
+                _ = names.writeJSON(.company, m.companyID, into: &w.out)
             } else if m.companyID == 0xFFFF {
                 w.out.raw(",\"company\":\"test / no company\"")
             }
@@ -251,7 +256,7 @@ public struct ScanFormatter: Sendable {
             w.out.raw(",\"appearance\":{\"value\":")
             w.out.decimal(UInt64(ap.rawValue))
             w.out.raw(",\"name\":")
-            if let n = Self.appearanceLookup(ap.rawValue) { w.out.jsonString(UnsafeRawBufferPointer(n.utf8)) } else {
+            if !names.writeJSON(.appearance, ap.rawValue, into: &w.out) {
                 w.out.raw("\"unknown\"")
             }
             w.out.byte(UInt8(ascii: "}"))
@@ -282,12 +287,89 @@ public struct ScanFormatter: Sendable {
         w.out.raw("\",\"scan_response\":\"")
         w.out.hexLower(a.scanResponseData)
         w.out.byte(UInt8(ascii: "\""))
-        // The structures through the writer, inside an object already open.
+        // The structures: the common types written straight, anything else through the
+        // writer (inside an object already open); the same bytes either way.
+        if writeStructures(",\"ad\":[", a.advertisingData, into: &w.out),
+           a.scanResponseData.isEmpty || writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out) {
+            if a.malformed { w.out.raw(",\"malformed\":true") }
+            w.out.raw("}\n")
+            return
+        }
         w.beginRecordContinuing()
-        Self.structures("ad", a.advertisingData, into: &w)
-        if !a.scanResponseData.isEmpty { Self.structures("scan_response_ad", a.scanResponseData, into: &w) }
+        if !writeStructures(",\"ad\":[", a.advertisingData, into: &w.out) {
+            Self.structures("ad", a.advertisingData, into: &w)
+        }
+        if !a.scanResponseData.isEmpty, !writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out) {
+            Self.structures("scan_response_ad", a.scanResponseData, into: &w)
+        }
         if a.malformed { w.bool("malformed", true) }
         w.endRecord()
+    }
+
+    /// The AD structures of `bytes` as JSON (`opening` is `,"key":[`), written straight for
+    /// the types nearly every advertisement is made of: flags, 16-bit service UUIDs, names,
+    /// TX power, manufacturer data (not iBeacon). False, having written nothing, when a
+    /// structure is of another type or shape: ``structures(_:_:into:)`` writes them then.
+    /// Byte for byte what the writer gives (`FastStructureTests` compares the two).
+    mutating func writeStructures(_ opening: StaticString, _ bytes: UnsafeRawBufferPointer, into out: inout OutputBuffer) -> Bool {
+        var it = AdvertisingData(bytes).makeIterator()
+        while let s = try? it.next() {
+            switch s.type.rawValue {
+            case 0x01: continue
+            case 0x02, 0x03: if s.data.count % 2 != 0 { return false }
+            case 0x08, 0x09: if !OutputBuffer.isValidUTF8(s.data) { return false }
+            case 0x0A: if s.data.count != 1 { return false }
+            case 0xFF:
+                guard let m = try? s.manufacturerData(), m.iBeacon == nil else { return false }
+            default: return false
+            }
+        }
+        out.raw(opening)
+        let fragments = ADJSONFragments.shared
+        it = AdvertisingData(bytes).makeIterator()
+        var first = true
+        while let s = try? it.next() {
+            if first { first = false } else { out.byte(UInt8(ascii: ",")) }
+            out.raw("{\"length\":")
+            out.decimal(UInt64(s.data.count &+ 1))
+            fragments.type(s.type.rawValue, into: &out)
+            switch s.type.rawValue {
+            case 0x01:
+                fragments.flags(s.data.first ?? 0, into: &out)
+            case 0x02, 0x03:
+                out.byte(UInt8(ascii: "["))
+                var i = 0
+                while i &+ 1 < s.data.count {
+                    if i > 0 { out.byte(UInt8(ascii: ",")) }
+                    out.byte(UInt8(ascii: "\""))
+                    out.hexUpper(UInt64(s.data[i]) | UInt64(s.data[i &+ 1]) << 8, width: 4)
+                    out.byte(UInt8(ascii: "\""))
+                    i &+= 2
+                }
+                out.byte(UInt8(ascii: "]"))
+            case 0x08, 0x09:
+                out.jsonString(s.data)
+            case 0x0A:
+                out.decimal(Int64(Int8(bitPattern: s.data[0])))
+            default:  // 0xFF, checked above
+                let company = UInt16(s.data[0]) | UInt16(s.data[1]) << 8
+                out.raw("{\"company_id\":{\"value\":")
+                out.decimal(UInt64(company))
+                out.raw(",\"name\":")
+                if names.writeJSON(.company, company, into: &out) {
+                } else if company == 0xFFFF {
+                    out.raw("\"test / no company\"")
+                } else {
+                    out.raw("\"unknown\"")
+                }
+                out.raw("},\"data\":\"")
+                out.hexLower(UnsafeRawBufferPointer(rebasing: s.data[2...]))
+                out.raw("\"}")
+            }
+            out.byte(UInt8(ascii: "}"))
+        }
+        out.byte(UInt8(ascii: "]"))
+        return true
     }
 
     /// The AD structures of `bytes` as a list of objects (up to a layout error).

@@ -161,6 +161,33 @@ import BluetoothWire
         else { Issue.record("expected device 2 to be new"); return }
     }
 
+    /// A full table forgets its least recently seen eighth at once: exactly those, whatever
+    /// order the devices came in.
+    @Test func tableCapEvictsTheLeastRecentlySeenEighth() {
+        var s = Scanner(configuration: .init(maximumDevices: 80, scanResponseWait: .zero), extended: false)
+        func hear(_ i: Int, at now: UInt64) -> [ScanEvent] {
+            let a = LEAddress(BluetoothAddress(0xC0, 0x11, 0x22, 0x33, 0x44, UInt8(i)), type: .public)
+            return feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "D\(i)"), rssi: -40)]), now: now)
+        }
+        // Devices 1...80 heard at times that are a shuffle of 1...80; then 1...5 again.
+        var times = Array(UInt64(1) ... 80)
+        times.shuffle()
+        for i in 1 ... 80 { _ = hear(i, at: 1000 + times[i - 1]) }
+        for i in 1 ... 5 { _ = hear(i, at: 2000 + UInt64(i)) }
+        _ = hear(81, at: 3000)  // full: the ten least recently seen go
+        #expect(s.statistics.evicted == 10)
+        let oldest = Set((6 ... 80).sorted { times[$0 - 1] < times[$1 - 1] }.prefix(10))
+        for i in 1 ... 80 {
+            let events = hear(i, at: 4000 + UInt64(i))
+            if oldest.contains(i) {
+                #expect(events.count == 1, "device \(i) was forgotten: new again")
+            } else if events.count != 0 {
+                Issue.record("device \(i) should have been remembered")
+            }
+            if s.deviceCount >= 80 { break }  // the next would evict again
+        }
+    }
+
     @Test func filters() {
         let reports = legacyReportEvent([
             LR(eventType: .advInd, address: addr(1), data: ad(name: "Heart Monitor", services16: [0x180D]), rssi: -40),

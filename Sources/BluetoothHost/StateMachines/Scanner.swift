@@ -81,7 +81,11 @@ public struct Scanner: Sendable {
     private var sweepAt: UInt64?
     /// Devices held back waiting for their scan response (see `Entry.holdUntil`).
     private var held: [LEAddress] = []
+    /// evictOldest's buffer, kept between passes.
+    private var evictionScratch: [EvictionCandidate] = []
     private let lowercasedName: [UInt8]?
+    /// The filters and the scan-response wait, made once.
+    private let policy: Policy
 
     /// A scanner for `configuration`; `extended` when the extended scanning commands are used.
     public init(configuration: ScanConfiguration, extended: Bool) {
@@ -90,6 +94,7 @@ public struct Scanner: Sendable {
         self.scanResponseWait = configuration.scanResponseWait.nanoseconds
         self.extended = extended
         self.lowercasedName = configuration.nameSubstring.map { Array($0.lowercased().utf8) }
+        self.policy = Policy(configuration: configuration, scanResponseWait: scanResponseWait, lowercasedName: lowercasedName)
     }
 
     /// Devices currently remembered.
@@ -221,51 +226,75 @@ public struct Scanner: Sendable {
             statistics.expired &+= 1
             index = nil
         }
-        let i: Dictionary<LEAddress, Entry>.Index
-        var changed: Bool
-        if let existing = index {
-            i = existing
-            changed = false
-        } else {
-            if devices.count >= max(configuration.maximumDevices, 1) { evictOldest() }
-            devices[address] = Entry(firstSeen: now, lastSeen: now)
-            guard let inserted = devices.index(forKey: address) else { return }
-            i = inserted
-            changed = true
-            if sweepAt == nil { sweepAt = now &+ deviceTimeout }
+        if let i = index {
+            // Updated in place (one access to the entry, no copy of it and its data); the
+            // data is copied only when it differs.
+            let changed = Self.update(&devices.values[i], data: data, isScanResponse: isScanResponse, info: info,
+                                      rssi: rssi, txPower: txPower, now: now)
+            policy.decide(address, &devices.values[i], changed: changed, isScanResponse: isScanResponse, info: info,
+                          rssi: rssi, now: now, held: &held, into: &out)
+            return
         }
-        // Update in place (one access to the entry, no copy of it); copy the data only
-        // when it differs.
-        if Self.update(&devices.values[i], data: data, isScanResponse: isScanResponse, info: info, rssi: rssi,
-                       txPower: txPower, now: now) {
-            changed = true
-        }
-        var entry = devices.values[i]
-        if changed {
-            entry.dataMatches = dataMatches(entry)
-            devices.values[i].dataMatches = entry.dataMatches
-        }
-        guard entry.dataMatches else { return }
-        if let minimum = configuration.minimumRSSI {
-            guard let r = rssi, r >= minimum else { return }
-        }
-        if !entry.reported {
-            if let until = entry.holdUntil {
-                // Held for its scan response: report now if it came or the wait is over.
-                guard isScanResponse || now >= until else { return }
-                devices.values[i].holdUntil = nil
-                held.removeAll { $0 == address }
-            } else if configuration.active && !configuration.reportDuplicates && !isScanResponse
-                        && mayAnswerScanRequests(info) && entry.scanResponseData.isEmpty
-                        && scanResponseWait > 0 {
-                devices.values[i].holdUntil = now &+ scanResponseWait
-                held.append(address)
-                return
+        // A new device: made whole here, then stored with one hash of its address.
+        if devices.count >= max(configuration.maximumDevices, 1) { evictOldest() }
+        var entry = Entry(firstSeen: now, lastSeen: now)
+        _ = Self.update(&entry, data: data, isScanResponse: isScanResponse, info: info, rssi: rssi, txPower: txPower, now: now)
+        if sweepAt == nil { sweepAt = now &+ deviceTimeout }
+        policy.decide(address, &entry, changed: true, isScanResponse: isScanResponse, info: info, rssi: rssi, now: now,
+                      held: &held, into: &out)
+        devices[address] = entry
+    }
+
+    /// What decides whether a report is shown: the configuration's filters and the
+    /// scan-response wait (apart from the scanner, so an entry can be decided on in place).
+    struct Policy {
+        let configuration: ScanConfiguration
+        let scanResponseWait: UInt64
+        let lowercasedName: [UInt8]?
+
+        /// After a report was recorded in `entry` (`changed`: its data changed): appends the
+        /// event to show, if any, marks it reported, or holds a new scannable device for its
+        /// scan response.
+        func decide(_ address: LEAddress, _ entry: inout Entry, changed: Bool, isScanResponse: Bool,
+                    info: AdvertisingEventInfo, rssi: Int8?, now: UInt64, held: inout [LEAddress],
+                    into out: inout [ScanEvent]) {
+            if changed { entry.dataMatches = dataMatches(entry) }
+            guard entry.dataMatches else { return }
+            if let minimum = configuration.minimumRSSI {
+                guard let r = rssi, r >= minimum else { return }
             }
-            devices.values[i].reported = true
-            out.append(.discovered(snapshot(address, entry)))
-        } else if changed || configuration.reportDuplicates {
-            out.append(.updated(snapshot(address, entry)))
+            if !entry.reported {
+                if let until = entry.holdUntil {
+                    // Held for its scan response: report now if it came or the wait is over.
+                    guard isScanResponse || now >= until else { return }
+                    entry.holdUntil = nil
+                    held.removeAll { $0 == address }
+                } else if configuration.active && !configuration.reportDuplicates && !isScanResponse
+                            && Scanner.mayAnswerScanRequests(info) && entry.scanResponseData.isEmpty
+                            && scanResponseWait > 0 {
+                    entry.holdUntil = now &+ scanResponseWait
+                    held.append(address)
+                    return
+                }
+                entry.reported = true
+                out.append(.discovered(Scanner.snapshot(address, entry)))
+            } else if changed || configuration.reportDuplicates {
+                out.append(.updated(Scanner.snapshot(address, entry)))
+            }
+        }
+
+        func dataMatches(_ e: Entry) -> Bool {
+            if configuration.services.isEmpty && lowercasedName == nil { return true }
+            let d = ADDecoded(e.advertisingData, e.scanResponseData)
+            if !configuration.services.isEmpty {
+                guard configuration.services.contains(where: { d.serviceUUIDs.contains($0) || d.serviceDataUUIDs.contains($0) })
+                else { return false }
+            }
+            if let needle = lowercasedName {
+                guard let name = d.name else { return false }
+                if !needle.isEmpty && !Scanner.bytes(Array(name.lowercased().utf8), contain: needle) { return false }
+            }
+            return true
         }
     }
 
@@ -290,7 +319,7 @@ public struct Scanner: Sendable {
     /// Whether a scan response may follow this advertisement. Scannable PDUs, and also
     /// undirected connectable ones: some controllers (Bumble's) report ADV_IND as a
     /// connectable non-scannable extended PDU and still deliver a scan response.
-    private func mayAnswerScanRequests(_ info: AdvertisingEventInfo) -> Bool {
+    static func mayAnswerScanRequests(_ info: AdvertisingEventInfo) -> Bool {
         info.scannable || (info.connectable && !info.directed)
     }
 
@@ -311,23 +340,9 @@ public struct Scanner: Sendable {
         }
     }
 
-    private func dataMatches(_ e: Entry) -> Bool {
-        if configuration.services.isEmpty && lowercasedName == nil { return true }
-        let d = ADDecoded(e.advertisingData, e.scanResponseData)
-        if !configuration.services.isEmpty {
-            guard configuration.services.contains(where: { d.serviceUUIDs.contains($0) || d.serviceDataUUIDs.contains($0) })
-            else { return false }
-        }
-        if let needle = lowercasedName {
-            guard let name = d.name else { return false }
-            if !needle.isEmpty && !Self.bytes(Array(name.lowercased().utf8), contain: needle) { return false }
-        }
-        return true
-    }
-
     /// Substring test on bytes (`Collection.contains(_: some Collection)` is in
     /// _StringProcessing, which would add over 1 MB to the static CLI).
-    private static func bytes(_ hay: [UInt8], contain needle: [UInt8]) -> Bool {
+    static func bytes(_ hay: [UInt8], contain needle: [UInt8]) -> Bool {
         if needle.count > hay.count { return false }
         for start in 0 ... hay.count - needle.count where hay[start ..< start + needle.count].elementsEqual(needle) {
             return true
@@ -335,7 +350,7 @@ public struct Scanner: Sendable {
         return false
     }
 
-    private func snapshot(_ address: LEAddress, _ e: Entry) -> DiscoveredDevice {
+    static func snapshot(_ address: LEAddress, _ e: Entry) -> DiscoveredDevice {
         DiscoveredDevice(address: address, rssi: e.rssi, txPower: e.txPower, advertisingData: e.advertisingData,
                          scanResponseData: e.scanResponseData, eventType: e.eventType, firstSeen: e.firstSeen,
                          lastSeen: e.lastSeen, reportCount: e.reportCount)
@@ -347,44 +362,43 @@ public struct Scanner: Sendable {
     /// time is found by selection (linear), not by sorting the table.
     private mutating func evictOldest() {
         let batch = max(1, devices.count / 8)
-        var times = devices.values.map(\.lastSeen)
-        let cutoff = Self.select(&times, batch - 1)
-        // Forget everything older than the cut-off, then as many at it as the batch allows.
-        var atCutoff = batch - times[0 ..< batch].reduce(0) { $0 + ($1 < cutoff ? 1 : 0) }
-        var victims: [LEAddress] = []
-        victims.reserveCapacity(batch)
-        for (address, e) in devices {
-            if e.lastSeen < cutoff {
-                victims.append(address)
-            } else if e.lastSeen == cutoff && atCutoff > 0 {
-                atCutoff -= 1
-                victims.append(address)
-            }
-        }
-        for a in victims { devices[a] = nil }
+        // One pass over the table: each device's time and address, into a buffer kept for
+        // the next pass (read by index: no copy of an entry and its data arrays).
+        var candidates = evictionScratch
+        evictionScratch = []
+        candidates.removeAll(keepingCapacity: true)
+        for i in devices.indices { candidates.append(EvictionCandidate(lastSeen: devices.values[i].lastSeen, address: devices.keys[i])) }
+        // Selection puts the `batch` least recently seen first (ties broken arbitrarily).
+        Self.selectOldest(&candidates, batch - 1)
+        for c in candidates[0 ..< batch] { devices[c.address] = nil }
+        evictionScratch = candidates
         if !held.isEmpty { held.removeAll { devices[$0] == nil } }
-        statistics.evicted &+= victims.count
+        statistics.evicted &+= batch
     }
 
-    /// The `k`-th smallest of `values` (0-based), which it reorders so that the first
-    /// `k + 1` are the smallest (Hoare's selection, middle pivot).
-    static func select(_ values: inout [UInt64], _ k: Int) -> UInt64 {
-        var lo = 0, hi = values.count - 1
+    struct EvictionCandidate {
+        var lastSeen: UInt64
+        var address: LEAddress
+    }
+
+    /// Reorders `items` so that the first `k + 1` are the least recently seen (Hoare's
+    /// selection, middle pivot; linear on average).
+    static func selectOldest(_ items: inout [EvictionCandidate], _ k: Int) {
+        var lo = 0, hi = items.count - 1
         while lo < hi {
-            let pivot = values[lo + (hi - lo) / 2]
+            let pivot = items[lo + (hi - lo) / 2].lastSeen
             var i = lo, j = hi
             while i <= j {
-                while values[i] < pivot { i += 1 }
-                while values[j] > pivot { j -= 1 }
+                while items[i].lastSeen < pivot { i += 1 }
+                while items[j].lastSeen > pivot { j -= 1 }
                 if i <= j {
-                    values.swapAt(i, j)
+                    items.swapAt(i, j)
                     i += 1
                     j -= 1
                 }
             }
             if k <= j { hi = j } else if k >= i { lo = i } else { break }
         }
-        return values[k]
     }
 
     // MARK: Time
@@ -426,7 +440,7 @@ public struct Scanner: Sendable {
             }
             devices.values[i].holdUntil = nil
             devices.values[i].reported = true
-            out.append(.discovered(snapshot(a, devices.values[i])))
+            out.append(.discovered(Self.snapshot(a, devices.values[i])))
         }
         held = waiting
     }

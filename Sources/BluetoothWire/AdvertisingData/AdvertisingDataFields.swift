@@ -69,6 +69,9 @@ extension ADStructure {
 extension ADFlags {
     /// ``description`` of every value, made once: flags are in nearly every advertisement.
     static let descriptions: [String] = (0 ... 255).map { ADFlags(rawValue: UInt8($0)).description }
+
+    /// ``description`` of the flags byte `raw`, made once per value (no String built per call).
+    public static func description(ofRawValue raw: UInt8) -> String { descriptions[Int(raw)] }
 }
 
 extension ADValue {

@@ -112,6 +112,14 @@ public struct LEAddress: Hashable, Sendable, CustomStringConvertible {
         self.type = type
     }
 
+    /// Address and type in one word (the type above the 48 address bits): one hasher
+    /// round instead of two for every table keyed by address (a scan's device table, a
+    /// replay's devices shown).
+    @inlinable public var key: UInt64 { address.rawValue | UInt64(type.rawValue) << 48 }
+
+    /// Hashes ``key``: equal addresses have equal keys.
+    @inlinable public func hash(into hasher: inout Hasher) { hasher.combine(key) }
+
     /// What kind of address it is (the random sub-kind from the top bits).
     public enum Kind: String, Sendable {
         case `public`

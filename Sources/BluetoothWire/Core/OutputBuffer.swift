@@ -238,7 +238,7 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     }
 
     /// Whether `b` is well-formed UTF-8 (Unicode 3.9 Table 3-7).
-    static func isValidUTF8(_ b: UnsafeRawBufferPointer) -> Bool {
+    public static func isValidUTF8(_ b: UnsafeRawBufferPointer) -> Bool {
         var i = 0
         let n = b.count
         if let p = b.baseAddress {

@@ -1,0 +1,90 @@
+import BluetoothWire
+@testable import HCIGATTFormat
+import Testing
+
+/// The scan JSON line writes the common AD structures straight; it must give the writer's
+/// bytes exactly, and leave every other structure (and shape) to the writer.
+@Suite struct FastStructureTests {
+    /// What the writer makes of `bytes` as the `ad` list, and what the direct path makes (nil
+    /// when it declines).
+    /// One formatter for the whole suite run of a test: its name cache is used across lines.
+    func both(_ bytes: [UInt8], _ formatter: inout ScanFormatter) -> (writer: String, direct: String?) {
+        bytes.withUnsafeBytes { b in
+            var w = FieldWriter(format: .json, out: OutputBuffer(capacity: 256))
+            w.out.raw("{\"x\":0")
+            w.beginRecordContinuing()
+            ScanFormatter.structures("ad", b, into: &w)
+            w.endRecord()
+            let full = w.out.string
+            let writer = String(full.dropFirst("{\"x\":0".count).dropLast(2))
+            var out = OutputBuffer(capacity: 256)
+            guard formatter.writeStructures(",\"ad\":[", b, into: &out) else { return (writer, nil) }
+            return (writer, out.string)
+        }
+    }
+
+    static func ad(_ type: UInt8, _ data: [UInt8]) -> [UInt8] { [UInt8(data.count + 1), type] + data }
+
+    @Test(arguments: [
+        ad(0x01, [0x06]), ad(0x01, []), ad(0x01, [0x1F, 0x00]), ad(0x01, [0xFF]),
+        ad(0x02, []), ad(0x03, [0x0D, 0x18, 0x0F, 0x18]), ad(0x02, [0xAB, 0xFE]),
+        ad(0x09, Array("Thermo-1".utf8)), ad(0x08, []), ad(0x09, Array("say \"hi\"\n\u{01}\\ °C".utf8)),
+        ad(0x0A, [0xF4]), ad(0x0A, [0x7F]),
+        ad(0xFF, [0x4C, 0x00, 1, 2, 3, 4]), ad(0xFF, [0xFF, 0xFF]), ad(0xFF, [0x34, 0x12, 0xAA]),
+        ad(0xFF, [0x59, 0x00]),
+        ad(0x01, [0x06]) + ad(0x09, Array("Sensor-0".utf8)) + ad(0x03, [0x09, 0x18, 0x0F, 0x18]) + ad(0xFF, [0x4C, 0x00, 1, 2, 3, 4]),
+        ad(0x01, [0x06]) + [0, 0] + ad(0x0A, [0x00]),  // an empty structure ends the data
+        ad(0x01, [0x06]) + [0x09, 0x09, 0x41],  // truncated: the writer stops at it, and so does the direct path
+        [],
+    ])
+    func directPathGivesTheWritersBytes(_ bytes: [UInt8]) {
+        var formatter = ScanFormatter(json: true, origin: 0)
+        let (writer, direct) = both(bytes, &formatter)
+        #expect(direct == writer, "\(bytes)")
+        let (_, again) = both(bytes, &formatter)  // from the name cache this time
+        #expect(again == writer)
+    }
+
+    @Test(arguments: [
+        ad(0x03, [0x0D, 0x18, 0x0F]),  // odd length: a malformed list, the writer says so
+        ad(0x09, [0x41, 0xFF, 0x42]),  // invalid UTF-8, repaired by the writer
+        ad(0x0A, []), ad(0x0A, [1, 2]),
+        ad(0xFF, [0x4C]),
+        ad(0xFF, [0x4C, 0x00, 0x02, 0x15] + Array(repeating: 0xAB, count: 16) + [0, 1, 0, 2, 0xC5]),  // iBeacon
+        ad(0x16, [0xAA, 0xFE, 0x10]), ad(0x19, [0x41, 0x03]), ad(0x07, Array(repeating: 1, count: 16)),
+        ad(0x01, [0x06]) + ad(0x24, [0x17]),  // one structure of another type: all through the writer
+    ])
+    func otherStructuresAreLeftToTheWriter(_ bytes: [UInt8]) {
+        var formatter = ScanFormatter(json: true, origin: 0)
+        let (_, direct) = both(bytes, &formatter)
+        #expect(direct == nil)
+    }
+
+    @Test func randomStructuresOfTheDirectTypesMatch() {
+        var rng = SystemRandomNumberGenerator()
+        var formatter = ScanFormatter(json: true, origin: 0)
+        let types: [UInt8] = [0x01, 0x02, 0x03, 0x08, 0x09, 0x0A, 0xFF]
+        for _ in 0 ..< 2000 {
+            var bytes: [UInt8] = []
+            for _ in 0 ..< Int.random(in: 0 ... 5, using: &rng) {
+                let t = types.randomElement(using: &rng) ?? 0x01
+                var data: [UInt8]
+                switch t {
+                case 0x0A: data = [UInt8.random(in: 0 ... 255, using: &rng)]
+                case 0x02, 0x03: data = (0 ..< 2 * Int.random(in: 0 ... 4, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }
+                case 0x08, 0x09: data = Array(String((0 ..< Int.random(in: 0 ... 12, using: &rng)).map { _ in
+                    Character(Unicode.Scalar(UInt8.random(in: 0 ... 0x7E, using: &rng)))
+                }).utf8)
+                case 0xFF:
+                    data = [UInt8.random(in: 0 ... 255, using: &rng), UInt8.random(in: 0 ... 0x10, using: &rng)]
+                        + (0 ..< Int.random(in: 0 ... 8, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }
+                default: data = (0 ..< Int.random(in: 0 ... 2, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }
+                }
+                bytes += Self.ad(t, data)
+            }
+            let (writer, direct) = both(bytes, &formatter)
+            #expect(direct == writer, "\(bytes)")
+            if direct != writer { return }
+        }
+    }
+}
