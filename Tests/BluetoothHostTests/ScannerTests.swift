@@ -161,9 +161,9 @@ import BluetoothWire
         else { Issue.record("expected device 2 to be new"); return }
     }
 
-    /// A full table forgets its least recently seen eighth at once: exactly those, whatever
+    /// A full table forgets its least recently seen quarter at once: exactly those, whatever
     /// order the devices came in.
-    @Test func tableCapEvictsTheLeastRecentlySeenEighth() {
+    @Test func tableCapEvictsTheLeastRecentlySeenQuarter() {
         var s = Scanner(configuration: .init(maximumDevices: 80, scanResponseWait: .zero), extended: false)
         func hear(_ i: Int, at now: UInt64) -> [ScanEvent] {
             let a = LEAddress(BluetoothAddress(0xC0, 0x11, 0x22, 0x33, 0x44, UInt8(i)), type: .public)
@@ -174,9 +174,9 @@ import BluetoothWire
         times.shuffle()
         for i in 1 ... 80 { _ = hear(i, at: 1000 + times[i - 1]) }
         for i in 1 ... 5 { _ = hear(i, at: 2000 + UInt64(i)) }
-        _ = hear(81, at: 3000)  // full: the ten least recently seen go
-        #expect(s.statistics.evicted == 10)
-        let oldest = Set((6 ... 80).sorted { times[$0 - 1] < times[$1 - 1] }.prefix(10))
+        _ = hear(81, at: 3000)  // full: the twenty least recently seen go
+        #expect(s.statistics.evicted == 20)
+        let oldest = Set((6 ... 80).sorted { times[$0 - 1] < times[$1 - 1] }.prefix(20))
         for i in 1 ... 80 {
             let events = hear(i, at: 4000 + UInt64(i))
             if oldest.contains(i) {

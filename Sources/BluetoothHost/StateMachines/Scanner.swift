@@ -75,7 +75,7 @@ public struct Scanner: Sendable {
         var scanResponse: Bool
     }
 
-    private var devices: [LEAddress: Entry] = [:]
+    private var devices = AddressTable<Entry>()
     private var fragments: [FragmentKey: [UInt8]] = [:]
     /// No device can expire before this.
     private var sweepAt: UInt64?
@@ -219,8 +219,8 @@ public struct Scanner: Sendable {
             statistics.ignoredScanResponses &+= 1
             return
         }
-        var index = devices.index(forKey: address)
-        if let i = index, now &- devices.values[i].lastSeen >= deviceTimeout {
+        var index = devices.index(of: address)
+        if let i = index, now &- devices[index: i].lastSeen >= deviceTimeout {
             // Aged out but not swept yet: heard again, it is new.
             devices.remove(at: i)
             statistics.expired &+= 1
@@ -229,9 +229,9 @@ public struct Scanner: Sendable {
         if let i = index {
             // Updated in place (one access to the entry, no copy of it and its data); the
             // data is copied only when it differs.
-            let changed = Self.update(&devices.values[i], data: data, isScanResponse: isScanResponse, info: info,
+            let changed = Self.update(&devices[index: i], data: data, isScanResponse: isScanResponse, info: info,
                                       rssi: rssi, txPower: txPower, now: now)
-            policy.decide(address, &devices.values[i], changed: changed, isScanResponse: isScanResponse, info: info,
+            policy.decide(address, &devices[index: i], changed: changed, isScanResponse: isScanResponse, info: info,
                           rssi: rssi, now: now, held: &held, into: &out)
             return
         }
@@ -242,7 +242,7 @@ public struct Scanner: Sendable {
         if sweepAt == nil { sweepAt = now &+ deviceTimeout }
         policy.decide(address, &entry, changed: true, isScanResponse: isScanResponse, info: info, rssi: rssi, now: now,
                       held: &held, into: &out)
-        devices[address] = entry
+        devices.insert(entry, for: address)
     }
 
     /// What decides whether a report is shown: the configuration's filters and the
@@ -357,22 +357,22 @@ public struct Scanner: Sendable {
     }
 
     /// Makes room in a full table by forgetting the least recently seen devices: the
-    /// oldest eighth at once (at least one), so a scan of many rotating addresses pays
-    /// one pass per `maximumDevices / 8` new devices instead of one per device. The cut-off
-    /// time is found by selection (linear), not by sorting the table.
+    /// oldest quarter at once (at least one), so a scan of many rotating addresses pays
+    /// one pass per `maximumDevices / 4` new devices instead of one per device. They are
+    /// found by selection (linear), not by sorting the table.
     private mutating func evictOldest() {
-        let batch = max(1, devices.count / 8)
+        let batch = max(1, devices.count / 4)
         // One pass over the table: each device's time and address, into a buffer kept for
         // the next pass (read by index: no copy of an entry and its data arrays).
         var candidates = evictionScratch
         evictionScratch = []
         candidates.removeAll(keepingCapacity: true)
-        for i in devices.indices { candidates.append(EvictionCandidate(lastSeen: devices.values[i].lastSeen, address: devices.keys[i])) }
+        for i in 0 ..< devices.count { candidates.append(EvictionCandidate(lastSeen: devices.values[i].lastSeen, address: devices.addresses[i])) }
         // Selection puts the `batch` least recently seen first (ties broken arbitrarily).
         Self.selectOldest(&candidates, batch - 1)
-        for c in candidates[0 ..< batch] { devices[c.address] = nil }
+        for c in candidates[0 ..< batch] { devices.remove(c.address) }
         evictionScratch = candidates
-        if !held.isEmpty { held.removeAll { devices[$0] == nil } }
+        if !held.isEmpty { held.removeAll { devices.index(of: $0) == nil } }
         statistics.evicted &+= batch
     }
 
@@ -408,7 +408,7 @@ public struct Scanner: Sendable {
     public var nextDeadline: UInt64? {
         var d = sweepAt
         for a in held {
-            if let until = devices[a]?.holdUntil { d = min(d ?? until, until) }
+            if let i = devices.index(of: a), let until = devices.values[i].holdUntil { d = min(d ?? until, until) }
         }
         return d
     }
@@ -433,13 +433,13 @@ public struct Scanner: Sendable {
         guard !held.isEmpty else { return }
         var waiting: [LEAddress] = []
         for a in held {
-            guard let i = devices.index(forKey: a), let until = devices.values[i].holdUntil else { continue }
+            guard let i = devices.index(of: a), let until = devices.values[i].holdUntil else { continue }
             if let now, now < until {
                 waiting.append(a)
                 continue
             }
-            devices.values[i].holdUntil = nil
-            devices.values[i].reported = true
+            devices[index: i].holdUntil = nil
+            devices[index: i].reported = true
             out.append(.discovered(Self.snapshot(a, devices.values[i])))
         }
         held = waiting
@@ -449,8 +449,8 @@ public struct Scanner: Sendable {
         guard let at = sweepAt, at <= now else { return }
         let timeout = deviceTimeout
         let before = devices.count
-        devices = devices.filter { now &- $0.value.lastSeen < timeout }
-        held.removeAll { devices[$0] == nil }
+        devices.removeAll { now &- $0.lastSeen >= timeout }
+        held.removeAll { devices.index(of: $0) == nil }
         statistics.expired &+= before - devices.count
         if let oldest = devices.values.min(by: { $0.lastSeen < $1.lastSeen }) {
             sweepAt = oldest.lastSeen &+ timeout

@@ -200,16 +200,22 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
 
     /// An address as ``BluetoothAddress/description`` writes it ("C0:00:00:00:00:2A").
     public mutating func address(_ a: BluetoothAddress) {
+        // 17 bytes: one capacity check, then stores (every scan line has one or two).
+        reserve(17)
+        let out = base + length
         Self.upperDigits.withUTF8Buffer { digits in
+            var k = 0
             var shift = 40
             while shift >= 0 {
                 let b = Int(truncatingIfNeeded: a.rawValue >> UInt64(shift)) & 0xFF
-                byte(digits[b >> 4])
-                byte(digits[b & 0xF])
-                if shift > 0 { byte(UInt8(ascii: ":")) }
+                out.storeBytes(of: digits[b >> 4], toByteOffset: k, as: UInt8.self)
+                out.storeBytes(of: digits[b & 0xF], toByteOffset: k &+ 1, as: UInt8.self)
+                if shift > 0 { out.storeBytes(of: UInt8(ascii: ":"), toByteOffset: k &+ 2, as: UInt8.self) }
+                k &+= 3
                 shift -= 8
             }
         }
+        length &+= 17
     }
 
     /// A UUID as ``BluetoothUUID/description`` writes it (short form for aliases).
