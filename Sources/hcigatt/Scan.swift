@@ -100,7 +100,7 @@ enum ScanCommand {
         let json = args.flag("json")
         let session = try await Session.open(args)
         let start = monotonicNow()
-        let state = Locked(ScanFormatter(json: json, origin: start))
+        let shownCount = Locked(0)
         let live = LiveCounter(enabled: isatty(2) != 0 && !json)
         let drops = DropReporter(command: "scan", baseline: session.host.statistics)
         var failure: (any Error)?
@@ -109,15 +109,23 @@ enum ScanCommand {
             interrupted = try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        for try await event in session.host.scan(config) {
-                            let count = state.withLock { p in
-                                Console.out(p.format(event))
-                                return p.devicesShown
-                            }
-                            live.update(devices: count)
+                        // Lines are rendered into one buffer, written when the consumer has
+                        // caught up with the stream (at once when advertisers come one by
+                        // one, in large writes during a burst): no String or write per line.
+                        var formatter = ScanFormatter(json: json, origin: start)
+                        var writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: Console.blockSize))
+                        let stream = session.host.scan(config)
+                        defer { Console.write(&writer.out) }
+                        for try await event in stream {
+                            formatter.write(event, into: &writer)
+                            guard stream.waiting == 0 || writer.out.count >= Console.blockSize else { continue }
+                            Console.write(&writer.out)
+                            shownCount.withLock { $0 = formatter.devicesShown }
+                            live.update(devices: formatter.devicesShown)
                             // Said as it happens (at most once a second), not only at the end.
                             drops.check(session.host.statistics)
                         }
+                        shownCount.withLock { $0 = formatter.devicesShown }
                     }
                     if let duration {
                         group.addTask { try await Task.sleep(for: duration) }
@@ -135,7 +143,7 @@ enum ScanCommand {
         let stats = session.host.statistics
         do { try await session.close() } catch { failure = failure ?? error }
         let elapsed = Double(monotonicNow() &- start) / 1e9
-        let shown = state.withLock { $0.devicesShown }
+        let shown = shownCount.withLock { $0 }
         let seconds = formatSeconds(elapsed)
         let (dropped, lostByKernel) = drops.totals(stats)
         var lost = dropped == 0 ? "" : "; \(dropped) scan event\(dropped == 1 ? "" : "s") dropped: the output did not keep up"

@@ -145,17 +145,21 @@ class BurstTests(unittest.TestCase):
                                 stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
         try:
             port = json.loads(fake.stdout.readline())['port']
-            proc = subprocess.Popen([HCIGATT, 'scan', '--transport', f'tcp:127.0.0.1:{port}', '--passive', '--json',
-                                     '--duration', '15'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            first = proc.stdout.readline()
-            time.sleep(3)  # the reader is away; hcigatt's stdout pipe fills, then its scan stream
-            rest, err = proc.communicate(timeout=60)
+            with tempfile.TemporaryFile() as errfile:
+                proc = subprocess.Popen([HCIGATT, 'scan', '--transport', f'tcp:127.0.0.1:{port}', '--passive', '--json',
+                                         '--duration', '15'], stdout=subprocess.PIPE, stderr=errfile)
+                first = proc.stdout.readline()
+                time.sleep(3)  # the reader is away; hcigatt's stdout pipe fills, then its scan stream
+                rest = proc.stdout.read()  # through the same buffered reader as the first line
+                proc.stdout.close()
+                proc.wait(timeout=60)
+                errfile.seek(0)
+                err = errfile.read().decode()
         finally:
             fake.kill()
             fake.wait()
             fake.stdout.close()
             fake.stdin.close()
-        err = err.decode()
         self.assertEqual(proc.returncode, 0, err)
         lines = [first] + rest.splitlines()
         printed = {json.loads(line)['address'] for line in lines if line.strip()}

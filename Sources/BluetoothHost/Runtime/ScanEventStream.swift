@@ -21,6 +21,10 @@ public struct ScanEventStream: AsyncSequence, Sendable {
     let base: AsyncThrowingStream<ScanEvent, any Error>
     let backlog: ScanBacklog
 
+    /// Events delivered and not taken yet: 0 when the consumer has caught up (a good time
+    /// to write out what it has rendered).
+    public var waiting: Int { Swift.max(0, backlog.value) }
+
     /// One iterator per stream (one consumer).
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(base: base.makeAsyncIterator(), backlog: backlog)
