@@ -178,9 +178,30 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         length &+= n
     }
 
+    /// Each byte's two lowercase hex digits as one little-endian UInt16, made once.
+    @usableFromInline static let lowerHexPairs: [UInt16] = (0 ..< 256).map { v in
+        let digits = Array("0123456789abcdef".utf8)
+        return UInt16(digits[v >> 4]) | UInt16(digits[v & 0xF]) << 8
+    }
+
     /// Two lowercase hex digits per byte, `separator` between bytes (0: none).
     public mutating func hexLower(_ b: UnsafeRawBufferPointer, separator: UInt8 = 0) {
         guard !b.isEmpty else { return }
+        if separator == 0 {
+            // Advertising data, manufacturer data, values: one table load and one two-byte
+            // store per byte.
+            reserve(2 &* b.count)
+            let out = base + length
+            Self.lowerHexPairs.withUnsafeBufferPointer { pairs in
+                var k = 0
+                for x in b {
+                    out.storeBytes(of: pairs[Int(x)].littleEndian, toByteOffset: k, as: UInt16.self)
+                    k &+= 2
+                }
+            }
+            length &+= 2 &* b.count
+            return
+        }
         let per = separator == 0 ? 2 : 3
         let total = b.count &* per &- (separator == 0 ? 0 : 1)
         reserve(total &+ 1)
