@@ -81,7 +81,7 @@ let package = Package(
         // Text and JSON presentation shared by the CLI and the benchmarks.
         .target(
             name: "HCIGATTFormat",
-            dependencies: ["BluetoothWire", "BluetoothHost"]
+            dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothProfiles"]
         ),
         .executableTarget(
             name: "hcigatt",
@@ -99,6 +99,6 @@ let package = Package(
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto"]),
         .testTarget(name: "BluetoothSecurityTests", dependencies: ["BluetoothSecurity", "BluetoothCrypto", "BluetoothWire"]),
-        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire"]),
+        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost"]),
     ]
 )

@@ -33,6 +33,8 @@ public struct CaptureReplay: ~Copyable {
     // table forgot it.
     private var shown = AddressSet()
     private var firstTimestamp: Int64?
+    /// Packet mode: the attribute types learned from the capture's GATT discovery.
+    private var gatt = CaptureGATTMap()
 
     /// A replay printing JSON Lines or text; `packets` for every packet instead of the
     /// scan results; `forcePassive` ignores the recorded scan type (`--passive`).
@@ -131,6 +133,7 @@ public struct CaptureReplay: ~Copyable {
         if record.data.first == H4PacketType.event.rawValue, let frame = try? H4Frame.parse(record.data) {
             do throws(WireError) {
                 let event = try HCIEvent(parsing: frame.packet)
+                gatt.event(event)
                 header(title: event.fieldTitle, received: received, now: now)
                 event.describe(into: &writer)
                 writer.endRecord()
@@ -143,11 +146,26 @@ public struct CaptureReplay: ~Copyable {
             let d = try Dissector.h4(record.data)
             if d.error != nil { malformed &+= 1 }
             header(title: d.title, received: received, now: now)
-            writer.fields(d.fields)
+            var fields = d.fields
+            if d.error == nil, let (connection, pdu) = CaptureGATTMap.attPDU(record.data) {
+                // The attribute's type and decoded value, from the discovery seen before.
+                let extra = gatt.att(connection: connection, sentByHost: !received, pdu: pdu)
+                if !extra.isEmpty { Self.appendToATT(extra, in: &fields) }
+            }
+            writer.fields(fields)
             writer.endRecord()
         } catch {
             malformedPacket(record, error, received: received, now: now)
         }
+    }
+
+    /// Adds `extra` at the end of the ACL packet's `l2cap` → `att` object.
+    static func appendToATT(_ extra: [Field], in fields: inout [Field]) {
+        guard let l = fields.firstIndex(where: { $0.name == "l2cap" }), case .object(var l2cap) = fields[l].value,
+              let a = l2cap.firstIndex(where: { $0.name == "att" }), case .object(var att) = l2cap[a].value else { return }
+        att += extra
+        l2cap[a].value = .object(att)
+        fields[l].value = .object(l2cap)
     }
 
     /// Starts a packet's record: JSON `type`, `name`, `time` and `direction`, or the text

@@ -17,6 +17,9 @@ public struct ScanFormatter: Sendable {
     public private(set) var linesFormatted = 0
     /// Names of services, companies and appearances found before.
     private var names = NameCache()
+    /// JSON lines write the common AD structures straight (false: all through the writer,
+    /// the reference the tests compare the direct path with).
+    var directStructures = true
 
     /// A formatter; `origin` is the time the `time` field counts from.
     public init(json: Bool, origin: UInt64) {
@@ -289,18 +292,18 @@ public struct ScanFormatter: Sendable {
         w.out.byte(UInt8(ascii: "\""))
         // The structures: the common types written straight, anything else through the
         // writer (inside an object already open); the same bytes either way.
-        if writeStructures(",\"ad\":[", a.advertisingData, into: &w.out),
-           a.scanResponseData.isEmpty || writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out) {
+        let adDone = directStructures && writeStructures(",\"ad\":[", a.advertisingData, into: &w.out)
+        if adDone, a.scanResponseData.isEmpty || writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out) {
             if a.malformed { w.out.raw(",\"malformed\":true") }
             w.out.raw("}\n")
             return
         }
         w.beginRecordContinuing()
-        if !writeStructures(",\"ad\":[", a.advertisingData, into: &w.out) {
-            Self.structures("ad", a.advertisingData, into: &w)
-        }
-        if !a.scanResponseData.isEmpty, !writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out) {
-            Self.structures("scan_response_ad", a.scanResponseData, into: &w)
+        if !adDone { Self.structures("ad", a.advertisingData, into: &w) }
+        if !a.scanResponseData.isEmpty {
+            // After a direct `ad`, the scan response was tried directly already and declined.
+            let srDone = !adDone && directStructures && writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out)
+            if !srDone { Self.structures("scan_response_ad", a.scanResponseData, into: &w) }
         }
         if a.malformed { w.bool("malformed", true) }
         w.endRecord()

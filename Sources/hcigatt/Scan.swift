@@ -115,7 +115,12 @@ enum ScanCommand {
                         var formatter = ScanFormatter(json: json, origin: start)
                         var writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: Console.blockSize))
                         let stream = session.host.scan(config)
-                        defer { Console.write(&writer.out) }
+                        defer {
+                            // Also when the stream ends with an error: what was rendered is
+                            // printed and counted.
+                            Console.write(&writer.out)
+                            shownCount.withLock { $0 = formatter.devicesShown }
+                        }
                         for try await event in stream {
                             formatter.write(event, into: &writer)
                             guard stream.waiting == 0 || writer.out.count >= Console.blockSize else { continue }
@@ -125,7 +130,6 @@ enum ScanCommand {
                             // Said as it happens (at most once a second), not only at the end.
                             drops.check(session.host.statistics)
                         }
-                        shownCount.withLock { $0 = formatter.devicesShown }
                     }
                     if let duration {
                         group.addTask { try await Task.sleep(for: duration) }
@@ -140,8 +144,10 @@ enum ScanCommand {
         }
         live.clear()
         Console.flush()
-        let stats = session.host.statistics
+        var stats = session.host.statistics
         do { try await session.close() } catch { failure = failure ?? error }
+        // Read as the transport closed: drops the kernel counted at the very end included.
+        stats.droppedByTransport = max(stats.droppedByTransport, session.host.statistics.droppedByTransport)
         let elapsed = Double(monotonicNow() &- start) / 1e9
         let shown = shownCount.withLock { $0 }
         let seconds = formatSeconds(elapsed)

@@ -44,6 +44,7 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     deinit {
         close()
         closeController()
+        _ = Glibc.close(controllerFD)
     }
 
     var fileDescriptor: Int32 { hostFD }
@@ -106,13 +107,18 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
         onCommand?(opcode, self)
     }
 
-    /// Writes raw bytes from the controller side (the host reads them).
+    /// Serialises the controller side's writes; not the state lock, which a write blocked
+    /// on a full socket must not hold (the host's own commands need it to be answered).
+    private let writing = Mutex(())
+
+    /// Writes raw bytes from the controller side (the host reads them). Waits while the
+    /// socket is full, as a controller behind TCP would.
     func inject(_ bytes: [UInt8]) {
-        state.withLock { s in
-            guard s.controllerOpen else { return }
+        guard state.withLock({ $0.controllerOpen }) else { return }
+        writing.withLock { _ in
             var offset = 0
             while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.write(controllerFD, $0.baseAddress! + offset, $0.count - offset) }
+                let n = bytes.withUnsafeBytes { send(controllerFD, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
                 if n <= 0 { if errno == EINTR { continue }; return }
                 offset += n
             }
@@ -127,12 +133,13 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
         inject([0x02, UInt8(hf & 0xFF), UInt8(hf >> 8), UInt8(data.count & 0xFF), UInt8(data.count >> 8)] + data)
     }
 
-    /// The controller goes away: the host sees end of stream.
+    /// The controller goes away: the host sees end of stream (a write blocked on the full
+    /// socket fails; the descriptor is closed when the fake goes).
     func closeController() {
         state.withLock { s in
             guard s.controllerOpen else { return }
             s.controllerOpen = false
-            _ = Glibc.close(controllerFD)
+            _ = shutdown(controllerFD, Int32(SHUT_RDWR))
         }
     }
 

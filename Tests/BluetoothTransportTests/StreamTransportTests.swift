@@ -56,10 +56,11 @@ final class TestListener {
         #expect(peer >= 0)
         defer { close(peer) }
         #expect(t.holdsUnreadData)
-        // 6000 numbered events of 8 bytes: 48 000 bytes, more than one 16 KiB read.
+        // 6000 numbered events of 9 bytes: 54 000 bytes, more than one 16 KiB read, and one
+        // cut by each read's end (16 384 is no multiple of 9): the rest of it comes later.
         let total = 6000
         var bytes: [UInt8] = []
-        for i in 0..<total { bytes += [0x04, 0xFF, 0x05, 0x00, UInt8(i & 0xFF), UInt8(i >> 8), 0, 0] }
+        for i in 0..<total { bytes += [0x04, 0xFF, 0x06, 0x00, UInt8(i & 0xFF), UInt8(i >> 8), 0, 0, 0] }
         writeFully(peer, bytes)
         _ = waitReadable(t.fileDescriptor, milliseconds: 500)
         var got: [Int] = []

@@ -1,3 +1,4 @@
+import BluetoothHost
 import BluetoothWire
 @testable import HCIGATTFormat
 import Testing
@@ -58,6 +59,36 @@ import Testing
         var formatter = ScanFormatter(json: true, origin: 0)
         let (_, direct) = both(bytes, &formatter)
         #expect(direct == nil)
+    }
+
+    /// Whole JSON lines, direct against the writer alone, for advertising data and scan
+    /// responses that are each of direct types or not (a direct `ad` beside a scan response
+    /// the writer writes once wrote `ad` twice).
+    @Test func wholeLinesMatchTheWriterWhateverMixOfStructures() {
+        let direct: [[UInt8]] = [Self.ad(0x01, [0x06]) + Self.ad(0x09, Array("Thermo".utf8)),
+                                 Self.ad(0xFF, [0x4C, 0x00, 1, 2]), []]
+        let other: [[UInt8]] = [Self.ad(0x07, Array(repeating: 0x11, count: 16)),
+                                Self.ad(0x16, [0xAA, 0xFE, 0x10, 0x00]) + Self.ad(0x19, [0x41, 0x03]),
+                                Self.ad(0x09, [0x41, 0xFF])]
+        var lines = 0
+        for adv in direct + other {
+            for response in direct + other {
+                let d = DiscoveredDevice(address: LEAddress(BluetoothAddress(0xC0, 1, 2, 3, 4, 5), type: .random),
+                                         rssi: -50, txPower: nil, advertisingData: adv, scanResponseData: response,
+                                         eventType: AdvertisingEventInfo(connectable: true, scannable: true),
+                                         firstSeen: 1, lastSeen: 2_000_000, reportCount: 2)
+                var fast = ScanFormatter(json: true, origin: 0)
+                var reference = ScanFormatter(json: true, origin: 0)
+                reference.directStructures = false
+                var a = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
+                var b = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
+                fast.write(.discovered(d), into: &a)
+                reference.write(.discovered(d), into: &b)
+                #expect(a.out.string == b.out.string, "ad \(adv), scan response \(response)")
+                lines += 1
+            }
+        }
+        #expect(lines == 36)
     }
 
     @Test func randomStructuresOfTheDirectTypesMatch() {

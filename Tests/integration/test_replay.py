@@ -109,6 +109,67 @@ class ReplayTests(unittest.TestCase):
             self.assertEqual(stats['malformed'], 0)
 
 
+def records(path):
+    """The btsnoop header and the (header, data) of each record."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    out = []
+    offset = 16
+    while offset + 24 <= len(data):
+        incl = struct.unpack_from('>I', data, offset + 4)[0]
+        out.append((data[offset:offset + 24], data[offset + 24:offset + 24 + incl]))
+        offset += 24 + incl
+    return data[:16], out
+
+
+class PacketsTests(unittest.TestCase):
+    def test_att_handles_are_named_and_values_decoded_from_the_discovery_in_the_capture(self):
+        """A GATT session recorded with --snoop (discovery, then Heart Rate notifications):
+        replay --packets names each handle by the characteristic the discovery found and decodes
+        the values; a capture cut after the discovery shows handles only."""
+        with Peer('--peripheral', 'Thermo-1,service=1809,gatt=health') as peer, tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'session.btsnoop')
+            rc, out, err = hcigatt('subscribe', 'F0:F1:F2:F3:F4:01/public', '2a37', '--count', '3', '--no-cache',
+                                   '--transport', peer.transport, '--snoop', path)
+            self.assertEqual(rc, 0, err)
+            rc, packets, err = hcigatt('replay', path, '--packets', '--json')
+            self.assertEqual(rc, 0, err)
+            atts = [p['l2cap']['att'] for p in json_lines(packets)
+                    if p['name'] == 'HCI_ACL_Data' and 'att' in p.get('l2cap', {})]
+            notifications = [a for a in atts if a['pdu'] == 'ATT_HANDLE_VALUE_NTF']
+            self.assertGreaterEqual(len(notifications), 3)
+            for n in notifications:
+                self.assertEqual(n['attribute_type'], '2A37', n)
+                self.assertEqual(n['attribute_type_name'], 'Heart Rate Measurement')
+                self.assertIn('heart_rate', n['decoded'], n)
+                self.assertIn('bpm', n['decoded']['summary'])
+            cccd = [a for a in atts if a['pdu'] == 'ATT_WRITE_REQ' and a.get('attribute_type') == '2902']
+            self.assertGreaterEqual(len(cccd), 1, 'the CCCD write is named from Find Information')
+            # The text form shows the same.
+            rc, text, err = hcigatt('replay', path, '--packets')
+            self.assertEqual(rc, 0, err)
+            self.assertIn('attribute_type_name: "Heart Rate Measurement"', text)
+            self.assertIn('bpm', text)
+
+            # The same capture from the first notification on: no discovery, handles only.
+            header, recs = records(path)
+            first = next(i for i, (_, d) in enumerate(recs)
+                         if d[:1] == b'\x02' and len(d) > 9 and d[7:9] == b'\x04\x00' and d[9] == 0x1B)
+            cut = os.path.join(tmp, 'late.btsnoop')
+            with open(cut, 'wb') as f:
+                f.write(header)
+                for h, d in recs[first:]:
+                    f.write(h + d)
+            rc, packets, err = hcigatt('replay', cut, '--packets', '--json')
+            self.assertEqual(rc, 0, err)
+            late = [p['l2cap']['att'] for p in json_lines(packets)
+                    if p['name'] == 'HCI_ACL_Data' and p.get('l2cap', {}).get('att', {}).get('pdu') == 'ATT_HANDLE_VALUE_NTF']
+            self.assertGreaterEqual(len(late), 1)
+            for n in late:
+                self.assertIn('attribute_handle', n)
+                self.assertNotIn('attribute_type', n)
+
+
 class BurstTests(unittest.TestCase):
     def test_burst_of_50000_advertisers_is_printed_whole(self):
         """A fake controller sends 50 000 distinct advertisers in one burst over TCP: the host
@@ -120,7 +181,7 @@ class BurstTests(unittest.TestCase):
         try:
             port = json.loads(fake.stdout.readline())['port']
             proc = subprocess.run([HCIGATT, 'scan', '--transport', f'tcp:127.0.0.1:{port}', '--passive', '--json',
-                                   '--duration', '10'], capture_output=True, text=True, timeout=60)
+                                   '--duration', '15'], capture_output=True, text=True, timeout=60)
         finally:
             fake.kill()
             fake.wait()
@@ -147,7 +208,7 @@ class BurstTests(unittest.TestCase):
             port = json.loads(fake.stdout.readline())['port']
             with tempfile.TemporaryFile() as errfile:
                 proc = subprocess.Popen([HCIGATT, 'scan', '--transport', f'tcp:127.0.0.1:{port}', '--passive', '--json',
-                                         '--duration', '15'], stdout=subprocess.PIPE, stderr=errfile)
+                                         '--duration', '20'], stdout=subprocess.PIPE, stderr=errfile)
                 first = proc.stdout.readline()
                 time.sleep(3)  # the reader is away; hcigatt's stdout pipe fills, then its scan stream
                 rest = proc.stdout.read()  # through the same buffered reader as the first line

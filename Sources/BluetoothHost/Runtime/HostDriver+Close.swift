@@ -83,6 +83,8 @@ extension HostDriver {
         pendingOffset = 0
         stalledSince = nil
         execute(actions)
+        // The kernel's last count of dropped packets, while the socket is still open.
+        if let drops = transport.receiveDrops { stats.droppedByTransport = drops }
         transport.close()
     }
 

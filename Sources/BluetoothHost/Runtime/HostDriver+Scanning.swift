@@ -69,13 +69,16 @@ extension HostDriver {
     /// Back-pressure: whether to leave the transport unread because the scan's consumer is
     /// behind (``ScanEventStream``). Only on a transport that holds unread data without
     /// loss, and only while nothing else waits on the controller: a command in flight, a
-    /// connection attempt, a link (its ACL data), advertising being started or stopped, a
-    /// close. Those need the events behind the reports, and a consumer awaiting one of them
-    /// inside its scan loop would otherwise never drain.
+    /// connection attempt, a link (its ACL data), connectable advertising (a central may
+    /// connect), advertising being started or stopped, a close. Those need the events
+    /// behind the reports, and a consumer awaiting one of them inside its scan loop would
+    /// otherwise never drain. Nor with bytes waiting to be written (the descriptor is
+    /// polled for them).
     func shouldPauseReading() -> Bool {
         guard let backlog = scan?.backlog else { return false }  // the field only: no copy of the scanner
         guard transport.holdsUnreadData, !closing, flow.isIdle, disabling == 0, connectWaiters.isEmpty,
-              links.isEmpty, advertisingStarts.isEmpty, advertisingStops.isEmpty, !hasPending else {
+              links.isEmpty, advertisingStarts.isEmpty, advertisingStops.isEmpty, !advertiser.hasConnectableSets,
+              !hasPending else {
             if readingPaused { backlog.release() }
             return false
         }

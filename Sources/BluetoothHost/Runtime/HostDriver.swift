@@ -327,10 +327,10 @@ final class HostDriver: @unchecked Sendable {
         while running {
             let timeout = pollTimeout(now: Sys.now())
             readingPaused = shouldPauseReading()
-            // Paused with nothing to write: the descriptor is left out (a hangup would
-            // otherwise wake every poll); the data waits in it.
-            fds[0].fd = readingPaused && !hasPending ? -1 : transport.fileDescriptor
-            fds[0].events = (readingPaused ? 0 : Int16(POLLIN)) | (hasPending ? Int16(POLLOUT) : 0)
+            // Paused (never with bytes to write): the descriptor is left out, so a hangup
+            // does not wake every poll; the data waits in it.
+            fds[0].fd = readingPaused ? -1 : transport.fileDescriptor
+            fds[0].events = Int16(POLLIN) | (hasPending ? Int16(POLLOUT) : 0)
             fds[0].revents = 0
             fds[1].revents = 0
             switch Sys.poll(&fds, timeoutMilliseconds: timeout) {

@@ -9,9 +9,9 @@ import Synchronization
 /// events behind, the host stops reading a transport that holds unread data without loss
 /// (``HCITransport/holdsUnreadData``: TCP, a UART with RTS/CTS) until the consumer is back
 /// under 1024, so a burst waits in the socket instead of being dropped. It does so only
-/// while nothing else needs the controller (no link, connection attempt or command in
-/// flight); otherwise, and on kernel sockets, events past the bound are dropped and counted
-/// in ``HostStatistics/droppedScanEvents``.
+/// while nothing else needs the controller (no link, connection attempt, command in flight
+/// or connectable advertising); otherwise, and on kernel sockets, events past the bound are
+/// dropped and counted in ``HostStatistics/droppedScanEvents``.
 public struct ScanEventStream: AsyncSequence, Sendable {
     /// One scan event.
     public typealias Element = ScanEvent

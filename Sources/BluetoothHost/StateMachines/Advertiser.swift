@@ -345,6 +345,8 @@ public struct Advertiser: Sendable {
     private var generation: UInt64 = 0
     /// Links in the peripheral role that advertising led to.
     public private(set) var peripheralLinks = 0
+    /// A connectable set is configured: a central may connect at any time.
+    var hasConnectableSets: Bool { sets.values.contains { $0.configuration.connectable } }
     /// Restarts sent after connections (for tests and statistics).
     public private(set) var restarts = 0
 

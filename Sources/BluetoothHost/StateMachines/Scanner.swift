@@ -357,11 +357,11 @@ public struct Scanner: Sendable {
     }
 
     /// Makes room in a full table by forgetting the least recently seen devices: the
-    /// oldest quarter at once (at least one), so a scan of many rotating addresses pays
-    /// one pass per `maximumDevices / 4` new devices instead of one per device. They are
+    /// oldest eighth at once (at least one), so a scan of many rotating addresses pays
+    /// one pass per `maximumDevices / 8` new devices instead of one per device. They are
     /// found by selection (linear), not by sorting the table.
     private mutating func evictOldest() {
-        let batch = max(1, devices.count / 4)
+        let batch = max(1, devices.count / 8)
         // One pass over the table: each device's time and address, into a buffer kept for
         // the next pass (read by index: no copy of an entry and its data arrays).
         var candidates = evictionScratch
