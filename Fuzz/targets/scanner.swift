@@ -5,7 +5,7 @@
 // the table stays within its bound; every event's device was just reported by that address;
 // each line renders, JSON valid UTF-8 without raw controls; the JSON line's directly written
 // AD structures are the writer's bytes.
-// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothHost HCIGATTFormat
+// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat
 
 func checkJSONLine(_ bytes: [UInt8]) {
     bytes.withUnsafeBytes { precondition(OutputBuffer.isValidUTF8($0), "JSON output is not UTF-8") }

@@ -1,0 +1,54 @@
+// Fuzz target: `hcigatt replay` of a hostile capture, sans I/O. The input is a series of
+// records (direction, packet type, length, bytes) replayed through CaptureReplay in every
+// mode: the scan lines, and `--packets` with the ATT handle map learning from discovery
+// responses and annotating later PDUs. Invariants: nothing traps; JSON lines are valid
+// UTF-8 with no raw control characters; the handle map stays bounded (it is capped).
+// To give the map something to learn, records of type 0x02 are wrapped as ATT PDUs of
+// connection 0x0040 (the fuzzer then varies the PDUs, not the ACL and L2CAP headers).
+// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat
+
+func checkJSONLines(_ bytes: UnsafeRawBufferPointer) {
+    precondition(OutputBuffer.isValidUTF8(bytes), "JSON output is not UTF-8")
+    var previous: UInt8 = 0
+    for b in bytes {
+        precondition(b == 0x0A || (b >= 0x20 && b != 0x7F), "raw control byte in JSON")
+        precondition(!(previous == 0xC2 && (0x80 ... 0x9F).contains(b)), "raw C1 control in JSON")
+        previous = b
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let input = UnsafeRawBufferPointer(start: data, count: size)
+    var packets: [(received: Bool, bytes: [UInt8])] = []
+    var offset = 0
+    while offset + 3 <= size {
+        let control = input[offset], kind = input[offset + 1], length = min(Int(input[offset + 2]), size - offset - 3)
+        let body = Array(input[(offset + 3) ..< (offset + 3 + length)])
+        offset += 3 + length
+        // An event (most of a capture), an ATT PDU on an ACL link, or a command.
+        let type: UInt8 = switch kind & 0x03 { case 1: 0x02; case 2: 0x01; default: 0x04 }
+        if type == 0x02 {
+            // ACL, first fragment, connection 0x0040, L2CAP on the ATT channel.
+            let l2cap = [UInt8(body.count & 0xFF), UInt8(body.count >> 8), 0x04, 0x00] + body
+            packets.append((control & 1 != 0, [0x02, 0x40, 0x20, UInt8(l2cap.count & 0xFF), UInt8(l2cap.count >> 8)] + l2cap))
+        } else {
+            packets.append((control & 1 != 0, [type] + body))
+        }
+    }
+    for (json, packetMode) in [(true, true), (false, true), (true, false), (false, false)] {
+        var replay = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: packetMode, bufferCapacity: 4096)
+        for (i, p) in packets.enumerated() {
+            p.bytes.withUnsafeBytes { bytes in
+                let flags = BTSnoopRecordFlags(received: p.received, commandOrEvent: bytes.first != 0x02)
+                replay.record(BTSnoopRecord(originalLength: UInt32(bytes.count), flags: flags, cumulativeDrops: 0,
+                                            timestamp: 0x00E0_3AB4_4A67_6000 + Int64(i) * 1000, data: bytes, offset: 0))
+            }
+            if json { replay.writer.out.withBytes { checkJSONLines($0) } }
+            replay.writer.out.removeAll()
+        }
+        replay.finish()
+        if json { replay.writer.out.withBytes { checkJSONLines($0) } }
+    }
+    return 0
+}
