@@ -10,13 +10,13 @@ import BluetoothWire
 /// Request for 0x2803: value handle → characteristic UUID) and Find Information Responses
 /// (handle → descriptor UUID). Tables are kept per peer address (from LE (Enhanced)
 /// Connection Complete), so a reconnection that skips discovery (a GATT cache) still names
-/// its handles; per connection handle when the capture began after the connection. ATT
-/// PDUs split over several ACL packets are shown as they are, without the annotation.
+/// its handles; per connection handle, until it disconnects, when the capture began after
+/// the connection. ATT PDUs split over several ACL packets are shown as they are, without
+/// the annotation.
 struct CaptureGATTMap {
-    private enum Peer: Hashable {
-        case address(LEAddress)
-        case connection(UInt16)
-    }
+    /// A peer: its address's key with the top bit set, or a connection handle whose
+    /// peer the capture did not see.
+    private typealias Peer = UInt64
 
     private struct Request {
         var opcode: UInt8
@@ -33,8 +33,8 @@ struct CaptureGATTMap {
     private static let maximumAttributes = 1 << 16
 
     private func peer(_ connection: UInt16) -> Peer {
-        if let a = peers[connection] { return .address(a) }
-        return .connection(connection)
+        if let a = peers[connection] { return a.key | 1 << 63 }
+        return Peer(connection)
     }
 
     private static func key(_ connection: UInt16, sentByHost: Bool) -> UInt32 {
@@ -45,23 +45,20 @@ struct CaptureGATTMap {
     mutating func event(_ event: HCIEvent) {
         switch event {
         case .leMeta(.connectionComplete(let e)) where e.status == .success:
-            connected(e.connectionHandle, e.peerAddress)
+            peers[e.connectionHandle] = e.peerAddress
         case .leMeta(.enhancedConnectionComplete(let e)) where e.status == .success:
-            connected(e.connectionHandle, e.peerAddress)
+            peers[e.connectionHandle] = e.peerAddress
         case .disconnectionComplete(let e) where e.status == .success:
-            peers[e.connectionHandle] = nil
+            // A link whose peer the capture never saw: what was learned dies with it (the
+            // handle may come back for another device).
+            if peers.removeValue(forKey: e.connectionHandle) == nil,
+               let gone = tables.removeValue(forKey: Peer(e.connectionHandle)) {
+                attributeCount -= gone.count
+            }
             requests[Self.key(e.connectionHandle, sentByHost: true)] = nil
             requests[Self.key(e.connectionHandle, sentByHost: false)] = nil
         default:
             break
-        }
-    }
-
-    private mutating func connected(_ handle: UInt16, _ address: LEAddress) {
-        peers[handle] = address
-        // What was learned before the capture saw this link's connection belongs to it.
-        if let early = tables.removeValue(forKey: .connection(handle)) {
-            tables[.address(address), default: [:]].merge(early) { _, new in new }
         }
     }
 

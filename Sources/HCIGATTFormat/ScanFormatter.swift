@@ -314,6 +314,7 @@ public struct ScanFormatter: Sendable {
     /// TX power, manufacturer data (not iBeacon). False, having written nothing, when a
     /// structure is of another type or shape: ``structures(_:_:into:)`` writes them then.
     /// Byte for byte what the writer gives (`FastStructureTests` compares the two).
+    @inline(never)  // one copy for the four call sites (the static binary's size)
     mutating func writeStructures(_ opening: StaticString, _ bytes: UnsafeRawBufferPointer, into out: inout OutputBuffer) -> Bool {
         var it = AdvertisingData(bytes).makeIterator()
         while let s = try? it.next() {

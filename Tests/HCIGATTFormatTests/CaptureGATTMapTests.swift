@@ -83,6 +83,21 @@ import Testing
         #expect(feed(&map, Self.acl([0x1B, 0x14, 0x00, 0x50], connection: 0x0042), sentByHost: false).isEmpty)
     }
 
+    @Test func whatALinkOfAnUnknownPeerTaughtEndsWithIt() {
+        var map = CaptureGATTMap()
+        // The capture began after 0x0040 connected: learned per connection handle.
+        _ = feed(&map, Self.acl(Self.discoverCharacteristics), sentByHost: true)
+        _ = feed(&map, Self.acl(Self.declarations), sentByHost: false)
+        #expect(!feed(&map, Self.acl([0x1B, 0x14, 0x00, 0x50]), sentByHost: false).isEmpty)
+        map.event(.disconnectionComplete(HCIDisconnectionComplete(status: .success, connectionHandle: 0x0040, reason: .remoteUserTerminatedConnection)))
+        // The handle comes back for another device: nothing of the old one applies.
+        map.event(.leMeta(.connectionComplete(LEConnectionComplete(
+            status: .success, connectionHandle: 0x0040, role: .central,
+            peerAddress: LEAddress(BluetoothAddress(0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x02), type: .public), connectionInterval: 24,
+            peripheralLatency: 0, supervisionTimeout: 72, centralClockAccuracy: LEClockAccuracy(rawValue: 0)))))
+        #expect(feed(&map, Self.acl([0x1B, 0x14, 0x00, 0x50]), sentByHost: false).isEmpty)
+    }
+
     @Test func fragmentsAndOtherChannelsAreLeftAlone() {
         var packet = Self.acl([0x1B, 0x11, 0x00, 0x16])
         packet[2] = (packet[2] & 0x0F) | 0x10  // a continuation fragment

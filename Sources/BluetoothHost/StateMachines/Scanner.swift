@@ -255,6 +255,7 @@ public struct Scanner: Sendable {
         /// After a report was recorded in `entry` (`changed`: its data changed): appends the
         /// event to show, if any, marks it reported, or holds a new scannable device for its
         /// scan response.
+        @inline(never)  // one copy for the known-device and new-device paths
         func decide(_ address: LEAddress, _ entry: inout Entry, changed: Bool, isScanResponse: Bool,
                     info: AdvertisingEventInfo, rssi: Int8?, now: UInt64, held: inout [LEAddress],
                     into out: inout [ScanEvent]) {
