@@ -49,12 +49,8 @@ final class TestListener {
     /// Back-pressure: asked to stop, the transport stops between reads of the socket, having
     /// handed out every whole packet it read; the rest stays in the socket, in order.
     @Test func stopsBetweenReadsAndLeavesTheRestInTheSocket() throws {
-        let listener = try TestListener()
-        let t = try TCPTransport(host: "127.0.0.1", port: listener.port)
-        defer { t.close() }
-        let peer = listener.accept()
-        #expect(peer >= 0)
-        defer { close(peer) }
+        let (listener, t, peer) = try Self.connected()
+        defer { t.close(); close(peer); _ = listener }
         #expect(t.holdsUnreadData)
         // 6000 numbered events of 9 bytes: 54 000 bytes, more than one 16 KiB read, and one
         // cut by each read's end (16 384 is no multiple of 9): the rest of it comes later.
@@ -75,13 +71,18 @@ final class TestListener {
         #expect(got == Array(0..<total), "the rest came from the socket, in order")
     }
 
-    @Test func deframesPacketsCutAtOddPoints() throws {
+    /// A transport connected to a listener on loopback, and the accepted socket.
+    static func connected() throws -> (TestListener, TCPTransport, Int32) {
         let listener = try TestListener()
         let t = try TCPTransport(host: "127.0.0.1", port: listener.port)
-        defer { t.close() }
         let peer = listener.accept()
         #expect(peer >= 0)
-        defer { close(peer) }
+        return (listener, t, peer)
+    }
+
+    @Test func deframesPacketsCutAtOddPoints() throws {
+        let (listener, t, peer) = try Self.connected()
+        defer { t.close(); close(peer) }
         #expect(t.description == "tcp:127.0.0.1:\(listener.port)")
 
         // Nothing sent yet: readAvailable returns at once, stream open, no packets.
@@ -118,11 +119,8 @@ final class TestListener {
     }
 
     @Test func writeAvailableNeverWaitsForAPeerThatDoesNotRead() throws {
-        let listener = try TestListener()
-        let t = try TCPTransport(host: "127.0.0.1", port: listener.port)
-        defer { t.close() }
-        let peer = listener.accept()
-        defer { close(peer) }
+        let (listener, t, peer) = try Self.connected()
+        defer { t.close(); close(peer); _ = listener }
         // Fill the socket buffers: writes take less and less, then nothing, and return at once.
         let chunk = [UInt8](repeating: 0x5A, count: 1 << 20)
         var total = 0
@@ -152,11 +150,8 @@ final class TestListener {
     }
 
     @Test func garbageIndicatorIsMalformedStream() throws {
-        let listener = try TestListener()
-        let t = try TCPTransport(host: "127.0.0.1", port: listener.port)
-        defer { t.close() }
-        let peer = listener.accept()
-        defer { close(peer) }
+        let (listener, t, peer) = try Self.connected()
+        defer { t.close(); close(peer); _ = listener }
         writeFully(peer, Self.packets[0] + [0x07, 0x01, 0x02])
         var got: [[UInt8]] = []
         do {
