@@ -2,9 +2,10 @@
 // records (direction, packet type, length, bytes) replayed through CaptureReplay in every
 // mode: the scan lines, and `--packets` with the ATT handle map learning from discovery
 // responses and annotating later PDUs. Invariants: nothing traps; JSON lines are valid
-// UTF-8 with no raw control characters; the handle map stays bounded (it is capped).
-// To give the map something to learn, records of type 0x02 are wrapped as ATT PDUs of
-// connection 0x0040 (the fuzzer then varies the PDUs, not the ACL and L2CAP headers).
+// UTF-8 with no raw control characters. To give the map something to learn, most ACL
+// records are ATT PDUs wrapped in well-formed ACL and L2CAP headers of connection 0x0040
+// (the fuzzer varies the PDUs); the others are raw ACL bytes (bad lengths, fragments,
+// other channels).
 // fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat
 
 func checkJSONLines(_ bytes: UnsafeRawBufferPointer) {
@@ -26,9 +27,9 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let control = input[offset], kind = input[offset + 1], length = min(Int(input[offset + 2]), size - offset - 3)
         let body = Array(input[(offset + 3) ..< (offset + 3 + length)])
         offset += 3 + length
-        // An event (most of a capture), an ATT PDU on an ACL link, or a command.
-        let type: UInt8 = switch kind & 0x03 { case 1: 0x02; case 2: 0x01; default: 0x04 }
-        if type == 0x02 {
+        // An event (most of a capture), an ATT PDU on an ACL link, a command, or raw ACL.
+        let type: UInt8 = switch kind & 0x03 { case 1, 3: 0x02; case 2: 0x01; default: 0x04 }
+        if kind & 0x03 == 1 {
             // ACL, first fragment, connection 0x0040, L2CAP on the ATT channel.
             let l2cap = [UInt8(body.count & 0xFF), UInt8(body.count >> 8), 0x04, 0x00] + body
             packets.append((control & 1 != 0, [0x02, 0x40, 0x20, UInt8(l2cap.count & 0xFF), UInt8(l2cap.count >> 8)] + l2cap))

@@ -14,9 +14,10 @@ import BluetoothWire
 /// the connection. ATT PDUs split over several ACL packets are shown as they are, without
 /// the annotation.
 struct CaptureGATTMap {
-    /// A peer: its address's key with the top bit set, or a connection handle whose
-    /// peer the capture did not see.
-    private typealias Peer = UInt64
+    /// Whose attribute table: a peer (its address's key with the top bit set, or a
+    /// connection handle whose peer the capture did not see), bit 62 set for the table of
+    /// the capture's own host as that peer's server (each side of a link serves its own).
+    private typealias Table = UInt64
 
     private struct Request {
         var opcode: UInt8
@@ -25,16 +26,22 @@ struct CaptureGATTMap {
     }
 
     private var peers: [UInt16: LEAddress] = [:]
-    private var tables: [Peer: [UInt16: BluetoothUUID]] = [:]
+    private var tables: [Table: [UInt16: BluetoothUUID]] = [:]
+    /// Tables in the order they were made: the oldest goes first when the cap is reached.
+    private var tableOrder: [Table] = []
     /// The outstanding request per connection and direction (sent by the host or not).
     private var requests: [UInt32: Request] = [:]
-    /// Attributes remembered in all (a hostile capture cannot grow this without bound).
+    /// ATT_MTU per connection, from Exchange MTU (23 until then).
+    private var mtus: [UInt16: Int] = [:]
+    /// Attributes remembered in all: a hostile or huge capture stays bounded, the oldest
+    /// tables making room.
     private var attributeCount = 0
     private static let maximumAttributes = 1 << 16
 
-    private func peer(_ connection: UInt16) -> Peer {
-        if let a = peers[connection] { return a.key | 1 << 63 }
-        return Peer(connection)
+    /// The table of the side that serves `connection`'s attributes: the peer's, or ours.
+    private func table(_ connection: UInt16, peerServes: Bool) -> Table {
+        let peer: UInt64 = peers[connection].map { $0.key | 1 << 63 } ?? UInt64(connection)
+        return peerServes ? peer : peer | 1 << 62
     }
 
     private static func key(_ connection: UInt16, sentByHost: Bool) -> UInt32 {
@@ -45,21 +52,35 @@ struct CaptureGATTMap {
     mutating func event(_ event: HCIEvent) {
         switch event {
         case .leMeta(.connectionComplete(let e)) where e.status == .success:
-            peers[e.connectionHandle] = e.peerAddress
+            connected(e.connectionHandle, e.peerAddress)
         case .leMeta(.enhancedConnectionComplete(let e)) where e.status == .success:
-            peers[e.connectionHandle] = e.peerAddress
+            connected(e.connectionHandle, e.peerAddress)
         case .disconnectionComplete(let e) where e.status == .success:
-            // A link whose peer the capture never saw: what was learned dies with it (the
-            // handle may come back for another device).
-            if peers.removeValue(forKey: e.connectionHandle) == nil,
-               let gone = tables.removeValue(forKey: Peer(e.connectionHandle)) {
-                attributeCount -= gone.count
-            }
-            requests[Self.key(e.connectionHandle, sentByHost: true)] = nil
-            requests[Self.key(e.connectionHandle, sentByHost: false)] = nil
+            forget(e.connectionHandle)
         default:
             break
         }
+    }
+
+    private mutating func connected(_ handle: UInt16, _ address: LEAddress) {
+        forget(handle)  // a disconnection the capture missed
+        peers[handle] = address
+    }
+
+    /// The link is gone: its requests and MTU; what a link of an unknown peer taught (the
+    /// handle may come back for another device).
+    private mutating func forget(_ handle: UInt16) {
+        if peers.removeValue(forKey: handle) == nil {
+            for side in [table(handle, peerServes: true), table(handle, peerServes: false)] {
+                if let gone = tables.removeValue(forKey: side) {
+                    attributeCount -= gone.count
+                    tableOrder.removeAll { $0 == side }
+                }
+            }
+        }
+        requests[Self.key(handle, sentByHost: true)] = nil
+        requests[Self.key(handle, sentByHost: false)] = nil
+        mtus[handle] = nil
     }
 
     /// The ATT PDU of one ACL packet (H4 indicator included), when the packet carries a
@@ -82,65 +103,86 @@ struct CaptureGATTMap {
     mutating func att(connection: UInt16, sentByHost: Bool, pdu: UnsafeRawBufferPointer) -> [Field] {
         let opcode = pdu[0]
         let body = UnsafeRawBufferPointer(rebasing: pdu[1...])
-        let peer = peer(connection)
         let mine = Self.key(connection, sentByHost: sentByHost)
         let theirs = Self.key(connection, sentByHost: !sentByHost)
+        // Client to server: requests, commands and confirmations (even opcodes); server to
+        // client: responses, notifications, indications (odd). A PDU the host sent to the
+        // server is about the peer's table; one it sent as the server, about its own.
+        let clientToServer = opcode & 0x01 == 0
+        let server = table(connection, peerServes: clientToServer == sentByHost)
         func u16(_ at: Int) -> UInt16? {
             guard at + 2 <= body.count else { return nil }
             return UInt16(body[at]) | UInt16(body[at + 1]) << 8
         }
+        // The request a response answers: the last one the other side sent, of its opcode.
+        func answered() -> Request? {
+            guard let r = requests.removeValue(forKey: theirs), r.opcode &+ 1 == opcode else { return nil }
+            return r
+        }
         switch opcode {
-        case 0x08:  // Read By Type Request: start, end, type (16-bit types only matter here)
+        case 0x02:  // Exchange MTU Request: the client's receive MTU
+            requests[mine] = Request(opcode: opcode, handle: u16(0))
+        case 0x03:  // Exchange MTU Response: ATT_MTU is the smaller of the two
+            if let client = answered()?.handle, let mtu = u16(0) { mtus[connection] = max(23, Int(min(client, mtu))) }
+        case 0x08:  // Read By Type Request: start, end, type (a 16-bit type is what matters here)
             requests[mine] = Request(opcode: opcode, type: body.count == 6 ? u16(4) : nil)
         case 0x09:  // Read By Type Response
-            if requests.removeValue(forKey: theirs)?.type == 0x2803 { learnDeclarations(body, peer) }
-        case 0x04:  // Find Information Request
-            requests[mine] = Request(opcode: opcode)
+            if answered()?.type == 0x2803 { learnDeclarations(body, server) }
         case 0x05:  // Find Information Response
-            requests[theirs] = nil
-            learnInformation(body, peer)
+            if answered() != nil { learnInformation(body, server) }
         case 0x0A, 0x0C:  // Read Request, Read Blob Request
             guard let h = u16(0) else { return [] }
             requests[mine] = Request(opcode: opcode, handle: h)
-            return describe(h, value: nil, peer)
+            return describe(h, value: nil, server)
         case 0x0B, 0x0D:  // Read Response, Read Blob Response
-            guard let r = requests.removeValue(forKey: theirs), let h = r.handle else { return [] }
-            // A blob is a piece of a long value: named, not decoded.
-            return describe(h, value: opcode == 0x0B ? body : nil, peer)
+            guard let h = answered()?.handle else { return [] }
+            // A blob, or a response that fills ATT_MTU (a long value's first part), is
+            // named, not decoded.
+            let whole = opcode == 0x0B && body.count < (mtus[connection] ?? 23) - 1
+            return describe(h, value: whole ? body : nil, server)
         case 0x12, 0x52, 0x1B, 0x1D:  // Write Request, Write Command, Notification, Indication
             guard let h = u16(0) else { return [] }
-            if opcode == 0x12 { requests[mine] = Request(opcode: opcode, handle: h) }
-            return describe(h, value: UnsafeRawBufferPointer(rebasing: body[2...]), peer)
-        case 0x01:  // Error Response: the request is over
-            requests[theirs] = nil
+            if opcode == 0x12 { requests[mine] = Request(opcode: opcode) }
+            return describe(h, value: UnsafeRawBufferPointer(rebasing: body[2...]), server)
         default:
-            break
+            // Any other request replaces the outstanding one; any response ends it.
+            if opcode & 0x01 == 0 && opcode & 0x40 == 0 && opcode != 0x1E {
+                requests[mine] = Request(opcode: opcode)
+            } else if opcode & 0x01 == 1 && opcode != 0x1B && opcode != 0x1D && opcode != 0x23 {
+                requests[theirs] = nil
+            }
         }
         return []
     }
 
-    private mutating func remember(_ handle: UInt16, _ uuid: BluetoothUUID, _ peer: Peer) {
-        if tables[peer]?[handle] == nil {
+    private mutating func remember(_ handle: UInt16, _ uuid: BluetoothUUID, _ table: Table) {
+        if tables[table] == nil { tableOrder.append(table) }
+        if tables[table]?[handle] == nil {
+            // Full: the oldest tables make room (not the one being learned).
+            while attributeCount >= Self.maximumAttributes, let oldest = tableOrder.first, oldest != table {
+                tableOrder.removeFirst()
+                attributeCount -= tables.removeValue(forKey: oldest)?.count ?? 0
+            }
             guard attributeCount < Self.maximumAttributes else { return }
             attributeCount += 1
         }
-        tables[peer, default: [:]][handle] = uuid
+        tables[table, default: [:]][handle] = uuid
     }
 
     /// Characteristic declarations: handle, properties, value handle, UUID (16 or 128 bits).
-    private mutating func learnDeclarations(_ body: UnsafeRawBufferPointer, _ peer: Peer) {
+    private mutating func learnDeclarations(_ body: UnsafeRawBufferPointer, _ table: Table) {
         guard let length = body.first.map(Int.init), length == 7 || length == 21 else { return }
         var at = 1
         while at + length <= body.count {
             let valueHandle = UInt16(body[at + 3]) | UInt16(body[at + 4]) << 8
             let uuid = UnsafeRawBufferPointer(rebasing: body[(at + 5) ..< (at + length)])
-            if let u = try? BluetoothUUID(wire: uuid) { remember(valueHandle, u, peer) }
+            if let u = try? BluetoothUUID(wire: uuid) { remember(valueHandle, u, table) }
             at += length
         }
     }
 
     /// Find Information Response: format 1 (16-bit UUIDs) or 2 (128-bit), handle + UUID each.
-    private mutating func learnInformation(_ body: UnsafeRawBufferPointer, _ peer: Peer) {
+    private mutating func learnInformation(_ body: UnsafeRawBufferPointer, _ table: Table) {
         guard let format = body.first, format == 1 || format == 2 else { return }
         let length = format == 1 ? 4 : 18
         var at = 1
@@ -149,15 +191,15 @@ struct CaptureGATTMap {
             // Declarations are known from their own discovery; descriptors are what is new.
             if let u = try? BluetoothUUID(wire: UnsafeRawBufferPointer(rebasing: body[(at + 2) ..< (at + length)])),
                u.uuid16.map({ $0 < 0x2800 || $0 > 0x2803 }) ?? true {
-                remember(handle, u, peer)
+                remember(handle, u, table)
             }
             at += length
         }
     }
 
     /// `attribute_type` (and its name), and `decoded` (or `decode_error`) for a value.
-    private func describe(_ handle: UInt16, value: UnsafeRawBufferPointer?, _ peer: Peer) -> [Field] {
-        guard let uuid = tables[peer]?[handle] else { return [] }
+    private func describe(_ handle: UInt16, value: UnsafeRawBufferPointer?, _ table: Table) -> [Field] {
+        guard let uuid = tables[table]?[handle] else { return [] }
         var fields = [Field("attribute_type", .text(uuid.description))]
         if let name = AssignedNumbers.uuidName(uuid) { fields.append(Field("attribute_type_name", .text(name))) }
         guard let value else { return fields }

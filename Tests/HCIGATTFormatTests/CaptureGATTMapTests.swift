@@ -96,6 +96,60 @@ import Testing
             peerAddress: LEAddress(BluetoothAddress(0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x02), type: .public), connectionInterval: 24,
             peripheralLatency: 0, supervisionTimeout: 72, centralClockAccuracy: LEClockAccuracy(rawValue: 0)))))
         #expect(feed(&map, Self.acl([0x1B, 0x14, 0x00, 0x50]), sentByHost: false).isEmpty)
+        // Nor for a link of another unknown peer on the same handle.
+        map.event(.disconnectionComplete(HCIDisconnectionComplete(status: .success, connectionHandle: 0x0040, reason: .remoteUserTerminatedConnection)))
+        #expect(feed(&map, Self.acl([0x1B, 0x14, 0x00, 0x50]), sentByHost: false).isEmpty)
+    }
+
+    @Test func eachSideOfALinkHasItsOwnTable() {
+        var map = CaptureGATTMap()
+        // The peer discovers the host's database (the host serves).
+        _ = feed(&map, Self.acl(Self.discoverCharacteristics), sentByHost: false)
+        _ = feed(&map, Self.acl(Self.declarations), sentByHost: true)
+        // The host notifies its own 0x0011: named from its table.
+        let ours = feed(&map, Self.acl([0x1B, 0x11, 0x00, 0x16, 0x48]), sentByHost: true)
+        #expect(field(ours, "attribute_type") == .text("2A37"))
+        // The peer's 0x0011 is another attribute, not learned: handle only.
+        #expect(feed(&map, Self.acl([0x1B, 0x11, 0x00, 0x16, 0x48]), sentByHost: false).isEmpty)
+        // The peer reads the host's battery level: request and response named.
+        #expect(field(feed(&map, Self.acl([0x0A, 0x14, 0x00]), sentByHost: false), "attribute_type") == .text("2A19"))
+        #expect(field(feed(&map, Self.acl([0x0B, 0x5A]), sentByHost: true), "attribute_type") == .text("2A19"))
+    }
+
+    @Test func aResponseAnswersOnlyItsOwnRequest() {
+        var map = CaptureGATTMap()
+        _ = feed(&map, Self.acl(Self.discoverCharacteristics), sentByHost: true)
+        _ = feed(&map, Self.acl(Self.declarations), sentByHost: false)
+        // A Write Request, then a Read Response whose request the capture lost: not taken
+        // for the written handle.
+        _ = feed(&map, Self.acl([0x12, 0x14, 0x00, 0x01]), sentByHost: true)
+        #expect(feed(&map, Self.acl([0x0B, 0x5A]), sentByHost: false).isEmpty)
+        // An Error Response ends a read; a later response has nothing to answer.
+        _ = feed(&map, Self.acl([0x0A, 0x14, 0x00]), sentByHost: true)
+        _ = feed(&map, Self.acl([0x01, 0x0A, 0x14, 0x00, 0x02]), sentByHost: false)
+        #expect(feed(&map, Self.acl([0x0B, 0x5A]), sentByHost: false).isEmpty)
+        // Read Blob: named, not decoded (a piece of a value).
+        _ = feed(&map, Self.acl([0x0C, 0x14, 0x00, 0x16, 0x00]), sentByHost: true)
+        let blob = feed(&map, Self.acl([0x0D, 0x5A]), sentByHost: false)
+        #expect(field(blob, "attribute_type") == .text("2A19") && field(blob, "decoded") == nil)
+    }
+
+    @Test func aReadThatFillsTheMTUIsNotDecodedAsWhole() {
+        var map = CaptureGATTMap()
+        // 128-bit descriptor types from Find Information (format 2), 0x0012 here.
+        _ = feed(&map, Self.acl([0x04, 0x12, 0x00, 0x12, 0x00]), sentByHost: true)
+        let uuid128: [UInt8] = [0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x00]
+        _ = feed(&map, Self.acl([0x05, 0x02, 0x12, 0x00] + uuid128), sentByHost: false)
+        // ATT_MTU 23: a Read Response of 22 bytes may be the first part of a long value.
+        _ = feed(&map, Self.acl([0x0A, 0x12, 0x00]), sentByHost: true)
+        let first = feed(&map, Self.acl([0x0B] + Array(repeating: 0x41, count: 22)), sentByHost: false)
+        #expect(field(first, "attribute_type") == .text("2A00") && field(first, "decoded") == nil)
+        // With ATT_MTU 100 (Exchange MTU 517 / 100), the same 22 bytes are the whole value.
+        _ = feed(&map, Self.acl([0x02, 0x05, 0x02]), sentByHost: true)
+        _ = feed(&map, Self.acl([0x03, 0x64, 0x00]), sentByHost: false)
+        _ = feed(&map, Self.acl([0x0A, 0x12, 0x00]), sentByHost: true)
+        let whole = feed(&map, Self.acl([0x0B] + Array(repeating: 0x41, count: 22)), sentByHost: false)
+        #expect(field(whole, "decoded") != nil)
     }
 
     @Test func fragmentsAndOtherChannelsAreLeftAlone() {

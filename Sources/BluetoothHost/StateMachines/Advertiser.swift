@@ -345,8 +345,10 @@ public struct Advertiser: Sendable {
     private var generation: UInt64 = 0
     /// Links in the peripheral role that advertising led to.
     public private(set) var peripheralLinks = 0
-    /// A connectable set is configured: a central may connect at any time.
-    var hasConnectableSets: Bool { sets.values.contains { $0.configuration.connectable } }
+    /// A connectable set is advertising (or starting to): a central may connect at any time.
+    var hasConnectableSets: Bool {
+        sets.values.contains { $0.configuration.connectable && ($0.state == .starting || $0.state == .running(enabled: true)) }
+    }
     /// Restarts sent after connections (for tests and statistics).
     public private(set) var restarts = 0
 
