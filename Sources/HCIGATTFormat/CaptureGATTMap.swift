@@ -27,14 +27,12 @@ struct CaptureGATTMap {
 
     private var peers: [UInt16: LEAddress] = [:]
     private var tables: [Table: [UInt16: BluetoothUUID]] = [:]
-    /// Tables in the order they were made: the oldest goes first when the cap is reached.
-    private var tableOrder: [Table] = []
     /// The outstanding request per connection and direction (sent by the host or not).
     private var requests: [UInt32: Request] = [:]
     /// ATT_MTU per connection, from Exchange MTU (23 until then).
     private var mtus: [UInt16: Int] = [:]
-    /// Attributes remembered in all: a hostile or huge capture stays bounded, the oldest
-    /// tables making room.
+    /// Attributes remembered in all: a hostile or huge capture stays bounded (at the cap,
+    /// everything learned is forgotten and learning starts over).
     private var attributeCount = 0
     private static let maximumAttributes = 1 << 16
 
@@ -72,10 +70,7 @@ struct CaptureGATTMap {
     private mutating func forget(_ handle: UInt16) {
         if peers.removeValue(forKey: handle) == nil {
             for side in [table(handle, peerServes: true), table(handle, peerServes: false)] {
-                if let gone = tables.removeValue(forKey: side) {
-                    attributeCount -= gone.count
-                    tableOrder.removeAll { $0 == side }
-                }
+                if let gone = tables.removeValue(forKey: side) { attributeCount -= gone.count }
             }
         }
         requests[Self.key(handle, sentByHost: true)] = nil
@@ -156,14 +151,11 @@ struct CaptureGATTMap {
     }
 
     private mutating func remember(_ handle: UInt16, _ uuid: BluetoothUUID, _ table: Table) {
-        if tables[table] == nil { tableOrder.append(table) }
         if tables[table]?[handle] == nil {
-            // Full: the oldest tables make room (not the one being learned).
-            while attributeCount >= Self.maximumAttributes, let oldest = tableOrder.first, oldest != table {
-                tableOrder.removeFirst()
-                attributeCount -= tables.removeValue(forKey: oldest)?.count ?? 0
+            if attributeCount >= Self.maximumAttributes {
+                tables.removeAll()
+                attributeCount = 0
             }
-            guard attributeCount < Self.maximumAttributes else { return }
             attributeCount += 1
         }
         tables[table, default: [:]][handle] = uuid

@@ -33,8 +33,9 @@ public struct CaptureReplay: ~Copyable {
     // table forgot it.
     private var shown = AddressSet()
     private var firstTimestamp: Int64?
-    /// Packet mode: the attribute types learned from the capture's GATT discovery.
-    private var gatt = CaptureGATTMap()
+    /// Packet mode: the attribute types learned from the capture's GATT discovery (boxed:
+    /// the replay's own layout stays small).
+    private let gatt = Box(CaptureGATTMap())
 
     /// A replay printing JSON Lines or text; `packets` for every packet instead of the
     /// scan results; `forcePassive` ignores the recorded scan type (`--passive`).
@@ -133,7 +134,7 @@ public struct CaptureReplay: ~Copyable {
         if record.data.first == H4PacketType.event.rawValue, let frame = try? H4Frame.parse(record.data) {
             do throws(WireError) {
                 let event = try HCIEvent(parsing: frame.packet)
-                gatt.event(event)
+                gatt.value.event(event)
                 header(title: event.fieldTitle, received: received, now: now)
                 event.describe(into: &writer)
                 writer.endRecord()
@@ -149,7 +150,7 @@ public struct CaptureReplay: ~Copyable {
             var fields = d.fields
             if d.error == nil, let (connection, pdu) = CaptureGATTMap.attPDU(record.data) {
                 // The attribute's type and decoded value, from the discovery seen before.
-                let extra = gatt.att(connection: connection, sentByHost: !received, pdu: pdu)
+                let extra = gatt.value.att(connection: connection, sentByHost: !received, pdu: pdu)
                 if !extra.isEmpty { Self.appendToATT(extra, in: &fields) }
             }
             writer.fields(fields)
@@ -202,4 +203,10 @@ public struct CaptureReplay: ~Copyable {
         out.byte(UInt8(ascii: "."))
         out.decimal(tenths % 10)
     }
+}
+
+/// A value behind a reference, mutated in place.
+final class Box<Value> {
+    var value: Value
+    init(_ value: Value) { self.value = value }
 }

@@ -33,7 +33,7 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
     }
 
     /// The slot holding `address`, or the empty slot where it would go.
-    @inline(__always)
+    @inline(never)  // one copy for its five callers (the static binary's size)
     private func probe(_ address: LEAddress) -> (slot: Int, found: Bool) {
         let mask = slots.count &- 1
         var s = home(address)
