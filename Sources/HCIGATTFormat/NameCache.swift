@@ -18,6 +18,8 @@ struct NameCache: Sendable {
         let k = kind.rawValue << 16 | UInt32(key)
         let i = Int(truncatingIfNeeded: (k &* 0x9E37_79B1) >> 26)
         if keys[i] == k { return i }
+        // The only place these lookups are made: a service's name (its table first, then the
+        // other UUID tables), a company's, an appearance's (else its category's).
         let name: AssignedNumbers.Name? = switch kind {
         case .service: AssignedNumbers.lookup(key, in: .services) ?? AssignedNumbers.uuidLookup(BluetoothUUID(key))
         case .company: AssignedNumbers.lookup(key, in: .companies)

@@ -63,25 +63,6 @@ public struct ScanFormatter: Sendable {
         AssignedNumbers.serviceName(u) ?? AssignedNumbers.uuidName(u) ?? u.description
     }
 
-    /// Writes ``serviceName(_:)`` without making the String.
-    static func writeServiceName(_ u: BluetoothUUID, into out: inout OutputBuffer) {
-        if let n = serviceLookup(u) { out.append(UnsafeRawBufferPointer(n.utf8)) } else { out.uuid(u) }
-    }
-
-    /// ``serviceName(_:)``'s name, when it has one, without allocating.
-    static func serviceLookup(_ u: BluetoothUUID) -> AssignedNumbers.Name? {
-        guard let v = u.uuid16 else { return nil }
-        return AssignedNumbers.lookup(v, in: .services) ?? AssignedNumbers.uuidLookup(u)
-    }
-
-    /// ``AssignedNumbers/companyName(_:)`` without allocating.
-    static func companyLookup(_ id: UInt16) -> AssignedNumbers.Name? { AssignedNumbers.lookup(id, in: .companies) }
-
-    /// ``AssignedNumbers/appearanceName(_:)`` without allocating.
-    static func appearanceLookup(_ v: UInt16) -> AssignedNumbers.Name? {
-        AssignedNumbers.lookup(v, in: .appearances) ?? AssignedNumbers.lookup(v & ~0x3F, in: .appearances)
-    }
-
     /// The text line: `NEW|UPD ADDRESS KIND RSSI "NAME" extras`, columns padded.
     mutating func textLine(_ d: DiscoveredDevice, _ a: ADSummary, isNew: Bool, into out: inout OutputBuffer) {
         if isNew { out.raw("NEW ") } else { out.raw("UPD ") }
@@ -133,9 +114,8 @@ public struct ScanFormatter: Sendable {
             a.forEachServiceUUID { u in
                 if !first { out.raw(", ") }
                 first = false
-                if let v = u.uuid16, let n = names.name(.service, v) { out.append(UnsafeRawBufferPointer(n.utf8)) } else {
-                    Self.writeServiceName(u, into: &out)
-                }
+                // The name (see ``serviceName(_:)``), or the UUID when it has none.
+                if let v = u.uuid16, let n = names.name(.service, v) { out.append(UnsafeRawBufferPointer(n.utf8)) } else { out.uuid(u) }
             }
         }
         if let m = a.manufacturerData {
@@ -221,8 +201,6 @@ public struct ScanFormatter: Sendable {
             if !first { w.out.byte(UInt8(ascii: ",")) }
             first = false
             if let v = u.uuid16, names.writeJSON(.service, v, into: &w.out) {
-            } else if let n = Self.serviceLookup(u) {
-                w.out.jsonString(UnsafeRawBufferPointer(n.utf8))
             } else {
                 w.out.byte(UInt8(ascii: "\""))
                 w.out.uuid(u)
