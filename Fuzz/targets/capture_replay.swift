@@ -8,16 +8,6 @@
 // other channels).
 // fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat
 
-func checkJSONLines(_ bytes: UnsafeRawBufferPointer) {
-    precondition(OutputBuffer.isValidUTF8(bytes), "JSON output is not UTF-8")
-    var previous: UInt8 = 0
-    for b in bytes {
-        precondition(b == 0x0A || (b >= 0x20 && b != 0x7F), "raw control byte in JSON")
-        precondition(!(previous == 0xC2 && (0x80 ... 0x9F).contains(b)), "raw C1 control in JSON")
-        previous = b
-    }
-}
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: data, count: size)
@@ -45,11 +35,11 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 replay.record(BTSnoopRecord(originalLength: UInt32(bytes.count), flags: flags, cumulativeDrops: 0,
                                             timestamp: 0x00E0_3AB4_4A67_6000 + Int64(i) * 1000, data: bytes, offset: 0))
             }
-            if json { replay.writer.out.withBytes { checkJSONLines($0) } }
+            if json { replay.writer.out.withBytes { if let p = OutputBuffer.jsonOutputViolation($0, lines: true) { preconditionFailure(p) } } }
             replay.writer.out.removeAll()
         }
         replay.finish()
-        if json { replay.writer.out.withBytes { checkJSONLines($0) } }
+        if json { replay.writer.out.withBytes { if let p = OutputBuffer.jsonOutputViolation($0, lines: true) { preconditionFailure(p) } } }
     }
     return 0
 }

@@ -14,15 +14,7 @@ func render(_ format: FieldWriter.Format, _ body: (inout FieldWriter) -> Void) -
 }
 
 func checkJSON(_ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { precondition(OutputBuffer.isValidUTF8($0), "JSON output is not UTF-8") }
-    var previous: UInt8 = 0
-    for (i, b) in bytes.enumerated() {
-        // One newline, at the end; no other C0, no DEL, no C1 (C2 80...C2 9F).
-        if b == 0x0A { precondition(i == bytes.count - 1, "newline inside a JSON line") }
-        else { precondition(b >= 0x20 && b != 0x7F, "raw control byte in JSON") }
-        precondition(!(previous == 0xC2 && (0x80 ... 0x9F).contains(b)), "raw C1 control in JSON")
-        previous = b
-    }
+    if let problem = bytes.withUnsafeBytes({ OutputBuffer.jsonOutputViolation($0, lines: false) }) { preconditionFailure(problem) }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -7,17 +7,6 @@
 // AD structures are the writer's bytes.
 // fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat
 
-func checkJSONLine(_ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { precondition(OutputBuffer.isValidUTF8($0), "JSON output is not UTF-8") }
-    var previous: UInt8 = 0
-    for (i, b) in bytes.enumerated() {
-        if b == 0x0A { precondition(i == bytes.count - 1, "newline inside a JSON line") }
-        else { precondition(b >= 0x20 && b != 0x7F, "raw control byte in JSON") }
-        precondition(!(previous == 0xC2 && (0x80 ... 0x9F).contains(b)), "raw C1 control in JSON")
-        previous = b
-    }
-}
-
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: data, count: size)
@@ -36,7 +25,9 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             for format in [FieldWriter.Format.json, .text] {
                 var w = FieldWriter(format: format, out: OutputBuffer(capacity: 256))
                 if format == .json { json.write(e, into: &w) } else { text.write(e, into: &w) }
-                if format == .json { checkJSONLine(w.out.withBytes { Array($0) }) }
+                if format == .json, let problem = w.out.withBytes({ OutputBuffer.jsonOutputViolation($0, lines: false) }) {
+                    preconditionFailure(problem)
+                }
             }
             // The directly written structures against the writer's.
             let d = e.device

@@ -156,4 +156,14 @@ import Testing
 
         """)
     }
+
+    @Test func jsonOutputViolationsAreNamed() {
+        func check(_ bytes: [UInt8], lines: Bool) -> String? { bytes.withUnsafeBytes { OutputBuffer.jsonOutputViolation($0, lines: lines) } }
+        #expect(check(Array("{\"a\":\"°C\"}\n".utf8), lines: false) == nil)
+        #expect(check(Array("{}\n{}\n".utf8), lines: true) == nil)
+        #expect(check(Array("{}\n{}\n".utf8), lines: false) == "newline inside a JSON line")
+        #expect(check([0x7B, 0x09, 0x7D], lines: false) == "raw control byte in JSON")
+        #expect(check([0x7B, 0xC2, 0x85, 0x7D], lines: false) == "raw C1 control in JSON")
+        #expect(check([0x7B, 0xFF, 0x7D], lines: false) == "JSON output is not UTF-8")
+    }
 }

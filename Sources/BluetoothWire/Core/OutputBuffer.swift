@@ -264,6 +264,25 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         }
     }
 
+    /// What is wrong with JSON output in `bytes`, or nil: it must be valid UTF-8 with no raw
+    /// control character (C0, DEL, C1), newlines only ending lines (`lines`: any number of
+    /// them; else one line, its newline last). The invariant every JSON writer's fuzz target
+    /// checks.
+    static func jsonOutputViolation(_ bytes: UnsafeRawBufferPointer, lines: Bool) -> String? {
+        guard isValidUTF8(bytes) else { return "JSON output is not UTF-8" }
+        var previous: UInt8 = 0
+        for (i, b) in bytes.enumerated() {
+            if b == 0x0A {
+                if !lines && i != bytes.count - 1 { return "newline inside a JSON line" }
+            } else if b < 0x20 || b == 0x7F {
+                return "raw control byte in JSON"
+            }
+            if previous == 0xC2 && (0x80 ... 0x9F).contains(b) { return "raw C1 control in JSON" }
+            previous = b
+        }
+        return nil
+    }
+
     /// Whether `b` is well-formed UTF-8 (Unicode 3.9 Table 3-7).
     public static func isValidUTF8(_ b: UnsafeRawBufferPointer) -> Bool {
         var i = 0
