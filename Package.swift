@@ -97,7 +97,7 @@ let package = Package(
         .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport", "BluetoothSecurity"]),
         .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
-        .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto"]),
+        .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothSecurityTests", dependencies: ["BluetoothSecurity", "BluetoothCrypto", "BluetoothWire"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost"]),
     ]

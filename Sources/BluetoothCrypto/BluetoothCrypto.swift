@@ -50,4 +50,37 @@ public enum BluetoothCrypto {
         guard ok == 1 else { throw Failure(operation: "AES-128") }
         return out
     }
+
+    /// AES-128-CCM decryption (NIST SP 800-38C) with a 13-byte nonce and an M-byte tag
+    /// (`mic.count`: 4, 6 ... 16): writes the plaintext of `ciphertext` into `out` (at least
+    /// as long) and returns false, with `out` wiped, when the tag does not match or an
+    /// argument is out of range. No allocation: the BTHome decoder runs it per advertisement.
+    public static func aesCCMDecrypt(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+                                     associatedData: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                                     ciphertext: UnsafeRawBufferPointer, mic: UnsafeRawBufferPointer,
+                                     into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard key.count == 16, nonce.count == 13, out.count >= ciphertext.count, let k = key.baseAddress,
+              let n = nonce.baseAddress, let m = mic.baseAddress else { return false }
+        // The C side reads the tag through a mutable pointer it only writes when encrypting.
+        return hcigatt_aes_ccm(0, k.assumingMemoryBound(to: UInt8.self), n.assumingMemoryBound(to: UInt8.self),
+                               associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), associatedData.count,
+                               ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self), ciphertext.count,
+                               out.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                               UnsafeMutablePointer(mutating: m.assumingMemoryBound(to: UInt8.self)), mic.count) == 1
+    }
+
+    /// AES-128-CCM encryption: `plaintext` into `out` (at least as long) and the M-byte tag
+    /// into `mic` (`mic.count` bytes). False when an argument is out of range.
+    public static func aesCCMEncrypt(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+                                     associatedData: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                                     plaintext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
+                                     mic: UnsafeMutableRawBufferPointer) -> Bool {
+        guard key.count == 16, nonce.count == 13, out.count >= plaintext.count, let k = key.baseAddress,
+              let n = nonce.baseAddress, let m = mic.baseAddress else { return false }
+        return hcigatt_aes_ccm(1, k.assumingMemoryBound(to: UInt8.self), n.assumingMemoryBound(to: UInt8.self),
+                               associatedData.baseAddress?.assumingMemoryBound(to: UInt8.self), associatedData.count,
+                               plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), plaintext.count,
+                               out.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                               m.assumingMemoryBound(to: UInt8.self), mic.count) == 1
+    }
 }

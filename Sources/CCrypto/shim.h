@@ -92,4 +92,92 @@ static inline int hcigatt_aes_cmac_evp(const unsigned char *key, const unsigned 
     return ok;
 }
 
+/// AES-CCM (NIST SP 800-38C, RFC 3610) with a 128-bit key and a 13-byte nonce (L = 2, so
+/// messages up to 65535 bytes), on OpenSSL's AES block function like CMAC above: the
+/// BTHome v2 encrypted advertisements (and the LE link layer's CCM) use it. `mic_length` is
+/// M: 4, 6, 8 ... 16. `aad` may be NULL when `aad_length` is 0. `out` receives
+/// `length` bytes (in place is allowed: `out` may equal `in`).
+/// encrypt = 1: `mic` receives the M-byte tag. encrypt = 0: `mic` is checked, in constant
+/// time, and `out` is wiped when it does not match.
+/// Returns 1 on success (and, decrypting, a matching tag), 0 otherwise.
+static inline int hcigatt_aes_ccm(int encrypt, const unsigned char *key, const unsigned char *nonce,
+                                  const unsigned char *aad, size_t aad_length,
+                                  const unsigned char *in, size_t length, unsigned char *out,
+                                  unsigned char *mic, size_t mic_length) {
+    if (length > 0xFFFF || aad_length > 0xFEFF || mic_length < 4 || mic_length > 16 || (mic_length & 1)) return 0;
+    AES_KEY k;
+    if (AES_set_encrypt_key(key, 128, &k) != 0) return 0;
+    unsigned char x[16], a[16], s[16];
+    /* CBC-MAC: B0 = flags | nonce | message length. */
+    x[0] = (unsigned char)((aad_length > 0 ? 0x40 : 0) | (((mic_length - 2) / 2) << 3) | 0x01);
+    memcpy(x + 1, nonce, 13);
+    x[14] = (unsigned char)(length >> 8);
+    x[15] = (unsigned char)length;
+    AES_encrypt(x, x, &k);
+    if (aad_length > 0) {
+        /* The associated data, prefixed with its 2-byte length, in 16-byte blocks. */
+        size_t used = 2;
+        x[0] ^= (unsigned char)(aad_length >> 8);
+        x[1] ^= (unsigned char)aad_length;
+        for (size_t i = 0; i < aad_length; i++) {
+            if (used == 16) { AES_encrypt(x, x, &k); used = 0; }
+            x[used++] ^= aad[i];
+        }
+        AES_encrypt(x, x, &k);
+    }
+    /* Counter blocks A_i = flags(L-1) | nonce | i; S_0 masks the tag. */
+    a[0] = 0x01;
+    memcpy(a + 1, nonce, 13);
+    for (size_t block = 0; block * 16 < length; block++) {
+        size_t n = length - block * 16 < 16 ? length - block * 16 : 16;
+        size_t counter = block + 1;
+        a[14] = (unsigned char)(counter >> 8);
+        a[15] = (unsigned char)counter;
+        AES_encrypt(a, s, &k);
+        for (size_t i = 0; i < n; i++) {
+            unsigned char p = encrypt ? in[block * 16 + i] : (unsigned char)(in[block * 16 + i] ^ s[i]);
+            out[block * 16 + i] = encrypt ? (unsigned char)(p ^ s[i]) : p;
+            x[i] ^= p;
+        }
+        AES_encrypt(x, x, &k);
+    }
+    a[14] = 0;
+    a[15] = 0;
+    AES_encrypt(a, s, &k);
+    int ok = 1;
+    if (encrypt) {
+        for (size_t i = 0; i < mic_length; i++) mic[i] = (unsigned char)(x[i] ^ s[i]);
+    } else {
+        unsigned char diff = 0;
+        for (size_t i = 0; i < mic_length; i++) diff |= (unsigned char)(mic[i] ^ x[i] ^ s[i]);
+        ok = diff == 0;
+        if (!ok) OPENSSL_cleanse(out, length);
+    }
+    OPENSSL_cleanse(&k, sizeof k);
+    OPENSSL_cleanse(x, sizeof x);
+    OPENSSL_cleanse(s, sizeof s);
+    return ok;
+}
+
+/// AES-128-CCM through OpenSSL's EVP (13-byte nonce): the tests' reference.
+static inline int hcigatt_aes_ccm_evp(int encrypt, const unsigned char *key, const unsigned char *nonce,
+                                      const unsigned char *aad, int aad_length,
+                                      const unsigned char *in, int length, unsigned char *out,
+                                      unsigned char *mic, int mic_length) {
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return 0;
+    int ok = 0, n = 0;
+    if (EVP_CipherInit_ex(ctx, EVP_aes_128_ccm(), NULL, NULL, NULL, encrypt) == 1
+        && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, 13, NULL) == 1
+        && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, mic_length, encrypt ? NULL : mic) == 1
+        && EVP_CipherInit_ex(ctx, NULL, NULL, key, nonce, encrypt) == 1
+        && EVP_CipherUpdate(ctx, NULL, &n, NULL, length) == 1
+        && (aad_length == 0 || EVP_CipherUpdate(ctx, NULL, &n, aad, aad_length) == 1)
+        && EVP_CipherUpdate(ctx, out, &n, in, length) == 1) {
+        ok = encrypt ? EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, mic_length, mic) == 1 : 1;
+    }
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
 #endif
