@@ -69,9 +69,11 @@ let package = Package(
         ),
         // Characteristic value decoders/encoders (GATT Specification Supplement): pure,
         // allocation-free, above GATT.
+        // Also the sensor readings broadcast in advertisements (BTHome, Ruuvi, pvvx), whose
+        // encrypted BTHome frames need AES-CCM from BluetoothCrypto.
         .target(
             name: "BluetoothProfiles",
-            dependencies: ["BluetoothWire"]
+            dependencies: ["BluetoothWire", "BluetoothCrypto"]
         ),
         // The facade: central and peripheral roles shaped like CoreBluetooth's.
         .target(

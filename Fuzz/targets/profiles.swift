@@ -1,4 +1,4 @@
-// fuzz-modules: BluetoothWire BluetoothProfiles
+// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothProfiles
 // Fuzz target: characteristic value decoders (BluetoothProfiles). The first input byte picks
 // the UUID from CharacteristicDecoder.supportedUUIDs, the rest is the value. Whatever parses
 // must re-encode to exactly the input, parse again, and describe itself without trapping.

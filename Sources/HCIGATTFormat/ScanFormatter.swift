@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothProfiles
 import BluetoothWire
 
 /// Formats scan results as tidy text lines or JSON Lines. Shared by `scan` (live),
@@ -20,6 +21,8 @@ public struct ScanFormatter: Sendable {
     /// JSON lines write the common AD structures straight (false: all through the writer,
     /// the reference the tests compare the direct path with).
     var directStructures = true
+    /// Bind keys for encrypted sensor broadcasts (BTHome), by address.
+    public var sensorKeys: SensorKeys?
 
     /// A formatter; `origin` is the time the `time` field counts from.
     public init(json: Bool, origin: UInt64) {
@@ -146,6 +149,23 @@ public struct ScanFormatter: Sendable {
             separator(&out)
             out.raw("non-connectable")
         }
+        switch Self.sensor(a) {
+        case .success(let reading)?:
+            separator(&out)
+            out.append(UnsafeRawBufferPointer(start: reading.format.utf8Start, count: reading.format.utf8CodeUnitCount))
+            // `format` is the label just written: the sink leaves it out.
+            let keys = sensorKeys
+            withUnsafeMutablePointer(to: &out) { p in
+                var sink = KeyValueSink(p)
+                reading.describe(into: &sink, address: d.address.address, keys: keys)
+            }
+        case .failure(let error)?:
+            separator(&out)
+            out.raw("sensor: ")
+            out.utf8(error.description)
+        case nil:
+            break
+        }
         if a.malformed {
             separator(&out)
             out.raw("MALFORMED DATA")
@@ -271,17 +291,31 @@ public struct ScanFormatter: Sendable {
         // The structures: the common types written straight, anything else through the
         // writer (inside an object already open); the same bytes either way.
         let adDone = directStructures && writeStructures(",\"ad\":[", a.advertisingData, into: &w.out)
-        if adDone, a.scanResponseData.isEmpty || writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out) {
+        // The scan response is tried directly only after a direct `ad` (the keys' order).
+        let srDone = a.scanResponseData.isEmpty
+            || (adDone && writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out))
+        let sensor = Self.sensor(a)
+        if adDone, srDone, sensor == nil {
             if a.malformed { w.out.raw(",\"malformed\":true") }
             w.out.raw("}\n")
             return
         }
         w.beginRecordContinuing()
         if !adDone { Self.structures("ad", a.advertisingData, into: &w) }
-        if !a.scanResponseData.isEmpty {
+        if !srDone {
             // After a direct `ad`, the scan response was tried directly already and declined.
-            let srDone = !adDone && directStructures && writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out)
-            if !srDone { Self.structures("scan_response_ad", a.scanResponseData, into: &w) }
+            let direct = !adDone && directStructures && writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out)
+            if !direct { Self.structures("scan_response_ad", a.scanResponseData, into: &w) }
+        }
+        switch sensor {
+        case .success(let reading)?:
+            w.beginObject("sensor")
+            reading.describe(into: &w, address: d.address.address, keys: sensorKeys)
+            w.end()
+        case .failure(let error)?:
+            w.text("sensor_error", error.description)
+        case nil:
+            break
         }
         if a.malformed { w.bool("malformed", true) }
         w.endRecord()
@@ -352,6 +386,12 @@ public struct ScanFormatter: Sendable {
         }
         out.byte(UInt8(ascii: "]"))
         return true
+    }
+
+    /// The sensor reading a device broadcasts (BTHome, Ruuvi, pvvx/ATC1441), in its
+    /// advertising data or else its scan response; nil when it sends none.
+    public static func sensor(_ a: ADSummary) -> Result<AdvertisedSensor, WireError>? {
+        AdvertisedSensor.find(in: AdvertisingData(a.advertisingData)) ?? AdvertisedSensor.find(in: AdvertisingData(a.scanResponseData))
     }
 
     /// The AD structures of `bytes` as a list of objects (up to a layout error).

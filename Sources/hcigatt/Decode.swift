@@ -46,12 +46,7 @@ enum DecodeCommand {
         Kind(name: "signaling", summary: "L2CAP LE signaling command (code, identifier, length, data)") { buf throws(WireError) in
             describe(try L2CAPSignalingCommand(parsing: buf))
         },
-        Kind(name: "ad", summary: "advertising or scan response data (AD structures)") { buf throws(WireError) in
-            let ad = AdvertisingData(buf)
-            var d = describe(ad)
-            do throws(WireError) { _ = try ad.validate() } catch { d.partial = error }
-            return d
-        },
+        adKind(keys: nil),
         Kind(name: "sfloat", summary: "IEEE-11073 16-bit SFLOAT (2 bytes, little-endian)") { buf throws(WireError) in
             let v = try SFloat(wire: buf)
             return Decoded(title: "SFLOAT", fields: [Field("value", v.fieldValue), Field("mantissa", .int(Int64(v.mantissa))), Field("exponent", .int(Int64(v.exponent)))])
@@ -68,6 +63,28 @@ enum DecodeCommand {
             return Decoded(title: "UUID", fields: [Field("uuid", .text(u.uuidString)), Field("short", .text(u.description))])
         },
     ]
+
+    /// `ad`: the AD structures, and the sensor reading they broadcast (BTHome, Ruuvi,
+    /// pvvx/ATC1441) under `sensor`. With a bind key, its address is the advertiser's
+    /// (encrypted BTHome puts it in the nonce).
+    static func adKind(keys: (BluetoothAddress, SensorKeys)?) -> Kind {
+        Kind(name: "ad", summary: "advertising or scan response data (AD structures), with the sensor reading it broadcasts") { buf throws(WireError) in
+            let ad = AdvertisingData(buf)
+            var d = describe(ad)
+            switch AdvertisedSensor.find(in: ad) {
+            case .success(let sensor)?:
+                d.fields.append(Field("sensor", .object(FieldTree.build {
+                    sensor.describe(into: &$0, address: keys?.0 ?? .zero, keys: keys?.1)
+                })))
+            case .failure(let e)?:
+                d.fields.append(Field("sensor_error", .text(e.description)))
+            case nil:
+                break
+            }
+            do throws(WireError) { _ = try ad.validate() } catch { d.partial = error }
+            return d
+        }
+    }
 
     /// `char UUID`: the characteristic value decoders of BluetoothProfiles.
     static func characteristicKind(_ uuid: BluetoothUUID) -> Kind {
@@ -87,7 +104,7 @@ enum DecodeCommand {
             name: "decode",
             summary: "Decode packets given as hex (H4, HCI, ACL, L2CAP, ATT, SMP, advertising data)",
             help: help,
-            spec: Arguments.Spec(flags: ["json"], options: []),
+            spec: Arguments.Spec(flags: ["json"], options: ["bindkey"]),
             run: run
         )
     }
@@ -110,7 +127,9 @@ enum DecodeCommand {
         s += """
 
         Options:
-          --json    one JSON object per packet (JSON Lines) instead of text
+          --json                one JSON object per packet (JSON Lines) instead of text
+          --bindkey ADDR=KEY    ad: decrypt an encrypted BTHome reading sent by ADDR (the
+                                key is 32 hex digits)
 
         A line that is not valid hex or not a valid packet is reported on stderr with its
         line number, byte offset and reason; the other lines are still decoded, and the exit
@@ -118,6 +137,7 @@ enum DecodeCommand {
           hcigatt decode h4 04 0e 04 01 03 0c 00
           hcigatt decode ad 020106 0c095468 65726d6f2d31323334
           hcigatt decode att 1b 2a 00 00 6c 01 00 ff --json
+          hcigatt decode ad 0a16d2fc4002c40903bf13      # BTHome: 25 °C, 50.55 %
         """
         return s
     }
@@ -128,7 +148,7 @@ enum DecodeCommand {
             throw UsageError("missing KIND (one of: \(kinds.map(\.name).joined(separator: ", ")))")
         }
         var hexArgs = args.positional.dropFirst()
-        let kind: Kind
+        var kind: Kind
         if kindName == "char" {
             // `decode char UUID HEX`: a characteristic value, decoded by the profile decoders.
             guard let uuidText = hexArgs.first else { throw UsageError("decode char needs a characteristic UUID, e.g. 2A1C") }
@@ -144,6 +164,17 @@ enum DecodeCommand {
                 throw UsageError("unknown kind '\(kindName)' (one of: \(kinds.map(\.name).joined(separator: ", ")), char)")
             }
             kind = k
+        }
+        if let text = args.option("bindkey") {
+            guard kind.name == "ad" else { throw UsageError("--bindkey is for decode ad") }
+            switch SensorKeys.parse(text) {
+            case .success(let (address, key)):
+                var keys = SensorKeys()
+                keys.set(key, for: address)
+                kind = adKind(keys: (address, keys))
+            case .failure(let e):
+                throw UsageError(e.description)
+            }
         }
         let json = args.flag("json")
         var failures = 0

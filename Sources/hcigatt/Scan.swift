@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothProfiles
 import BluetoothTransport
 import BluetoothWire
 import HCIGATTFormat
@@ -21,7 +22,7 @@ enum ScanCommand {
     }
 
     static let scanFlags: Set<String> = ["passive", "duplicates", "json", "legacy", "extended"]
-    static let scanOptions: Set<String> = ["duration", "service", "name", "address", "min-rssi", "phy"]
+    static let scanOptions: Set<String> = ["duration", "service", "name", "address", "min-rssi", "phy", "bindkey"]
 
     static let help = """
     Usage: hcigatt scan [OPTIONS]
@@ -44,11 +45,29 @@ enum ScanCommand {
                              when the controller supports it)
       --json                 one JSON object per line with every decoded field and the raw
                              advertising data as hex
+      --bindkey ADDR=KEY     decrypt the encrypted BTHome readings of ADDR (KEY: 32 hex
+                             digits; repeatable)
+
+    Sensor readings that devices broadcast are decoded on the line (`sensor` in JSON):
+    BTHome v2 (service data FCD2, plain or encrypted), Ruuvi RAWv2 (manufacturer 0499,
+    format 5) and pvvx/ATC1441 thermometers (service data 181A).
     \(ControllerOptions.help)
 
     Exit codes: 0 ok, 1 runtime error (no adapter, busy, permission, controller not
     answering, transport closed), 2 usage error.
     """
+
+    /// The `--bindkey ADDR=KEY` options (nil when none is given).
+    static func bindKeys(_ args: Arguments) throws -> SensorKeys? {
+        var keys = SensorKeys()
+        for text in args.all("bindkey") {
+            switch SensorKeys.parse(text) {
+            case .success(let (address, key)): keys.set(key, for: address)
+            case .failure(let e): throw UsageError("--bindkey: \(e)")
+            }
+        }
+        return keys.isEmpty ? nil : keys
+    }
 
     static func configuration(_ args: Arguments) throws -> ScanConfiguration {
         var c = ScanConfiguration()
@@ -98,6 +117,7 @@ enum ScanCommand {
             throw UsageError("--phy coded needs extended scanning (drop --legacy)")
         }
         let json = args.flag("json")
+        let keys = try bindKeys(args)
         let session = try await Session.open(args)
         let start = monotonicNow()
         let shownCount = Locked(0)
@@ -113,6 +133,7 @@ enum ScanCommand {
                         // caught up with the stream (at once when advertisers come one by
                         // one, in large writes during a burst): no String or write per line.
                         var formatter = ScanFormatter(json: json, origin: start)
+                        formatter.sensorKeys = keys
                         var writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: Console.blockSize))
                         let stream = session.host.scan(config)
                         defer {

@@ -66,8 +66,10 @@ import Testing
     /// the writer writes once wrote `ad` twice).
     @Test func wholeLinesMatchTheWriterWhateverMixOfStructures() {
         let direct: [[UInt8]] = [Self.ad(0x01, [0x06]) + Self.ad(0x09, Array("Thermo".utf8)),
-                                 Self.ad(0xFF, [0x4C, 0x00, 1, 2]), []]
+                                 Self.ad(0xFF, [0x4C, 0x00, 1, 2]), [],
+                                 Self.ad(0xFF, [0x99, 0x04] + Self.ruuvi)]  // direct, with a sensor reading
         let other: [[UInt8]] = [Self.ad(0x07, Array(repeating: 0x11, count: 16)),
+                                Self.ad(0x16, [0xD2, 0xFC, 0x40, 0x02, 0xCA, 0x09]),  // BTHome
                                 Self.ad(0x16, [0xAA, 0xFE, 0x10, 0x00]) + Self.ad(0x19, [0x41, 0x03]),
                                 Self.ad(0x09, [0x41, 0xFF])]
         var lines = 0
@@ -88,7 +90,39 @@ import Testing
                 lines += 1
             }
         }
-        #expect(lines == 36)
+        #expect(lines == 64)
+    }
+
+    /// Ruuvi's data format 5 example: 24.3 °C, 53.49 %, 1000.44 hPa ...
+    static let ruuvi: [UInt8] = [0x05, 0x12, 0xFC, 0x53, 0x94, 0xC3, 0x7C, 0x00, 0x04, 0xFF, 0xFC, 0x04, 0x0C, 0xAC, 0x36,
+                                 0x42, 0x00, 0xCD, 0xCB, 0xB8, 0x33, 0x4C, 0x88, 0x4F]
+
+    /// A broadcast sensor reading is on the line: `sensor` in JSON (after the structures),
+    /// `format key=value ...` at the end of the text line; a broken frame says why.
+    @Test func sensorReadingsAreOnTheLine() {
+        func line(_ adv: [UInt8], json: Bool) -> String {
+            let d = DiscoveredDevice(address: LEAddress(BluetoothAddress(0xC0, 1, 2, 3, 4, 5), type: .random),
+                                     rssi: -50, txPower: nil, advertisingData: adv, scanResponseData: [],
+                                     eventType: AdvertisingEventInfo(connectable: false, scannable: false),
+                                     firstSeen: 1, lastSeen: 2_000_000, reportCount: 1)
+            var f = ScanFormatter(json: json, origin: 0)
+            return f.format(.discovered(d))
+        }
+        let ruuvi = Self.ad(0xFF, [0x99, 0x04] + Self.ruuvi)
+        #expect(line(ruuvi, json: true).hasSuffix(
+            ",\"sensor\":{\"format\":\"ruuvi\",\"temperature\":24.3,\"humidity\":53.49,\"pressure\":1000.44,"
+            + "\"acceleration_x\":0.004,\"acceleration_y\":-0.004,\"acceleration_z\":1.036,\"voltage\":2.977,\"tx_power\":4,"
+            + "\"movement_counter\":66,\"measurement_sequence\":205,\"address\":\"CB:B8:33:4C:88:4F\"}}"))
+        #expect(line(ruuvi, json: false).hasSuffix("|  ruuvi temperature=24.3 humidity=53.49 pressure=1000.44 acceleration_x=0.004 "
+            + "acceleration_y=-0.004 acceleration_z=1.036 voltage=2.977 tx_power=4 movement_counter=66 measurement_sequence=205 "
+            + "address=CB:B8:33:4C:88:4F"))
+        let button = Self.ad(0x16, [0xD2, 0xFC, 0x44, 0x3C, 0x01, 0x03, 0x3A, 0x01])
+        #expect(line(button, json: false).hasSuffix("|  bthome version=2 encrypted=no trigger_based=yes dimmer={event=rotate_left steps=3} button=press"))
+        let broken = Self.ad(0x16, [0xD2, 0xFC, 0x40, 0x02, 0xCA])
+        #expect(line(broken, json: true).contains(",\"sensor\":{\"format\":\"bthome\",\"version\":2,\"encrypted\":false,\"error\":\"truncated at offset"))
+        let notV2 = Self.ad(0x16, [0xD2, 0xFC, 0x20, 0x02, 0xCA, 0x09])
+        #expect(line(notV2, json: true).hasSuffix(",\"sensor_error\":\"invalid value at offset 4: not BTHome version 2\"}"))
+        #expect(line(notV2, json: false).hasSuffix("|  sensor: invalid value at offset 4: not BTHome version 2"))
     }
 
     @Test func randomStructuresOfTheDirectTypesMatch() {
