@@ -41,6 +41,13 @@ let package = Package(
             path: "Sources/CNettle",
             providers: [.apt(["nettle-dev", "libgmp-dev"])]
         ),
+        // Eclipse Paho MQTT C, asynchronous, with TLS (libpaho-mqtt-dev), for the gateway;
+        // linked statically into the embedded binary, with OpenSSL's libssl.
+        .systemLibrary(
+            name: "CPaho",
+            path: "Sources/CPaho",
+            providers: [.apt(["libpaho-mqtt-dev"])]
+        ),
         // Counts heap allocations for the benchmark suite (malloc interposition).
         .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
 
@@ -85,9 +92,16 @@ let package = Package(
             name: "HCIGATTFormat",
             dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothProfiles"]
         ),
+        // The gateway's parts: the disk spool, reading numbers, the publish window (sans-I/O),
+        // Home Assistant discovery, and the MQTT client on Paho.
+        .target(
+            name: "HCIGATTGateway",
+            dependencies: ["BluetoothWire", "BluetoothProfiles", "CPaho"]
+        ),
         .executableTarget(
             name: "hcigatt",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat",
+                           "HCIGATTGateway"]
         ),
         .executableTarget(
             name: "hcigatt-bench",
@@ -101,6 +115,7 @@ let package = Package(
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothSecurityTests", dependencies: ["BluetoothSecurity", "BluetoothCrypto", "BluetoothWire"]),
+        .testTarget(name: "HCIGATTGatewayTests", dependencies: ["HCIGATTGateway"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost"]),
     ]
 )
