@@ -410,3 +410,6 @@ public final class Spool {
         return c ^ 0xFFFF_FFFF
     }
 }
+
+/// A whole file's bytes; nil when it cannot be read.
+public func readWholeFile(_ path: String) -> [UInt8]? { Spool.readFile(path) }

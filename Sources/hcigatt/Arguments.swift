@@ -1,3 +1,5 @@
+import HCIGATTGateway
+
 /// A small command-line parser: subcommand words, `--flag`, `--option VALUE` / `--option=VALUE`,
 /// and positional arguments. Unknown options are usage errors (exit code 2), never ignored.
 struct Arguments {
@@ -44,6 +46,45 @@ struct Arguments {
                 throw UsageError("unknown option --\(name)")
             }
         }
+    }
+
+    /// These arguments over `defaults` (a config file's): a single-valued option given here
+    /// wins, a repeatable one has both lists (the file's first), flags are either's.
+    func merged(over defaults: Arguments) -> Arguments {
+        var m = self
+        for (name, values) in defaults.options { m.options[name] = values + (options[name] ?? []) }
+        m.flags.formUnion(defaults.flags)
+        return m
+    }
+
+    /// Options from a file: one per line, `name value`, `name=value` or `--name value`, a
+    /// flag by its name alone; blank lines and `#` comments skipped. Errors name the line.
+    static func configFile(_ path: String, spec: Spec) throws -> Arguments {
+        guard let bytes = readWholeFile(path) else { throw UsageError("--config: cannot read \(path)") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw UsageError("--config: \(path) is not UTF-8 text") }
+        var tokens: [String] = []
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var line = Substring(raw)
+            while let c = line.first, c == " " || c == "\t" { line = line.dropFirst() }
+            while let c = line.last, c == " " || c == "\t" || c == "\r" { line = line.dropLast() }
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("--") { line = line.dropFirst(2) }
+            let split = line.firstIndex(where: { $0 == " " || $0 == "=" || $0 == "\t" })
+            let name = String(split.map { line[..<$0] } ?? line)
+            if name == "config" { throw UsageError("\(path) line \(n + 1): a config file cannot name another") }
+            if spec.flags.contains(name) {
+                guard split == nil else { throw UsageError("\(path) line \(n + 1): \(name) takes no value") }
+                tokens.append("--\(name)")
+            } else if spec.options.contains(name) {
+                guard let split else { throw UsageError("\(path) line \(n + 1): \(name) needs a value") }
+                var value = line[line.index(after: split)...]
+                while let c = value.first, c == " " || c == "\t" || c == "=" { value = value.dropFirst() }
+                tokens.append("--\(name)=\(value)")
+            } else {
+                throw UsageError("\(path) line \(n + 1): unknown option '\(name)'")
+            }
+        }
+        return try Arguments(tokens[...], spec: spec)
     }
 
     func flag(_ name: String) -> Bool { flags.contains(name) }

@@ -136,27 +136,36 @@ struct Scenario: Sendable {
     /// Follows one device until the count is reached, the task is cancelled, or the link
     /// is lost without --reconnect; returns the failure that ended it, if any.
     func follow(_ args: Arguments, _ first: PeerTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
-                counter: MeasurementCounter) async throws -> (any Error)? {
+                counter: MeasurementCounter, handler: MeasurementHandler? = nil) async throws -> (any Error)? {
         var target = first
         let lastPeer = Locked<LEAddress?>(nil)
+        // With a handler (the gateway) every failure is retried, waiting 1 s, doubling to 60 s,
+        // back to 1 s once a session delivered a measurement.
+        var pause: UInt64 = 500
         while true {
             var failure: (any Error)?
+            let before = counter.printed
             do {
                 try await session(args, target: target, shared: shared, tagged: tagged, json: json, start: start,
-                                  counter: counter, lastPeer: lastPeer)
+                                  counter: counter, lastPeer: lastPeer, handler: handler)
             } catch is CancellationError {
                 return nil
             } catch {
                 failure = error
             }
             if Task.isCancelled || counter.done { return nil }
-            if !args.flag("reconnect") { return failure }
-            if let f = failure, !Self.isLinkLoss(f) { return f }
             let peer = lastPeer.withLock { $0 }
-            Console.err("\(peer.map { "\($0): " } ?? "")link lost: \(describeGATT(failure ?? RuntimeError("closed"))); reconnecting...")
+            if handler != nil {
+                pause = counter.printed > before ? 1000 : min(max(pause * 2, 1000), 60_000)
+                Console.err("\(peer.map { "\($0.address): " } ?? "")\(describeGATT(failure ?? RuntimeError("link closed"))); trying again in \(pause / 1000) s")
+            } else {
+                if !args.flag("reconnect") { return failure }
+                if let f = failure, !Self.isLinkLoss(f) { return f }
+                Console.err("\(peer.map { "\($0): " } ?? "")link lost: \(describeGATT(failure ?? RuntimeError("closed"))); reconnecting...")
+            }
             if let peer { target = PeerTarget(peer) }
-            // A short pause so a device that refuses at once is not hammered.
-            try await Task.sleep(for: .milliseconds(500))
+            // A pause so a device that refuses at once is not hammered.
+            try await Task.sleep(for: .milliseconds(pause))
         }
     }
 
@@ -171,12 +180,13 @@ struct Scenario: Sendable {
     /// One connection: setup, subscribe, print until the link drops, the count is reached
     /// or the task is cancelled (Ctrl-C); unsubscribes before disconnecting.
     func session(_ args: Arguments, target: PeerTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
-                 counter: MeasurementCounter, lastPeer: Locked<LEAddress?>) async throws {
+                 counter: MeasurementCounter, lastPeer: Locked<LEAddress?>, handler: MeasurementHandler? = nil) async throws {
         try await withPeer(args, target, shared: shared) { p in
             lastPeer.withLock { $0 = p.peer }
             // With several devices, stderr lines and text output name the device.
             let tag = tagged ? "\(p.peer.address): " : ""
             let db = try await p.discover(args).database
+            var name: String?
             for uuid in reads {
                 guard let c = db.characteristic(uuid: uuid), c.properties.contains(.read) else { continue }
                 let value = try await p.client.read(handle: c.valueHandle)
@@ -184,6 +194,7 @@ struct Scenario: Sendable {
                     (try? CharacteristicDecoder.decode(uuid: uuid, value: buf))??.summary
                 } ?? ValueFormat.line(uuid, value)
                 Console.err("\(tag)\(c.name ?? uuid.description): \(text)")
+                if uuid.uuid16 == 0x2A00 { name = text }
             }
             try await setup(p, db, args)
             let wanted = subscriptions(db)
@@ -194,6 +205,7 @@ struct Scenario: Sendable {
                 Console.err("\(tag)subscribed to \(uuidLabel(c.uuid)) (\(indicate ? "indications" : "notifications"))")
             }
             let all = streams
+            let deviceName = name
             var streamError: (any Error)?
             do {
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -201,8 +213,12 @@ struct Scenario: Sendable {
                         group.addTask {
                             for try await v in stream {
                                 if counter.take() == false { return }
-                                Self.printMeasurement(c, v, device: p.peer, tagged: tagged, json: json, start: start,
-                                                      counter: counter)
+                                if let handler {
+                                    handler(c, v, p.peer, deviceName)
+                                } else {
+                                    Self.printMeasurement(c, v, device: p.peer, tagged: tagged, json: json, start: start,
+                                                          counter: counter)
+                                }
                                 if counter.done { return }
                             }
                             throw GATTError.bearerClosed(p.client.failure.flatMap {
@@ -259,6 +275,10 @@ struct Scenario: Sendable {
         Console.flush()
     }
 }
+
+/// Takes each measurement instead of printing it (the gateway): the characteristic, the
+/// value, the device and the device's name when it has one.
+typealias MeasurementHandler = @Sendable (GATTCharacteristic, GATTValue, LEAddress, String?) -> Void
 
 /// Counts what was printed, dropped and malformed, across reconnects.
 final class MeasurementCounter: Sendable {

@@ -45,6 +45,7 @@ from bumble.transport.common import AsyncPipeSink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 from gatt_server import GattBehaviour, dump_database
+import sensor_frames
 from peer_events import EventWriter
 
 # LE Supported Features bit 12: LE Extended Advertising (Core Vol 6 Part B §4.6).
@@ -182,6 +183,11 @@ def parse_peripheral(spec: str, index: int) -> dict:
     [,gatt=health|uart][,disconnect_after=S][,conn_params[=MIN:MAX:LATENCY:TIMEOUT]]
     [,ignore_att_after=N][,pairing=MODE][,privacy[=IRK]][,keystore=FILE]
     [,l2cap=PSM[:MTU:MPS:CREDITS]][,l2cap_close_after=S][,l2cap_stingy]
+    [,sensor=bthome|bthome-enc|ruuvi|pvvx][,sensor_interval=S][,sensor_count=N]
+
+    sensor: broadcast a new sensor reading every sensor_interval seconds (default 0.5),
+    numbered 1, 2 ... (sensor_frames.py), up to sensor_count readings (default: no end);
+    each is reported as a 'sensor-reading' event.
 
     keystore: keep the bonds in FILE (JSON), so a later run still knows its centrals.
     l2cap: an LE credit-based channel server on PSM (MTU, MPS, credits: what it takes; a
@@ -214,6 +220,9 @@ def parse_peripheral(spec: str, index: int) -> dict:
         'l2cap': None,
         'l2cap_close_after': None,
         'l2cap_stingy': False,
+        'sensor': None,
+        'sensor_interval': 0.5,
+        'sensor_count': None,
     }
     for part in parts[1:]:
         key, _, value = part.partition('=')
@@ -249,6 +258,14 @@ def parse_peripheral(spec: str, index: int) -> dict:
             p['l2cap_close_after'] = float(value)
         elif key == 'l2cap_stingy':
             p['l2cap_stingy'] = True
+        elif key == 'sensor':
+            if value not in sensor_frames.KINDS:
+                raise SystemExit(f'bumble_peer: sensor is one of {", ".join(sensor_frames.KINDS)}, not {value!r}')
+            p['sensor'] = value
+        elif key == 'sensor_interval':
+            p['sensor_interval'] = float(value)
+        elif key == 'sensor_count':
+            p['sensor_count'] = int(value)
         elif key == 'privacy':
             p['privacy'] = bytes.fromhex(value or PRIVACY_IRK)
             if len(p['privacy']) != 16:
@@ -258,7 +275,7 @@ def parse_peripheral(spec: str, index: int) -> dict:
     return p
 
 
-def advertising_data(p: dict) -> bytes:
+def advertising_data(p: dict, reading: int = 0) -> bytes:
     # (Bumble's controller answers scan requests by repeating the advertising data, so
     # there is no point in giving peripherals scan response data of their own.)
     structures = [(AdvertisingData.FLAGS, bytes([0x06])),
@@ -274,7 +291,21 @@ def advertising_data(p: dict) -> bytes:
         company, data = p['mfr']
         structures.append(
             (AdvertisingData.MANUFACTURER_SPECIFIC_DATA, company.to_bytes(2, 'little') + data))
+    if p['sensor'] is not None and reading > 0:
+        structures.append(sensor_frames.structure(p['sensor'], reading, p['address']))
     return bytes(AdvertisingData(structures))
+
+
+async def broadcast_readings(device, p, events, own):
+    """A new sensor reading in the advertising data every sensor_interval seconds."""
+    n = 0
+    while p['sensor_count'] is None or n < p['sensor_count']:
+        n += 1
+        await device.stop_advertising()
+        device.advertising_data = advertising_data(p, n)
+        await device.start_advertising(auto_restart=True, own_address_type=own)
+        events('sensor-reading', {'name': p['name'], 'n': n})
+        await asyncio.sleep(p['sensor_interval'])
 
 
 async def start_peripheral(link, index, p, events, *, database, **behaviour_options):
@@ -302,6 +333,8 @@ async def start_peripheral(link, index, p, events, *, database, **behaviour_opti
     # Public addresses unless asked otherwise: the address given is then what scanners see.
     own = hci.OwnAddressType.RANDOM if p['random'] or p['privacy'] is not None else hci.OwnAddressType.PUBLIC
     await device.start_advertising(auto_restart=True, own_address_type=own)
+    if p['sensor'] is not None:
+        asyncio.get_running_loop().create_task(broadcast_readings(device, p, events, own))
     return device, behaviour
 
 

@@ -24,6 +24,7 @@ monotonic) and, for peripheral events, "peripheral" (its name). The vocabulary:
   att                  connection, opcode, name (--log-att: every ATT PDU received)
   att-ignored          connection, opcode, name, count (--ignore-att-after: a request
                        left unanswered; count = requests seen so far)
+  sensor-reading       name, n — a sensor peripheral broadcast its reading n
   events-dropped       count — the reader fell more than 4 MiB behind; that many lines
                        were thrown away
 

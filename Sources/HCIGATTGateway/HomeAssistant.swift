@@ -1,0 +1,137 @@
+// Home Assistant MQTT discovery: one retained config per device and measured value, the
+// same whichever gateway sends it, so several gateways hearing one device make one entity.
+import BluetoothWire
+
+/// One Home Assistant entity: a value of a device's readings.
+public struct HomeAssistantEntity: Sendable, Hashable {
+    /// The JSON key of the value in the reading.
+    public var field: String
+    /// `sensor` or `binary_sensor`.
+    public var component: String
+    public var deviceClass: String?
+    public var unit: String?
+    /// `measurement`, `total_increasing` (meters), or nil (binary sensors).
+    public var stateClass: String?
+
+    /// The entity for a reading's field, nil for the fields that are not measurements
+    /// (format, counters, addresses, flags). `unit` is the unit the reading states, if any;
+    /// `isBoolean` for an on/off value.
+    public static func classify(field: String, isBoolean: Bool, unit: String?) -> HomeAssistantEntity? {
+        // temperature_2 is a second temperature: the same kind.
+        var base = Substring(field)
+        if let underscore = base.lastIndex(of: "_"), base[base.index(after: underscore)...].allSatisfy(\.isNumber),
+           base.index(after: underscore) < base.endIndex {
+            base = base[..<underscore]
+        }
+        if isBoolean {
+            let classes: Set<String> = ["motion", "door", "window", "opening", "smoke", "cold", "connectivity", "heat",
+                                        "light", "lock", "moving", "occupancy", "plug", "presence", "problem", "running",
+                                        "safety", "sound", "tamper", "vibration", "garage_door", "carbon_monoxide",
+                                        "battery_charging"]
+            let mapped: [Substring: String] = ["moisture_detected": "moisture", "battery_low": "battery", "gas_detected": "gas",
+                                               "power_on": "power"]
+            let dc = mapped[base] ?? (classes.contains(String(base)) ? String(base) : nil)
+            // Other yes/no fields (encrypted, trigger_based) describe the frame, not a sensor.
+            guard dc != nil || base == "generic_boolean" else { return nil }
+            return HomeAssistantEntity(field: field, component: "binary_sensor", deviceClass: dc, unit: nil, stateClass: nil)
+        }
+        let table: [Substring: (String?, String?, String)] = [
+            "temperature": ("temperature", "°C", "measurement"), "dew_point": ("temperature", "°C", "measurement"),
+            "humidity": ("humidity", "%", "measurement"), "pressure": ("pressure", "hPa", "measurement"),
+            "battery": ("battery", "%", "measurement"), "battery_level": ("battery", "%", "measurement"),
+            "voltage": ("voltage", "V", "measurement"), "illuminance": ("illuminance", "lx", "measurement"),
+            "co2": ("carbon_dioxide", "ppm", "measurement"), "pm25": ("pm25", "µg/m³", "measurement"),
+            "pm10": ("pm10", "µg/m³", "measurement"), "tvoc": ("volatile_organic_compounds", "µg/m³", "measurement"),
+            "power": ("power", "W", "measurement"), "energy": ("energy", "kWh", "total_increasing"),
+            "current": ("current", "A", "measurement"), "moisture": ("moisture", "%", "measurement"),
+            "mass": ("weight", "kg", "measurement"), "mass_lb": ("weight", "lb", "measurement"),
+            "weight": ("weight", "kg", "measurement"), "distance": ("distance", "m", "measurement"),
+            "speed": ("speed", "m/s", "measurement"), "volume": ("volume", "L", "measurement"),
+            "volume_storage": ("volume_storage", "L", "measurement"), "gas": ("gas", "m³", "total_increasing"),
+            "water": ("water", "L", "total_increasing"), "duration": ("duration", "s", "measurement"),
+            "conductivity": ("conductivity", "µS/cm", "measurement"), "precipitation": ("precipitation", "mm", "measurement"),
+            "tx_power": ("signal_strength", "dBm", "measurement"),
+            "heart_rate": (nil, "bpm", "measurement"), "systolic": ("pressure", "mmHg", "measurement"),
+            "diastolic": ("pressure", "mmHg", "measurement"), "mean_arterial_pressure": ("pressure", "mmHg", "measurement"),
+            "acceleration_x": (nil, "g", "measurement"), "acceleration_y": (nil, "g", "measurement"),
+            "acceleration_z": (nil, "g", "measurement"), "uv_index": (nil, nil, "measurement"),
+            "rotation": (nil, "°", "measurement"), "direction": (nil, "°", "measurement"),
+            "rotational_speed": (nil, "rpm", "measurement"), "count": (nil, nil, "measurement"),
+            "spo2": (nil, "%", "measurement"), "pulse_rate": (nil, "bpm", "measurement"),
+            "glucose_concentration": (nil, nil, "measurement"),
+        ]
+        guard let (dc, defaultUnit, stateClass) = table[base] else { return nil }
+        var u = unit ?? defaultUnit
+        if u == "beats/min" { u = "bpm" }
+        return HomeAssistantEntity(field: field, component: "sensor", deviceClass: dc, unit: u, stateClass: stateClass)
+    }
+}
+
+/// What Home Assistant shows for a device.
+public struct HomeAssistantDevice: Sendable {
+    public var address: BluetoothAddress
+    public var name: String?
+    public var manufacturer: String
+    public var model: String
+
+    public init(address: BluetoothAddress, name: String?, manufacturer: String, model: String) {
+        self.address = address
+        self.name = name
+        self.manufacturer = manufacturer
+        self.model = model
+    }
+}
+
+/// The discovery messages.
+public enum HomeAssistantDiscovery {
+    /// The config topic and (retained) payload of `entity` of `device`'s `measurement`.
+    public static func config(_ naming: GatewayNaming, device: HomeAssistantDevice, measurement: String, stateTopic: String,
+                              entity: HomeAssistantEntity) -> (topic: String, payload: String) {
+        let node = "hcigatt_\(GatewayNaming.deviceLevel(device.address))"
+        let object = GatewayNaming.identifierSafe(entity.field)
+        let uniqueID = "\(node)_\(GatewayNaming.identifierSafe(measurement))_\(object)"
+        let title = entity.field.split(separator: "_").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: " ")
+        var p = "{\"name\":" + jsonString(title)
+        p += ",\"unique_id\":" + jsonString(uniqueID)
+        p += ",\"object_id\":" + jsonString(uniqueID)
+        p += ",\"state_topic\":" + jsonString(stateTopic)
+        let key = jsonKeyPath(entity.field)
+        if entity.component == "binary_sensor" {
+            p += ",\"value_template\":" + jsonString("{{ 'ON' if value_json\(key) else 'OFF' }}")
+        } else {
+            p += ",\"value_template\":" + jsonString("{{ value_json\(key) }}")
+        }
+        if let dc = entity.deviceClass { p += ",\"device_class\":" + jsonString(dc) }
+        if let u = entity.unit { p += ",\"unit_of_measurement\":" + jsonString(u) }
+        if let sc = entity.stateClass { p += ",\"state_class\":" + jsonString(sc) }
+        p += ",\"device\":{\"identifiers\":[" + jsonString(node) + "]"
+        p += ",\"connections\":[[\"bluetooth\"," + jsonString(device.address.description) + "]]"
+        p += ",\"name\":" + jsonString(device.name ?? device.address.description)
+        p += ",\"manufacturer\":" + jsonString(device.manufacturer)
+        p += ",\"model\":" + jsonString(device.model)
+        p += ",\"via_device\":" + jsonString(naming.gatewayDeviceID) + "}"
+        p += ",\"origin\":{\"name\":\"hcigatt\"}}"
+        return ("\(naming.discoveryPrefix)/\(entity.component)/\(node)/\(GatewayNaming.identifierSafe(measurement))_\(object)/config", p)
+    }
+
+    /// The gateway's own device: a connectivity sensor on the status topic (retained
+    /// `online`, last will `offline`).
+    public static func gatewayConfig(_ naming: GatewayNaming) -> (topic: String, payload: String) {
+        let node = naming.gatewayDeviceID
+        var p = "{\"name\":\"Status\",\"unique_id\":" + jsonString("\(node)_status")
+        p += ",\"object_id\":" + jsonString("\(node)_status")
+        p += ",\"state_topic\":" + jsonString(naming.statusTopic)
+        p += ",\"payload_on\":\"online\",\"payload_off\":\"offline\",\"device_class\":\"connectivity\""
+        p += ",\"entity_category\":\"diagnostic\""
+        p += ",\"device\":{\"identifiers\":[" + jsonString(node) + "],\"name\":" + jsonString("hcigatt \(naming.gatewayID)")
+        p += ",\"manufacturer\":\"hcigatt\",\"model\":\"BLE to MQTT gateway\"}"
+        p += ",\"origin\":{\"name\":\"hcigatt\"}}"
+        return ("\(naming.discoveryPrefix)/binary_sensor/\(node)/status/config", p)
+    }
+
+    /// `.temperature`, or `['a-b']` for a key that is not a plain identifier.
+    static func jsonKeyPath(_ key: String) -> String {
+        let plain = key.unicodeScalars.allSatisfy { ("a" ... "z").contains($0) || ("0" ... "9").contains($0) || $0 == "_" }
+        return plain ? ".\(key)" : "['\(key)']"
+    }
+}

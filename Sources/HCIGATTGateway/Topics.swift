@@ -1,0 +1,122 @@
+// Topic names, reading payloads and Home Assistant discovery configs: pure functions of
+// the gateway's settings and a reading, so they are tested without a broker.
+import BluetoothWire
+
+/// Where readings go.
+public enum TopicStyle: String, Sendable {
+    /// `<prefix>/<gateway>/<DEVICE>/<measurement>` (prefix `hcigatt`).
+    case hcigatt
+    /// `home/<gateway>/BTtoMQTT/<DEVICE>`, as Theengs Gateway and OpenMQTTGateway publish,
+    /// with their field names added, so their dashboards work unchanged.
+    case theengs
+}
+
+/// The gateway's naming settings.
+public struct GatewayNaming: Sendable {
+    /// This gateway's id (default: the host name): a topic level and the HA device.
+    public var gatewayID: String
+    /// The first topic level (`hcigatt`; `home` with the Theengs style).
+    public var prefix: String
+    public var style: TopicStyle
+    /// Home Assistant's discovery prefix.
+    public var discoveryPrefix = "homeassistant"
+
+    public init(gatewayID: String, prefix: String? = nil, style: TopicStyle = .hcigatt) {
+        self.gatewayID = gatewayID
+        self.style = style
+        self.prefix = prefix ?? (style == .theengs ? "home" : "hcigatt")
+    }
+
+    /// "A4C138123456": a device's address as one topic level (and in unique ids).
+    public static func deviceLevel(_ a: BluetoothAddress) -> String {
+        let hex = String(a.rawValue, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 12 - hex.count) + hex
+    }
+
+    /// The topic of `device`'s `measurement` readings from this gateway.
+    public func readingTopic(_ device: BluetoothAddress, _ measurement: String) -> String {
+        switch style {
+        case .hcigatt: "\(prefix)/\(gatewayID)/\(Self.deviceLevel(device))/\(measurement)"
+        case .theengs: "\(prefix)/\(gatewayID)/BTtoMQTT/\(Self.deviceLevel(device))"
+        }
+    }
+
+    /// The same topic for any gateway (a `+` level): what Home Assistant subscribes to, so
+    /// one entity follows a device whichever gateway hears it.
+    public func anyGatewayTopic(_ device: BluetoothAddress, _ measurement: String) -> String {
+        switch style {
+        case .hcigatt: "\(prefix)/+/\(Self.deviceLevel(device))/\(measurement)"
+        case .theengs: "\(prefix)/+/BTtoMQTT/\(Self.deviceLevel(device))"
+        }
+    }
+
+    /// Retained `online`, and the last will `offline`.
+    public var statusTopic: String { "\(prefix)/\(gatewayID)/status" }
+    /// Where the number of readings dropped from a full spool is published.
+    public var droppedTopic: String { "\(prefix)/\(gatewayID)/dropped" }
+    /// Home Assistant says `online` here when it starts: discovery is sent again.
+    public var homeAssistantStatusTopic: String { "\(discoveryPrefix)/status" }
+    /// The gateway's own Home Assistant device identifier.
+    public var gatewayDeviceID: String { "hcigatt_gateway_\(Self.identifierSafe(gatewayID))" }
+
+    /// Letters, digits, `_` and `-` only (Home Assistant's node and object ids).
+    public static func identifierSafe(_ s: String) -> String {
+        String(s.unicodeScalars.map { c -> Character in
+            switch c {
+            case "a" ... "z", "A" ... "Z", "0" ... "9", "_", "-": Character(c)
+            default: "_"
+            }
+        })
+    }
+}
+
+/// One reading as published: its measurement name and its fields in JSON.
+public struct GatewayReading: Sendable {
+    public var device: BluetoothAddress
+    /// `bthome`, `ruuvi`, `pvvx`, `atc1441`, or a characteristic such as `temperature_measurement`.
+    public var measurement: String
+    public var seq: UInt64
+    public var milliseconds: Int64
+    public var rssi: Int8?
+    /// The decoded fields (`"temperature":21.5,...`): JSON members without braces.
+    public var fieldsJSON: String
+
+    public init(device: BluetoothAddress, measurement: String, seq: UInt64, milliseconds: Int64, rssi: Int8?, fieldsJSON: String) {
+        self.device = device
+        self.measurement = measurement
+        self.seq = seq
+        self.milliseconds = milliseconds
+        self.rssi = rssi
+        self.fieldsJSON = fieldsJSON
+    }
+
+    /// The JSON message: device, gateway, seq, time, rssi, measurement, then the fields.
+    public func payload(_ naming: GatewayNaming, theengsFields: String = "") -> String {
+        var s = "{\"device\":\"\(device)\",\"gateway\":" + jsonString(naming.gatewayID)
+        s += ",\"seq\":\(seq),\"time\":\"\(GatewayClock.iso8601(milliseconds))\""
+        if let rssi { s += ",\"rssi\":\(rssi)" }
+        s += ",\"measurement\":" + jsonString(measurement)
+        if naming.style == .theengs { s += ",\"id\":\"\(device)\"" + theengsFields }
+        if !fieldsJSON.isEmpty { s += "," + fieldsJSON }
+        return s + "}"
+    }
+}
+
+/// `s` as a JSON string literal.
+public func jsonString(_ s: String) -> String {
+    var out = "\""
+    for c in s.unicodeScalars {
+        switch c {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case _ where c.value < 0x20 || c.value == 0x7F:
+            let hex = String(c.value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        default: out.unicodeScalars.append(c)
+        }
+    }
+    return out + "\""
+}

@@ -1,0 +1,594 @@
+import BluetoothGATT
+import BluetoothHost
+import BluetoothProfiles
+import BluetoothWire
+import HCIGATTFormat
+import HCIGATTGateway
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hcigatt gateway`: decoded readings (connected measurements and broadcast sensors) to an
+/// MQTT broker, at least once and in order, through a disk spool; Home Assistant discovery.
+enum GatewayCommand {
+    static let flags: Set<String> = ControllerOptions.flags.union(["scan", "passive", "mqtt5", "no-discovery", "no-hostname-check"])
+    static let options: Set<String> = ControllerOptions.options.union([
+        "mqtt", "device", "spool", "spool-max", "gateway-id", "topic-prefix", "topic-style", "bindkey", "ca-file",
+        "cert-file", "key-file", "credentials", "discovery-prefix", "config", "scan-timeout", "connect-timeout", "att-timeout",
+    ])
+
+    static var command: Command {
+        Command(name: "gateway", summary: "Publish decoded readings to an MQTT broker (Home Assistant discovery, disk spool)",
+                help: help, spec: Arguments.Spec(flags: flags, options: options), run: { args in try await run(args) })
+    }
+
+    static let help = """
+    Usage: hcigatt gateway --mqtt URI [--scan] [--device ADDR|NAME]... [OPTIONS]
+
+    Publishes every reading hcigatt decodes to an MQTT broker until stopped (Ctrl-C or
+    SIGTERM end it cleanly): the measurements of each --device (connected, subscribed to
+    every measurement it has, reconnecting with back-off) and, with --scan, the sensor
+    readings devices broadcast (BTHome v2, Ruuvi RAWv2, pvvx/ATC1441).
+
+    Each reading is one JSON message on <prefix>/<gateway>/<DEVICE>/<measurement>:
+    device, gateway, seq (per device, never repeated across restarts), time (ISO 8601 UTC,
+    ms), rssi, measurement, then the decoded fields. QoS 1 on a persistent session; every
+    reading is written to the spool when it arrives and removed when the broker has
+    acknowledged it, so readings taken while the broker or the network is down, or while
+    the gateway restarts, are delivered later, in order. A full spool drops its oldest
+    readings and publishes how many on <prefix>/<gateway>/dropped.
+
+    Options:
+      --mqtt URI             mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883)
+      --scan                 publish the sensor readings devices broadcast
+      --passive              scan without scan requests
+      --device ADDR|NAME     follow this device's measurements over a connection (repeatable)
+      --bindkey ADDR=KEY     decrypt ADDR's encrypted BTHome readings (32 hex digits; repeatable)
+      --spool DIR            the spool (default /var/lib/hcigatt/spool)
+      --spool-max SIZE       the spool's size limit: bytes, or with K or M (default 64M)
+      --gateway-id ID        this gateway's name in topics (default: the host name)
+      --topic-prefix P       the first topic level (default hcigatt; home with theengs)
+      --topic-style S        hcigatt, or theengs: home/<gateway>/BTtoMQTT/<DEVICE>, with
+                             Theengs' field names added (tempc, hum, batt ...)
+      --no-discovery         no Home Assistant discovery configs
+      --discovery-prefix P   Home Assistant's discovery prefix (default homeassistant)
+      --mqtt5                MQTT 5 (default 3.1.1)
+      --ca-file FILE         TLS: trust these CA certificates (default: the system's)
+      --cert-file FILE       TLS: client certificate (PEM)
+      --key-file FILE        TLS: the client certificate's key, if not in --cert-file
+      --no-hostname-check    TLS: do not check the broker's name against its certificate
+      --credentials FILE     user name (first line) and password (second line); else the
+                             environment's HCIGATT_MQTT_USERNAME and HCIGATT_MQTT_PASSWORD.
+                             Never on the command line, where other users can read them.
+      --config FILE          options from FILE, one per line (`name value`, a flag alone,
+                             # comments); the command line's win
+    \(ControllerOptions.help)
+
+    Exit codes: 0 stopped, 1 runtime error (no adapter, the broker refused the
+    credentials, the spool cannot be written), 2 usage error.
+    """
+
+    static func run(_ original: Arguments) async throws -> Int32 {
+        let args = try original.option("config").map {
+            original.merged(over: try Arguments.configFile($0, spec: Arguments.Spec(flags: flags, options: options)))
+        } ?? original
+        let settings = try Settings(args)
+        let runtime: GatewayRuntime
+        do {
+            runtime = try GatewayRuntime(settings)
+        } catch let e as SpoolError {
+            throw RuntimeError("\(e)")
+        } catch let e as MQTTError {
+            throw RuntimeError("\(e)")
+        }
+        let publisher = Task { await runtime.run() }
+        do {
+            try runtime.client.connect()
+        } catch {
+            runtime.stop()
+            _ = await publisher.value
+            throw RuntimeError("\(error)")
+        }
+        Console.err("gateway \(settings.naming.gatewayID): publishing to \(settings.mqtt.uri) (spool \(settings.spoolDirectory), \(runtime.spool.pendingCount) readings waiting)")
+        var failure: (any Error)?
+        do {
+            _ = try await runInterruptible {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await runtime.waitUntilFailed() }
+                    group.addTask { try await radio(args, settings, runtime) }
+                    try await group.next()
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            failure = error
+        }
+        runtime.stop()
+        let code = await publisher.value
+        if let failure { throw failure }
+        return code
+    }
+
+    /// The radio side: one controller, a scan for broadcast readings and a link per device.
+    static func radio(_ args: Arguments, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
+        let session = try await Session.open(args)
+        defer { Task { try? await session.close() } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if settings.scan {
+                group.addTask { try await scanReadings(session, settings, runtime) }
+            }
+            for text in settings.devices {
+                let target = try PeerTarget(text)
+                group.addTask {
+                    let counter = MeasurementCounter(limit: nil)
+                    let failure = try await Scenarios.monitor.follow(args, target, shared: session, tagged: true, json: true,
+                                                                      start: monotonicNow(), counter: counter) { c, v, peer, name in
+                        runtime.submit(connectedReading(c, v, device: peer.address, name: name, settings))
+                    }
+                    if let failure { throw failure }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Broadcast readings from the scan: a new one when a device's sensor frame changes
+    /// (it carries a packet id, counter or sequence number).
+    static func scanReadings(_ session: Session, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
+        var config = ScanConfiguration()
+        config.active = !settings.passive
+        var last: [BluetoothAddress: Int] = [:]
+        var warned: Set<BluetoothAddress> = []
+        for try await event in session.host.scan(config) {
+            let device = event.device
+            let address = device.address.address
+            let reading: PendingReading? = device.withSummary { a in
+                guard let found = ScanFormatter.sensor(a), case .success(let sensor) = found else { return nil }
+                let fields = FieldTree.build { sensor.describe(into: &$0, address: address, keys: settings.keys) }
+                // A new reading when the decoded frame changes (its packet id, counter or
+                // sequence number does with every measurement); the scan reports a device
+                // again for other reasons too (its scan response, another structure).
+                var h = Hasher()
+                h.combine(FieldRenderer.jsonObject(fields))
+                let fingerprint = h.finalize()
+                guard last[address] != fingerprint else { return nil }
+                last[address] = fingerprint
+                if let error = fields.first(where: { $0.name == "error" }) {
+                    if warned.insert(address).inserted {
+                        Console.err("\(address): \(FieldRenderer.scalarText(error.value)) (not published)")
+                    }
+                    return nil
+                }
+                let format = sensor.format.description
+                let name = a.name.map { String(decoding: $0, as: UTF8.self) }
+                let (manufacturer, model) = switch format {
+                case "bthome": ("BTHome", "BTHome v2 sensor")
+                case "ruuvi": ("Ruuvi Innovations", "RuuviTag (data format 5)")
+                case "pvvx": ("Xiaomi (pvvx firmware)", "Thermometer (pvvx custom format)")
+                default: ("Xiaomi (ATC firmware)", "Thermometer (ATC1441 format)")
+                }
+                return PendingReading(device: address, measurement: format, milliseconds: GatewayClock.nowMilliseconds(),
+                                      rssi: device.rssi, fields: fields,
+                                      info: HomeAssistantDevice(address: address, name: name, manufacturer: manufacturer, model: model),
+                                      unit: nil)
+            }
+            if let reading { runtime.submit(reading) }
+        }
+    }
+
+    /// A measurement of a connected device as a reading.
+    static func connectedReading(_ c: GATTCharacteristic, _ v: GATTValue, device: BluetoothAddress, name: String?,
+                                 _ settings: Settings) -> PendingReading {
+        let now = GatewayClock.nowMilliseconds()
+        let label = c.name ?? c.uuid.description
+        var fields: [Field] = [Field("uuid", .text(c.uuid.description)), Field("characteristic", .text(label))]
+        var unit: String?
+        v.value.withUnsafeBytes { buf in
+            do throws(WireError) {
+                if let d = try CharacteristicDecoder.decode(uuid: c.uuid, value: buf) {
+                    let decoded = d.fields
+                    fields += decoded
+                    if case .text(let u)? = decoded.first(where: { $0.name == "unit" })?.value { unit = u }
+                } else {
+                    fields.append(Field("value", .text(ValueFormat.line(c.uuid, v.value))))
+                }
+            } catch {
+                fields.append(Field("error", .text(error.description)))
+            }
+        }
+        fields.append(Field("hex", .bytes(v.value)))
+        return PendingReading(device: device, measurement: measurementName(label), milliseconds: now, rssi: nil, fields: fields,
+                              info: HomeAssistantDevice(address: device, name: name, manufacturer: "Bluetooth LE",
+                                                        model: label),
+                              unit: unit)
+    }
+
+    /// "Temperature Measurement" → "temperature_measurement".
+    static func measurementName(_ label: String) -> String {
+        var out = ""
+        for c in label.lowercased().unicodeScalars {
+            if ("a" ... "z").contains(c) || ("0" ... "9").contains(c) {
+                out.unicodeScalars.append(c)
+            } else if !out.isEmpty, !out.hasSuffix("_") {
+                out += "_"
+            }
+        }
+        while out.hasSuffix("_") { out.removeLast() }
+        return out.isEmpty ? "value" : out
+    }
+
+    /// The options, checked before anything starts.
+    struct Settings: Sendable {
+        var mqtt: MQTTOptions
+        var naming: GatewayNaming
+        var discovery: Bool
+        var scan: Bool
+        var passive: Bool
+        var devices: [String]
+        var keys: SensorKeys?
+        var spoolDirectory: String
+        var spoolMax: Int
+
+        init(_ args: Arguments) throws {
+            guard let uri = args.option("mqtt") else { throw UsageError("missing --mqtt URI (mqtt://HOST[:PORT] or mqtts://HOST[:PORT])") }
+            guard uri.hasPrefix("mqtt://") || uri.hasPrefix("mqtts://") || uri.hasPrefix("tcp://") || uri.hasPrefix("ssl://"),
+                  uri.split(separator: "/", omittingEmptySubsequences: true).count == 2 else {
+                throw UsageError("--mqtt takes mqtt://HOST[:PORT] or mqtts://HOST[:PORT], not '\(uri)'")
+            }
+            scan = args.flag("scan")
+            passive = args.flag("passive")
+            devices = args.all("device")
+            guard scan || !devices.isEmpty else {
+                throw UsageError("nothing to publish: give --scan (broadcast readings) and/or --device ADDR|NAME")
+            }
+            for d in devices { _ = try PeerTarget(d) }
+            keys = try ScanCommand.bindKeys(args)
+            let style: TopicStyle
+            switch args.option("topic-style") ?? "hcigatt" {
+            case "hcigatt": style = .hcigatt
+            case "theengs": style = .theengs
+            case let other: throw UsageError("--topic-style is hcigatt or theengs, not '\(other)'")
+            }
+            let id = args.option("gateway-id") ?? Self.hostname()
+            guard !id.isEmpty, !id.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" }) else {
+                throw UsageError("--gateway-id must be a non-empty topic level (no /, + or #), not '\(id)'")
+            }
+            if let p = args.option("topic-prefix"), p.isEmpty || p.contains(where: { $0 == "+" || $0 == "#" }) {
+                throw UsageError("--topic-prefix must be non-empty, without + or #")
+            }
+            naming = GatewayNaming(gatewayID: id, prefix: args.option("topic-prefix"), style: style)
+            if let p = args.option("discovery-prefix") { naming.discoveryPrefix = p }
+            discovery = !args.flag("no-discovery")
+            spoolDirectory = args.option("spool") ?? "/var/lib/hcigatt/spool"
+            spoolMax = try Self.size(args.option("spool-max") ?? "64M")
+            mqtt = MQTTOptions(uri: uri, clientID: "hcigatt-\(id)")
+            mqtt.version5 = args.flag("mqtt5")
+            mqtt.caFile = args.option("ca-file")
+            mqtt.certFile = args.option("cert-file")
+            mqtt.keyFile = args.option("key-file")
+            mqtt.noHostnameCheck = args.flag("no-hostname-check")
+            for path in [mqtt.caFile, mqtt.certFile, mqtt.keyFile].compactMap({ $0 }) where access(path, R_OK) != 0 {
+                throw UsageError("cannot read \(path)")
+            }
+            if (mqtt.caFile != nil || mqtt.certFile != nil) && !mqtt.tls {
+                throw UsageError("--ca-file and --cert-file are for TLS: use an mqtts:// URI")
+            }
+            if let path = args.option("credentials") {
+                guard let bytes = readWholeFile(path), let text = String(validating: bytes, as: UTF8.self) else {
+                    throw UsageError("--credentials: cannot read \(path)")
+                }
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+                    String($0.hasSuffix("\r") ? $0.dropLast() : $0)
+                }
+                guard let user = lines.first, !user.isEmpty else { throw UsageError("--credentials: \(path) has no user name on its first line") }
+                mqtt.username = user
+                mqtt.password = lines.count > 1 ? lines[1] : nil
+            } else if let user = getenv("HCIGATT_MQTT_USERNAME").map({ String(cString: $0) }), !user.isEmpty {
+                mqtt.username = user
+                mqtt.password = getenv("HCIGATT_MQTT_PASSWORD").map { String(cString: $0) }
+            }
+            mqtt.will = (naming.statusTopic, "offline", true)
+        }
+
+        static func hostname() -> String {
+            var buf = [CChar](repeating: 0, count: 256)
+            guard gethostname(&buf, buf.count) == 0 else { return "hcigatt" }
+            let name = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return name.isEmpty ? "hcigatt" : String(name.split(separator: ".").first ?? "hcigatt")
+        }
+
+        /// "64M", "512K", "1048576".
+        static func size(_ text: String) throws -> Int {
+            var digits = Substring(text)
+            var scale = 1
+            if let last = digits.last?.uppercased() {
+                if last == "K" { scale = 1024; digits = digits.dropLast() }
+                if last == "M" { scale = 1024 * 1024; digits = digits.dropLast() }
+                if last == "G" { scale = 1024 * 1024 * 1024; digits = digits.dropLast() }
+            }
+            guard let n = Int(digits), n > 0, n <= Int.max / scale, n * scale >= 16 * 1024 else {
+                throw UsageError("--spool-max takes a size of at least 16K, like 64M or 512K, not '\(text)'")
+            }
+            return n * scale
+        }
+    }
+}
+
+/// A reading from the radio, before it gets its number.
+struct PendingReading: Sendable {
+    var device: BluetoothAddress
+    var measurement: String
+    var milliseconds: Int64
+    var rssi: Int8?
+    var fields: [Field]
+    var info: HomeAssistantDevice
+    /// The unit the reading states for its main value (connected measurements).
+    var unit: String?
+}
+
+/// The publishing side: numbers readings, spools them, hands them to the MQTT client in
+/// order and releases them when acknowledged; announces Home Assistant entities. One task
+/// (``run()``) owns all of it; the radio and the client only send it inputs.
+final class GatewayRuntime: @unchecked Sendable {
+    enum Input: Sendable {
+        case reading(PendingReading)
+        case mqtt(MQTTEvent)
+        case tick
+        case stop
+    }
+
+    let settings: GatewayCommand.Settings
+    let client: MQTTClient
+    let spool: Spool
+    let sequences: SequenceStore
+    private var window: PublishWindow
+    private let inputs: AsyncStream<Input>
+    private let input: AsyncStream<Input>.Continuation
+    /// Discovery configs sent so far (topic → payload), sent again on every connect and when
+    /// Home Assistant comes online.
+    private var configs: [String: String] = [:]
+    private var configOrder: [String] = []
+    private var published: UInt64 = 0
+    private var wasConnected = false
+    private let failure = Mutex<(any Error)?>(nil)
+    private let failed: AsyncStream<Void>.Continuation
+    private let failedStream: AsyncStream<Void>
+
+    init(_ settings: GatewayCommand.Settings) throws {
+        self.settings = settings
+        spool = try Spool(directory: settings.spoolDirectory, maxBytes: settings.spoolMax)
+        sequences = SequenceStore(path: settings.spoolDirectory + "/sequences")
+        window = PublishWindow(head: spool.head)
+        client = try MQTTClient(settings.mqtt)
+        (inputs, input) = AsyncStream<Input>.makeStream()
+        (failedStream, failed) = AsyncStream<Void>.makeStream()
+    }
+
+    func submit(_ r: PendingReading) { input.yield(.reading(r)) }
+    func stop() { input.yield(.stop) }
+
+    /// Throws the error that stopped publishing (the broker refused the credentials, the
+    /// spool failed); waits until then.
+    func waitUntilFailed() async throws {
+        for await _ in failedStream {}
+        if let e = failure.withLock({ $0 }) { throw e }
+        try await Task.sleep(for: .seconds(1_000_000_000))
+    }
+
+    private func fail(_ e: any Error) {
+        failure.withLock { if $0 == nil { $0 = e } }
+        failed.finish()
+    }
+
+    /// Runs until ``stop()``: returns the exit code.
+    func run() async -> Int32 {
+        let forward = Task { [client, input] in
+            for await e in client.events { input.yield(.mqtt(e)) }
+        }
+        let ticker = Task { [input] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                input.yield(.tick)
+            }
+        }
+        defer {
+            ticker.cancel()
+            forward.cancel()
+        }
+        var stopping = false
+        var stopDeadline: UInt64 = 0
+        var disconnectSent = false
+        for await i in inputs {
+            do {
+                switch i {
+                case .reading(let r):
+                    try accept(r)
+                case .mqtt(let e):
+                    if case .disconnected = e, stopping { break }
+                    try handle(e)
+                case .tick:
+                    try spool.sync()
+                    _ = window.tick(now: monotonicNow())
+                case .stop:
+                    if !stopping {
+                        stopping = true
+                        stopDeadline = monotonicNow() + 3_000_000_000
+                        if window.connected {
+                            client.publish(topic: settings.naming.statusTopic, text: "offline", retained: true)
+                        }
+                    }
+                }
+                try pump()
+            } catch {
+                Console.err("hcigatt gateway: \(error)")
+                fail(error)
+                stopping = true
+            }
+            if stopping {
+                // Stop when what was handed over is acknowledged, or after 3 s.
+                let drained = window.inFlightCount == 0 || !window.connected || monotonicNow() >= stopDeadline
+                if case .mqtt(.disconnected) = i { break }
+                if drained, !disconnectSent {
+                    disconnectSent = true
+                    client.disconnect(timeout: 1000)
+                }
+            }
+        }
+        do {
+            try spool.sync()
+            try sequences.close()
+        } catch {
+            Console.err("hcigatt gateway: \(error)")
+        }
+        let waiting = spool.pendingCount
+        Console.err("gateway stopped: \(published) reading\(published == 1 ? "" : "s") acknowledged by the broker"
+                    + (waiting > 0 ? ", \(waiting) kept in the spool for next time" : "")
+                    + (spool.droppedCount > 0 ? ", \(spool.droppedCount) dropped (spool full)" : ""))
+        return failure.withLock { $0 } == nil ? 0 : 1
+    }
+
+    /// Numbers, spools and (for Home Assistant) describes a reading.
+    private func accept(_ r: PendingReading) throws {
+        let naming = settings.naming
+        let seq = try sequences.take(GatewayNaming.deviceLevel(r.device))
+        let reading = GatewayReading(device: r.device, measurement: r.measurement, seq: seq, milliseconds: r.milliseconds,
+                                     rssi: r.rssi, fieldsJSON: String(FieldRenderer.jsonObject(r.fields).dropFirst().dropLast()))
+        let payload = reading.payload(naming, theengsFields: naming.style == .theengs ? Self.theengsFields(r.fields) : "")
+        let topic = naming.readingTopic(r.device, r.measurement)
+        let (_, dropped) = try spool.append(topic: Array(topic.utf8), payload: Array(payload.utf8))
+        if dropped > 0 { try noteDropped(dropped) }
+        if settings.discovery { announce(r) }
+    }
+
+    /// The spool was full: tell the log and the broker.
+    private func noteDropped(_ dropped: UInt64) throws {
+        window.dropped(below: spool.head)
+        Console.err("spool full (\(settings.spoolMax) bytes): dropped the \(dropped) oldest reading\(dropped == 1 ? "" : "s") (\(spool.droppedCount) in all)")
+        if window.connected { publishDropped() }
+    }
+
+    /// The number of readings dropped since the gateway started (retained: the latest
+    /// count is there for whoever looks).
+    private func publishDropped() {
+        guard spool.droppedCount > 0 else { return }
+        let payload = "{\"gateway\":\(jsonString(settings.naming.gatewayID)),\"dropped_total\":\(spool.droppedCount)"
+            + ",\"time\":\"\(GatewayClock.iso8601(GatewayClock.nowMilliseconds()))\",\"spool_max\":\(settings.spoolMax)}"
+        client.publish(topic: settings.naming.droppedTopic, text: payload, retained: true)
+    }
+
+    /// Discovery configs for the reading's values not announced yet.
+    private func announce(_ r: PendingReading) {
+        let naming = settings.naming
+        let stateTopic = naming.anyGatewayTopic(r.device, r.measurement)
+        for f in r.fields {
+            var isBoolean = false
+            switch f.value {
+            case .bool: isBoolean = true
+            case .int, .uint, .double: break
+            default: continue
+            }
+            guard let entity = HomeAssistantEntity.classify(field: f.name, isBoolean: isBoolean, unit: r.unit) else { continue }
+            let (topic, payload) = HomeAssistantDiscovery.config(naming, device: r.info, measurement: r.measurement,
+                                                                 stateTopic: stateTopic, entity: entity)
+            guard configs[topic] != payload else { continue }
+            if configs[topic] == nil { configOrder.append(topic) }
+            configs[topic] = payload
+            if window.connected { client.publish(topic: topic, text: payload, retained: true) }
+        }
+    }
+
+    private func announceAll() {
+        guard settings.discovery else { return }
+        let (topic, payload) = HomeAssistantDiscovery.gatewayConfig(settings.naming)
+        client.publish(topic: topic, text: payload, retained: true)
+        for t in configOrder { if let p = configs[t] { client.publish(topic: t, text: p, retained: true) } }
+    }
+
+    private func handle(_ e: MQTTEvent) throws {
+        switch e {
+        case .connected:
+            window.connectionUp()
+            client.publish(topic: settings.naming.statusTopic, text: "online", retained: true)
+            publishDropped()
+            if settings.discovery { client.subscribe(settings.naming.homeAssistantStatusTopic) }
+            announceAll()
+            Console.err("connected to \(settings.mqtt.uri)" + (wasConnected ? " again" : "")
+                        + (spool.pendingCount > 0 ? ": \(spool.pendingCount) reading\(spool.pendingCount == 1 ? "" : "s") to deliver" : ""))
+            wasConnected = true
+        case .connectFailed(let code, let message):
+            let text = mqttConnectFailureText(code, message)
+            if mqttConnectFailureIsPermanent(code) {
+                throw RuntimeError("\(settings.mqtt.uri): \(text)")
+            }
+            Console.err("\(settings.mqtt.uri): \(text); retrying, readings are kept in the spool")
+        case .connectionLost:
+            window.connectionLost()
+            Console.err("connection to \(settings.mqtt.uri) lost; reconnecting, readings are kept in the spool")
+        case .acknowledged(let tag):
+            published += 1
+            if let head = window.acknowledged(tag) { spool.release(below: head) }
+        case .failed(let tag, _):
+            window.failed(tag)
+        case .message(let topic, let payload):
+            if topic == settings.naming.homeAssistantStatusTopic, payload == Array("online".utf8) {
+                announceAll()
+            }
+        case .disconnected:
+            break
+        }
+    }
+
+    /// Hands readings to the client while the window has room.
+    private func pump() throws {
+        var batch: [Spool.Record] = []
+        var index = 0
+        while let id = window.next(end: spool.nextID) {
+            if index >= batch.count || batch[index].id != id {
+                batch = try spool.read(from: id, maxCount: 64)
+                index = 0
+                guard let first = batch.first, first.id == id else {
+                    // Dropped meanwhile: the window skips it.
+                    window.dropped(below: spool.head)
+                    if spool.head <= id { break }
+                    continue
+                }
+            }
+            let r = batch[index]
+            index += 1
+            let rc = r.payload.withUnsafeBytes { p in
+                client.publish(topic: String(decoding: r.topic, as: UTF8.self), payload: p, tag: r.id)
+            }
+            if rc == 0 {
+                window.sent(id, at: monotonicNow())
+            } else {
+                window.sendRefused(id)
+                break
+            }
+        }
+    }
+
+    /// Theengs' names for the common values (so its dashboards work): tempc/tempf, hum ...
+    static func theengsFields(_ fields: [Field]) -> String {
+        var out = ""
+        func number(_ v: FieldValue) -> Double? {
+            switch v {
+            case .double(let d): d.isFinite ? d : nil
+            case .int(let i): Double(i)
+            case .uint(let u): Double(u)
+            default: nil
+            }
+        }
+        let names = ["temperature": "tempc", "humidity": "hum", "pressure": "pres", "battery": "batt", "voltage": "volt",
+                     "illuminance": "lux", "acceleration_x": "accx", "acceleration_y": "accy", "acceleration_z": "accz",
+                     "movement_counter": "mov", "moisture": "moi", "co2": "co2", "pm25": "pm25", "pm10": "pm10"]
+        for f in fields {
+            guard let theengs = names[f.name], let v = number(f.value) else { continue }
+            out += ",\"\(theengs)\":\(FieldRenderer.json(.double(v)))"
+            if f.name == "temperature" {
+                out += ",\"tempf\":\(FieldRenderer.json(.double(((v * 9 / 5 + 32) * 100).rounded() / 100)))"
+            }
+        }
+        return out
+    }
+}

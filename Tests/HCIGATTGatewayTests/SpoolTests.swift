@@ -1,0 +1,127 @@
+import Glibc
+import Testing
+@testable import HCIGATTGateway
+
+/// The disk spool: order, acknowledgement, bounds, and what a crash leaves behind.
+@Suite struct SpoolTests {
+    func directory() -> String {
+        var template = Array("/tmp/hcigatt-spool-test-XXXXXX".utf8CString)
+        let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        return path + "/spool"
+    }
+
+    func payload(_ n: UInt64, size: Int = 40) -> [UInt8] {
+        Array("reading \(n) ".utf8) + [UInt8](repeating: UInt8(n & 0x7F), count: size)
+    }
+
+    @Test func recordsComeBackInOrderAndSurviveReopening() throws {
+        let dir = directory()
+        do {
+            let s = try Spool(directory: dir, maxBytes: 1 << 20)
+            for n in 0 ..< 100 as Range<UInt64> {
+                let (id, dropped) = try s.append(topic: Array("t/\(n)".utf8), payload: payload(n))
+                #expect(id == n && dropped == 0)
+            }
+            try s.sync()
+        }
+        let s = try Spool(directory: dir, maxBytes: 1 << 20)
+        #expect(s.head == 0 && s.nextID == 100 && s.pendingCount == 100)
+        var all: [Spool.Record] = []
+        var from: UInt64 = 0
+        while true {
+            let batch = try s.read(from: from, maxCount: 7)
+            guard let last = batch.last else { break }
+            all += batch
+            from = last.id + 1
+        }
+        #expect(all.map(\.id) == Array(0 ..< 100))
+        #expect(all[42].topic == Array("t/42".utf8) && all[42].payload == payload(42))
+        // Reading again from the middle (no cursor for it).
+        #expect(try s.read(from: 63, maxCount: 2).map(\.id) == [63, 64])
+    }
+
+    @Test func acknowledgedRecordsGoAndTheHeadIsKept() throws {
+        let dir = directory()
+        do {
+            let s = try Spool(directory: dir, maxBytes: 64 * 1024)  // 8 KiB segments
+            for n in 0 ..< 1000 as Range<UInt64> { _ = try s.append(topic: [0x74], payload: payload(n)) }
+            let before = s.byteCount
+            s.release(below: 900)
+            #expect(s.head == 900)
+            #expect(s.byteCount < before / 4, "whole segments below the head are deleted")
+            #expect(try s.read(from: 0, maxCount: 1).first?.id == 900, "nothing below the head is read")
+            try s.sync()
+        }
+        let s = try Spool(directory: dir, maxBytes: 64 * 1024)
+        #expect(s.head == 900 && s.nextID == 1000)
+        #expect(try s.read(from: 900, maxCount: 200).map(\.id) == Array(900 ..< 1000))
+        // New records carry on from there, after a reopening too.
+        #expect(try s.append(topic: [0x74], payload: [1]).id == 1000)
+    }
+
+    @Test func aFullSpoolDropsTheOldestAndCountsThem() throws {
+        let s = try Spool(directory: directory(), maxBytes: 16 * 1024)
+        var dropped: UInt64 = 0
+        for n in 0 ..< 2000 as Range<UInt64> { dropped += try s.append(topic: [0x74], payload: payload(n)).dropped }
+        #expect(dropped > 0 && dropped == s.droppedCount)
+        #expect(s.byteCount <= 16 * 1024 + 200)
+        #expect(s.head == dropped, "the oldest went: the head is past them")
+        let rest = try s.read(from: 0, maxCount: 5000)
+        #expect(rest.first?.id == dropped && rest.last?.id == 1999 && rest.count == Int(2000 - dropped))
+    }
+
+    @Test func aRecordCutByACrashOrDamagedIsCutOff() throws {
+        let dir = directory()
+        do {
+            let s = try Spool(directory: dir, maxBytes: 1 << 20)
+            for n in 0 ..< 10 as Range<UInt64> { _ = try s.append(topic: [0x74], payload: payload(n)) }
+            try s.sync()
+        }
+        // The segment's last record loses its final bytes (power cut mid-write).
+        let segment = dir + "/" + Spool.hex16(0) + ".seg"
+        var st = stat()
+        #expect(stat(segment, &st) == 0)
+        #expect(truncate(segment, st.st_size - 3) == 0)
+        do {
+            let s = try Spool(directory: dir, maxBytes: 1 << 20)
+            #expect(s.nextID == 9, "the cut record is gone, the others are there")
+            #expect(try s.read(from: 0, maxCount: 20).map(\.id) == Array(0 ..< 9))
+            #expect(try s.append(topic: [0x74], payload: [7]).id == 9)
+        }
+        // A flipped byte inside a record: it and what follows in its segment go.
+        let fd = open(segment, O_RDWR)
+        var b: UInt8 = 0
+        #expect(pread(fd, &b, 1, 200) == 1)
+        b ^= 0xFF
+        #expect(pwrite(fd, &b, 1, 200) == 1)
+        close(fd)
+        let s = try Spool(directory: dir, maxBytes: 1 << 20)
+        let ids = try s.read(from: 0, maxCount: 20).map(\.id)
+        #expect(!ids.isEmpty && ids.count < 9 && ids == Array(0 ..< UInt64(ids.count)))
+    }
+
+    @Test func anUnwritableDirectoryIsAClearError() {
+        #expect(throws: SpoolError.self) { try Spool(directory: "/proc/no-spool-here", maxBytes: 1 << 20) }
+    }
+
+    @Test func sequencesNeverRepeatAcrossCrashesAndGoOnAfterACleanStop() throws {
+        let dir = directory()
+        _ = try Spool(directory: dir, maxBytes: 1 << 20)
+        let path = dir + "/sequences"
+        do {
+            let s = SequenceStore(path: path, reserve: 10)
+            #expect(try (0 ..< 5).map { _ in try s.take("A") } == [1, 2, 3, 4, 5])
+            #expect(try s.take("B") == 1)
+            // No close(): a crash. The file covers what was given out.
+        }
+        do {
+            let s = SequenceStore(path: path, reserve: 10)
+            let a = try s.take("A")
+            #expect(a > 5, "never a repeat after a crash (a gap is allowed)")
+            #expect(try s.take("B") > 1)
+            try s.close()
+            let again = SequenceStore(path: path, reserve: 10)
+            #expect(try again.take("A") == a + 1, "a clean stop: no gap")
+        }
+    }
+}

@@ -1,0 +1,351 @@
+"""hcigatt gateway against Bumble advertisers and peripherals and real Mosquitto brokers:
+readings decoded with seq and time, nothing lost across broker and gateway restarts, the
+spool's bound, Home Assistant discovery and the last will, TLS and authentication, and a
+fleet of two gateways on bridged brokers."""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from mqtt_broker import Broker, Subscriber
+from peer import HCIGATT, Peer
+
+KEY = '231d39c1d7cc1ab1aee224cd096db932'
+ISO = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$')
+
+
+class Gateway:
+    """An `hcigatt gateway` process; stop() ends it with SIGTERM and returns its stderr."""
+
+    def __init__(self, peer, broker_uri, *args, spool=None, gateway_id='gw1', port=None, env=None):
+        self.spool = spool or tempfile.mkdtemp(prefix='hcigatt-spool-')
+        self.log = tempfile.TemporaryFile(mode='w+')
+        transport = f'tcp:127.0.0.1:{port or peer.port}'
+        e = dict(os.environ)
+        e.update(env or {})
+        self.proc = subprocess.Popen([HCIGATT, 'gateway', '--transport', transport, '--mqtt', broker_uri,
+                                      '--spool', self.spool, '--gateway-id', gateway_id, *args],
+                                     stdout=subprocess.DEVNULL, stderr=self.log, text=True, env=e)
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f'gateway did not stop on {sig}: {self.stderr()}')
+        return self.stderr()
+
+    def wait(self, timeout=30):
+        self.proc.wait(timeout=timeout)
+        return self.proc.returncode, self.stderr()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def seqs(readings):
+    return [j['seq'] for _, j in readings]
+
+
+class GatewayTests(unittest.TestCase):
+    def assert_contiguous(self, readings, what):
+        s = sorted(set(seqs(readings)))
+        self.assertTrue(s, f'no {what} readings')
+        self.assertEqual(s, list(range(s[0], s[-1] + 1)), f'{what}: missing seq numbers')
+        return s
+
+    def test_broadcast_readings_arrive_decoded(self):
+        sensors = ['Home-1,sensor=bthome', 'Ruuvi-2,sensor=ruuvi', 'Enc-3,sensor=bthome-enc', 'Pvvx-4,sensor=pvvx']
+        with Broker() as broker, Peer(*sum((['--peripheral', s] for s in sensors), [])) as peer, \
+                Subscriber(broker, 'hcigatt/#') as sub:
+            with Gateway(peer, broker.uri, '--scan', '--bindkey', f'F0:F1:F2:F3:F4:03={KEY}') as gw:
+                sub.wait_for(lambda s: all(len(s.readings(f'F0F1F2F3F40{i}/')) >= 3 for i in range(1, 5)),
+                             what='three readings of each sensor')
+                err = gw.stop()
+            self.assertIn('gateway stopped', err)
+            for i, measurement in [(1, 'bthome'), (2, 'ruuvi'), (3, 'bthome'), (4, 'pvvx')]:
+                readings = sub.readings(f'hcigatt/gw1/F0F1F2F3F40{i}/{measurement}')
+                self.assertGreaterEqual(len(readings), 3, f'{measurement} of device {i}')
+                s = self.assert_contiguous(readings, measurement)
+                self.assertEqual(s[0], 1, 'a new device starts at seq 1')
+                for _, j in readings:
+                    self.assertEqual(j['device'], f'F0:F1:F2:F3:F4:0{i}')
+                    self.assertEqual(j['gateway'], 'gw1')
+                    self.assertRegex(j['time'], ISO)
+                    self.assertIsInstance(j['rssi'], int)
+                    self.assertEqual(j['measurement'], measurement)
+                    # Reading n of the advertiser: 20.00 + n/100 °C (sensor_frames.py).
+                    n = j.get('packet_id', j.get('counter', j.get('measurement_sequence')))
+                    self.assertIsNotNone(n, j)
+                    self.assertAlmostEqual(j['temperature'], 20 + (n if i != 4 else n) / 100, places=3, msg=j)
+                    self.assertAlmostEqual(j['humidity'], 40 + n % 50, places=3, msg=j)
+            enc = sub.readings('F0F1F2F3F403/bthome')[0][1]
+            self.assertTrue(enc['encrypted'])
+            self.assertEqual(enc['counter'], enc['packet_id'])
+            ruuvi = sub.readings('F0F1F2F3F402/ruuvi')[0][1]
+            self.assertEqual((ruuvi['pressure'], ruuvi['voltage'], ruuvi['tx_power']), (1000.0, 3.0, 4))
+            # Repeated broadcasts of one reading are one message: every packet id once.
+            ids = [j['packet_id'] for _, j in sub.readings('F0F1F2F3F401/bthome')]
+            self.assertEqual(len(ids), len(set(ids)), f'a reading published twice: {ids}')
+
+    def test_encrypted_without_the_key_is_not_published(self):
+        with Broker() as broker, Peer('--peripheral', 'Enc-1,sensor=bthome-enc,sensor_interval=0.2') as peer, \
+                Subscriber(broker, 'hcigatt/#') as sub:
+            with Gateway(peer, broker.uri, '--scan') as gw:
+                time.sleep(3)
+                err = gw.stop()
+            self.assertIn('no bind key', err)
+            self.assertEqual(sub.readings('F0F1F2F3F401'), [])
+
+    def test_connected_measurements(self):
+        with Broker() as broker, Peer('--peripheral', 'Thermo-1,service=1809', '--gatt', 'health') as peer, \
+                Subscriber(broker, 'hcigatt/#', 'homeassistant/#') as sub:
+            with Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01') as gw:
+                sub.wait_for(lambda s: len(s.readings('temperature_measurement')) >= 3, what='temperature measurements')
+                gw.stop()
+            # seq counts the device's readings, of every measurement it has.
+            self.assert_contiguous(sub.readings('hcigatt/gw1/F0F1F2F3F401/'), 'the device\'s')
+            readings = sub.readings('hcigatt/gw1/F0F1F2F3F401/temperature_measurement')
+            j = readings[0][1]
+            self.assertEqual((j['uuid'], j['characteristic'], j['unit']), ('2A1C', 'Temperature Measurement', '°C'))
+            self.assertIsInstance(j['temperature'], float)
+            self.assertRegex(j['time'], ISO)
+            configs = {t: json.loads(p) for t, p in sub.snapshot() if t.startswith('homeassistant/') and p}
+            temp = configs['homeassistant/sensor/hcigatt_F0F1F2F3F401/temperature_measurement_temperature/config']
+            self.assertEqual((temp['device_class'], temp['unit_of_measurement']), ('temperature', '°C'))
+            self.assertEqual(temp['state_topic'], 'hcigatt/+/F0F1F2F3F401/temperature_measurement')
+            self.assertEqual(temp['device']['name'], 'Thermo-1')
+            heart = configs['homeassistant/sensor/hcigatt_F0F1F2F3F401/heart_rate_measurement_heart_rate/config']
+            self.assertEqual(heart['unit_of_measurement'], 'bpm')
+
+    def test_broker_outage_loses_nothing(self):
+        with Broker(persistent=True) as broker, \
+                Peer('--peripheral', 'Home-1,sensor=bthome,sensor_interval=0.25') as peer, \
+                Subscriber(broker, 'hcigatt/+/+/bthome', client_id='outage-check') as sub:
+            with Gateway(peer, broker.uri, '--scan') as gw:
+                sub.wait_for(lambda s: len(s.readings()) >= 5, what='readings before the outage')
+                broker.stop()
+                down = time.time()
+                time.sleep(5)
+                up = time.time()
+                broker.start()
+                before = len(sub.readings())
+                sub.wait_for(lambda s: len(s.readings()) >= before + 25, timeout=40, what='readings after the outage')
+                err = gw.stop()
+            readings = sub.readings()
+            s = self.assert_contiguous(readings, 'bthome')
+            self.assertEqual(s[0], 1)
+            during = [j for _, j in readings if down + 0.5 < iso_seconds(j['time']) < up - 0.5]
+            self.assertGreaterEqual(len(during), 10, f'readings measured during the outage: {len(during)}\n{err}')
+            self.assertIn('lost', err)
+
+    def test_gateway_restart_while_broker_is_down(self):
+        with Broker(persistent=True) as broker, \
+                Peer('--peripheral', 'Home-1,sensor=bthome,sensor_interval=0.25') as peer, \
+                Subscriber(broker, 'hcigatt/+/+/bthome', client_id='restart-check') as sub:
+            spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
+            with Gateway(peer, broker.uri, '--scan', spool=spool) as gw:
+                sub.wait_for(lambda s: len(s.readings()) >= 3, what='first readings')
+                broker.stop()
+                time.sleep(3)
+                err = gw.stop()
+            self.assertRegex(err, r'\d+ kept in the spool')
+            kept = int(re.search(r'(\d+) kept in the spool', err).group(1))
+            self.assertGreaterEqual(kept, 5)
+            # A second gateway process, still without a broker, then the broker comes back.
+            with Gateway(peer, broker.uri, '--scan', spool=spool) as gw:
+                time.sleep(2)
+                broker.start()
+                before = len(sub.readings())
+                sub.wait_for(lambda s: len(s.readings()) >= before + kept + 10, timeout=40, what='spooled readings')
+                gw.stop()
+            s = self.assert_contiguous(sub.readings(), 'bthome')
+            self.assertEqual(s[0], 1, 'numbers go on across the restart, none repeated or missing')
+
+    def test_spool_full_drops_the_oldest_and_says_so(self):
+        with Broker(persistent=True) as broker, \
+                Peer('--peripheral', 'Home-1,sensor=bthome,sensor_interval=0.02') as peer, \
+                Subscriber(broker, 'hcigatt/#', client_id='spool-check') as sub:
+            broker.stop()
+            with Gateway(peer, broker.uri, '--scan', '--spool-max', '16K') as gw:
+                time.sleep(8)
+                broker.start()
+                sub.wait_for(lambda s: any(t.endswith('/dropped') for t, _ in s.snapshot()), timeout=30,
+                             what='the dropped count')
+                time.sleep(2)
+                err = gw.stop()
+            self.assertRegex(err, r'spool full \(16384 bytes\): dropped the \d+ oldest')
+            notices = [json.loads(p) for t, p in sub.snapshot() if t == 'hcigatt/gw1/dropped']
+            self.assertTrue(notices)
+            self.assertGreater(notices[0]['dropped_total'], 0)
+            s = sorted(set(seqs(sub.readings('/bthome'))))
+            self.assertGreater(s[0], 1, 'the oldest readings went first')
+            self.assertEqual(s, list(range(s[0], s[-1] + 1)), 'after the dropped ones, none missing')
+            dropped = int(re.search(r'(\d+) dropped \(spool full\)', err).group(1))
+            self.assertEqual(notices[-1]['dropped_total'], dropped)
+            # The dropped ones are exactly the oldest: 1 up to the first delivered.
+            self.assertEqual(dropped, s[0] - 1, f'dropped {dropped}, first delivered {s[0]}')
+
+    def test_home_assistant_discovery_and_last_will(self):
+        with Broker() as broker, Peer('--peripheral', 'Home-1,sensor=bthome') as peer:
+            with Gateway(peer, broker.uri, '--scan') as gw:
+                with Subscriber(broker, 'hcigatt/#') as live:
+                    live.wait_for(lambda s: len(s.readings()) >= 2, what='readings')
+                # Retained: a subscriber that comes later gets the configs and the status.
+                with Subscriber(broker, 'homeassistant/#', 'hcigatt/gw1/status') as late:
+                    late.wait_for(lambda s: len([t for t, _ in s.snapshot() if t.endswith('/config')]) >= 4,
+                                  what='retained discovery configs')
+                    configs = {t: json.loads(p) for t, p in late.snapshot() if t.endswith('/config')}
+                    self.assertIn(('hcigatt/gw1/status', 'online'), late.snapshot())
+                    n = len(late.snapshot())
+                    # Home Assistant restarting: every config comes again.
+                    subprocess.run(['mosquitto_pub', '-p', str(broker.port), '-t', 'homeassistant/status', '-m', 'online'],
+                                   check=True)
+                    late.wait_for(lambda s: len([t for t, _ in s.snapshot()[n:] if t.endswith('/config')]) >= len(configs),
+                                  what='configs sent again')
+                temperature = configs['homeassistant/sensor/hcigatt_F0F1F2F3F401/bthome_temperature/config']
+                self.assertEqual(temperature['unique_id'], 'hcigatt_F0F1F2F3F401_bthome_temperature')
+                self.assertEqual(temperature['state_topic'], 'hcigatt/+/F0F1F2F3F401/bthome')
+                self.assertEqual(temperature['value_template'], '{{ value_json.temperature }}')
+                self.assertEqual((temperature['device_class'], temperature['unit_of_measurement'], temperature['state_class']),
+                                 ('temperature', '°C', 'measurement'))
+                device = temperature['device']
+                self.assertEqual(device['identifiers'], ['hcigatt_F0F1F2F3F401'])
+                self.assertEqual(device['via_device'], 'hcigatt_gateway_gw1')
+                self.assertEqual(device['name'], 'Home-1')
+                self.assertIn('manufacturer', device)
+                self.assertIn('model', device)
+                gateway = configs['homeassistant/binary_sensor/hcigatt_gateway_gw1/status/config']
+                self.assertEqual(gateway['state_topic'], 'hcigatt/gw1/status')
+                self.assertNotIn('homeassistant/binary_sensor/hcigatt_F0F1F2F3F401/bthome_encrypted/config', configs)
+                # Killed without a word: the broker publishes the last will.
+                with Subscriber(broker, 'hcigatt/gw1/status') as status:
+                    status.wait_for(lambda s: ('hcigatt/gw1/status', 'online') in s.snapshot(), what='online')
+                    gw.proc.send_signal(signal.SIGKILL)
+                    gw.proc.wait()
+                    status.wait_for(lambda s: ('hcigatt/gw1/status', 'offline') in s.snapshot(), timeout=90,
+                                    what='the last will')
+
+    def test_clean_stop_says_offline(self):
+        with Broker() as broker, Peer('--peripheral', 'Home-1,sensor=bthome') as peer, \
+                Subscriber(broker, 'hcigatt/gw1/status') as status:
+            with Gateway(peer, broker.uri, '--scan') as gw:
+                status.wait_for(lambda s: ('hcigatt/gw1/status', 'online') in s.snapshot(), what='online')
+                gw.stop(signal.SIGINT)
+            status.wait_for(lambda s: ('hcigatt/gw1/status', 'offline') in s.snapshot(), what='offline')
+            self.assertEqual(gw.proc.returncode, 0)
+
+    def test_tls_and_authentication(self):
+        with tempfile.TemporaryDirectory() as d:
+            make_certificates(d)
+            passwords = os.path.join(d, 'passwords')
+            subprocess.run(['mosquitto_passwd', '-b', '-c', passwords, 'sensor', 's3cret'], check=True,
+                           capture_output=True)
+            os.chmod(passwords, 0o644)
+            tls_port = free_tls_port()
+            extra = (f'listener {tls_port} 127.0.0.1\ncafile {d}/ca.pem\ncertfile {d}/server.pem\n'
+                     f'keyfile {d}/server.key\n')
+            with Broker(extra=extra, anonymous=False, password_file=passwords) as broker, \
+                    Peer('--peripheral', 'Home-1,sensor=bthome') as peer, \
+                    Subscriber(broker, 'hcigatt/#', extra=['-u', 'sensor', '-P', 's3cret']) as sub:
+                credentials = os.path.join(d, 'credentials')
+                with open(credentials, 'w') as f:
+                    f.write('sensor\ns3cret\n')
+                uri = f'mqtts://localhost:{tls_port}'
+                with Gateway(peer, uri, '--scan', '--ca-file', f'{d}/ca.pem', '--credentials', credentials) as gw:
+                    sub.wait_for(lambda s: len(s.readings()) >= 2, what='readings over TLS')
+                    gw.stop()
+                # A wrong password: refused, said so, exit 1 (no endless retrying).
+                with open(credentials, 'w') as f:
+                    f.write('sensor\nwrong\n')
+                with Gateway(peer, uri, '--scan', '--ca-file', f'{d}/ca.pem', '--credentials', credentials) as gw:
+                    rc, err = gw.wait(timeout=30)
+                self.assertEqual(rc, 1, err)
+                self.assertIn('refused the credentials', err)
+                # The environment instead of a file.
+                with Gateway(peer, uri, '--scan', '--ca-file', f'{d}/ca.pem',
+                             env={'HCIGATT_MQTT_USERNAME': 'sensor', 'HCIGATT_MQTT_PASSWORD': 's3cret'}) as gw:
+                    n = len(sub.readings())
+                    sub.wait_for(lambda s: len(s.readings()) >= n + 2, what='readings with credentials from the environment')
+                    gw.stop()
+                # A broker certificate from a CA not trusted: no connection, readings spooled.
+                with Gateway(peer, uri, '--scan', '--credentials', credentials) as gw:
+                    time.sleep(4)
+                    err = gw.stop()
+                self.assertIn('cannot connect', err)
+                self.assertRegex(err, r'\d+ kept in the spool')
+
+    def test_bridged_fleet(self):
+        # Brokers A and B each bridge everything to C; a gateway on each of two controllers
+        # that hear the same two sensors.
+        with Broker() as central:
+            bridge = (f'connection to-central\naddress 127.0.0.1:{central.port}\ntopic # out 1\n'
+                      'cleansession false\nrestart_timeout 1\n')
+            with Broker(extra=bridge) as a, Broker(extra=bridge.replace('to-central', 'to-central-b')) as b, \
+                    Peer('--hosts', '2', '--peripheral', 'Home-1,sensor=bthome', '--peripheral', 'Ruuvi-2,sensor=ruuvi') as peer, \
+                    Subscriber(central, '#') as sub:
+                with Gateway(peer, a.uri, '--scan', gateway_id='kitchen', port=peer.ready['ports'][0]) as g1, \
+                        Gateway(peer, b.uri, '--scan', gateway_id='garage', port=peer.ready['ports'][1]) as g2:
+                    sub.wait_for(lambda s: all(len(s.readings(f'hcigatt/{g}/F0F1F2F3F40{i}/')) >= 3
+                                               for g in ('kitchen', 'garage') for i in (1, 2)),
+                                 timeout=40, what='both gateways\' readings of both sensors')
+                    g1.stop()
+                    g2.stop()
+                configs = {}
+                for t, p in sub.snapshot():
+                    if t.startswith('homeassistant/') and t.endswith('/config'):
+                        configs.setdefault(t, set()).add(json.loads(p)['unique_id'])
+                temperature = [t for t in configs if t.endswith('_temperature/config')]
+                self.assertEqual(sorted(temperature), ['homeassistant/sensor/hcigatt_F0F1F2F3F401/bthome_temperature/config',
+                                                       'homeassistant/sensor/hcigatt_F0F1F2F3F402/ruuvi_temperature/config'])
+                for t in temperature:
+                    self.assertEqual(len(configs[t]), 1, 'one entity per device and value, whichever gateway')
+                for g in ('kitchen', 'garage'):
+                    self.assertIn(f'homeassistant/binary_sensor/hcigatt_gateway_{g}/status/config', configs)
+                for _, j in sub.readings('/F0F1F2F3F401/'):
+                    self.assertIn(j['gateway'], ('kitchen', 'garage'))
+
+
+def iso_seconds(text):
+    import calendar
+    t = time.strptime(text[:19], '%Y-%m-%dT%H:%M:%S')
+    return calendar.timegm(t) + int(text[20:23]) / 1000
+
+
+def free_tls_port():
+    from mqtt_broker import free_port
+    return free_port()
+
+
+def make_certificates(d):
+    """A CA and a broker certificate for localhost (with its SAN), made by openssl."""
+    def run(*args):
+        subprocess.run(['openssl', *args], check=True, capture_output=True, cwd=d)
+    run('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2',
+        '-subj', '/CN=hcigatt test CA')
+    run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost')
+    with open(os.path.join(d, 'san.ext'), 'w') as f:
+        f.write('subjectAltName=DNS:localhost,IP:127.0.0.1\n')
+    run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem',
+        '-days', '2', '-extfile', 'san.ext')
+    os.chmod(os.path.join(d, 'server.key'), 0o644)
+
+
+if __name__ == '__main__':
+    unittest.main()
