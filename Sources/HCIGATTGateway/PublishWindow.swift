@@ -75,6 +75,8 @@ public struct PublishWindow: Sendable {
 
     /// The broker acknowledged `id`; returns the new head when it moved.
     public mutating func acknowledged(_ id: UInt64) -> UInt64? {
+        // An answer for what was never handed over (a confused client) changes nothing.
+        guard id < cursor else { return nil }
         removeInFlight(id)
         if let i = retry.firstIndex(of: id) { retry.remove(at: i) }
         guard id >= head else { return nil }

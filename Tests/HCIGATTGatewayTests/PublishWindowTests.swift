@@ -86,6 +86,17 @@ import Testing
         #expect(w.head == 6)
     }
 
+    /// Found by the fuzz target: an answer for an id never handed over moved the head.
+    @Test func anAnswerForWhatWasNeverSentChangesNothing() {
+        var w = PublishWindow(head: 0, capacity: 4)
+        let h = w.acknowledged(0)
+        #expect(h == nil && w.head == 0)
+        w.connectionUp()
+        #expect(drain(&w, end: 1) == [0])
+        let h1 = w.acknowledged(0)
+        #expect(h1 == 1)
+    }
+
     /// Random broker behaviour against a model: every id is eventually acknowledged,
     /// handed over in order the first time, and the head never passes an unacknowledged one.
     @Test func randomBrokerBehaviourNeverLosesOrReorders() {

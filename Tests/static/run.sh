@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The embedded binary: builds it (scripts/build-static), then checks
-#   * stripped size <= 8 MiB (8 388 608 bytes). Until pairing it held to 8 000 000 (8 MB
-#     for decimal readers too); the Security Manager (P-256 from Nettle and GMP, 160 KB; the
-#     SMP machine and the host's pairing, 130 KB) took it to 8.29 MB, so the limit is now
-#     the binary 8 MB of issue 6's wording;
+#   * stripped size <= 12 MiB (12 582 912 bytes). Until pairing it held to 8 000 000; the
+#     Security Manager (P-256 from Nettle and GMP, 160 KB; the SMP machine and the host's
+#     pairing, 130 KB) took it to 8.29 MB and the limit to 8 MiB, which held (8 386 872)
+#     until the gateway. The gateway's MQTT client with TLS costs 3.78 MB: Paho C itself
+#     about 160 KB, the gateway and the broadcast decoders about 250 KB, and OpenSSL's
+#     libssl with the EVP provider layer it needs (every algorithm of the default
+#     provider, which the linker cannot drop) about 3.4 MB. A gateway without TLS would
+#     leave the cloud brokers out, so the embedded binary has it, and the limit is now 12 MiB
+#     (12 168 160 bytes at the time);
 #   * run-time dependencies: only the C library set (glibc's libc/libm/libpthread/libdl/
 #     librt, ld-linux, libstdc++, libgcc_s): no libbluetooth, libpython, Swift or Foundation;
 #   * no _StringProcessing/_RegexParser code linked in (1.4 MB for one String.contains);
-#   * it works: scan + GATT read against the Bumble peer (bumble_scan.py);
+#   * it works: scan + GATT read against the Bumble peer (bumble_scan.py), and the gateway
+#     to Mosquitto over TLS with a password (the static libssl; test_gateway.py's test);
 #   * memory: RSS while scanning 32 000 distinct advertisers (rss.py).
 #   Tests/static/run.sh            BUMBLE_PYTHON defaults to .venv/bin/python
 set -euo pipefail
@@ -15,7 +21,7 @@ cd "$(dirname "$0")/../.."
 bin=.build/static/hcigatt
 scripts/build-static "$bin"
 
-limit=8388608
+limit=12582912
 size=$(stat -c %s "$bin")
 if [ "$size" -gt "$limit" ]; then
   echo "static: FAIL: $bin is $size bytes, over $limit" >&2
@@ -45,4 +51,6 @@ fi
 echo "static: no _StringProcessing/_RegexParser"
 
 BUMBLE_PYTHON=${BUMBLE_PYTHON:-$PWD/.venv/bin/python} python3 Tests/static/bumble_scan.py "$bin"
+HCIGATT="$PWD/$bin" BUMBLE_PYTHON=${BUMBLE_PYTHON:-$PWD/.venv/bin/python} \
+  python3 -W ignore -m unittest discover -s Tests/integration -p test_gateway.py -k test_tls_and_authentication
 python3 Tests/static/rss.py "$bin"

@@ -1,0 +1,28 @@
+# Sourced by Tests/cli/run.sh: the gateway's and the sensor decoders' usage and input errors.
+run gw-no-mqtt 2 "$bin" gateway --scan && expect_err gw-no-mqtt "missing --mqtt"
+run gw-bad-uri 2 "$bin" gateway --mqtt http://x --scan && expect_err gw-bad-uri "mqtt://HOST[:PORT]"
+run gw-nothing 2 "$bin" gateway --mqtt mqtt://127.0.0.1 && expect_err gw-nothing "give --scan"
+run gw-style 2 "$bin" gateway --mqtt mqtt://127.0.0.1 --scan --topic-style aws && expect_err gw-style "hcigatt or theengs"
+run gw-spool-max 2 "$bin" gateway --mqtt mqtt://127.0.0.1 --scan --spool-max 1K && expect_err gw-spool-max "at least 16K"
+run gw-id 2 "$bin" gateway --mqtt mqtt://127.0.0.1 --scan --gateway-id a/b && expect_err gw-id "topic level"
+run gw-bindkey 2 "$bin" gateway --mqtt mqtt://127.0.0.1 --scan --bindkey A4:C1:38:12:34:56=00 && expect_err gw-bindkey "32 hex digits"
+run gw-ca-plain 2 "$bin" gateway --mqtt mqtt://127.0.0.1 --scan --ca-file /etc/hostname && expect_err gw-ca-plain "mqtts://"
+run gw-ca-missing 2 "$bin" gateway --mqtt mqtts://127.0.0.1 --scan --ca-file /nonexistent.pem && expect_err gw-ca-missing "cannot read /nonexistent.pem"
+run gw-no-password-option 2 "$bin" gateway --mqtt mqtt://127.0.0.1 --scan --password x && expect_err gw-no-password-option "unknown option --password"
+printf '# a comment\nmqtt mqtt://127.0.0.1:1\n\nscan\nfrobnicate 3\n' >"$tmp/gw.conf"
+run gw-config-unknown 2 "$bin" gateway --config "$tmp/gw.conf" && expect_err gw-config-unknown "line 5: unknown option 'frobnicate'"
+printf 'mqtt=mqtt://127.0.0.1:1\n--scan\nspool-max 1K\n' >"$tmp/gw2.conf"
+run gw-config-value 2 "$bin" gateway --config "$tmp/gw2.conf" && expect_err gw-config-value "at least 16K"
+# The command line wins over the file.
+run gw-config-override 2 "$bin" gateway --config "$tmp/gw2.conf" --spool-max 2K && expect_err gw-config-override "not '2K'"
+run gw-config-missing 2 "$bin" gateway --config /nonexistent.conf && expect_err gw-config-missing "cannot read /nonexistent.conf"
+# An unwritable spool is said at once, before the radio or the broker.
+run gw-spool-bad 1 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --spool /proc/hcigatt-spool && expect_err gw-spool-bad "/proc/hcigatt-spool"
+
+# Broadcast sensors in decode ad.
+run ad-bthome 0 "$bin" decode ad --json 0a16d2fc4002c40903bf13 && expect_out ad-bthome '"sensor":{"format":"bthome","version":2,"encrypted":false,"temperature":25.0,"humidity":50.55}'
+run ad-bthome-key 0 "$bin" decode ad --json 1216d2fc41a47266c95f730011223378237214 --bindkey 54:48:E6:8F:80:A5=231d39c1d7cc1ab1aee224cd096db932 \
+  && expect_out ad-bthome-key '"counter":857870592,"temperature":25.06,"humidity":50.55'
+run ad-bthome-nokey 0 "$bin" decode ad 1216d2fc41a47266c95f730011223378237214 && expect_out ad-bthome-nokey "no bind key"
+run ad-ruuvi 0 "$bin" decode ad 1bff99040512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F && expect_out ad-ruuvi "temperature: 24.3"
+run ad-bindkey-kind 2 "$bin" decode att 0a --bindkey 54:48:E6:8F:80:A5=231d39c1d7cc1ab1aee224cd096db932 && expect_err ad-bindkey-kind "for decode ad"
