@@ -8,7 +8,9 @@ public struct HomeAssistantEntity: Sendable, Hashable {
     public var field: String
     /// `sensor` or `binary_sensor`.
     public var component: String
+    /// Home Assistant's device class (`temperature`, `motion` ...), if the value has one.
     public var deviceClass: String?
+    /// The unit of measurement (sensors only).
     public var unit: String?
     /// `measurement`, `total_increasing` (meters), or nil (binary sensors).
     public var stateClass: String?
@@ -69,11 +71,16 @@ public struct HomeAssistantEntity: Sendable, Hashable {
 
 /// What Home Assistant shows for a device.
 public struct HomeAssistantDevice: Sendable {
+    /// The device's address (identity address when known).
     public var address: BluetoothAddress
+    /// Its advertised or GATT Device Name, if any (else the address is shown).
     public var name: String?
+    /// The manufacturer Home Assistant shows.
     public var manufacturer: String
+    /// The model Home Assistant shows.
     public var model: String
 
+    /// A device with these fields.
     public init(address: BluetoothAddress, name: String?, manufacturer: String, model: String) {
         self.address = address
         self.name = name

@@ -11,15 +11,19 @@ import Glibc
 public struct MQTTOptions: Sendable {
     /// `mqtt://HOST[:PORT]` (1883) or `mqtts://HOST[:PORT]` (8883, TLS).
     public var uri: String
+    /// The client identifier: stable, so the broker keeps the session across restarts.
     public var clientID: String
     /// MQTT 5 (else 3.1.1).
     public var version5 = false
+    /// User name, if the broker wants one.
     public var username: String?
+    /// Password, if the broker wants one.
     public var password: String?
     /// TLS: the CA certificates (PEM) to trust; nil: the system's.
     public var caFile: String?
     /// TLS: a client certificate (PEM), and its key when not in the same file.
     public var certFile: String?
+    /// TLS: the client certificate's key (PEM), when not in `certFile`.
     public var keyFile: String?
     /// TLS: do not check the broker's name against its certificate.
     public var noHostnameCheck = false
@@ -30,6 +34,7 @@ public struct MQTTOptions: Sendable {
     /// MQTT 5: how long the broker keeps the session after a disconnect.
     public var sessionExpiry: Int32 = 7 * 24 * 3600
 
+    /// Options for `uri` with the client identifier `clientID`; the rest defaulted.
     public init(uri: String, clientID: String) {
         self.uri = uri
         self.clientID = clientID
@@ -60,7 +65,9 @@ public enum MQTTEvent: Sendable {
 
 /// An MQTT client error with Paho's return code.
 public struct MQTTError: Error, Sendable, CustomStringConvertible {
+    /// Paho's return code.
     public var code: Int32
+    /// What was attempted (create, connect ...).
     public var operation: String
     public var description: String {
         let reason: String = switch code {

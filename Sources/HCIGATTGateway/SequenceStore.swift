@@ -10,6 +10,7 @@ import Glibc
 /// stop writes the exact next numbers (``close()``), so the sequence goes on without a gap;
 /// after a crash it goes on from the reservation, with a gap but never a repeat.
 public final class SequenceStore {
+    /// The file the numbers are kept in.
     public let path: String
     let directory: String
     let reserve: UInt64

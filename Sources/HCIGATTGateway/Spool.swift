@@ -7,7 +7,9 @@ import Glibc
 
 /// A spool failure: the path and what went wrong.
 public struct SpoolError: Error, Sendable, CustomStringConvertible {
+    /// The file or directory concerned.
     public var path: String
+    /// What went wrong (the system's words where it said).
     public var message: String
     public var description: String { "spool \(path): \(message)" }
 }
@@ -24,8 +26,11 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
 public final class Spool {
     /// One spooled message.
     public struct Record: Sendable, Equatable {
+        /// Its id: increasing by one per record.
         public var id: UInt64
+        /// The MQTT topic (UTF-8).
         public var topic: [UInt8]
+        /// The message.
         public var payload: [UInt8]
     }
 
@@ -35,6 +40,7 @@ public final class Spool {
         var path: String
     }
 
+    /// Where the segment files and the head are.
     public let directory: String
     /// Bytes the segments may take together.
     public let maxBytes: Int

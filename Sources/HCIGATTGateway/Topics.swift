@@ -17,10 +17,12 @@ public struct GatewayNaming: Sendable {
     public var gatewayID: String
     /// The first topic level (`hcigatt`; `home` with the Theengs style).
     public var prefix: String
+    /// The topic layout.
     public var style: TopicStyle
     /// Home Assistant's discovery prefix.
     public var discoveryPrefix = "homeassistant"
 
+    /// Naming for `gatewayID`; `prefix` defaults to the style's (hcigatt, or home for theengs).
     public init(gatewayID: String, prefix: String? = nil, style: TopicStyle = .hcigatt) {
         self.gatewayID = gatewayID
         self.style = style
@@ -72,15 +74,22 @@ public struct GatewayNaming: Sendable {
 
 /// One reading as published: its measurement name and its fields in JSON.
 public struct GatewayReading: Sendable {
+    /// The device (its identity address when a private address was resolved).
     public var device: BluetoothAddress
+    /// The resolvable private address the reading came from, when `device` is its identity.
+    public var heardAs: BluetoothAddress?
     /// `bthome`, `ruuvi`, `pvvx`, `atc1441`, or a characteristic such as `temperature_measurement`.
     public var measurement: String
+    /// The device's reading number (``SequenceStore``).
     public var seq: UInt64
+    /// When it was received: milliseconds since 1970 UTC.
     public var milliseconds: Int64
+    /// The signal strength it arrived with (broadcast readings).
     public var rssi: Int8?
     /// The decoded fields (`"temperature":21.5,...`): JSON members without braces.
     public var fieldsJSON: String
 
+    /// A reading with these fields.
     public init(device: BluetoothAddress, measurement: String, seq: UInt64, milliseconds: Int64, rssi: Int8?, fieldsJSON: String) {
         self.device = device
         self.measurement = measurement
@@ -90,9 +99,13 @@ public struct GatewayReading: Sendable {
         self.fieldsJSON = fieldsJSON
     }
 
-    /// The JSON message: device, gateway, seq, time, rssi, measurement, then the fields.
+    /// The JSON message: device (and `heard_as`, the private address it was heard from,
+    /// when `device` is the identity behind it), gateway, seq, time, rssi, measurement,
+    /// then the fields.
     public func payload(_ naming: GatewayNaming, theengsFields: String = "") -> String {
-        var s = "{\"device\":\"\(device)\",\"gateway\":" + jsonString(naming.gatewayID)
+        var s = "{\"device\":\"\(device)\""
+        if let heardAs { s += ",\"heard_as\":\"\(heardAs)\"" }
+        s += ",\"gateway\":" + jsonString(naming.gatewayID)
         s += ",\"seq\":\(seq),\"time\":\"\(GatewayClock.iso8601(milliseconds))\""
         if let rssi { s += ",\"rssi\":\(rssi)" }
         s += ",\"measurement\":" + jsonString(measurement)

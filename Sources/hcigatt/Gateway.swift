@@ -142,10 +142,13 @@ enum GatewayCommand {
         var warned: Set<BluetoothAddress> = []
         for try await event in session.host.scan(config) {
             let device = event.device
-            let address = device.address.address
+            // A bonded device's private address resolves to its identity: readings, numbers
+            // and entities follow the identity, whatever address it uses now.
+            let heard = device.address.address
+            let address = device.identity?.address ?? heard
             let reading: PendingReading? = device.withSummary { a in
                 guard let found = ScanFormatter.sensor(a), case .success(let sensor) = found else { return nil }
-                let fields = FieldTree.build { sensor.describe(into: &$0, address: address, keys: settings.keys) }
+                let fields = FieldTree.build { sensor.describe(into: &$0, address: heard, keys: settings.keys) }
                 // A new reading when the decoded frame changes (its packet id, counter or
                 // sequence number does with every measurement); the scan reports a device
                 // again for other reasons too (its scan response, another structure).
@@ -168,8 +171,8 @@ enum GatewayCommand {
                 case "pvvx": ("Xiaomi (pvvx firmware)", "Thermometer (pvvx custom format)")
                 default: ("Xiaomi (ATC firmware)", "Thermometer (ATC1441 format)")
                 }
-                return PendingReading(device: address, measurement: format, milliseconds: GatewayClock.nowMilliseconds(),
-                                      rssi: device.rssi, fields: fields,
+                return PendingReading(device: address, heardAs: heard == address ? nil : heard, measurement: format,
+                                      milliseconds: GatewayClock.nowMilliseconds(), rssi: device.rssi, fields: fields,
                                       info: HomeAssistantDevice(address: address, name: name, manufacturer: manufacturer, model: model),
                                       unit: nil)
             }
@@ -198,7 +201,8 @@ enum GatewayCommand {
             }
         }
         fields.append(Field("hex", .bytes(v.value)))
-        return PendingReading(device: device, measurement: measurementName(label), milliseconds: now, rssi: nil, fields: fields,
+        return PendingReading(device: device, heardAs: nil, measurement: measurementName(label), milliseconds: now, rssi: nil,
+                              fields: fields,
                               info: HomeAssistantDevice(address: device, name: name, manufacturer: "Bluetooth LE",
                                                         model: label),
                               unit: unit)
@@ -317,7 +321,10 @@ enum GatewayCommand {
 
 /// A reading from the radio, before it gets its number.
 struct PendingReading: Sendable {
+    /// The device: its identity address when its private address was resolved.
     var device: BluetoothAddress
+    /// The private address it was heard from, when that is not `device`.
+    var heardAs: BluetoothAddress?
     var measurement: String
     var milliseconds: Int64
     var rssi: Int8?
@@ -452,8 +459,9 @@ final class GatewayRuntime: @unchecked Sendable {
     private func accept(_ r: PendingReading) throws {
         let naming = settings.naming
         let seq = try sequences.take(GatewayNaming.deviceLevel(r.device))
-        let reading = GatewayReading(device: r.device, measurement: r.measurement, seq: seq, milliseconds: r.milliseconds,
+        var reading = GatewayReading(device: r.device, measurement: r.measurement, seq: seq, milliseconds: r.milliseconds,
                                      rssi: r.rssi, fieldsJSON: String(FieldRenderer.jsonObject(r.fields).dropFirst().dropLast()))
+        reading.heardAs = r.heardAs
         let payload = reading.payload(naming, theengsFields: naming.style == .theengs ? Self.theengsFields(r.fields) : "")
         let topic = naming.readingTopic(r.device, r.measurement)
         let (_, dropped) = try spool.append(topic: Array(topic.utf8), payload: Array(payload.utf8))

@@ -127,7 +127,9 @@ public struct SensorKeys: Sendable {
 
 /// A malformed `--bindkey` argument.
 public struct BindKeyError: Error, Sendable, CustomStringConvertible {
+    /// The argument as given.
     public var text: String
+    /// What is wrong with it.
     public var reason: String
     public var description: String { "bad bind key '\(text)': \(reason)" }
 }

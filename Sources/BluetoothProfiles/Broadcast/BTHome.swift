@@ -179,9 +179,11 @@ public struct BTHomeObjectType: Sendable {
     public var isSigned: Bool
     /// value = raw × multiplier ÷ 10^decimals.
     public var multiplier: Int64
+    /// Decimal places of the scale (see `multiplier`).
     public var decimals: Int
     /// The unit ("" for none).
     public var unit: StaticString
+    /// How the value is read and shown.
     public var kind: Kind
 
     init(_ id: UInt8, _ name: StaticString, _ length: Int, signed: Bool = false, decimals: Int = 0,

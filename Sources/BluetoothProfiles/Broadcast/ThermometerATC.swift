@@ -24,6 +24,7 @@ public struct ThermometerATC: Hashable, Sendable {
         }
     }
 
+    /// Which layout the frame had.
     public var format: Format
     /// The address the device reports for itself.
     public var address: BluetoothAddress
