@@ -6,6 +6,15 @@ import BluetoothWire
 /// Benchmark inputs, exactly as given in the issue so results compare across stacks.
 enum Inputs {
     /// 02 01 06 | 0C 09 "Thermo-1234" | 05 03 09 18 0F 18 | 07 FF 4C 00 01 02 03 04
+    /// BTHome v2 service data: packet id, battery, temperature, humidity (bthome.io).
+    static let bthomeAD: [UInt8] = [0x0E, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x09, 0x01, 0x5D, 0x02, 0x5D, 0x09, 0x03, 0xB7, 0x18]
+    /// bthome-ble's encrypted vector (key below, address 54:48:E6:8F:80:A5): 25.06 °C, 50.55 %.
+    static let bthomeEncryptedAD: [UInt8] = [0x12, 0x16, 0xD2, 0xFC, 0x41, 0xA4, 0x72, 0x66, 0xC9, 0x5F, 0x73,
+                                             0x00, 0x11, 0x22, 0x33, 0x78, 0x23, 0x72, 0x14]
+    static let bthomeKey: [UInt8] = [0x23, 0x1D, 0x39, 0xC1, 0xD7, 0xCC, 0x1A, 0xB1, 0xAE, 0xE2, 0x24, 0xCD, 0x09, 0x6D, 0xB9, 0x32]
+    /// Ruuvi's data format 5 example as manufacturer data.
+    static let ruuviAD: [UInt8] = [0x1B, 0xFF, 0x99, 0x04, 0x05, 0x12, 0xFC, 0x53, 0x94, 0xC3, 0x7C, 0x00, 0x04, 0xFF, 0xFC,
+                                   0x04, 0x0C, 0xAC, 0x36, 0x42, 0x00, 0xCD, 0xCB, 0xB8, 0x33, 0x4C, 0x88, 0x4F]
     static let adPayload: [UInt8] = [0x02, 0x01, 0x06, 0x0C, 0x09] + Array("Thermo-1234".utf8)
         + [0x05, 0x03, 0x09, 0x18, 0x0F, 0x18, 0x07, 0xFF, 0x4C, 0x00, 0x01, 0x02, 0x03, 0x04]
     /// H4 LE Advertising Report: 04 3E 2A 02 01 00 01 E2FD1772E402 1E <adPayload> C4
@@ -207,6 +216,16 @@ func allCases() -> [BenchmarkCase] {
         BenchmarkCase(name: "AD decode (30 B)", targetNanos: 60) { [input = RotatingInput(Inputs.adPayload)] n in
             input.run(n) { buf in decodeAD(buf) }
         },
+        // Broadcast sensor frames (AD structures): found, parsed, every value read.
+        BenchmarkCase(name: "BTHome v2 frame -> values", targetNanos: nil) { [input = RotatingInput(Inputs.bthomeAD)] n in
+            input.run(n) { buf in sensorSum(buf) }
+        },
+        BenchmarkCase(name: "BTHome v2 encrypted -> values", targetNanos: nil) { [input = RotatingInput(Inputs.bthomeEncryptedAD)] n in
+            input.run(n) { buf in sensorSum(buf, key: Inputs.bthomeKey) }
+        },
+        BenchmarkCase(name: "Ruuvi RAWv2 frame -> values", targetNanos: nil) { [input = RotatingInput(Inputs.ruuviAD)] n in
+            input.run(n) { buf in sensorSum(buf) }
+        },
         BenchmarkCase(name: "SFLOAT 6C F1 -> 36.4", targetNanos: 5) { [input = RotatingInput(Inputs.sfloat)] n in
             input.run(n) { buf in
                 var r = ByteReader(buf)
@@ -303,4 +322,30 @@ func allCases() -> [BenchmarkCase] {
             return sum
         },
     ]
+}
+
+/// The broadcast reading in `buf` (AD structures), every value summed; 0 when none.
+@inline(never)
+func sensorSum(_ buf: UnsafeRawBufferPointer, key: [UInt8]? = nil) -> UInt64 {
+    guard case .success(let sensor)? = AdvertisedSensor.find(in: AdvertisingData(buf)) else { return 0 }
+    func objects(_ o: BTHomeObjects) -> UInt64 {
+        var sum: UInt64 = 0
+        var r = o.makeReader()
+        while let object = try? r.next() { sum &+= object.number.bitPattern }
+        return sum
+    }
+    switch sensor {
+    case .bthome(let b):
+        guard b.isEncrypted else { return objects(b.objects) }
+        guard let key else { return 0 }
+        return withUnsafeTemporaryAllocation(byteCount: b.payload.count, alignment: 1) { plain in
+            let ok = key.withUnsafeBytes { b.decrypt(key: $0, address: BluetoothAddress(rawValue: 0x5448_E68F_80A5), into: plain) }
+            return ok ? objects(BTHomeObjects(UnsafeRawBufferPointer(plain))) : 0
+        }
+    case .ruuvi(let r):
+        return (r.temperature ?? 0).bitPattern &+ (r.humidity ?? 0).bitPattern &+ (r.pressure ?? 0).bitPattern
+            &+ UInt64(r.measurementSequence ?? 0)
+    case .thermometer(let t):
+        return t.temperature.bitPattern &+ t.humidity.bitPattern
+    }
 }

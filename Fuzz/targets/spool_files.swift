@@ -1,8 +1,9 @@
 // fuzz-modules: BluetoothWire BluetoothCrypto BluetoothProfiles HCIGATTGateway
 // Fuzz target: the gateway's spool opening whatever a crash, a full disk or a stray write
-// left on disk. The input becomes a segment file (and, after a 0xFF 0xFE marker, the head
-// file); the spool must open without trapping, read back contiguous ids from its head,
-// take new records after them, and reopen to the same state.
+// left on disk. The input becomes a segment file (its name, the first id, picked by the
+// first byte) and, after a 0xFF 0xFE marker, the head file; the spool must open without
+// trapping, read back contiguous ids from its head, take new records after them, and
+// reopen to the same state.
 import Glibc
 
 let root: String = {
@@ -31,7 +32,15 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     mkdir(dir, 0o700)
     var split = all.count
     for i in 0 ..< max(0, all.count - 1) where all[i] == 0xFF && all[i + 1] == 0xFE { split = i; break }
-    write(dir + "/0000000000000000.seg", UnsafeRawBufferPointer(rebasing: all[..<split]))
+    // The first byte picks the segment's name (its first id): 0 for a record's A5, else small or absurd.
+    let first: UInt64 = switch all.first.map({ ($0 ^ 0xA5) % 4 }) {
+    case 1?: 3
+    case 2?: UInt64.max
+    case 3?: 1 << 60
+    default: 0
+    }
+    let hex = String(first, radix: 16)
+    write(dir + "/" + String(repeating: "0", count: 16 - hex.count) + hex + ".seg", UnsafeRawBufferPointer(rebasing: all[..<split]))
     if split + 2 <= all.count { write(dir + "/head", UnsafeRawBufferPointer(rebasing: all[(split + 2)...])) }
     let state: (UInt64, UInt64)
     do {

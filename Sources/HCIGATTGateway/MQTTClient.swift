@@ -144,6 +144,9 @@ public final class MQTTClient: @unchecked Sendable {
         var create = hcigatt_mqtt_create_options(options.version5 ? 1 : 0)
         create.MQTTVersion = options.version5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1
         create.sendWhileDisconnected = 0
+        // Paho counts messages waiting to be written against this even while connected: room
+        // for the publish window, the status and every discovery config of a large site.
+        create.maxBufferedMessages = 8192
         var h: MQTTAsync?
         let rc = MQTTAsync_createWithOptions(&h, options.uri, options.clientID, MQTTCLIENT_PERSISTENCE_NONE, nil, &create)
         guard rc == MQTTASYNC_SUCCESS, let h else { throw MQTTError(code: rc, operation: "create") }

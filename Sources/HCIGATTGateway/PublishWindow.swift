@@ -23,6 +23,8 @@ public struct PublishWindow: Sendable {
     public private(set) var cursor: UInt64
     /// Whether the client is connected (sending is pointless otherwise).
     public private(set) var connected = false
+    /// The client's queue was full: nothing is handed over until it moves.
+    public private(set) var blocked = false
     /// In flight: id and when it was handed over (ascending ids).
     private var inFlight: [(id: UInt64, since: UInt64)] = []
     /// Given up by the client: to send again first (ascending).
@@ -42,8 +44,13 @@ public struct PublishWindow: Sendable {
     /// In flight now.
     public var inFlightCount: Int { inFlight.count }
 
-    /// The client connected: sending may go on (retries first).
-    public mutating func connectionUp() { connected = true }
+    /// The client connected at `now`: sending may go on (retries first). The time spent
+    /// disconnected does not count towards `resendAfter` (the client resends its own).
+    public mutating func connectionUp(now: UInt64 = 0) {
+        connected = true
+        blocked = false
+        for i in inFlight.indices { inFlight[i].since = now }
+    }
 
     /// The client lost the connection. What is in flight stays with it: it resends or gives
     /// each up (``failed(_:)``) after reconnecting.
@@ -52,7 +59,7 @@ public struct PublishWindow: Sendable {
     /// The next reading to hand over, with `end` the spool's next id; nil when nothing is
     /// to be sent now. The caller then reports ``sent(_:at:)`` or ``sendRefused(_:)``.
     public func next(end: UInt64) -> UInt64? {
-        guard connected, inFlight.count < capacity else { return nil }
+        guard connected, !blocked, inFlight.count < capacity else { return nil }
         if let r = retry.first { return r }
         return cursor < end ? cursor : nil
     }
@@ -68,15 +75,18 @@ public struct PublishWindow: Sendable {
         insertInFlight(id, now)
     }
 
-    /// The client would not take `id` (disconnected, its queue full): it stays next.
-    public mutating func sendRefused(_ id: UInt64) {
-        connected = false
+    /// The client would not take `id`: it stays next. `disconnected`: until
+    /// ``connectionUp(now:)``; else (its queue is full) until the next acknowledgement,
+    /// failure or ``tick(now:)``.
+    public mutating func sendRefused(_ id: UInt64, disconnected: Bool) {
+        if disconnected { connected = false } else { blocked = true }
     }
 
     /// The broker acknowledged `id`; returns the new head when it moved.
     public mutating func acknowledged(_ id: UInt64) -> UInt64? {
         // An answer for what was never handed over (a confused client) changes nothing.
         guard id < cursor else { return nil }
+        blocked = false
         removeInFlight(id)
         if let i = retry.firstIndex(of: id) { retry.remove(at: i) }
         guard id >= head else { return nil }
@@ -95,6 +105,7 @@ public struct PublishWindow: Sendable {
 
     /// The client gave `id` up: it is sent again before anything newer.
     public mutating func failed(_ id: UInt64) {
+        blocked = false
         removeInFlight(id)
         guard id >= head, id < cursor, !isAcknowledged(id), !retry.contains(id) else { return }
         insertSorted(&retry, id)
@@ -118,6 +129,7 @@ public struct PublishWindow: Sendable {
 
     /// Readings in flight too long while connected go back to be sent again; true when any did.
     public mutating func tick(now: UInt64) -> Bool {
+        blocked = false
         guard connected else { return false }
         let stale = inFlight.filter { now &- $0.since >= resendAfter }
         guard !stale.isEmpty else { return false }

@@ -34,9 +34,16 @@ public final class SequenceStore {
     public func take(_ device: String) throws(SpoolError) -> UInt64 {
         var entry = next[device] ?? (1, 1)
         if entry.next >= entry.limit {
+            let before = next[device]
             entry.limit = entry.next + reserve
             next[device] = entry
-            try save(exact: false)
+            do throws(SpoolError) {
+                try save(exact: false)
+            } catch {
+                // The file does not cover the new numbers: give none of them out.
+                next[device] = before
+                throw error
+            }
         }
         let n = entry.next
         entry.next += 1

@@ -108,7 +108,8 @@ public final class Spool {
         return UInt64(parts[1])
     }
 
-    static func readFile(_ path: String) -> [UInt8]? {
+    /// A whole file; nil when it cannot be opened, or (`strict`) when a read fails.
+    static func readFile(_ path: String, strict: Bool = false) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -117,11 +118,16 @@ public final class Spool {
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 && strict { return nil }
             guard n > 0 else { break }
             out += chunk[0 ..< n]
         }
         return out
     }
+
+    /// Ids above this are not believed (a damaged name or head file): far more than any
+    /// gateway writes, and far from overflowing.
+    static let idLimit: UInt64 = 1 << 60
 
     private func load() throws(SpoolError) {
         var names: [(UInt64, String)] = []
@@ -132,21 +138,31 @@ public final class Spool {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            guard name.hasSuffix(".seg"), name.count == 20, let first = UInt64(name.prefix(16), radix: 16) else { continue }
+            guard name.hasSuffix(".seg"), name.count == 20 else { continue }
+            guard let first = UInt64(name.prefix(16), radix: 16), first < Self.idLimit else {
+                unlink("\(directory)/\(name)")  // no id of ours: not a segment we wrote
+                continue
+            }
             names.append((first, name))
         }
         closedir(dir)
         names.sort { $0.0 < $1.0 }
+        if head >= Self.idLimit { head = 0 }
         var expected: UInt64?
         for (first, name) in names {
             let path = "\(directory)/\(name)"
+            let (count, goodSize, fileSize) = try scan(path, first: first)
+            // Records all acknowledged already (below the head): the segment has served.
+            if first + count <= head {
+                unlink(path)
+                continue
+            }
             // A segment that does not follow on from the one before (a gap, or a later one
             // after a segment cut short) is not trusted: what follows a gap is dropped.
             if let e = expected, first != e {
                 unlink(path)
                 continue
             }
-            let (count, goodSize, fileSize) = scan(path, first: first)
             if goodSize < fileSize {
                 guard truncate(path, off_t(goodSize)) == 0 else {
                     throw SpoolError(path: path, message: "cannot cut off a damaged record: \(String(cString: strerror(errno)))")
@@ -154,26 +170,25 @@ public final class Spool {
             }
             if count == 0 {
                 unlink(path)
-                expected = first
+                if expected == nil { expected = max(first, head) }
                 continue
             }
             segments.append(Segment(firstID: first, size: goodSize, path: path))
             expected = first + count
         }
         nextID = max(expected ?? head, head)
-        // Whole segments below the head were acknowledged before a crash kept them.
-        while segments.count > 1, segments[1].firstID <= head {
-            unlink(segments.removeFirst().path)
-        }
         if let first = segments.first, head < first.firstID { head = first.firstID }
         if segments.isEmpty { head = nextID }
     }
 
-    /// Counts the good records of a segment: (records, bytes they take, file size).
-    private func scan(_ path: String, first: UInt64) -> (UInt64, Int, Int) {
-        guard let bytes = Self.readFile(path) else { return (0, 0, 0) }
+    /// Counts the good records of a segment: (records, bytes they take, file size). A file
+    /// that cannot be read is an error (not an empty segment, which would be deleted).
+    private func scan(_ path: String, first: UInt64) throws(SpoolError) -> (UInt64, Int, Int) {
+        guard let bytes = Self.readFile(path, strict: true) else {
+            throw SpoolError(path: path, message: "cannot read: \(String(cString: strerror(errno)))")
+        }
         var offset = 0, count: UInt64 = 0
-        while let (id, next) = Self.recordBounds(bytes, at: offset), id == first + count {
+        while let (id, next) = Self.recordBounds(bytes, at: offset), id == first + count, id < Self.idLimit {
             offset = next
             count += 1
         }
@@ -301,6 +316,9 @@ public final class Spool {
                     throw SpoolError(path: s.path, message: "damaged record at offset \(offset)")
                 }
                 let length = Int(Self.le32(header, 1))
+                guard offset + 9 + length <= s.size else {
+                    throw SpoolError(path: s.path, message: "damaged record at offset \(offset)")
+                }
                 var body = [UInt8](repeating: 0, count: length + 4)
                 guard length >= 10, pread(fd, &body, length + 4, off_t(offset + 5)) == length + 4,
                       Self.crc32(body, 0, length) == Self.le32(body, length) else {

@@ -82,6 +82,7 @@ enum GatewayCommand {
         } catch let e as MQTTError {
             throw RuntimeError("\(e)")
         }
+        let waiting = runtime.spool.pendingCount
         let publisher = Task { await runtime.run() }
         do {
             try runtime.client.connect()
@@ -90,7 +91,7 @@ enum GatewayCommand {
             _ = await publisher.value
             throw RuntimeError("\(error)")
         }
-        Console.err("gateway \(settings.naming.gatewayID): publishing to \(settings.mqtt.uri) (spool \(settings.spoolDirectory), \(runtime.spool.pendingCount) readings waiting)")
+        Console.err("gateway \(settings.naming.gatewayID): publishing to \(settings.mqtt.uri) (spool \(settings.spoolDirectory), \(waiting) readings waiting)")
         var failure: (any Error)?
         do {
             _ = try await runInterruptible {
@@ -114,12 +115,50 @@ enum GatewayCommand {
     static func radio(_ args: Arguments, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
         let session = try await Session.open(args)
         defer { Task { try? await session.close() } }
+        // Devices given by name are found first: the controller runs one scan at a time,
+        // and the sensor scan below runs for good.
+        var targets: [PeerTarget] = []
+        let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 10, range: 0.1 ... 600)
+        for text in settings.devices {
+            var target = try PeerTarget(text)
+            if target.address == nil {
+                while true {
+                    do {
+                        target = PeerTarget(try await PeerSession.resolve(target, host: session.host, timeout: scanTimeout))
+                        break
+                    } catch is CancellationError {
+                        throw CancellationError()
+                    } catch {
+                        Console.err("\(text): \(describeGATT(error)); looking again")
+                    }
+                }
+            }
+            targets.append(target)
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             if settings.scan {
-                group.addTask { try await scanReadings(session, settings, runtime) }
+                group.addTask {
+                    // The scan ends only with the gateway; if the host ends it (a controller
+                    // reset), it starts again.
+                    while !Task.isCancelled {
+                        do {
+                            try await scanReadings(session, settings, runtime)
+                            Console.err("the scan for broadcast readings ended; starting it again")
+                        } catch is CancellationError {
+                            return
+                        } catch let e as HostError where e.kind == .transportClosed || e.kind == .commandTimeout {
+                            throw e  // the controller is gone or deaf: the gateway ends (systemd restarts it)
+                        } catch let e as HostError {
+                            if case .transport = e.kind { throw e }
+                            Console.err("the scan for broadcast readings failed: \(e); starting it again in 1 s")
+                        } catch {
+                            Console.err("the scan for broadcast readings failed: \(error); starting it again in 1 s")
+                        }
+                        try await Task.sleep(for: .seconds(1))
+                    }
+                }
             }
-            for text in settings.devices {
-                let target = try PeerTarget(text)
+            for target in targets {
                 group.addTask {
                     let counter = MeasurementCounter(limit: nil)
                     let failure = try await Scenarios.monitor.follow(args, target, shared: session, tagged: true, json: true,
@@ -156,6 +195,8 @@ enum GatewayCommand {
                 h.combine(FieldRenderer.jsonObject(fields))
                 let fingerprint = h.finalize()
                 guard last[address] != fingerprint else { return nil }
+                // Rotating private addresses would grow it without end.
+                if last.count >= 65536 { last.removeAll(keepingCapacity: true) }
                 last[address] = fingerprint
                 if let error = fields.first(where: { $0.name == "error" }) {
                     if warned.insert(address).inserted {
@@ -171,8 +212,12 @@ enum GatewayCommand {
                 case "pvvx": ("Xiaomi (pvvx firmware)", "Thermometer (pvvx custom format)")
                 default: ("Xiaomi (ATC firmware)", "Thermometer (ATC1441 format)")
                 }
+                // When the report arrived (not when this loop got to it): the wall clock now,
+                // less the report's age on the monotonic clock.
+                let mono = monotonicNow()
+                let age = mono > device.lastSeen ? Int64(clamping: (mono - device.lastSeen) / 1_000_000) : 0
                 return PendingReading(device: address, heardAs: heard == address ? nil : heard, measurement: format,
-                                      milliseconds: GatewayClock.nowMilliseconds(), rssi: device.rssi, fields: fields,
+                                      milliseconds: GatewayClock.nowMilliseconds() - age, rssi: device.rssi, fields: fields,
                                       info: HomeAssistantDevice(address: address, name: name, manufacturer: manufacturer, model: model),
                                       unit: nil)
             }
@@ -357,6 +402,8 @@ final class GatewayRuntime: @unchecked Sendable {
     private var configs: [String: String] = [:]
     private var configOrder: [String] = []
     private var published: UInt64 = 0
+    /// Readings the broker refused for good (MQTT 5 reason codes of 0x80 and above).
+    private var refused: UInt64 = 0
     private var wasConnected = false
     private let failure = Mutex<(any Error)?>(nil)
     private let failed: AsyncStream<Void>.Continuation
@@ -406,6 +453,13 @@ final class GatewayRuntime: @unchecked Sendable {
         var stopping = false
         var stopDeadline: UInt64 = 0
         var disconnectSent = false
+        func beginStop() {
+            guard !stopping else { return }
+            stopping = true
+            stopDeadline = monotonicNow() + 3_000_000_000
+            // Said before a clean DISCONNECT, which keeps the broker from sending the will.
+            if window.connected { client.publish(topic: settings.naming.statusTopic, text: "offline", retained: true) }
+        }
         for await i in inputs {
             do {
                 switch i {
@@ -418,28 +472,30 @@ final class GatewayRuntime: @unchecked Sendable {
                     try spool.sync()
                     _ = window.tick(now: monotonicNow())
                 case .stop:
-                    if !stopping {
-                        stopping = true
-                        stopDeadline = monotonicNow() + 3_000_000_000
-                        if window.connected {
-                            client.publish(topic: settings.naming.statusTopic, text: "offline", retained: true)
-                        }
-                    }
+                    beginStop()
                 }
-                try pump()
+                if !stopping || !disconnectSent { try pump() }
             } catch {
                 Console.err("hcigatt gateway: \(error)")
                 fail(error)
-                stopping = true
+                beginStop()
             }
             if stopping {
-                // Stop when what was handed over is acknowledged, or after 3 s.
-                let drained = window.inFlightCount == 0 || !window.connected || monotonicNow() >= stopDeadline
-                if case .mqtt(.disconnected) = i { break }
-                if drained, !disconnectSent {
-                    disconnectSent = true
-                    client.disconnect(timeout: 1000)
+                // Stop when what was handed over is acknowledged, or after 3 s; out when the
+                // DISCONNECT is done, the link is gone, or 5 s more have passed (Paho does
+                // not always report the end of a DISCONNECT it could not send).
+                let now = monotonicNow()
+                switch i {
+                case .mqtt(.disconnected) where disconnectSent, .mqtt(.connectionLost) where disconnectSent: break
+                case _ where disconnectSent && now >= stopDeadline + 5_000_000_000: break
+                default:
+                    if !disconnectSent, window.inFlightCount == 0 || !window.connected || now >= stopDeadline {
+                        disconnectSent = true
+                        client.disconnect(timeout: 1000)
+                    }
+                    continue
                 }
+                break
             }
         }
         do {
@@ -516,7 +572,7 @@ final class GatewayRuntime: @unchecked Sendable {
     private func handle(_ e: MQTTEvent) throws {
         switch e {
         case .connected:
-            window.connectionUp()
+            window.connectionUp(now: monotonicNow())
             client.publish(topic: settings.naming.statusTopic, text: "online", retained: true)
             publishDropped()
             if settings.discovery { client.subscribe(settings.naming.homeAssistantStatusTopic) }
@@ -535,6 +591,12 @@ final class GatewayRuntime: @unchecked Sendable {
             Console.err("connection to \(settings.mqtt.uri) lost; reconnecting, readings are kept in the spool")
         case .acknowledged(let tag):
             published += 1
+            if let head = window.acknowledged(tag) { spool.release(below: head) }
+        case .failed(let tag, let code) where code >= 0x80:
+            // MQTT 5: the broker refused the message (not authorized, quota ...). Sending it
+            // again would be refused again and hold back everything after it.
+            refused += 1
+            Console.err("the broker refused reading \(tag) (MQTT 5 reason 0x\(String(code, radix: 16))); it is not sent again (\(refused) refused so far)")
             if let head = window.acknowledged(tag) { spool.release(below: head) }
         case .failed(let tag, _):
             window.failed(tag)
@@ -570,7 +632,8 @@ final class GatewayRuntime: @unchecked Sendable {
             if rc == 0 {
                 window.sent(id, at: monotonicNow())
             } else {
-                window.sendRefused(id)
+                // -3: not connected (wait for it); else Paho's queue is full (wait for it to move).
+                window.sendRefused(id, disconnected: rc == -3)
                 break
             }
         }

@@ -196,6 +196,29 @@ import Synchronization
         await host.close()
     }
 
+    /// Found with the gateway: looking a device up by name while a scan runs was refused,
+    /// and the look-up's clean-up stopped the running scan.
+    @Test func aLookUpRefusedForARunningScanLeavesThatScanRunning() async throws {
+        let fake = FakeControllerTransport()
+        let host = try await HCIHost.open(transport: fake)
+        let stream = host.scan(ScanConfiguration())
+        _ = try await host.send(ReadBDADDRCommand())  // the scan is enabled by now
+        let enables = fake.commands.filter { $0 == .leSetExtendedScanEnable }.count
+        do {
+            _ = try await host.findDevice(.name("Thermo"), timeout: .seconds(1))
+            Issue.record("a second scan started")
+        } catch {
+            #expect(error.message.contains("already running"), "\(error)")
+        }
+        _ = try await host.send(ReadBDADDRCommand())
+        #expect(fake.commands.filter { $0 == .leSetExtendedScanEnable }.count == enables, "the running scan was disabled")
+        try await host.stopScan()
+        var ended = false
+        do { for try await _ in stream {}; ended = true } catch { Issue.record("unexpected error \(error)") }
+        #expect(ended)
+        await host.close()
+    }
+
     @Test func closeDisablesARunningScan() async throws {
         let fake = FakeControllerTransport()
         let host = try await HCIHost.open(transport: fake)

@@ -55,6 +55,18 @@ import Testing
         #expect(w.head == 5 && w.inFlightCount == 0)
     }
 
+    @Test func timeDisconnectedDoesNotCountTowardsResending() {
+        var w = PublishWindow(head: 0, capacity: 4, resendAfter: 100)
+        w.connectionUp(now: 0)
+        #expect(drain(&w, end: 1, now: 0) == [0])
+        w.connectionLost()
+        w.connectionUp(now: 500)  // the client resends 0 itself
+        let stale = w.tick(now: 550)
+        #expect(!stale)
+        let later = w.tick(now: 600)
+        #expect(later)
+    }
+
     @Test func aMessageTheClientNeverAnswersIsSentAgain() {
         var w = PublishWindow(head: 0, capacity: 4, resendAfter: 100)
         w.connectionUp()
@@ -74,9 +86,14 @@ import Testing
         w.connectionUp()
         let id = w.next(end: 10)
         #expect(id == 0)
-        w.sendRefused(0)
+        w.sendRefused(0, disconnected: true)
         #expect(w.next(end: 10) == nil && !w.connected)
         w.connectionUp()
+        #expect(w.next(end: 10) == 0)
+        // A full client queue: held until something moves, still connected.
+        w.sendRefused(0, disconnected: false)
+        #expect(w.next(end: 10) == nil && w.connected && w.blocked)
+        _ = w.tick(now: 1)
         #expect(w.next(end: 10) == 0)
         #expect(drain(&w, end: 10) == [0, 1, 2, 3])
         w.dropped(below: 6)

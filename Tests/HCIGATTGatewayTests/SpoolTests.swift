@@ -100,6 +100,48 @@ import Testing
         #expect(!ids.isEmpty && ids.count < 9 && ids == Array(0 ..< UInt64(ids.count)))
     }
 
+    func writeFile(_ path: String, _ bytes: [UInt8]) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    /// Found in review: ids near the top of UInt64 (a damaged name or head) trapped on
+    /// every start; they are not believed.
+    @Test func absurdIdsOnDiskAreNotBelieved() throws {
+        let dir = directory()
+        _ = try Spool(directory: dir, maxBytes: 1 << 20)
+        writeFile(dir + "/ffffffffffffffff.seg", [0xA5, 0, 0, 0])
+        writeFile(dir + "/head", Array("head 18446744073709551615\n".utf8))
+        let s = try Spool(directory: dir, maxBytes: 1 << 20)
+        #expect(s.head == 0 && s.nextID == 0)
+        #expect(try s.append(topic: [0x74], payload: [1]).id == 0)
+        try s.sync()
+        let again = try Spool(directory: dir, maxBytes: 1 << 20)
+        #expect(again.nextID == 1)
+    }
+
+    /// Found in review: a head past the last record made the next segment start after a
+    /// gap, and the next opening deleted it with its unacknowledged records.
+    @Test func aHeadPastTheLastRecordLosesNothingWrittenAfter() throws {
+        let dir = directory()
+        do {
+            let s = try Spool(directory: dir, maxBytes: 1 << 20)
+            for n in 0 ..< 5 as Range<UInt64> { _ = try s.append(topic: [0x74], payload: payload(n)) }
+            try s.sync()
+        }
+        writeFile(dir + "/head", Array("head 1000\n".utf8))
+        do {
+            let s = try Spool(directory: dir, maxBytes: 1 << 20)
+            #expect(s.head == 1000 && s.nextID == 1000)
+            #expect(try s.append(topic: [0x74], payload: [9]).id == 1000)
+            try s.sync()
+        }
+        let s = try Spool(directory: dir, maxBytes: 1 << 20)
+        #expect(s.nextID == 1001)
+        #expect(try s.read(from: 0, maxCount: 10).map(\.id) == [1000])
+    }
+
     @Test func anUnwritableDirectoryIsAClearError() {
         #expect(throws: SpoolError.self) { try Spool(directory: "/proc/no-spool-here", maxBytes: 1 << 20) }
     }

@@ -102,14 +102,23 @@ class Subscriber:
         args = ['mosquitto_sub', '-p', str(broker.port), '-h', '127.0.0.1', '-v', '-q', '1', '-F', '%t %p']
         if client_id:
             args += ['-c', '-i', client_id]
-        for t in topics or ('#',):
+        # A probe topic of its own: the subscription is known to be in place once a probe
+        # published there comes back.
+        self.probe = f'hcigatt-test-probe/{os.getpid()}/{id(self)}'
+        for t in list(topics or ('#',)) + [self.probe]:
             args += ['-t', t]
         self.proc = subprocess.Popen(args + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.messages = []
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10
+        while not any(t == self.probe for t, _ in self.snapshot()):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError(f'mosquitto_sub did not subscribe: {self.proc.stderr.read() if self.proc.poll() is not None else ""}')
+            subprocess.run(['mosquitto_pub', '-p', str(broker.port), '-h', '127.0.0.1', '-t', self.probe, '-m', 'probe',
+                            *list(extra)], capture_output=True, timeout=10)
+            time.sleep(0.1)
 
     def _read(self):
         for line in self.proc.stdout:

@@ -105,7 +105,8 @@ extension HCIHost {
             group.cancelAll()
             matchedSignal.finish()
         }
-        try? await stopScan()
+        // Its own scan only: when another was running, this one never started.
+        await stopScan(id: stream.scanID)
         if let r = result.value.withLock({ $0 }) { return (try r.get(), result.others.withLock { $0 }) }
         throw HostError(.notFound, "no \(query) found in \(timeout) of scanning")
     }

@@ -126,7 +126,17 @@ public final class HCIHost: Sendable {
         }
         let backlog = ScanBacklog { [weak driver] in driver?.wake() }
         driver.post(.startScan(id: id, config, continuation, backlog))
-        return ScanEventStream(base: stream, backlog: backlog)
+        var events = ScanEventStream(base: stream, backlog: backlog)
+        events.scanID = id
+        return events
+    }
+
+    /// Stops scan `id` only (a scan that could not start must not stop the one running).
+    func stopScan(id: UInt64) async {
+        let driver = self.driver
+        _ = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
+            driver.post(.stopScan(id: id, c))
+        }
     }
 
     /// Stops the running scan (disables it in the controller) and ends its stream.
