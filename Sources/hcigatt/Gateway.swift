@@ -12,10 +12,11 @@ import Glibc
 /// `hcigatt gateway`: decoded readings (connected measurements and broadcast sensors) to an
 /// MQTT broker, at least once and in order, through a disk spool; Home Assistant discovery.
 enum GatewayCommand {
-    static let flags: Set<String> = ControllerOptions.flags.union(["scan", "passive", "mqtt5", "no-discovery", "no-hostname-check"])
-    static let options: Set<String> = ControllerOptions.options.union([
+    // The --device links take what `monitor`'s do (timeouts, connection parameters, bonds).
+    static let flags: Set<String> = PeerOptions.flags.union(["scan", "passive", "mqtt5", "no-discovery", "no-hostname-check"])
+    static let options: Set<String> = PeerOptions.options.union([
         "mqtt", "device", "spool", "spool-max", "gateway-id", "topic-prefix", "topic-style", "bindkey", "ca-file",
-        "cert-file", "key-file", "credentials", "discovery-prefix", "config", "scan-timeout", "connect-timeout", "att-timeout",
+        "cert-file", "key-file", "credentials", "discovery-prefix", "config",
     ])
 
     static var command: Command {
@@ -63,7 +64,9 @@ enum GatewayCommand {
                              Never on the command line, where other users can read them.
       --config FILE          options from FILE, one per line (`name value`, a flag alone,
                              # comments); the command line's win
-    \(ControllerOptions.help)
+
+    For the --device links (as `monitor`; bonds from --bond-dir):
+    \(PeerOptions.help)
 
     Exit codes: 0 stopped, 1 runtime error (no adapter, the broker refused the
     credentials, the spool cannot be written), 2 usage error.
