@@ -52,7 +52,10 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 7:
             now += UInt64(b >> 4)
             _ = w.tick(now: now)
-        default: break
+        default:
+            // The client refusing to take more (disconnected, or its queue full), or a
+            // refusal for now.
+            if b & 0x10 != 0 { w.hold() } else { w.sendRefused(UInt64(b >> 5), disconnected: b & 0x20 != 0) }
         }
         hand()
         for id in 0 ..< w.head where id < end { precondition(settled.contains(id), "the head passed \(id), never acknowledged") }

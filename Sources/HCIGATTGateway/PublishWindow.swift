@@ -82,6 +82,10 @@ public struct PublishWindow: Sendable {
         if disconnected { connected = false } else { blocked = true }
     }
 
+    /// Hands nothing over until the next acknowledgement, failure or ``tick(now:)`` (a
+    /// refusal for now: the broker is busy).
+    public mutating func hold() { blocked = true }
+
     /// The broker acknowledged `id`; returns the new head when it moved.
     public mutating func acknowledged(_ id: UInt64) -> UInt64? {
         // An answer for what was never handed over (a confused client) changes nothing.

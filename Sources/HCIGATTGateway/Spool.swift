@@ -138,9 +138,9 @@ public final class Spool {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            guard name.hasSuffix(".seg"), name.count == 20 else { continue }
-            guard let first = UInt64(name.prefix(16), radix: 16), first < Self.idLimit else {
-                unlink("\(directory)/\(name)")  // no id of ours: not a segment we wrote
+            guard name.hasSuffix(".seg"), name.count == 20, let first = UInt64(name.prefix(16), radix: 16) else { continue }
+            guard first < Self.idLimit else {
+                unlink("\(directory)/\(name)")  // an id no spool reaches: a damaged name
                 continue
             }
             names.append((first, name))

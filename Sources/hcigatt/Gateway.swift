@@ -114,76 +114,77 @@ enum GatewayCommand {
         return code
     }
 
-    /// The radio side: one controller, a scan for broadcast readings and a link per device.
+    /// The radio side: one controller, one scan, and a link per device. The controller
+    /// runs one scan at a time, so the scan does both jobs: it publishes broadcast readings
+    /// (--scan) and finds the devices given by name or by an address without its type
+    /// (``DeviceDirectory``). Without --scan it runs only until every device is found.
     static func radio(_ args: Arguments, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
         let session = try await Session.open(args)
         defer { Task { try? await session.close() } }
-        // Devices given by name are found first: the controller runs one scan at a time,
-        // and the sensor scan below runs for good.
-        var targets: [PeerTarget] = []
-        let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 10, range: 0.1 ... 600)
-        for text in settings.devices {
-            var target = try PeerTarget(text)
-            if target.address == nil {
-                while true {
-                    do {
-                        target = PeerTarget(try await PeerSession.resolve(target, host: session.host, timeout: scanTimeout))
-                        break
-                    } catch is CancellationError {
-                        throw CancellationError()
-                    } catch {
-                        Console.err("\(text): \(describeGATT(error)); looking again")
-                    }
-                }
-            }
-            targets.append(target)
-        }
+        let targets = try settings.devices.map { try PeerTarget($0) }
+        let directory = DeviceDirectory(targets)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            if settings.scan {
+            if settings.scan || !directory.allFound {
                 group.addTask {
-                    // The scan ends only with the gateway; if the host ends it (a controller
-                    // reset), it starts again.
-                    while !Task.isCancelled {
+                    // Ends only with the gateway (or, without --scan, once every device is
+                    // found); if the host ends it otherwise, it starts again.
+                    while !Task.isCancelled, settings.scan || !directory.allFound {
                         do {
-                            try await scanReadings(session, settings, runtime)
-                            Console.err("the scan for broadcast readings ended; starting it again")
+                            try await scanReadings(session, settings, runtime, directory)
+                            if Task.isCancelled || (!settings.scan && directory.allFound) { return }
+                            Console.err("the scan ended; starting it again")
                         } catch is CancellationError {
                             return
-                        } catch let e as HostError where e.kind == .transportClosed || e.kind == .commandTimeout {
-                            throw e  // the controller is gone or deaf: the gateway ends (systemd restarts it)
-                        } catch let e as HostError {
-                            if case .transport = e.kind { throw e }
-                            Console.err("the scan for broadcast readings failed: \(e); starting it again in 1 s")
                         } catch {
-                            Console.err("the scan for broadcast readings failed: \(error); starting it again in 1 s")
+                            // The controller gone, or deaf: the gateway ends (systemd restarts it).
+                            if let reason = session.host.terminationReason { throw reason }
+                            if let e = error as? HostError, e.kind == .commandTimeout { throw e }
+                            Console.err("the scan failed: \(error); starting it again in 1 s")
                         }
                         try await Task.sleep(for: .seconds(1))
                     }
                 }
             }
-            for target in targets {
+            for index in targets.indices {
                 group.addTask {
+                    let found = try await directory.address(of: index)
                     let counter = MeasurementCounter(limit: nil)
-                    let failure = try await Scenarios.monitor.follow(args, target, shared: session, tagged: true, json: true,
-                                                                      start: monotonicNow(), counter: counter) { c, v, peer, name in
+                    let failure = try await Scenarios.monitor.follow(args, PeerTarget(found), shared: session, tagged: true,
+                                                                      json: true, start: monotonicNow(), counter: counter) { c, v, peer, name in
                         runtime.submit(connectedReading(c, v, device: peer.address, name: name, settings))
                     }
                     if let failure { throw failure }
                 }
             }
-            try await group.waitForAll()
+            // A controller that went away ends the gateway, whatever the tasks are doing.
+            group.addTask {
+                while !Task.isCancelled {
+                    if let reason = session.host.terminationReason { throw reason }
+                    try await Task.sleep(for: .seconds(1))
+                }
+            }
+            try await group.next()
+            group.cancelAll()
         }
     }
 
     /// Broadcast readings from the scan: a new one when a device's sensor frame changes
     /// (it carries a packet id, counter or sequence number).
-    static func scanReadings(_ session: Session, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
+    static func scanReadings(_ session: Session, _ settings: Settings, _ runtime: GatewayRuntime,
+                             _ directory: DeviceDirectory) async throws {
         var config = ScanConfiguration()
         config.active = !settings.passive
         var last: [BluetoothAddress: Int] = [:]
         var warned: Set<BluetoothAddress> = []
         for try await event in session.host.scan(config) {
             let device = event.device
+            if !directory.allFound {
+                directory.note(device)
+                if !settings.scan {
+                    if directory.allFound { return }
+                    continue
+                }
+            }
             // A bonded device's private address resolves to its identity: readings, numbers
             // and entities follow the identity, whatever address it uses now.
             let heard = device.address.address
@@ -456,6 +457,7 @@ final class GatewayRuntime: @unchecked Sendable {
         var stopping = false
         var stopDeadline: UInt64 = 0
         var disconnectSent = false
+        var disconnectAt: UInt64 = 0
         func beginStop() {
             guard !stopping else { return }
             stopping = true
@@ -477,7 +479,8 @@ final class GatewayRuntime: @unchecked Sendable {
                 case .stop:
                     beginStop()
                 }
-                if !stopping || !disconnectSent { try pump() }
+                // Stopping: nothing new is handed over, what is in flight is waited for.
+                if !stopping { try pump() }
             } catch {
                 Console.err("hcigatt gateway: \(error)")
                 fail(error)
@@ -490,10 +493,11 @@ final class GatewayRuntime: @unchecked Sendable {
                 let now = monotonicNow()
                 switch i {
                 case .mqtt(.disconnected) where disconnectSent, .mqtt(.connectionLost) where disconnectSent: break
-                case _ where disconnectSent && now >= stopDeadline + 5_000_000_000: break
+                case _ where disconnectSent && now >= disconnectAt + 5_000_000_000: break
                 default:
                     if !disconnectSent, window.inFlightCount == 0 || !window.connected || now >= stopDeadline {
                         disconnectSent = true
+                        disconnectAt = now
                         client.disconnect(timeout: 1000)
                     }
                     continue
@@ -532,14 +536,15 @@ final class GatewayRuntime: @unchecked Sendable {
     private func noteDropped(_ dropped: UInt64) throws {
         window.dropped(below: spool.head)
         Console.err("spool full (\(settings.spoolMax) bytes): dropped the \(dropped) oldest reading\(dropped == 1 ? "" : "s") (\(spool.droppedCount) in all)")
-        if window.connected { publishDropped() }
+        publishDropped()
     }
 
     /// The number of readings dropped since the gateway started (retained: the latest
     /// count is there for whoever looks).
     private func publishDropped() {
-        guard spool.droppedCount > 0 else { return }
+        guard spool.droppedCount > 0 || refused > 0, window.connected else { return }
         let payload = "{\"gateway\":\(jsonString(settings.naming.gatewayID)),\"dropped_total\":\(spool.droppedCount)"
+            + ",\"refused_total\":\(refused)"
             + ",\"time\":\"\(GatewayClock.iso8601(GatewayClock.nowMilliseconds()))\",\"spool_max\":\(settings.spoolMax)}"
         client.publish(topic: settings.naming.droppedTopic, text: payload, retained: true)
     }
@@ -595,12 +600,18 @@ final class GatewayRuntime: @unchecked Sendable {
         case .acknowledged(let tag):
             published += 1
             if let head = window.acknowledged(tag) { spool.release(below: head) }
-        case .failed(let tag, let code) where code >= 0x80:
-            // MQTT 5: the broker refused the message (not authorized, quota ...). Sending it
-            // again would be refused again and hold back everything after it.
+        case .failed(let tag, let code) where [0x87, 0x90, 0x95, 0x99].contains(code):
+            // MQTT 5: the broker refuses this message for good (not authorized, topic name
+            // invalid, too large, payload format): sending it again would be refused again
+            // and hold back everything after it. Counted with the dropped ones.
             refused += 1
             Console.err("the broker refused reading \(tag) (MQTT 5 reason 0x\(String(code, radix: 16))); it is not sent again (\(refused) refused so far)")
             if let head = window.acknowledged(tag) { spool.release(below: head) }
+            publishDropped()
+        case .failed(let tag, let code) where code >= 0x80:
+            // MQTT 5: refused for now (quota exceeded, server busy ...): again, after a pause.
+            window.failed(tag)
+            window.hold()
         case .failed(let tag, _):
             window.failed(tag)
         case .message(let topic, let payload):
@@ -665,4 +676,92 @@ final class GatewayRuntime: @unchecked Sendable {
         }
         return out
     }
+}
+
+/// The devices of --device, found by the gateway's scan: a name (exact, ASCII case
+/// ignored) or an address given without its type. Each device's task waits here for its
+/// address; one given with its type is there at once.
+final class DeviceDirectory: Sendable {
+    private struct State {
+        var found: [LEAddress?]
+        var waiters: [(index: Int, continuation: CheckedContinuation<LEAddress, any Error>)] = []
+        var cancelled: Set<Int> = []
+    }
+    private let targets: [PeerTarget]
+    private let state: Mutex<State>
+
+    init(_ targets: [PeerTarget]) {
+        self.targets = targets
+        state = Mutex(State(found: targets.map { t in
+            if let a = t.address, let type = t.type { return LEAddress(a, type: type) }
+            return nil
+        }))
+        for t in targets where t.address == nil || t.type == nil {
+            Console.err("looking for \(t.name.map { "\"\($0)\"" } ?? t.address.map { "\($0)" } ?? "a device") while scanning...")
+        }
+    }
+
+    var allFound: Bool { state.withLock { $0.found.allSatisfy { $0 != nil } } }
+
+    /// A scanned device: the targets it is.
+    func note(_ d: DiscoveredDevice) {
+        let name = d.name.map { DeviceDirectory.folded(Array($0.utf8)) }
+        let ready: [(CheckedContinuation<LEAddress, any Error>, LEAddress)] = state.withLock { s in
+            for (i, t) in targets.enumerated() where s.found[i] == nil {
+                let matches: Bool
+                if let a = t.address {
+                    matches = d.address.address == a || d.identity?.address == a
+                } else if let wanted = t.name, let name {
+                    matches = name == DeviceDirectory.folded(Array(wanted.utf8))
+                } else {
+                    matches = false
+                }
+                if matches {
+                    s.found[i] = d.address
+                    Console.err("found \(t.name.map { "\"\($0)\" at " } ?? "")\(d.address)")
+                }
+            }
+            var out: [(CheckedContinuation<LEAddress, any Error>, LEAddress)] = []
+            s.waiters.removeAll { w in
+                guard let a = s.found[w.index] else { return false }
+                out.append((w.continuation, a))
+                return true
+            }
+            return out
+        }
+        for (c, a) in ready { c.resume(returning: a) }
+    }
+
+    /// The address of target `index`, once the scan has seen it.
+    func address(of index: Int) async throws -> LEAddress {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<LEAddress, any Error>) in
+                let now: LEAddress?? = state.withLock { s in
+                    if s.cancelled.contains(index) { return .some(nil) }
+                    if let a = s.found[index] { return .some(a) }
+                    s.waiters.append((index, c))
+                    return nil
+                }
+                switch now {
+                case .some(let a?): c.resume(returning: a)
+                case .some(nil): c.resume(throwing: CancellationError())
+                case nil: break
+                }
+            }
+        } onCancel: {
+            let gone: [CheckedContinuation<LEAddress, any Error>] = state.withLock { s in
+                s.cancelled.insert(index)
+                var out: [CheckedContinuation<LEAddress, any Error>] = []
+                s.waiters.removeAll { w in
+                    guard w.index == index else { return false }
+                    out.append(w.continuation)
+                    return true
+                }
+                return out
+            }
+            for c in gone { c.resume(throwing: CancellationError()) }
+        }
+    }
+
+    static func folded(_ b: [UInt8]) -> [UInt8] { b.map { (0x41 ... 0x5A).contains($0) ? $0 | 0x20 : $0 } }
 }

@@ -128,10 +128,15 @@ class GatewayTests(unittest.TestCase):
         with Broker() as broker, Peer('--peripheral', 'Thermo-1,service=1809,gatt=health',
                                       '--peripheral', 'Home-2,sensor=bthome') as peer, \
                 Subscriber(broker, 'hcigatt/#', 'homeassistant/#') as sub:
-            with Gateway(peer, broker.uri, '--device', 'Thermo-1', '--scan') as gw:
+            # A device that is off (never heard) holds up neither the others nor a stop.
+            with Gateway(peer, broker.uri, '--device', 'Nobody', '--device', 'Thermo-1', '--scan') as gw:
                 sub.wait_for(lambda s: len(s.readings('temperature_measurement')) >= 3
                              and len(s.readings('F0F1F2F3F402/bthome')) >= 3, what='temperature measurements and broadcasts')
-                gw.stop()
+                started = time.monotonic()
+                err = gw.stop()
+                self.assertLess(time.monotonic() - started, 10, err)
+            self.assertIn('looking for "Nobody"', err)
+            self.assertIn('gateway stopped', err)
             # seq counts the device's readings, of every measurement it has.
             self.assert_contiguous(sub.readings('hcigatt/gw1/F0F1F2F3F401/'), 'the device\'s')
             readings = sub.readings('hcigatt/gw1/F0F1F2F3F401/temperature_measurement')
