@@ -115,21 +115,9 @@ public struct GatewayReading: Sendable {
     }
 }
 
-/// `s` as a JSON string literal.
+/// `s` as a JSON string literal (the JSON writers' escaping, ``OutputBuffer/jsonString(_:)``).
 public func jsonString(_ s: String) -> String {
-    var out = "\""
-    for c in s.unicodeScalars {
-        switch c {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case _ where c.value < 0x20 || c.value == 0x7F:
-            let hex = String(c.value, radix: 16)
-            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: out.unicodeScalars.append(c)
-        }
-    }
-    return out + "\""
+    var out = OutputBuffer(capacity: s.utf8.count + 8)
+    out.jsonString(s)
+    return out.string
 }

@@ -679,7 +679,7 @@ final class GatewayRuntime: @unchecked Sendable {
 }
 
 /// The devices of --device, found by the gateway's scan: a name (exact, ASCII case
-/// ignored) or an address given without its type. Each device's task waits here for its
+/// ignored, with ``HCIHost/lowercased(_:)``) or an address given without its type. Each device's task waits here for its
 /// address; one given with its type is there at once.
 final class DeviceDirectory: Sendable {
     private struct State {
@@ -705,14 +705,14 @@ final class DeviceDirectory: Sendable {
 
     /// A scanned device: the targets it is.
     func note(_ d: DiscoveredDevice) {
-        let name = d.name.map { DeviceDirectory.folded(Array($0.utf8)) }
+        let name = d.name.map { HCIHost.lowercased(Array($0.utf8)) }
         let ready: [(CheckedContinuation<LEAddress, any Error>, LEAddress)] = state.withLock { s in
             for (i, t) in targets.enumerated() where s.found[i] == nil {
                 let matches: Bool
                 if let a = t.address {
                     matches = d.address.address == a || d.identity?.address == a
                 } else if let wanted = t.name, let name {
-                    matches = name == DeviceDirectory.folded(Array(wanted.utf8))
+                    matches = name == HCIHost.lowercased(Array(wanted.utf8))
                 } else {
                     matches = false
                 }
@@ -762,6 +762,4 @@ final class DeviceDirectory: Sendable {
             for c in gone { c.resume(throwing: CancellationError()) }
         }
     }
-
-    static func folded(_ b: [UInt8]) -> [UInt8] { b.map { (0x41 ... 0x5A).contains($0) ? $0 | 0x20 : $0 } }
 }

@@ -113,7 +113,7 @@ extension HCIHost {
 
     /// ASCII case folding (names are compared byte-wise: no String search, which would
     /// link the regex engine into the embedded binary).
-    static func lowercased(_ b: [UInt8]) -> [UInt8] { b.map { (0x41 ... 0x5A).contains($0) ? $0 | 0x20 : $0 } }
+    public static func lowercased(_ b: [UInt8]) -> [UInt8] { b.map { (0x41 ... 0x5A).contains($0) ? $0 | 0x20 : $0 } }
 
     static func contains(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {
         guard !needle.isEmpty else { return true }
