@@ -260,6 +260,23 @@ import Synchronization
         await host.close()
     }
 
+    @Test func terminatedWaitsForTheControllerToGoAndSaysWhy() async throws {
+        let fake = FakeControllerTransport()
+        let host = try await HCIHost.open(transport: fake)
+        // A waiter that gives up (its task cancelled) gets nil and leaves nothing behind.
+        let leaving = Task { await host.terminated() }
+        leaving.cancel()
+        #expect(await leaving.value == nil)
+        let waiting = Task { await host.terminated() }
+        #expect(host.terminationReason == nil)
+        fake.closeController()
+        #expect(await waiting.value?.kind == .transportClosed)
+        // Once stopped, at once; closing later changes nothing of the reason.
+        #expect(await host.terminated()?.kind == .transportClosed)
+        await host.close()
+        #expect(host.terminationReason?.kind == .transportClosed)
+    }
+
     @Test func openFailsWhenTheControllerIsGone() async {
         let fake = FakeControllerTransport()
         fake.closeController()

@@ -219,6 +219,29 @@ public final class HCIHost: Sendable {
         driver.mailbox.withLock { m in m.stopped ? (m.terminalError ?? .hostClosed) : nil }
     }
 
+    /// Waits until the host stops and returns why (as ``terminationReason``); nil when the
+    /// waiting task is cancelled first. For a program that must end when its controller goes.
+    public func terminated() async -> HostError? {
+        let driver = self.driver
+        let id: UInt64 = driver.mailbox.withLock { m in
+            m.nextWaiter += 1
+            return m.nextWaiter
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<HostError?, Never>) in
+                let now: HostError?? = driver.mailbox.withLock { m in
+                    if m.stopped { return .some(m.terminalError ?? .hostClosed) }
+                    if Task.isCancelled { return .some(nil) }
+                    m.terminationWaiters[id] = c
+                    return nil
+                }
+                if let now { c.resume(returning: now) }
+            }
+        } onCancel: {
+            driver.mailbox.withLock { $0.terminationWaiters.removeValue(forKey: id) }?.resume(returning: nil)
+        }
+    }
+
     /// Counters, updated by the driver after each batch of I/O.
     public var statistics: HostStatistics { driver.statistics }
 }

@@ -53,10 +53,13 @@ extension HostDriver {
     func terminate(_ error: HostError) {
         guard running else { return }
         running = false
-        mailbox.withLock { m in
+        let waiters = mailbox.withLock { m in
             m.stopped = true
             m.terminalError = closing ? HostError.hostClosed : error
+            defer { m.terminationWaiters.removeAll() }
+            return (m.terminalError, Array(m.terminationWaiters.values))
         }
+        for c in waiters.1 { c.resume(returning: waiters.0) }
         if let initContinuation {
             initContinuation.resume(returning: .failure(error))
             self.initContinuation = nil

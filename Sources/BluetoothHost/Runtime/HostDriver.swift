@@ -93,6 +93,9 @@ final class HostDriver: @unchecked Sendable {
         var stopped = false
         var terminalError: HostError?
         var statistics = HostStatistics()
+        /// Tasks waiting in ``HCIHost/terminated()``, by a number of their own (to leave when cancelled).
+        var terminationWaiters: [UInt64: CheckedContinuation<HostError?, Never>] = [:]
+        var nextWaiter: UInt64 = 0
     }
 
     let mailbox = Mutex(Mailbox())
