@@ -97,10 +97,14 @@ enum GatewayCommand {
         Console.err("gateway \(settings.naming.gatewayID): publishing to \(settings.mqtt.uri) (spool \(settings.spoolDirectory), \(waiting) readings waiting)")
         var failure: (any Error)?
         do {
+            // Only a signal ends this without an error: neither side returns while it can go on.
             _ = try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await runtime.waitUntilFailed() }
-                    group.addTask { try await radio(args, settings, runtime) }
+                    group.addTask {
+                        try await radio(args, settings, runtime)
+                        throw RuntimeError("the radio side ended without a reason (a bug: please report it)")
+                    }
                     try await group.next()
                     group.cancelAll()
                 }
@@ -158,13 +162,14 @@ enum GatewayCommand {
             }
             // A controller that went away ends the gateway, whatever the tasks are doing.
             group.addTask {
-                while !Task.isCancelled {
-                    if let reason = session.host.terminationReason { throw reason }
-                    try await Task.sleep(for: .seconds(1))
-                }
+                if let reason = await session.host.terminated() { throw reason }
+                throw CancellationError()
             }
-            try await group.next()
-            group.cancelAll()
+            // A task that has done its job (the scan that found every device, without
+            // --scan) returns and the others go on: only an error (or cancellation) ends the
+            // radio side. Waiting for the first task to end instead stopped a --device-only
+            // gateway, exit 0, once its scan had found the devices.
+            while try await group.next() != nil {}
         }
     }
 

@@ -152,6 +152,31 @@ class GatewayTests(unittest.TestCase):
             heart = configs['homeassistant/sensor/hcigatt_F0F1F2F3F401/heart_rate_measurement_heart_rate/config']
             self.assertEqual(heart['unit_of_measurement'], 'bpm')
 
+    def test_device_only_runs_until_stopped(self):
+        # The common case for health devices: --device without --scan. It used to stop by
+        # itself (exit 0) about 3 s after start: the scan that found the device ended, and
+        # its end ended the gateway. Each way of naming the device, on a peer of its own.
+        for target in ['F0:F1:F2:F3:F4:01', 'F0:F1:F2:F3:F4:01/public', 'Thermo-1']:
+            with self.subTest(device=target), Broker() as broker, \
+                    Peer('--peripheral', 'Thermo-1,service=1809,gatt=health') as peer, \
+                    Subscriber(broker, 'hcigatt/#') as sub:
+                with Gateway(peer, broker.uri, '--device', target) as gw:
+                    started = time.monotonic()
+                    sub.wait_for(lambda s: len(s.readings('temperature_measurement')) >= 3, what='measurements')
+                    # Well past the 3 s it used to last, and still publishing.
+                    time.sleep(max(0.0, 8 - (time.monotonic() - started)))
+                    self.assertIsNone(gw.proc.poll(), f'the gateway ended by itself:\n{gw.stderr()}')
+                    before = len(sub.readings('temperature_measurement'))
+                    sub.wait_for(lambda s: len(s.readings('temperature_measurement')) >= before + 3,
+                                 what='measurements after 8 s')
+                    err = gw.stop()
+                self.assertEqual(gw.proc.returncode, 0, err)
+                self.assertIn('gateway stopped', err)
+                if '/' not in target:
+                    self.assertIn('looking for', err)
+                s = self.assert_contiguous(sub.readings('hcigatt/gw1/F0F1F2F3F401/'), 'the device\'s')
+                self.assertEqual(s[0], 1)
+
     def test_broker_outage_loses_nothing(self):
         self.outage()
 
