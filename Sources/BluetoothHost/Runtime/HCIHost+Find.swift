@@ -19,6 +19,32 @@ public enum DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         case .service(let u): "a device with service \(u)"
         }
     }
+
+    /// How well a device heard while scanning answers the query.
+    public enum Match: Sendable, Hashable {
+        case none
+        /// A name containing the one looked for: taken only when no exact match comes.
+        case partial
+        /// The address (or the identity it resolved to), the exact name (ASCII case
+        /// ignored), or the service.
+        case exact
+    }
+
+    /// The one rule for "is this the device": ``HCIHost/findDevice(_:timeout:settle:)``
+    /// and programs that watch a running scan for several devices use it alike.
+    public func match(_ d: DiscoveredDevice) -> Match {
+        switch self {
+        case .address(let a):
+            return d.address.address == a || d.identity?.address == a ? .exact : .none
+        case .service(let u):
+            return d.advertises(u) ? .exact : .none
+        case .name(let wanted):
+            guard let name = d.name else { return .none }
+            let heard = HCIHost.lowercased(Array(name.utf8)), folded = HCIHost.lowercased(Array(wanted.utf8))
+            if heard == folded { return .exact }
+            return HCIHost.contains(heard, folded) ? .partial : .none
+        }
+    }
 }
 
 /// The outcome of a find, shared between its scan task and the caller.
@@ -51,8 +77,7 @@ extension HCIHost {
         case .service(let u): config.services = [u]
         case .name: break
         }
-        let wanted: [UInt8]? = if case .name(let n) = query { Self.lowercased(Array(n.utf8)) } else { nil }
-        let wantedAddress: BluetoothAddress? = if case .address(let a) = query { a } else { nil }
+        let byName = if case .name = query { true } else { false }
         let stream = scan(config)
         let result = FindResult()
         // The first exact name match starts the settle time (a child that then ends the find).
@@ -63,13 +88,13 @@ extension HCIHost {
                 do {
                     for try await event in stream {
                         let d = event.device
-                        if let wantedAddress, d.address.address != wantedAddress, d.identity?.address != wantedAddress { continue }
-                        guard let wanted else {
+                        let match = query.match(d)
+                        if match == .none { continue }
+                        guard byName else {
                             result.value.withLock { $0 = .success(d) }
                             return
                         }
-                        guard let name = d.name.map({ Self.lowercased(Array($0.utf8)) }) else { continue }
-                        if name == wanted {
+                        if match == .exact {
                             let first: DiscoveredDevice? = result.value.withLock { r in
                                 if case .success(let f)? = r { return f }
                                 r = .success(d)
@@ -85,7 +110,7 @@ extension HCIHost {
                             matchedSignal.yield()
                             continue
                         }
-                        if partial == nil && Self.contains(name, wanted) { partial = d }
+                        if partial == nil { partial = d }
                     }
                 } catch let e as HostError {
                     result.value.withLock { $0 = $0 ?? .failure(e) }
