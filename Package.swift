@@ -100,7 +100,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "hcigatt",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat",
+            dependencies: ["BluetoothLE", "BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat",
                            "HCIGATTGateway"]
         ),
         .executableTarget(
@@ -116,6 +116,7 @@ let package = Package(
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothSecurityTests", dependencies: ["BluetoothSecurity", "BluetoothCrypto", "BluetoothWire"]),
         .testTarget(name: "HCIGATTGatewayTests", dependencies: ["HCIGATTGateway"]),
+        .testTarget(name: "BluetoothLETests", dependencies: ["BluetoothLE"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost"]),
     ]
 )

@@ -80,27 +80,27 @@ public final class CentralManager: Sendable {
         return BluetoothStream(events) { Advertisement(device: $0.device) }
     }
 
-    /// The first device matching `filter`, or `.notFound` after `timeout`. A name alone is
-    /// looked for as the host's `findDevice` does: the exact name (ignoring case) first,
-    /// else a name containing it; with other criteria too, a name containing it.
+    /// The first device matching `filter`, or `.notFound` after `timeout`. A filter of one
+    /// criterion is a ``DeviceTarget`` lookup, as the CLI's: an address (or a bonded
+    /// identity behind its private address), a name (the exact name ignoring case first,
+    /// else a name containing it), a service; with several criteria, a name containing it.
     public func find(_ filter: ScanFilter, timeout: Duration = .seconds(10)) async throws(BluetoothError) -> Advertisement {
-        let query: DeviceQuery
+        let target: DeviceTarget
         let alone = filter.minimumRSSI == nil
         if alone, let a = filter.address, filter.services.isEmpty, filter.name == nil {
-            query = .address(a)
+            target = .untypedAddress(a)
         } else if alone, let n = filter.name, filter.services.isEmpty, filter.address == nil {
-            query = .name(n)
+            target = .name(n)
         } else if alone, filter.services.count == 1, filter.name == nil, filter.address == nil {
-            query = .service(filter.services[0])
+            target = .service(filter.services[0])
         } else {
             // A combination: the general scan with a deadline.
             return try await firstMatch(filter, timeout: timeout)
         }
-        do throws(HostError) {
-            return Advertisement(device: try await host.findDevice(query, timeout: timeout))
-        } catch {
-            throw BluetoothError(error)
-        }
+        let found = try await target.find(on: host, timeout: timeout)
+        // An address must be heard here: an advertisement is what this returns.
+        guard let d = found.advertisement else { throw BluetoothError(.notFound, "no \(target) found in \(timeout) of scanning") }
+        return Advertisement(device: d)
     }
 
     private func firstMatch(_ filter: ScanFilter, timeout: Duration) async throws(BluetoothError) -> Advertisement {
@@ -134,28 +134,13 @@ public final class CentralManager: Sendable {
     }
 
     /// Connects to `address` (no scan: it must be advertising connectably) and settles the
-    /// ATT_MTU. A bonded device is encrypted with its stored key at once, as BlueZ does;
-    /// when that fails (the device forgot the bond) the link is dropped and this throws
-    /// `.security`, as CoreBluetooth reports "peer removed pairing information": remove
-    /// the bond (`hcigatt unpair`) to pair again.
+    /// ATT_MTU. The link is set up as the CLI's (``CentralLink/open(on:to:_:)``): a bonded
+    /// device is encrypted with its stored key at once; when that fails (the device forgot
+    /// the bond) the link is dropped and this throws `.security`, as CoreBluetooth reports
+    /// "peer removed pairing information": remove the bond (`hcigatt unpair`) to pair again.
     public func connect(to address: LEAddress, timeout: Duration = .seconds(10)) async throws(BluetoothError) -> Peripheral {
-        let link: LEConnection
-        do throws(HostError) { link = try await host.connect(to: address, timeout: timeout) } catch { throw BluetoothError(error) }
-        if let bond = try? link.storedBond(), bond.centralKey != nil {
-            do throws(HostError) {
-                _ = try await link.encryptWithBond()
-            } catch {
-                await link.disconnect()
-                // The link or the controller went away: say that; anything else is the key.
-                if case .disconnected = error.kind { throw BluetoothError(error) }
-                if !error.isLinkLoss, error.kind != .transportClosed, error.kind != .cancelled {
-                    throw BluetoothError(.security, "\(address) refused the stored bond's key (\(error.message)); it may have removed its pairing information",
-                                         underlying: error)
-                }
-                throw BluetoothError(error)
-            }
-        }
-        let p = Peripheral(link: link)
+        let link = try await CentralLink.open(on: host, to: address, ConnectSettings(timeout: timeout))
+        let p = Peripheral(link: link.connection)
         _ = try? await p.gatt.exchangeMTU()
         return p
     }

@@ -1,4 +1,5 @@
 import BluetoothGATT
+import BluetoothLE
 import BluetoothHost
 import BluetoothWire
 import Glibc
@@ -224,7 +225,7 @@ enum ChatCommand {
             return try await wait(args, out: out, psm: psm ?? defaultPSM)
         case 1:
             if args.option("name") != nil { throw UsageError("--name goes with waiting (chat without ADDR)") }
-            return try await connect(args, target: try PeerTarget(args.positional[0]), out: out, psm: psm)
+            return try await connect(args, target: try DeviceTarget(argument: args.positional[0]), out: out, psm: psm)
         default:
             throw UsageError("expected at most one ADDR or NAME, not '\(args.positional.joined(separator: " "))'")
         }
@@ -386,7 +387,7 @@ enum ChatCommand {
 
     // MARK: Connecting (the central)
 
-    static func connect(_ args: Arguments, target: PeerTarget, out: ChatOutput, psm: UInt16?) async throws -> Int32 {
+    static func connect(_ args: Arguments, target: DeviceTarget, out: ChatOutput, psm: UInt16?) async throws -> Int32 {
         let linger = try ControllerOptions.seconds(args, "linger", default: 1, range: 0 ... 3600)
         let useL2CAP = args.flag("l2cap")
         try await withPeer(args, target) { p in

@@ -1,4 +1,5 @@
 import BluetoothGATT
+import BluetoothLE
 import BluetoothHost
 import BluetoothProfiles
 import BluetoothTransport
@@ -34,14 +35,11 @@ enum PeerOptions {
 }
 
 /// `--conn-interval`, `--conn-latency`, `--supervision-timeout`: what to ask for with LE
-/// Connection Update once the link is up (Core Vol 4 Part E §7.8.18), in the spec's units.
-struct ConnectionParameterOptions: Sendable {
-    var interval: ClosedRange<UInt16>?
-    var latency: UInt16?
-    var timeout: UInt16?
-
-    init?(_ args: Arguments) throws {
+/// Connection Update once the link is up, in the spec's units (nil: none of them given).
+enum ConnectionParameterOptions {
+    static func parse(_ args: Arguments) throws -> ConnectionParameterWish? {
         guard ["conn-interval", "conn-latency", "supervision-timeout"].contains(where: { args.option($0) != nil }) else { return nil }
+        var wish = ConnectionParameterWish()
         if let text = args.option("conn-interval") {
             let parts = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
             let units = try parts.map { part -> UInt16 in
@@ -53,66 +51,26 @@ struct ConnectionParameterOptions: Sendable {
             guard let lo = units.first, let hi = units.last, lo <= hi else {
                 throw UsageError("--conn-interval MIN-MAX needs MIN ≤ MAX, not '\(text)'")
             }
-            interval = lo ... hi
+            wish.interval = lo ... hi
         }
         if let text = args.option("conn-latency") {
             guard let n = UInt16(text), n <= 499 else { throw UsageError("--conn-latency takes 0-499 connection events, not '\(text)'") }
-            latency = n
+            wish.latency = n
         }
         if let text = args.option("supervision-timeout") {
             guard let ms = Double(text), ms.isFinite, (100 ... 32000).contains(ms) else {
                 throw UsageError("--supervision-timeout takes milliseconds 100-32000, not '\(text)'")
             }
-            timeout = UInt16((ms / 10).rounded())
+            wish.supervisionTimeout = UInt16((ms / 10).rounded())
         }
-    }
-
-    /// The request for a link now at `current`: unset values keep the link's; an unset
-    /// timeout that the new interval and latency would make invalid becomes twice the least
-    /// they allow (timeout × 10 ms > (1 + latency) × interval × 2.5 ms, Core Vol 6 Part B §4.5.2).
-    func request(from current: LELinkState) -> L2CAPConnectionParameters {
-        let range = interval ?? current.interval ... current.interval
-        let lat = latency ?? current.latency
-        var p = L2CAPConnectionParameters(intervalMin: range.lowerBound, intervalMax: range.upperBound,
-                                          peripheralLatency: lat, timeoutMultiplier: timeout ?? current.supervisionTimeout)
-        if timeout == nil && !LEConnectionManager.isAcceptable(p) {
-            let least = (1 + UInt32(lat)) * UInt32(range.upperBound) / 4 + 1
-            p.timeoutMultiplier = UInt16(min(3200, max(10, least * 2)))
-        }
-        return p
+        return wish
     }
 }
 
-/// A peer named on the command line.
-struct PeerTarget {
-    var address: BluetoothAddress?
-    var type: LEAddressType?
-    var name: String?
-    /// No ADDR given: the first device advertising this service.
-    var service: BluetoothUUID?
-
-    init(service: BluetoothUUID) { self.service = service }
-
-    init(_ address: LEAddress) {
-        self.address = address.address
-        self.type = address.type
-    }
-
-    init(_ text: String) throws {
-        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
-        if let a = BluetoothAddress(parts[0]), parts[0].filter({ $0 == ":" }).count == 5 {
-            address = a
-            if parts.count == 2 {
-                switch parts[1].lowercased() {
-                case "public": type = .public
-                case "random": type = .random
-                default: throw UsageError("address type is /public or /random, not '/\(parts[1])'")
-                }
-            }
-        } else {
-            guard !text.isEmpty else { throw UsageError("missing ADDR") }
-            name = text
-        }
+extension DeviceTarget {
+    /// ADDR on the command line: a mistake in it is a usage error.
+    init(argument text: String) throws {
+        do throws(BluetoothError) { try self.init(parsing: text) } catch { throw UsageError(error.message) }
     }
 }
 
@@ -130,7 +88,7 @@ struct PeerSession: Sendable {
 
     /// Connects to `target`: over `shared` when given (several links on one controller),
     /// else over a session of its own (or the kernel's L2CAP socket).
-    static func open(_ args: Arguments, target: PeerTarget, shared: Session? = nil) async throws -> PeerSession {
+    static func open(_ args: Arguments, target: DeviceTarget, shared: Session? = nil) async throws -> PeerSession {
         let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
         let connectTimeout = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
         let attTimeout = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
@@ -143,7 +101,7 @@ struct PeerSession: Sendable {
             case .failed(let failure): Console.err("cannot raise security: \(failure.message)")
             }
         })
-        let wantedParameters = try ConnectionParameterOptions(args)
+        let wantedParameters = try ConnectionParameterOptions.parse(args)
         if let spec = args.option("transport"), spec.hasPrefix("l2cap:") {
             if wantedParameters != nil {
                 throw UsageError("--conn-interval/--conn-latency/--supervision-timeout need an HCI transport: with \(spec) the kernel owns the link")
@@ -154,37 +112,23 @@ struct PeerSession: Sendable {
         do {
             let peer = try await resolve(target, host: session.host, timeout: scanTimeout)
             Console.err("connecting to \(peer)...")
-            let connection: LEConnection
-            do {
-                connection = try await session.host.connect(to: peer, timeout: connectTimeout)
+            // The library's policy (CentralLink): a bonded device is encrypted with its key at
+            // once, and a refused key drops the link. (Not for --signed: a Signed Write is
+            // what an unencrypted link uses.)
+            let link: CentralLink
+            do throws(BluetoothError) {
+                link = try await CentralLink.open(on: session.host, to: peer, ConnectSettings(
+                    timeout: connectTimeout, encryptWithBond: !args.flag("signed"), parameters: wantedParameters))
             } catch {
-                throw RuntimeError("cannot connect to \(peer): \(error)", cause: error)
+                throw RuntimeError(error.message, cause: error.underlying ?? error)
             }
+            let connection = link.connection
             if let id = connection.identity, id.address != peer.address {
                 Console.err("\(peer.address) is a private address of \(id.address) (\(id.type); resolved with its bond's IRK)")
             }
-            // A bonded device is encrypted at once with its key, as BlueZ does: many (health
-            // devices, a server keeping our subscriptions) send nothing until then.
-            // (Not for --signed: a Signed Write is what an unencrypted link uses.)
-            if !args.flag("signed"), let bond = try? connection.storedBond(), bond.centralKey != nil {
-                do throws(HostError) {
-                    if try await connection.encryptWithBond() {
-                        Console.err("encrypted with the stored bond: \(connection.security)")
-                    }
-                } catch {
-                    if !connection.isConnected { throw RuntimeError("cannot connect to \(peer): \(error.message)", cause: error) }
-                    Console.err("encrypting with the stored bond failed (\(error.message)); going on unencrypted")
-                }
-            }
-            if let wantedParameters {
-                let request = wantedParameters.request(from: connection.parameters)
-                do {
-                    let now = try await connection.updateParameters(request)
-                    Console.err("connection parameters: interval \(now.intervalMilliseconds) ms, latency \(now.latency), supervision timeout \(Int(now.supervisionTimeout) * 10) ms")
-                } catch {
-                    await connection.disconnect()
-                    throw RuntimeError("connection update refused: \(error.message)")
-                }
+            if let security = link.bondSecurity { Console.err("encrypted with the stored bond: \(security)") }
+            if let now = link.updatedParameters {
+                Console.err("connection parameters: interval \(now.intervalMilliseconds) ms, latency \(now.latency), supervision timeout \(Int(now.supervisionTimeout) * 10) ms")
             }
             let client = GATTClient(bearer: HostATTBearer(connection: connection), options: options)
             return PeerSession(client: client, peer: peer, session: session, connection: connection, kernelBearer: nil,
@@ -196,7 +140,7 @@ struct PeerSession: Sendable {
     }
 
     /// The kernel keeps the link; we speak ATT on its L2CAP socket (CID 4).
-    static func openKernel(_ spec: String, target: PeerTarget, connectTimeout: Duration, options: GATTClient.Options,
+    static func openKernel(_ spec: String, target: DeviceTarget, connectTimeout: Duration, options: GATTClient.Options,
                            args: Arguments) throws -> PeerSession {
         let name = spec.dropFirst("l2cap:".count)
         guard name.hasPrefix("hci"), let index = UInt16(name.dropFirst(3)) else {
@@ -206,7 +150,7 @@ struct PeerSession: Sendable {
             throw UsageError("with --transport l2cap:hciN give the device's address (AA:BB:CC:DD:EE:FF[/random]); finding it by name needs an HCI transport")
         }
         if args.option("snoop") != nil { throw UsageError("--snoop records HCI traffic; the kernel owns it with l2cap:hciN (use btmon)") }
-        let peer = LEAddress(address, type: target.type ?? .public)
+        let peer = if case .address(let typed) = target { typed } else { LEAddress(address, type: .public) }
         var kopts = KernelATTBearerOptions()
         kopts.connectTimeout = connectTimeout
         Console.err("connecting to \(peer) via \(spec)...")
@@ -218,34 +162,27 @@ struct PeerSession: Sendable {
         return PeerSession(client: client, peer: peer, session: nil, connection: nil, kernelBearer: bearer)
     }
 
-    /// Finds the peer's address type (or address, for a name) by scanning.
-    static func resolve(_ target: PeerTarget, host: HCIHost, timeout: Duration) async throws -> LEAddress {
-        if let a = target.address, let t = target.type { return LEAddress(a, type: t) }
-        let query: DeviceQuery
-        if let name = target.name { query = .name(name) } else if let a = target.address { query = .address(a) }
-        else if let service = target.service { query = .service(service) } else { throw UsageError("missing ADDR") }
-        let what = if case .service(let u) = query { "a device with service \(uuidLabel(u))" } else { query.description }
+    /// Finds the peer's address type (or address, for a name) by scanning: the library's
+    /// lookup, told as it goes.
+    static func resolve(_ target: DeviceTarget, host: HCIHost, timeout: Duration) async throws -> LEAddress {
+        if case .address(let a) = target { return a }
+        let what = if case .service(let u) = target { "a device with service \(uuidLabel(u))" } else { target.description }
         Console.err("scanning for \(what)...")
-        do throws(HostError) {
-            guard case .name(let n) = query else { return try await host.findDevice(query, timeout: timeout).address }
-            // A name is not an address: scan a moment more and say so when it is not unique.
-            let (d, others) = try await host.findDevice(query, timeout: timeout, settle: .milliseconds(300))
-            if !others.isEmpty {
-                func label(_ x: DiscoveredDevice) -> String { "\(x.address)\(x.rssi.map { ", \($0) dBm" } ?? "")" }
-                let list = ([d] + others).map(label).joined(separator: "; ")
-                Console.err("\(others.count + 1) devices are named \"\(n)\": \(list). Using \(d.address) (heard first); give the address to choose another")
+        let found: FoundDevice
+        do throws(BluetoothError) { found = try await target.find(on: host, timeout: timeout) } catch {
+            if error.kind == .notFound {
+                let nothing = if case .service(let u) = target { "no device with service \(uuidLabel(u))" } else { "no \(what)" }
+                throw RuntimeError("\(nothing) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
             }
-            return d.address
-        } catch where error.kind == .notFound {
-            if let a = target.address {
-                Console.err("\(a) not seen while scanning; assuming a public address")
-                return LEAddress(a, type: .public)
-            }
-            let nothing = if case .service(let u) = query { "no device with service \(uuidLabel(u))" } else { "no \(what)" }
-            throw RuntimeError("\(nothing) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
-        } catch {
             throw RuntimeError("scanning for \(what) failed: \(error.message)")
         }
+        if found.assumedPublic { Console.err("\(found.address.address) not seen while scanning; assuming a public address") }
+        if let d = found.advertisement, case .name(let n) = target, !found.sameName.isEmpty {
+            func label(_ x: DiscoveredDevice) -> String { "\(x.address)\(x.rssi.map { ", \($0) dBm" } ?? "")" }
+            let list = ([d] + found.sameName).map(label).joined(separator: "; ")
+            Console.err("\(found.sameName.count + 1) devices are named \"\(n)\": \(list). Using \(d.address) (heard first); give the address to choose another")
+        }
+        return found.address
     }
 
     /// The peer's database: for a bonded device, the one kept with its bond when one read
@@ -375,7 +312,7 @@ enum ValueFormat {
 }
 
 /// Connects, runs `body`, and disconnects whatever happens; errors come out as one clear line.
-func withPeer(_ args: Arguments, _ target: PeerTarget, shared: Session? = nil,
+func withPeer(_ args: Arguments, _ target: DeviceTarget, shared: Session? = nil,
               _ body: (PeerSession) async throws -> Void) async throws {
     let p = try await PeerSession.open(args, target: target, shared: shared)
     do {
@@ -414,7 +351,7 @@ enum GATTDumpCommand {
 
     static func run(_ args: Arguments) async throws -> Int32 {
         guard args.positional.count == 1 else { throw UsageError(args.positional.isEmpty ? "missing ADDR" : "unexpected argument '\(args.positional[1])'") }
-        let target = try PeerTarget(args.positional[0])
+        let target = try DeviceTarget(argument: args.positional[0])
         try await withPeer(args, target) { p in
             let discovery = try await p.discover(args)
             let db = discovery.database
@@ -568,7 +505,7 @@ enum ReadCommand {
 
     static func run(_ args: Arguments) async throws -> Int32 {
         guard args.positional.count == 2 else { throw UsageError("expected ADDR and HANDLE|UUID") }
-        let target = try PeerTarget(args.positional[0])
+        let target = try DeviceTarget(argument: args.positional[0])
         let ref = try AttributeRef(args.positional[1])
         try await withPeer(args, target) { p in
             let (handle, c) = try await resolveCharacteristic(ref, p, args)
@@ -614,7 +551,7 @@ enum WriteCommand {
 
     static func run(_ args: Arguments) async throws -> Int32 {
         guard args.positional.count >= 2 else { throw UsageError("expected ADDR, HANDLE|UUID and a value") }
-        let target = try PeerTarget(args.positional[0])
+        let target = try DeviceTarget(argument: args.positional[0])
         let ref = try AttributeRef(args.positional[1])
         let value: [UInt8]
         if let text = args.option("text") {
@@ -715,7 +652,7 @@ enum SubscribeCommand {
 
     static func run(_ args: Arguments) async throws -> Int32 {
         guard args.positional.count >= 2 else { throw UsageError("expected ADDR and at least one UUID") }
-        let target = try PeerTarget(args.positional[0])
+        let target = try DeviceTarget(argument: args.positional[0])
         var uuids: [BluetoothUUID] = []
         for text in args.positional.dropFirst() {
             guard let u = BluetoothUUID(text) else { throw UsageError("'\(text)' is not a UUID") }

@@ -1,4 +1,5 @@
 import BluetoothGATT
+import BluetoothLE
 import BluetoothHost
 import BluetoothProfiles
 import BluetoothWire
@@ -125,8 +126,9 @@ enum GatewayCommand {
     static func radio(_ args: Arguments, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
         let session = try await Session.open(args)
         defer { Task { try? await session.close() } }
-        let targets = try settings.devices.map { try PeerTarget($0) }
+        let targets = try settings.devices.map { try DeviceTarget(argument: $0) }
         let directory = DeviceDirectory(targets)
+        for t in directory.missing { Console.err("looking for \(t) while scanning...") }
         try await withThrowingTaskGroup(of: Void.self) { group in
             if settings.scan || !directory.allFound {
                 group.addTask {
@@ -153,7 +155,7 @@ enum GatewayCommand {
                 group.addTask {
                     let found = try await directory.address(of: index)
                     let counter = MeasurementCounter(limit: nil)
-                    let failure = try await Scenarios.monitor.follow(args, PeerTarget(found), shared: session, tagged: true,
+                    let failure = try await Scenarios.monitor.follow(args, .address(found), shared: session, tagged: true,
                                                                       json: true, start: monotonicNow(), counter: counter) { c, v, peer, name in
                         runtime.submit(connectedReading(c, v, device: peer.address, name: name, settings))
                     }
@@ -184,7 +186,17 @@ enum GatewayCommand {
         for try await event in session.host.scan(config) {
             let device = event.device
             if !directory.allFound {
-                directory.note(device)
+                let noted = directory.note(device, now: monotonicNow())
+                sayFound(noted.found, directory)
+                if let at = noted.promoteAt {
+                    // A name that only contains the one given: taken if no exact match comes.
+                    Task {
+                        let now = monotonicNow()
+                        if at > now { try await Task.sleep(for: .nanoseconds(at - now)) }
+                        sayFound(directory.promote(now: monotonicNow()), directory)
+                        if !settings.scan, directory.allFound { try? await session.host.stopScan() }
+                    }
+                }
                 if !settings.scan {
                     if directory.allFound { return }
                     continue
@@ -231,6 +243,13 @@ enum GatewayCommand {
                                       unit: nil)
             }
             if let reading { runtime.submit(reading) }
+        }
+    }
+
+    static func sayFound(_ found: [(index: Int, address: LEAddress)], _ directory: DeviceDirectory) {
+        for (i, a) in found {
+            let t = directory.targets[i]
+            Console.err("found \(t.name.map { "\"\($0)\" at " } ?? "")\(a)")
         }
     }
 
@@ -300,7 +319,7 @@ enum GatewayCommand {
             guard scan || !devices.isEmpty else {
                 throw UsageError("nothing to publish: give --scan (broadcast readings) and/or --device ADDR|NAME")
             }
-            for d in devices { _ = try PeerTarget(d) }
+            for d in devices { _ = try DeviceTarget(argument: d) }
             keys = try ScanCommand.bindKeys(args)
             let style: TopicStyle
             switch args.option("topic-style") ?? "hcigatt" {
@@ -680,91 +699,5 @@ final class GatewayRuntime: @unchecked Sendable {
             }
         }
         return out
-    }
-}
-
-/// The devices of --device, found by the gateway's scan: a name (exact, ASCII case
-/// ignored, with ``HCIHost/lowercased(_:)``) or an address given without its type. Each device's task waits here for its
-/// address; one given with its type is there at once.
-final class DeviceDirectory: Sendable {
-    private struct State {
-        var found: [LEAddress?]
-        var waiters: [(index: Int, continuation: CheckedContinuation<LEAddress, any Error>)] = []
-        var cancelled: Set<Int> = []
-    }
-    private let targets: [PeerTarget]
-    private let state: Mutex<State>
-
-    init(_ targets: [PeerTarget]) {
-        self.targets = targets
-        state = Mutex(State(found: targets.map { t in
-            if let a = t.address, let type = t.type { return LEAddress(a, type: type) }
-            return nil
-        }))
-        for t in targets where t.address == nil || t.type == nil {
-            Console.err("looking for \(t.name.map { "\"\($0)\"" } ?? t.address.map { "\($0)" } ?? "a device") while scanning...")
-        }
-    }
-
-    var allFound: Bool { state.withLock { $0.found.allSatisfy { $0 != nil } } }
-
-    /// A scanned device: the targets it is.
-    func note(_ d: DiscoveredDevice) {
-        let name = d.name.map { HCIHost.lowercased(Array($0.utf8)) }
-        let ready: [(CheckedContinuation<LEAddress, any Error>, LEAddress)] = state.withLock { s in
-            for (i, t) in targets.enumerated() where s.found[i] == nil {
-                let matches: Bool
-                if let a = t.address {
-                    matches = d.address.address == a || d.identity?.address == a
-                } else if let wanted = t.name, let name {
-                    matches = name == HCIHost.lowercased(Array(wanted.utf8))
-                } else {
-                    matches = false
-                }
-                if matches {
-                    s.found[i] = d.address
-                    Console.err("found \(t.name.map { "\"\($0)\" at " } ?? "")\(d.address)")
-                }
-            }
-            var out: [(CheckedContinuation<LEAddress, any Error>, LEAddress)] = []
-            s.waiters.removeAll { w in
-                guard let a = s.found[w.index] else { return false }
-                out.append((w.continuation, a))
-                return true
-            }
-            return out
-        }
-        for (c, a) in ready { c.resume(returning: a) }
-    }
-
-    /// The address of target `index`, once the scan has seen it.
-    func address(of index: Int) async throws -> LEAddress {
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<LEAddress, any Error>) in
-                let now: LEAddress?? = state.withLock { s in
-                    if s.cancelled.contains(index) { return .some(nil) }
-                    if let a = s.found[index] { return .some(a) }
-                    s.waiters.append((index, c))
-                    return nil
-                }
-                switch now {
-                case .some(let a?): c.resume(returning: a)
-                case .some(nil): c.resume(throwing: CancellationError())
-                case nil: break
-                }
-            }
-        } onCancel: {
-            let gone: [CheckedContinuation<LEAddress, any Error>] = state.withLock { s in
-                s.cancelled.insert(index)
-                var out: [CheckedContinuation<LEAddress, any Error>] = []
-                s.waiters.removeAll { w in
-                    guard w.index == index else { return false }
-                    out.append(w.continuation)
-                    return true
-                }
-                return out
-            }
-            for c in gone { c.resume(throwing: CancellationError()) }
-        }
     }
 }

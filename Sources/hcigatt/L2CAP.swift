@@ -1,3 +1,4 @@
+import BluetoothLE
 import BluetoothHost
 import BluetoothWire
 import Glibc
@@ -76,7 +77,7 @@ enum L2CAPCommand {
             guard args.positional.count == 3 else { throw UsageError("expected connect ADDR|NAME PSM") }
             if args.option("name") != nil || args.option("security") != nil { throw UsageError("--name and --security go with listen") }
             let linger = try ControllerOptions.seconds(args, "linger", default: 1, range: 0 ... 3600)
-            return try await connect(args, target: try PeerTarget(args.positional[1]), psm: try psm(args.positional[2]),
+            return try await connect(args, target: try DeviceTarget(argument: args.positional[1]), psm: try psm(args.positional[2]),
                                      parameters: parameters, hex: hex, linger: linger)
         default:
             throw UsageError("expected listen or connect, not '\(mode)'")
@@ -175,7 +176,7 @@ enum L2CAPCommand {
         return 0
     }
 
-    static func connect(_ args: Arguments, target: PeerTarget, psm: UInt16, parameters: L2CAPChannelParameters,
+    static func connect(_ args: Arguments, target: DeviceTarget, psm: UInt16, parameters: L2CAPChannelParameters,
                         hex: Bool, linger: Duration) async throws -> Int32 {
         try await withPeer(args, target) { p in
             guard let link = p.connection else { throw RuntimeError("no link") }

@@ -1,4 +1,5 @@
 import BluetoothGATT
+import BluetoothLE
 import BluetoothHost
 import BluetoothSecurity
 import BluetoothTransport
@@ -156,7 +157,7 @@ enum PairCommand {
         if let t = args.option("transport"), t.hasPrefix("l2cap:") {
             throw UsageError("pair needs an HCI transport: with \(t) the kernel pairs (its agent, bluetoothd)")
         }
-        let target = try PeerTarget(args.positional[0])
+        let target = try DeviceTarget(argument: args.positional[0])
         try await withPeer(args, target) { p in
             guard let link = p.connection else { throw RuntimeError("no link to pair on") }
             let r: SMPPairingResult
@@ -254,9 +255,9 @@ enum UnpairCommand {
 
     static func run(_ args: Arguments) throws -> Int32 {
         guard args.positional.count == 1 else { throw UsageError("expected the device's identity address") }
-        let target = try PeerTarget(args.positional[0])
+        let target = try DeviceTarget(argument: args.positional[0])
         guard let a = target.address else { throw UsageError("unpair takes an address (AA:BB:CC:DD:EE:FF[/random]), not a name") }
-        let identity = LEAddress(a, type: target.type ?? .public)
+        let identity = if case .address(let typed) = target { typed } else { LEAddress(a, type: .public) }
         let store = SecurityOptions.bondStore(args)
         do {
             if try store.remove(identity) {

@@ -1,4 +1,5 @@
 import BluetoothGATT
+import BluetoothLE
 import BluetoothHost
 import BluetoothProfiles
 import BluetoothWire
@@ -50,12 +51,12 @@ struct Scenario: Sendable {
     }
 
     func run(_ args: Arguments) async throws -> Int32 {
-        let targets: [PeerTarget]
+        let targets: [DeviceTarget]
         if args.positional.isEmpty {
             guard let service else { throw UsageError("missing ADDR") }
-            targets = [PeerTarget(service: service)]
+            targets = [DeviceTarget.service(service)]
         } else {
-            targets = try args.positional.map { try PeerTarget($0) }
+            targets = try args.positional.map { try DeviceTarget(argument: $0) }
         }
         var limit: Int?
         if let text = args.option("count") {
@@ -97,7 +98,7 @@ struct Scenario: Sendable {
     /// Several devices at once over one controller: names are resolved by scanning first
     /// (one scan at a time), then each device is followed on its own link. One device's
     /// failure is reported and the others go on.
-    func followAll(_ args: Arguments, _ targets: [PeerTarget], json: Bool, start: UInt64, counters: [MeasurementCounter],
+    func followAll(_ args: Arguments, _ targets: [DeviceTarget], json: Bool, start: UInt64, counters: [MeasurementCounter],
                    failures: Locked<[(String, any Error)]>) async throws {
         let kernel = args.option("transport")?.hasPrefix("l2cap:") ?? false
         let shared: Session? = kernel ? nil : try await Session.open(args)
@@ -106,7 +107,7 @@ struct Scenario: Sendable {
             let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
             do {
                 for (i, t) in targets.enumerated() {
-                    resolved[i] = PeerTarget(try await PeerSession.resolve(t, host: shared.host, timeout: scanTimeout))
+                    resolved[i] = DeviceTarget.address(try await PeerSession.resolve(t, host: shared.host, timeout: scanTimeout))
                 }
             } catch {
                 try? await shared.close()
@@ -135,7 +136,7 @@ struct Scenario: Sendable {
 
     /// Follows one device until the count is reached, the task is cancelled, or the link
     /// is lost without --reconnect; returns the failure that ended it, if any.
-    func follow(_ args: Arguments, _ first: PeerTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
+    func follow(_ args: Arguments, _ first: DeviceTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
                 counter: MeasurementCounter, handler: MeasurementHandler? = nil) async throws -> (any Error)? {
         var target = first
         let lastPeer = Locked<LEAddress?>(nil)
@@ -163,7 +164,7 @@ struct Scenario: Sendable {
                 if let f = failure, !Self.isLinkLoss(f) { return f }
                 Console.err("\(peer.map { "\($0): " } ?? "")link lost: \(describeGATT(failure ?? RuntimeError("closed"))); reconnecting...")
             }
-            if let peer { target = PeerTarget(peer) }
+            if let peer { target = .address(peer) }
             // A pause so a device that refuses at once is not hammered.
             try await Task.sleep(for: .milliseconds(pause))
         }
@@ -179,7 +180,7 @@ struct Scenario: Sendable {
 
     /// One connection: setup, subscribe, print until the link drops, the count is reached
     /// or the task is cancelled (Ctrl-C); unsubscribes before disconnecting.
-    func session(_ args: Arguments, target: PeerTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
+    func session(_ args: Arguments, target: DeviceTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
                  counter: MeasurementCounter, lastPeer: Locked<LEAddress?>, handler: MeasurementHandler? = nil) async throws {
         try await withPeer(args, target, shared: shared) { p in
             lastPeer.withLock { $0 = p.peer }

@@ -1,4 +1,5 @@
 import BluetoothGATT
+import BluetoothLE
 import BluetoothHost
 import BluetoothSecurity
 import BluetoothWire
@@ -381,11 +382,11 @@ enum AskCommand {
     }
 
     static func run(_ args: Arguments) async throws -> Int32 {
-        let target: PeerTarget
+        let target: DeviceTarget
         let question: String
         switch args.positional.count {
-        case 1: (target, question) = (PeerTarget(service: ServeProfile.eightBallService), args.positional[0])
-        case 2: (target, question) = (try PeerTarget(args.positional[0]), args.positional[1])
+        case 1: (target, question) = (DeviceTarget.service(ServeProfile.eightBallService), args.positional[0])
+        case 2: (target, question) = (try DeviceTarget(argument: args.positional[0]), args.positional[1])
         default: throw UsageError("give the question (and optionally ADDR or NAME before it)")
         }
         guard !question.isEmpty else { throw UsageError("the question is empty") }

@@ -96,6 +96,25 @@ class PairTests(unittest.TestCase):
             rc, out, err = hcigatt('unpair', ADDR, '--bond-dir', bonds)
             self.assertEqual(rc, 1)
 
+    def test_a_refused_bond_key_drops_the_link_before_any_gatt(self):
+        # A device at the bonded address that does not know the key (it forgot the bond, or
+        # it is not the device that bonded: BLESA) gets no ATT request at all: the link is
+        # dropped and the command fails. The CLI once went on unencrypted.
+        with tempfile.TemporaryDirectory() as tmp:
+            bonds = os.path.join(tmp, 'bonds')
+            with Peer('--peripheral', peripheral('jw')) as peer:
+                rc, out, err = hcigatt('pair', ADDR, '--bond-dir', bonds, '--transport', peer.transport, timeout=60)
+                self.assertEqual(rc, 0, err)
+            with Peer('--peripheral', peripheral('jw')) as stranger:
+                for args in (['read', ADDR, '2a19'], ['read', ADDR.split('/')[0], '2a19'], ['gatt', 'Thermo-1']):
+                    rc, out, err = hcigatt(*args, '--bond-dir', bonds, '--transport', stranger.transport, timeout=60)
+                    self.assertEqual(rc, 1, f'{args}: {err}')
+                    self.assertIn("refused the stored bond's key", err)
+                    self.assertEqual(out, '')
+                self.assertIsNone(stranger.events.wait_event('att', 2), 'an ATT PDU reached a device that refused the key')
+                self.assertIsNone(stranger.events.wait_event('paired', 0.1), 'paired again on its own')
+            self.assertEqual(os.listdir(bonds), ['F0F1F2F3F401-public.bond'], 'the bond is kept (unpair removes it)')
+
     def test_a_private_address_resolves_to_the_bonded_identity(self):
         # The peripheral advertises from a resolvable private address, a new one each run;
         # its IRK, distributed when pairing, lets the next run find it by identity.

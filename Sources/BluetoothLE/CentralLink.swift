@@ -1,0 +1,109 @@
+import BluetoothSecurity
+
+// The application layer's central link: connect, encrypt with a stored bond, ask for
+// connection parameters. The one policy for the CLI commands, the gateway and CentralManager.
+
+/// Connection parameters to ask for once the link is up (LE Connection Update, Core Vol 4
+/// Part E §7.8.18), in the spec's units; what is unset keeps the link's value.
+public struct ConnectionParameterWish: Sendable, Hashable {
+    /// Connection interval range, 1.25 ms units (6 ... 3200).
+    public var interval: ClosedRange<UInt16>?
+    /// Peripheral latency in connection events (0 ... 499).
+    public var latency: UInt16?
+    /// Supervision timeout, 10 ms units (10 ... 3200).
+    public var supervisionTimeout: UInt16?
+
+    /// A wish; with no arguments, the link's parameters as they are.
+    public init(interval: ClosedRange<UInt16>? = nil, latency: UInt16? = nil, supervisionTimeout: UInt16? = nil) {
+        self.interval = interval
+        self.latency = latency
+        self.supervisionTimeout = supervisionTimeout
+    }
+
+    /// The request for a link now at `current`. An unset timeout that the new interval and
+    /// latency would make invalid becomes twice the least they allow (timeout × 10 ms >
+    /// (1 + latency) × interval × 2.5 ms, Core Vol 6 Part B §4.5.2).
+    public func request(from current: LELinkState) -> L2CAPConnectionParameters {
+        let range = interval ?? current.interval ... current.interval
+        let lat = latency ?? current.latency
+        var p = L2CAPConnectionParameters(intervalMin: range.lowerBound, intervalMax: range.upperBound,
+                                          peripheralLatency: lat, timeoutMultiplier: supervisionTimeout ?? current.supervisionTimeout)
+        if supervisionTimeout == nil && !LEConnectionManager.isAcceptable(p) {
+            let least = (1 + UInt32(lat)) * UInt32(range.upperBound) / 4 + 1
+            p.timeoutMultiplier = UInt16(min(3200, max(10, least * 2)))
+        }
+        return p
+    }
+}
+
+/// How a central link is set up.
+public struct ConnectSettings: Sendable {
+    /// Give up connecting after this long.
+    public var timeout: Duration
+    /// Encrypt at once with a stored bond's key, as BlueZ does (many devices send nothing
+    /// until then). False only for a link that must stay unencrypted (Signed Writes).
+    public var encryptWithBond: Bool
+    /// Connection parameters to ask for once connected (nil: keep the link's).
+    public var parameters: ConnectionParameterWish?
+
+    /// The defaults: 10 s, encrypted with the bond, the link's parameters.
+    public init(timeout: Duration = .seconds(10), encryptWithBond: Bool = true, parameters: ConnectionParameterWish? = nil) {
+        self.timeout = timeout
+        self.encryptWithBond = encryptWithBond
+        self.parameters = parameters
+    }
+}
+
+/// A link set up by ``open(on:to:_:)``, with what happened on the way.
+public struct CentralLink: Sendable {
+    /// The link.
+    public let connection: LEConnection
+    /// The security the stored bond's key gave the link (nil: no bond with a key, or not asked for).
+    public let bondSecurity: LinkSecurity?
+    /// The parameters after the update asked for (nil: none asked for).
+    public let updatedParameters: LELinkState?
+
+    /// Connects to `address` and sets the link up. A bonded device is encrypted with its
+    /// stored key at once; when it refuses (it forgot the bond, or it is not the device that
+    /// bonded) the link is dropped and this throws `.security`: going on unencrypted would
+    /// hand a bonded device's data to whoever answers at its address (BLESA). Remove the
+    /// bond to pair again. A refused parameter update also drops the link.
+    public static func open(on host: HCIHost, to address: LEAddress, _ settings: ConnectSettings = ConnectSettings())
+        async throws(BluetoothError) -> CentralLink
+    {
+        let link: LEConnection
+        do throws(HostError) { link = try await host.connect(to: address, timeout: settings.timeout) } catch {
+            throw BluetoothError(error.kind, "cannot connect to \(address): \(error.message)", underlying: error)
+        }
+        var security: LinkSecurity?
+        if settings.encryptWithBond, let bond = try? link.storedBond(), bond.centralKey != nil {
+            do throws(HostError) {
+                if try await link.encryptWithBond() { security = link.security }
+            } catch {
+                await link.disconnect()
+                // The link or the controller went away: say that; anything else is the key.
+                if error.isLinkLoss || error.kind == .transportClosed || error.kind == .cancelled {
+                    throw BluetoothError(error.kind, "cannot connect to \(address): \(error.message)", underlying: error)
+                }
+                throw BluetoothError(.security, "\(address) refused the stored bond's key (\(error.message)); "
+                                     + "it may have removed its pairing information: remove the bond to pair again", underlying: error)
+            }
+        }
+        var updated: LELinkState?
+        if let wish = settings.parameters {
+            do throws(HostError) { updated = try await link.updateParameters(wish.request(from: link.parameters)) } catch {
+                await link.disconnect()
+                throw BluetoothError(error.kind, "connection update refused: \(error.message)", underlying: error)
+            }
+        }
+        return CentralLink(connection: link, bondSecurity: security, updatedParameters: updated)
+    }
+}
+
+extension BluetoothError {
+    /// An error of the host's `kind` with a message of the caller's.
+    init(_ kind: HostError.Kind, _ message: String, underlying: HostError) {
+        self = BluetoothError(underlying)
+        self.message = message
+    }
+}

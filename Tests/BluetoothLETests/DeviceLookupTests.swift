@@ -1,0 +1,112 @@
+import BluetoothLE
+import Testing
+
+private func device(_ last: UInt8, name: String? = nil, type: LEAddressType = .public, identity: LEAddress? = nil,
+                    services: [UInt16] = []) -> DiscoveredDevice {
+    var ad: [UInt8] = [2, 0x01, 0x06]
+    if !services.isEmpty {
+        ad += [UInt8(1 + 2 * services.count), 0x03]
+        for s in services { ad += [UInt8(s & 0xFF), UInt8(s >> 8)] }
+    }
+    if let name { let u = Array(name.utf8); ad += [UInt8(1 + u.count), 0x09] + u }
+    var d = DiscoveredDevice(address: LEAddress(BluetoothAddress(0xC0, 0xDE, 0, 0, 0, last), type: type), rssi: -50,
+                             txPower: nil, advertisingData: ad, scanResponseData: [],
+                             eventType: AdvertisingEventInfo(connectable: true, scannable: true), firstSeen: 0, lastSeen: 0,
+                             reportCount: 1)
+    d.identity = identity
+    return d
+}
+
+private let second: UInt64 = 1_000_000_000
+
+@Suite struct DeviceTargetTests {
+    @Test func parsesAddressesWithAndWithoutTheirTypeAndNames() throws {
+        let a = BluetoothAddress(0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x01)
+        #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4:01") == .untypedAddress(a))
+        #expect(try DeviceTarget(parsing: "f0:f1:f2:f3:f4:01/public") == .address(LEAddress(a, type: .public)))
+        #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4:01/Random") == .address(LEAddress(a, type: .random)))
+        #expect(try DeviceTarget(parsing: "Thermo-1") == .name("Thermo-1"))
+        // Not an address: a name (a name may look like anything).
+        #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4") == .name("F0:F1:F2:F3:F4"))
+        #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4:01").query == .address(a))
+        #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4:01/public").query == nil)
+    }
+
+    @Test(arguments: ["", "F0:F1:F2:F3:F4:01/static", "F0:F1:F2:F3:F4:01/"])
+    func refusesWhatIsNeitherWithAReason(text: String) {
+        #expect(throws: BluetoothError.self) { try DeviceTarget(parsing: text) }
+    }
+
+    @Test func oneMatchingRuleForEveryLookup() {
+        let thermo = device(1, name: "Thermo-1", services: [0x1809])
+        #expect(DeviceQuery.name("thermo-1").match(thermo) == .exact)
+        #expect(DeviceQuery.name("THERMO").match(thermo) == .partial)
+        #expect(DeviceQuery.name("Pulse").match(thermo) == .none)
+        #expect(DeviceQuery.service(BluetoothUUID(0x1809)).match(thermo) == .exact)
+        #expect(DeviceQuery.service(BluetoothUUID(0x180D)).match(thermo) == .none)
+        #expect(DeviceQuery.address(thermo.address.address).match(thermo) == .exact)
+        // A bonded identity behind a private address.
+        let identity = LEAddress(BluetoothAddress(0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x01), type: .public)
+        let rpa = device(9, type: .random, identity: identity)
+        #expect(DeviceQuery.address(identity.address).match(rpa) == .exact)
+        #expect(DeviceQuery.name("x").match(device(2)) == .none, "no name heard")
+    }
+}
+
+@Suite struct DeviceDirectoryTests {
+    @Test func exactMatchesAtOnceTypedAddressesWithoutAScan() async throws {
+        let typed = LEAddress(BluetoothAddress(0xC0, 0xDE, 0, 0, 0, 7), type: .random)
+        let dir = DeviceDirectory([.name("Thermo-1"), .address(typed), .untypedAddress(BluetoothAddress(0xC0, 0xDE, 0, 0, 0, 2))])
+        #expect(!dir.allFound)
+        #expect(dir.missing.count == 2)
+        #expect(try await dir.address(of: 1) == typed)
+        let waiting = Task { try await dir.address(of: 0) }
+        var r = dir.note(device(1, name: "thermo-1"), now: 0)
+        #expect(r.found.map(\.index) == [0])
+        #expect(try await waiting.value == device(1).address)
+        r = dir.note(device(2, type: .random), now: 0)
+        #expect(r.found.map(\.address) == [device(2, type: .random).address], "the type learned from the scan")
+        #expect(dir.allFound)
+    }
+
+    @Test func aContainedNameWaitsForAnExactOne() {
+        let dir = DeviceDirectory([.name("Thermo"), .name("Cuff")])
+        let r = dir.note(device(1, name: "Thermo-1"), now: 10 * second)
+        #expect(r.found.isEmpty)
+        #expect(r.promoteAt == 10 * second + DeviceDirectory.partialMatchWait)
+        // The exact one comes within the wait: it wins.
+        #expect(dir.note(device(3, name: "thermo"), now: 11 * second).found.map(\.address) == [device(3).address])
+        #expect(dir.promote(now: 20 * second).isEmpty)
+        // No exact one: the contained name is taken once the wait is over, not before.
+        #expect(dir.note(device(4, name: "Cuff-4"), now: 30 * second).promoteAt != nil)
+        #expect(dir.note(device(5, name: "BigCuff"), now: 31 * second).promoteAt == nil, "the first heard stays the candidate")
+        #expect(dir.promote(now: 31 * second).isEmpty)
+        #expect(dir.promote(now: 32 * second).map(\.address) == [device(4).address])
+        #expect(dir.allFound)
+    }
+
+    @Test func aCancelledWaiterLeaves() async throws {
+        let dir = DeviceDirectory([.name("Nobody")])
+        let waiting = Task { try await dir.address(of: 0) }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        // Another task may still wait for it later.
+        let again = Task { try await dir.address(of: 0) }
+        _ = dir.note(device(1, name: "Nobody"), now: 0)
+        #expect(try await again.value == device(1).address)
+    }
+}
+
+@Suite struct ConnectionParameterWishTests {
+    @Test func unsetValuesKeepTheLinksAndAnInvalidTimeoutIsRaised() {
+        let now = LELinkState(handle: 0x40, role: .central, peer: device(1).address, interval: 24, latency: 0, supervisionTimeout: 72)
+        let same = ConnectionParameterWish().request(from: now)
+        #expect((same.intervalMin, same.intervalMax, same.peripheralLatency, same.timeoutMultiplier) == (24, 24, 0, 72))
+        // 4 s interval with latency 4: 72 × 10 ms is far too short (Core Vol 6 Part B §4.5.2).
+        let slow = ConnectionParameterWish(interval: 3200 ... 3200, latency: 4).request(from: now)
+        #expect(slow.timeoutMultiplier == 3200)
+        #expect(LEConnectionManager.isAcceptable(ConnectionParameterWish(interval: 80 ... 100, latency: 4).request(from: now)))
+        let given = ConnectionParameterWish(supervisionTimeout: 500).request(from: now)
+        #expect(given.timeoutMultiplier == 500)
+    }
+}
