@@ -478,56 +478,45 @@ final class GatewayRuntime: @unchecked Sendable {
             ticker.cancel()
             forward.cancel()
         }
-        var stopping = false
-        var stopDeadline: UInt64 = 0
-        var disconnectSent = false
-        var disconnectAt: UInt64 = 0
-        func beginStop() {
-            guard !stopping else { return }
-            stopping = true
-            stopDeadline = monotonicNow() + 3_000_000_000
-            // Said before a clean DISCONNECT, which keeps the broker from sending the will.
-            if window.connected { client.publish(topic: settings.naming.statusTopic, text: "offline", retained: true) }
+        // The stop's steps (StopSequence): "offline", DISCONNECT, then out.
+        var stop = StopSequence()
+        func perform(_ action: StopSequence.Action?) {
+            switch action {
+            case .publishOffline?: client.publish(topic: settings.naming.statusTopic, text: "offline", retained: true)
+            case .disconnect?: client.disconnect(timeout: 1000)
+            case .finish?, nil: break
+            }
         }
         for await i in inputs {
+            var linkEnded = false
             do {
                 switch i {
                 case .reading(let r):
                     try accept(r)
                 case .mqtt(let e):
-                    if case .disconnected = e, stopping { break }
+                    switch e {
+                    case .disconnected, .connectionLost: linkEnded = true
+                    default: break
+                    }
+                    // A DISCONNECT of our own is no news.
+                    if case .disconnected = e, stop.isStopping { break }
                     try handle(e)
                 case .tick:
                     try spool.sync()
                     _ = window.tick(now: monotonicNow())
                 case .stop:
-                    beginStop()
+                    perform(stop.stop(now: monotonicNow(), connected: window.connected))
                 }
                 // Stopping: nothing new is handed over, what is in flight is waited for.
-                if !stopping { try pump() }
+                if !stop.isStopping { try pump() }
             } catch {
                 Console.err("hcigatt gateway: \(error)")
                 fail(error)
-                beginStop()
+                perform(stop.stop(now: monotonicNow(), connected: window.connected))
             }
-            if stopping {
-                // Stop when what was handed over is acknowledged, or after 3 s; out when the
-                // DISCONNECT is done, the link is gone, or 5 s more have passed (Paho does
-                // not always report the end of a DISCONNECT it could not send).
-                let now = monotonicNow()
-                switch i {
-                case .mqtt(.disconnected) where disconnectSent, .mqtt(.connectionLost) where disconnectSent: break
-                case _ where disconnectSent && now >= disconnectAt + 5_000_000_000: break
-                default:
-                    if !disconnectSent, window.inFlightCount == 0 || !window.connected || now >= stopDeadline {
-                        disconnectSent = true
-                        disconnectAt = now
-                        client.disconnect(timeout: 1000)
-                    }
-                    continue
-                }
-                break
-            }
+            perform(stop.advance(now: monotonicNow(), inFlight: window.inFlightCount, connected: window.connected,
+                                 linkEnded: linkEnded))
+            if stop.isStopped { break }
         }
         do {
             try spool.sync()
