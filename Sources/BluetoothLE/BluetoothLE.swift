@@ -43,24 +43,29 @@ public struct BluetoothOptions: Sendable {
         self.commandTimeout = commandTimeout
     }
 
+    /// Which controller: `transport` (else `$HCIGATT_TRANSPORT`) parsed, else the user channel
+    /// of the first adapter that is down (else the first adapter). The one choice for the CLI,
+    /// the gateway and the managers. `.invalidRequest` for a malformed spec, `.unavailable`
+    /// when no adapter is there.
+    public static func chooseController(_ transport: String?) throws(BluetoothError) -> TransportSpec {
+        if let text = transport ?? Environment.value("HCIGATT_TRANSPORT") {
+            do throws(TransportError) { return try TransportSpec(parsing: text) } catch { throw BluetoothError(error) }
+        }
+        let adapters: [AdapterInfo]
+        do throws(TransportError) { adapters = try listAdapters() } catch {
+            throw BluetoothError(.unavailable, "no transport given and no local adapter usable: \(error.message)", underlying: error)
+        }
+        guard let chosen = adapters.first(where: { !$0.isUp }) ?? adapters.first else {
+            throw BluetoothError(.unavailable, "no Bluetooth adapter found. Plug one in, or use a transport tcp:HOST:PORT for a virtual controller")
+        }
+        do throws(TransportError) { return try TransportSpec(parsing: "user:\(chosen.name)") } catch {
+            throw BluetoothError(.unavailable, error.message, underlying: error)
+        }
+    }
+
     /// Opens the transport and initialises the controller.
     func openHost() async throws(BluetoothError) -> HCIHost {
-        let spec: TransportSpec
-        do {
-            if let text = transport ?? Environment.value("HCIGATT_TRANSPORT") {
-                spec = try TransportSpec(parsing: text)
-            } else {
-                let adapters = try listAdapters()
-                guard let chosen = adapters.first(where: { !$0.isUp }) ?? adapters.first else {
-                    throw BluetoothError(.unavailable, "no Bluetooth adapter found (give a transport, e.g. tcp:HOST:PORT)")
-                }
-                spec = try TransportSpec(parsing: "user:\(chosen.name)")
-            }
-        } catch let e as BluetoothError {
-            throw e
-        } catch {
-            throw BluetoothError(error)
-        }
+        let spec = try Self.chooseController(transport)
         var topts = TransportOptions()
         topts.bringDown = bringDown
         let t: any HCITransport

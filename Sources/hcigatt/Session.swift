@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothLE
 import BluetoothTransport
 import BluetoothWire
 import Dispatch
@@ -25,18 +26,13 @@ enum ControllerOptions {
     \(SecurityOptions.help)
     """
 
+    /// The library's choice (``BluetoothOptions/chooseController(_:)``): a malformed spec is a
+    /// usage error, no adapter a runtime error.
     static func transportSpec(_ args: Arguments) throws -> TransportSpec {
-        if let text = args.option("transport") ?? getenv("HCIGATT_TRANSPORT").map({ String(cString: $0) }) {
-            do { return try TransportSpec(parsing: text) } catch { throw UsageError(error.message) }
+        do throws(BluetoothError) { return try BluetoothOptions.chooseController(args.option("transport")) } catch {
+            if error.kind == .invalidRequest { throw UsageError(error.message) }
+            throw RuntimeError(error.message)
         }
-        let adapters: [AdapterInfo]
-        do { adapters = try listAdapters() } catch {
-            throw RuntimeError("no --transport given and no local adapter usable: \(error.message)")
-        }
-        guard let chosen = adapters.first(where: { !$0.isUp }) ?? adapters.first else {
-            throw RuntimeError("no Bluetooth adapter found. Plug one in, or use --transport tcp:HOST:PORT for a virtual controller")
-        }
-        do { return try TransportSpec(parsing: "user:\(chosen.name)") } catch { throw RuntimeError(error.message) }
     }
 
     static func seconds(_ args: Arguments, _ name: String, default value: Double, range: ClosedRange<Double> = 0.001 ... 86_400) throws -> Duration {
