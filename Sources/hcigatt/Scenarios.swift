@@ -140,9 +140,10 @@ struct Scenario: Sendable {
                 counter: MeasurementCounter, handler: MeasurementHandler? = nil) async throws -> (any Error)? {
         var target = first
         let lastPeer = Locked<LEAddress?>(nil)
-        // With a handler (the gateway) every failure is retried, waiting 1 s, doubling to 60 s,
-        // back to 1 s once a session delivered a measurement.
-        var pause: UInt64 = 500
+        // With a handler (the gateway) every failure is retried with the library's back-off
+        // (1 s doubling to 60 s, back to 1 s once a session delivered a measurement).
+        var backoff = ReconnectBackoff()
+        var pause: Duration = .milliseconds(500)
         while true {
             var failure: (any Error)?
             let before = counter.printed
@@ -157,8 +158,8 @@ struct Scenario: Sendable {
             if Task.isCancelled || counter.done { return nil }
             let peer = lastPeer.withLock { $0 }
             if handler != nil {
-                pause = counter.printed > before ? 1000 : min(max(pause * 2, 1000), 60_000)
-                Console.err("\(peer.map { "\($0.address): " } ?? "")\(describeGATT(failure ?? RuntimeError("link closed"))); trying again in \(pause / 1000) s")
+                pause = backoff.next(delivered: counter.printed > before)
+                Console.err("\(peer.map { "\($0.address): " } ?? "")\(describeGATT(failure ?? RuntimeError("link closed"))); trying again in \(pause.components.seconds) s")
             } else {
                 if !args.flag("reconnect") { return failure }
                 if let f = failure, !Self.isLinkLoss(f) { return f }
@@ -166,7 +167,7 @@ struct Scenario: Sendable {
             }
             if let peer { target = .address(peer) }
             // A pause so a device that refuses at once is not hammered.
-            try await Task.sleep(for: .milliseconds(pause))
+            try await Task.sleep(for: pause)
         }
     }
 

@@ -110,3 +110,16 @@ private let second: UInt64 = 1_000_000_000
         #expect(given.timeoutMultiplier == 500)
     }
 }
+
+@Suite struct ReconnectBackoffTests {
+    @Test func doublesUpToTheMaximumAndStartsOverAfterADelivery() {
+        var b = ReconnectBackoff()
+        #expect((0 ..< 9).map { _ in b.next(delivered: false) }
+                == [1, 2, 4, 8, 16, 32, 60, 60, 60].map { Duration.seconds($0) })
+        #expect(b.next(delivered: true) == .seconds(1))
+        #expect(b.next(delivered: false) == .seconds(2))
+        var small = ReconnectBackoff(initial: .milliseconds(250), maximum: .milliseconds(100))
+        #expect(small.next(delivered: false) == .milliseconds(250), "a maximum below the start is the start")
+        #expect(small.next(delivered: false) == .milliseconds(250))
+    }
+}
