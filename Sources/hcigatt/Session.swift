@@ -31,7 +31,11 @@ enum ControllerOptions {
     static func transportSpec(_ args: Arguments) throws -> TransportSpec {
         do throws(BluetoothError) { return try BluetoothOptions.chooseController(args.option("transport")) } catch {
             if error.kind == .invalidRequest { throw UsageError(error.message) }
-            throw RuntimeError(error.message)
+            // Said with the option's name, which is how a user gives a transport here.
+            if let t = error.underlying as? TransportError {
+                throw RuntimeError("no --transport given and no local adapter usable: \(t.message)")
+            }
+            throw RuntimeError("no Bluetooth adapter found. Plug one in, or use --transport tcp:HOST:PORT for a virtual controller")
         }
     }
 
