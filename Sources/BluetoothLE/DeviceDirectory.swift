@@ -14,7 +14,8 @@ public final class DeviceDirectory: Sendable {
         var found: [LEAddress?]
         /// A device whose name contains the target's, and when it was first heard.
         var partial: [(address: LEAddress, since: UInt64)?]
-        var waiters: [(index: Int, continuation: CheckedContinuation<LEAddress, any Error>)] = []
+        var waiters: [(id: UInt64, index: Int, continuation: CheckedContinuation<LEAddress, any Error>)] = []
+        var nextWaiter: UInt64 = 0
     }
 
     /// The targets, in the order given.
@@ -46,18 +47,17 @@ public final class DeviceDirectory: Sendable {
     public func note(_ d: DiscoveredDevice, now: UInt64) -> Found {
         var out = Found()
         let ready: [(CheckedContinuation<LEAddress, any Error>, LEAddress)] = state.withLock { s in
-            for (i, t) in targets.enumerated() where s.found[i] == nil {
-                guard let query = t.query else { continue }
-                switch query.match(d) {
-                case .exact:
-                    s.found[i] = d.address
-                    out.found.append((i, d.address))
-                case .partial where s.partial[i] == nil:
-                    s.partial[i] = (d.address, now)
-                    out.promoteAt = now + Self.partialMatchWait
-                case .partial, .none:
-                    break
-                }
+            // Exact matches first: a device that is one target's exactly is no other's candidate.
+            let matches = targets.map { t in t.query?.match(d) ?? .none }
+            for i in targets.indices where s.found[i] == nil && matches[i] == .exact {
+                s.found[i] = d.address
+                out.found.append((i, d.address))
+            }
+            // (A device another target has is no candidate: one device, one target.)
+            for i in targets.indices where s.found[i] == nil && matches[i] == .partial
+                && s.partial[i] == nil && !s.found.contains(d.address) {
+                s.partial[i] = (d.address, now)
+                out.promoteAt = now + Self.partialMatchWait
             }
             out.found += Self.promote(&s, now: now)
             return Self.takeReady(&s)
@@ -79,10 +79,12 @@ public final class DeviceDirectory: Sendable {
     private static func promote(_ s: inout State, now: UInt64) -> [(index: Int, address: LEAddress)] {
         var out: [(index: Int, address: LEAddress)] = []
         for i in s.found.indices where s.found[i] == nil {
-            if let p = s.partial[i], now >= p.since + partialMatchWait {
-                s.found[i] = p.address
-                out.append((i, p.address))
-            }
+            guard let p = s.partial[i], now >= p.since + partialMatchWait else { continue }
+            s.partial[i] = nil
+            // Taken meanwhile by another target's exact match: wait for another candidate.
+            if s.found.contains(p.address) { continue }
+            s.found[i] = p.address
+            out.append((i, p.address))
         }
         return out
     }
@@ -101,12 +103,16 @@ public final class DeviceDirectory: Sendable {
     /// The address of target `index`, once the scan has found it. Throws
     /// `CancellationError` when the waiting task is cancelled.
     public func address(of index: Int) async throws -> LEAddress {
-        try await withTaskCancellationHandler {
+        let id: UInt64 = state.withLock { s in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<LEAddress, any Error>) in
                 let now: LEAddress?? = state.withLock { s in
                     if Task.isCancelled { return .some(nil) }
                     if let a = s.found[index] { return .some(a) }
-                    s.waiters.append((index, c))
+                    s.waiters.append((id, index, c))
                     return nil
                 }
                 switch now {
@@ -117,16 +123,11 @@ public final class DeviceDirectory: Sendable {
             }
         } onCancel: {
             // The flag is set before this runs: a waiter not stored yet sees it and leaves.
-            let gone: [CheckedContinuation<LEAddress, any Error>] = state.withLock { s in
-                var out: [CheckedContinuation<LEAddress, any Error>] = []
-                s.waiters.removeAll { w in
-                    guard w.index == index else { return false }
-                    out.append(w.continuation)
-                    return true
-                }
-                return out
+            let gone: CheckedContinuation<LEAddress, any Error>? = state.withLock { s in
+                guard let at = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.waiters.remove(at: at).continuation
             }
-            for c in gone { c.resume(throwing: CancellationError()) }
+            gone?.resume(throwing: CancellationError())
         }
     }
 }

@@ -85,15 +85,38 @@ private let second: UInt64 = 1_000_000_000
         #expect(dir.allFound)
     }
 
-    @Test func aCancelledWaiterLeaves() async throws {
+    @Test func aCancelledWaiterLeavesAndOnlyIt() async throws {
         let dir = DeviceDirectory([.name("Nobody")])
-        let waiting = Task { try await dir.address(of: 0) }
-        waiting.cancel()
-        await #expect(throws: CancellationError.self) { try await waiting.value }
-        // Another task may still wait for it later.
-        let again = Task { try await dir.address(of: 0) }
+        let early = Task { try await dir.address(of: 0) }
+        early.cancel()
+        await #expect(throws: CancellationError.self) { try await early.value }
+        let leaving = Task { try await dir.address(of: 0) }
+        let staying = Task { try await dir.address(of: 0) }
+        // Both suspended (stored as waiters) before one is cancelled.
+        try await Task.sleep(for: .milliseconds(50))
+        leaving.cancel()
+        await #expect(throws: CancellationError.self) { try await leaving.value }
         _ = dir.note(device(1, name: "Nobody"), now: 0)
-        #expect(try await again.value == device(1).address)
+        #expect(try await staying.value == device(1).address)
+        // Another task may still ask later.
+        #expect(try await dir.address(of: 0) == device(1).address)
+    }
+
+    @Test func oneDeviceIsNotTakenForTwoTargets() {
+        // --device Thermo --device Thermo-1, the real "Thermo" off: Thermo-1 is target 1's.
+        let dir = DeviceDirectory([.name("Thermo"), .name("Thermo-1")])
+        let r = dir.note(device(1, name: "Thermo-1"), now: 0)
+        #expect(r.found.map(\.index) == [1])
+        #expect(r.promoteAt == nil)
+        #expect(dir.promote(now: 10 * second).isEmpty)
+        // A candidate claimed by an exact match while it waited is dropped, not shared.
+        let other = DeviceDirectory([.name("Cuff"), .name("cuff-2")])
+        _ = other.note(device(2, name: "Cuff-2", services: []), now: 0)
+        #expect(other.missing == [.name("Cuff")])
+        let late = DeviceDirectory([.name("Cuff"), .untypedAddress(device(2).address.address)])
+        #expect(late.note(device(2, name: "Cuff-2"), now: 0).found.map(\.index) == [1])
+        #expect(late.promote(now: 10 * second).isEmpty)
+        #expect(late.note(device(3, name: "Cuff"), now: 11 * second).found.map(\.index) == [0])
     }
 }
 
