@@ -41,7 +41,8 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         apply(stop.advance(now: now, inFlight: inFlight, connected: connected, linkEnded: linkEnded))
         precondition(stop.isStopped == finished)
         if let at = stoppedAt, !finished {
-            precondition(now < at + StopSequence.drainTime + StopSequence.disconnectTime + 2_600_000_000,
+            // Each deadline is seen at the first input after it: up to one step late (3.1 s).
+            precondition(now < at + StopSequence.drainTime + StopSequence.disconnectTime + 2 * 3_100_000_000,
                          "still not stopped \(now - at) ns after the stop")
         }
     }

@@ -73,7 +73,7 @@ public struct CentralLink: Sendable {
     {
         let link: LEConnection
         do throws(HostError) { link = try await host.connect(to: address, timeout: settings.timeout) } catch {
-            throw BluetoothError(error.kind, "cannot connect to \(address): \(error.message)", underlying: error)
+            throw BluetoothError("cannot connect to \(address): \(error.message)", underlying: error)
         }
         var security: LinkSecurity?
         if settings.encryptWithBond, let bond = try? link.storedBond(), bond.centralKey != nil {
@@ -83,7 +83,7 @@ public struct CentralLink: Sendable {
                 await link.disconnect()
                 // The link or the controller went away: say that; anything else is the key.
                 if error.isLinkLoss || error.kind == .transportClosed || error.kind == .cancelled {
-                    throw BluetoothError(error.kind, "cannot connect to \(address): \(error.message)", underlying: error)
+                    throw BluetoothError("cannot connect to \(address): \(error.message)", underlying: error)
                 }
                 throw BluetoothError(.security, "\(address) refused the stored bond's key (\(error.message)); "
                                      + "it may have removed its pairing information: remove the bond to pair again", underlying: error)
@@ -93,7 +93,7 @@ public struct CentralLink: Sendable {
         if let wish = settings.parameters {
             do throws(HostError) { updated = try await link.updateParameters(wish.request(from: link.parameters)) } catch {
                 await link.disconnect()
-                throw BluetoothError(error.kind, "connection update refused: \(error.message)", underlying: error)
+                throw BluetoothError("connection update refused: \(error.message)", underlying: error)
             }
         }
         return CentralLink(connection: link, bondSecurity: security, updatedParameters: updated)
@@ -101,8 +101,8 @@ public struct CentralLink: Sendable {
 }
 
 extension BluetoothError {
-    /// An error of the host's `kind` with a message of the caller's.
-    init(_ kind: HostError.Kind, _ message: String, underlying: HostError) {
+    /// The host error's kind with a message of the caller's.
+    init(_ message: String, underlying: HostError) {
         self = BluetoothError(underlying)
         self.message = message
     }

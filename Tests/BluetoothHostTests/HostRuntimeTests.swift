@@ -264,10 +264,15 @@ import Synchronization
         let fake = FakeControllerTransport()
         let host = try await HCIHost.open(transport: fake)
         // A waiter that gives up (its task cancelled) gets nil and leaves nothing behind.
+        let early = Task { await host.terminated() }
+        early.cancel()
+        #expect(await early.value == nil)
         let leaving = Task { await host.terminated() }
+        let waiting = Task { await host.terminated() }
+        // Both stored as waiters before one leaves and the controller goes.
+        try await Task.sleep(for: .milliseconds(50))
         leaving.cancel()
         #expect(await leaving.value == nil)
-        let waiting = Task { await host.terminated() }
         #expect(host.terminationReason == nil)
         fake.closeController()
         #expect(await waiting.value?.kind == .transportClosed)
