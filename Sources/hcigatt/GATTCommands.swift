@@ -190,52 +190,15 @@ struct PeerSession: Sendable {
     /// Service Changed); else discovered, and kept with the bond for next time.
     func discover(_ args: Arguments) async throws -> GATTDiscovery {
         let start = monotonicNow()
-        var store: BondStore?
-        var cache: GATTCachedDatabase?
-        if !args.flag("no-cache"), let link = connection, (try? link.storedBond()) != nil {
-            let bonds = SecurityOptions.bondStore(args)
-            store = bonds
-            let identity = link.peerIdentity
-            let loaded: Result<GATTCachedDatabase?, BondStoreError> = await runOnOwnThread {
-                do throws(BondStoreError) { return .success(try GATTDatabaseCacheFile.load(bonds, identity)) } catch { return .failure(error) }
-            }
-            switch loaded {
-            case .success(let c): cache = c
-            case .failure(let e): Console.err("\(e); discovering instead (the file is replaced)")
-            }
-        }
-        if cache == nil { Console.err("discovering...") }
-        let before = client.roundTrips
-        // Only a bond keeps the database, and only then is the hash worth its round trip.
-        let d = store != nil ? try await client.discoverAll(reusing: cache)
-            : GATTDiscovery(cached: GATTCachedDatabase(database: try await client.discoverAll(), hash: nil), source: .discovered)
+        let bonded = connection.map { (try? $0.storedBond()) != nil } ?? false
+        let reuse = !args.flag("no-cache")
+        if !(bonded && reuse) { Console.err("discovering...") }
+        let r = try await discoverDatabase(client, link: connection, bonds: SecurityOptions.bondStore(args), reuseCache: reuse)
+        if let e = r.unreadableCache { Console.err("\(e); discovering instead (the file is replaced)") }
         let ms = (monotonicNow() &- start) / 1_000_000
-        let trips = client.roundTrips - before
-        let db = d.database
-        Console.err("\(d.source): \(db.services.count) services, \(db.characteristics.count) characteristics in \(trips) round trip\(trips == 1 ? "" : "s") (\(ms) ms, MTU \(client.mtu))")
-        if let store, let link = connection, !d.source.reusedCache {
-            let identity = link.peerIdentity, cached = d.cached
-            let saved: Result<Void, BondStoreError> = await runOnOwnThread {
-                do throws(BondStoreError) { try GATTDatabaseCacheFile.save(cached, store, identity); return .success(()) } catch { return .failure(error) }
-            }
-            if case .failure(let e) = saved { Console.err("could not keep the database with the bond: \(e)") }
-        }
-        if let store, let link = connection {
-            // Service Changed later in this session: what is kept follows (without a hash, so
-            // the next session checks the server's); a failed rediscovery drops the cache.
-            let identity = link.peerIdentity, changes = client.databaseChanged
-            Task {
-                for await change in changes {
-                    let _: Void = await runOnOwnThread {
-                        if let db = change.database {
-                            try? GATTDatabaseCacheFile.save(GATTCachedDatabase(database: db, hash: nil), store, identity)
-                        } else {
-                            try? store.remove(identity, kind: GATTDatabaseCacheFile.kind)
-                        }
-                    }
-                }
-            }
-        }
+        let d = r.discovery, db = d.database
+        Console.err("\(d.source): \(db.services.count) services, \(db.characteristics.count) characteristics in \(r.roundTrips) round trip\(r.roundTrips == 1 ? "" : "s") (\(ms) ms, MTU \(client.mtu))")
+        if let e = r.unsavedCache { Console.err("could not keep the database with the bond: \(e)") }
         return d
     }
 
