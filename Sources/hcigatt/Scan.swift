@@ -254,12 +254,6 @@ final class LiveCounter: Sendable {
     }
 }
 
-func monotonicNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
-
 func formatSeconds(_ s: Double) -> String {
     let tenths = Int((s * 10).rounded())
     return "\(tenths / 10).\(tenths % 10)"

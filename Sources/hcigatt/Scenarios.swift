@@ -1,7 +1,8 @@
 import BluetoothGATT
-import BluetoothLE
 import BluetoothHost
+import BluetoothLE
 import BluetoothProfiles
+import BluetoothTransport
 import BluetoothWire
 import HCIGATTFormat
 

@@ -11,12 +11,9 @@ enum Sys {
         retryingOnInterrupt(body)
     }
 
-    /// Monotonic time in nanoseconds.
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-    }
+    /// Monotonic time in nanoseconds (the stack's one clock, ``monotonicNow()``).
+    @inline(__always)
+    static func now() -> UInt64 { monotonicNow() }
 
     /// A non-blocking close-on-exec pipe used to wake a poller: (read end, write end).
     /// (Glibc's Swift module exports neither eventfd nor pipe2.)

@@ -102,11 +102,7 @@ public struct SystemCalls: Sendable {
         tcsetattr: { Glibc.tcsetattr($0, $1, $2) },
         tcflush: { Glibc.tcflush($0, $1) },
         close: { Glibc.close($0) },
-        monotonicNanoseconds: {
-            var ts = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &ts)
-            return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-        },
+        monotonicNanoseconds: { monotonicNow() },
         sleepNanoseconds: { ns in
             var request = timespec(tv_sec: Int(ns / 1_000_000_000), tv_nsec: Int(ns % 1_000_000_000))
             var remaining = timespec()
