@@ -93,10 +93,11 @@ let package = Package(
             dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothProfiles"]
         ),
         // The gateway's parts: the disk spool, reading numbers, the publish window (sans-I/O),
-        // Home Assistant discovery, and the MQTT client on Paho.
+        // Home Assistant discovery, the MQTT client on Paho, and the publisher (GatewayRuntime)
+        // on typed settings, with its stop sequence.
         .target(
             name: "HCIGATTGateway",
-            dependencies: ["BluetoothWire", "BluetoothProfiles", "CPaho"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothProfiles", "HCIGATTFormat", "CPaho"]
         ),
         .executableTarget(
             name: "hcigatt",
