@@ -107,3 +107,20 @@ extension BluetoothError {
         self.message = message
     }
 }
+
+extension CentralLink {
+    /// How long a link is held after pairing before anything else: nothing acknowledges the
+    /// last key distributed, and a device that sees the link drop at once may not file the
+    /// keys (BlueZ keeps an idle LE link 2 s for the same reason).
+    public static let keyDistributionHold: Duration = .milliseconds(500)
+
+    /// Pairs on `link` (bonding when the host keeps bonds) and returns once the peer has had
+    /// ``keyDistributionHold`` to file the keys. The one pairing step of the CLI's `pair`
+    /// and ``Peripheral/pair()``.
+    public static func pair(_ link: LEConnection) async throws(BluetoothError) -> SMPPairingResult {
+        let r: SMPPairingResult
+        do throws(HostError) { r = try await link.pair() } catch { throw BluetoothError(error) }
+        try? await Task.sleep(for: keyDistributionHold)
+        return r
+    }
+}

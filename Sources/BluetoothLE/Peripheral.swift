@@ -152,10 +152,12 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Pairs (and bonds, when the manager has a bond directory). Reads and writes that the
-    /// peer refuses for security pair on their own; this is for doing it up front.
+    /// Pairs (and bonds, when the manager has a bond directory), as `hcigatt pair` does
+    /// (``CentralLink/pair(_:)``: the link is held a moment for the peer to file the keys).
+    /// Reads and writes that the peer refuses for security pair on their own; this is for
+    /// doing it up front.
     public func pair() async throws(BluetoothError) {
-        do throws(HostError) { _ = try await link.pair() } catch { throw BluetoothError(error) }
+        _ = try await CentralLink.pair(link)
     }
 
     /// Ends the link.

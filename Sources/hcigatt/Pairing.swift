@@ -161,10 +161,9 @@ enum PairCommand {
         try await withPeer(args, target) { p in
             guard let link = p.connection else { throw RuntimeError("no link to pair on") }
             let r: SMPPairingResult
-            do throws(HostError) { r = try await link.pair() } catch { throw RuntimeError(error.message, cause: error) }
-            // Nothing acknowledges the last key distributed; like BlueZ (which keeps an idle LE
-            // link 2 s), hold the link a moment so the device files the keys before it drops.
-            try? await Task.sleep(for: .milliseconds(500))
+            do throws(BluetoothError) { r = try await CentralLink.pair(link) } catch {
+                throw RuntimeError(error.message, cause: error.underlying ?? error)
+            }
             var keys: [String] = []
             if r.peerLTK != nil { keys.append("ltk") }
             if r.peerIdentityResolvingKey != nil { keys.append("irk") }
