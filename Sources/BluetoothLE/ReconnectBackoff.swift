@@ -22,3 +22,43 @@ public struct ReconnectBackoff: Sendable, Equatable {
         return wait
     }
 }
+
+/// When a followed device's link ended (or never came up): whether to connect again, and
+/// after how long. The one reconnection policy of `monitor`, the health commands and the
+/// gateway; sans I/O (the caller waits and connects).
+public struct Reconnection: Sendable, Equatable {
+    /// Which endings are retried.
+    public enum Mode: Sendable, Equatable {
+        /// None: the first ending ends the following.
+        case never
+        /// A lost link only (the device went out of range or off): `--reconnect`.
+        case afterLinkLoss
+        /// Every ending, a refusal or a failed connect included (the gateway: it follows
+        /// its devices until it is stopped).
+        case always
+    }
+
+    /// Which endings are retried.
+    public let mode: Mode
+    private var backoff: ReconnectBackoff
+    /// The wait when only lost links are retried (a device that refuses at once is not
+    /// hammered).
+    public static let linkLossPause: Duration = .milliseconds(500)
+
+    /// A policy; `.always` waits with `backoff`.
+    public init(_ mode: Mode, backoff: ReconnectBackoff = ReconnectBackoff()) {
+        self.mode = mode
+        self.backoff = backoff
+    }
+
+    /// After a session ended with `failure` (nil: the link closed without an error);
+    /// `linkLoss`: the failure is the peer going away; `delivered`: the session delivered
+    /// something. The wait before connecting again, or nil to stop.
+    public mutating func next(failure: (any Error)?, linkLoss: Bool, delivered: Bool) -> Duration? {
+        switch mode {
+        case .never: return nil
+        case .afterLinkLoss: return failure == nil || linkLoss ? Self.linkLossPause : nil
+        case .always: return backoff.next(delivered: delivered)
+        }
+    }
+}

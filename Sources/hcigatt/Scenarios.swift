@@ -141,10 +141,9 @@ struct Scenario: Sendable {
                 counter: MeasurementCounter, handler: MeasurementHandler? = nil) async throws -> (any Error)? {
         var target = first
         let lastPeer = Locked<LEAddress?>(nil)
-        // With a handler (the gateway) every failure is retried with the library's back-off
-        // (1 s doubling to 60 s, back to 1 s once a session delivered a measurement).
-        var backoff = ReconnectBackoff()
-        var pause: Duration = .milliseconds(500)
+        // The library's policy: the gateway (a handler) retries every ending with the
+        // back-off, --reconnect a lost link, else the first ending is the end.
+        var policy = Reconnection(handler != nil ? .always : args.flag("reconnect") ? .afterLinkLoss : .never)
         while true {
             var failure: (any Error)?
             let before = counter.printed
@@ -158,16 +157,16 @@ struct Scenario: Sendable {
             }
             if Task.isCancelled || counter.done { return nil }
             let peer = lastPeer.withLock { $0 }
-            if handler != nil {
-                pause = backoff.next(delivered: counter.printed > before)
+            let linkLoss = failure.map(Self.isLinkLoss) ?? false
+            guard let pause = policy.next(failure: failure, linkLoss: linkLoss, delivered: counter.printed > before) else {
+                return failure
+            }
+            if policy.mode == .always {
                 Console.err("\(peer.map { "\($0.address): " } ?? "")\(describeGATT(failure ?? RuntimeError("link closed"))); trying again in \(pause.components.seconds) s")
             } else {
-                if !args.flag("reconnect") { return failure }
-                if let f = failure, !Self.isLinkLoss(f) { return f }
                 Console.err("\(peer.map { "\($0): " } ?? "")link lost: \(describeGATT(failure ?? RuntimeError("closed"))); reconnecting...")
             }
             if let peer { target = .address(peer) }
-            // A pause so a device that refuses at once is not hammered.
             try await Task.sleep(for: pause)
         }
     }

@@ -146,3 +146,20 @@ private let second: UInt64 = 1_000_000_000
         #expect(small.next(delivered: false) == .milliseconds(250))
     }
 }
+
+@Suite struct ReconnectionTests {
+    struct Refused: Error {}
+
+    @Test func eachModeRetriesWhatItSays() {
+        var never = Reconnection(.never)
+        #expect(never.next(failure: nil, linkLoss: false, delivered: true) == nil)
+        var onLoss = Reconnection(.afterLinkLoss)
+        #expect(onLoss.next(failure: Refused(), linkLoss: true, delivered: false) == Reconnection.linkLossPause)
+        #expect(onLoss.next(failure: nil, linkLoss: false, delivered: true) == Reconnection.linkLossPause, "closed without an error")
+        #expect(onLoss.next(failure: Refused(), linkLoss: false, delivered: false) == nil, "a refusal is the end")
+        var always = Reconnection(.always)
+        #expect(always.next(failure: Refused(), linkLoss: false, delivered: false) == .seconds(1))
+        #expect(always.next(failure: Refused(), linkLoss: false, delivered: false) == .seconds(2))
+        #expect(always.next(failure: nil, linkLoss: true, delivered: true) == .seconds(1))
+    }
+}
