@@ -92,7 +92,12 @@ struct Glue {
             if cid == .leSignaling { signaling.append((h, Array(payload))) }
         }
         for (h, s) in signaling where links.contains(h) {
-            run(s.withUnsafeBytes { connections.receivedSignaling(handle: h, payload: $0) })
+            // The credit channels' commands are l2cap_channels' to fuzz; the rest is answered here.
+            let route = s.withUnsafeBytes { p -> [ConnectionAction] in
+                if case .handled(let a) = connections.receivedSignaling(handle: h, payload: p) { return a }
+                return []
+            }
+            run(route)
         }
     }
 }

@@ -49,8 +49,14 @@ extension [ConnectionAction] {
         withEvent(event) { m.handle($0, now: now) }
     }
 
+    /// What the manager answers itself (nothing for a frame it routes to the credit channels).
     func signaling(_ m: inout LEConnectionManager, _ handle: UInt16, _ payload: [UInt8]) -> [ConnectionAction] {
-        payload.withUnsafeBytes { m.receivedSignaling(handle: handle, payload: $0) }
+        payload.withUnsafeBytes { if case .handled(let a) = m.receivedSignaling(handle: handle, payload: $0) { a } else { [] } }
+    }
+
+    /// The code of the command routed to the credit channels, nil when it was not routed.
+    func routedCode(_ m: inout LEConnectionManager, _ handle: UInt16, _ payload: [UInt8]) -> L2CAPSignalingCode? {
+        payload.withUnsafeBytes { if case .creditChannels(let c) = m.receivedSignaling(handle: handle, payload: $0) { c.code } else { nil } }
     }
 
     /// A manager with a central link on `handle`.
@@ -341,25 +347,36 @@ extension [ConnectionAction] {
         #expect(m.statistics.malformedSignaling == 2)
     }
 
-    @Test func creditBasedRequestsAreRefusedWithoutBreaking() {
+    @Test func creditChannelCommandsGoToTheirMachineOthersAreAnsweredHere() {
         var m = connected(0x40)
-        let a = signaling(&m, 0x40, signalingPayload(0x14, 2, le16(0x80) + le16(0x40) + le16(100) + le16(100) + le16(5)))
-        #expect(a.l2capFrames.first?.1 == [14, 0, 5, 0] + signalingPayload(0x15, 2, le16(0) + le16(0) + le16(0) + le16(0) + le16(2)))
-        #expect(signaling(&m, 0x40, signalingPayload(0x16, 3, le16(0x40) + le16(1))).isEmpty)
+        // LE Credit Based Connection Request, Flow Control Credit, Disconnection Request: routed.
+        #expect(routedCode(&m, 0x40, signalingPayload(0x14, 2, le16(0x80) + le16(0x40) + le16(100) + le16(100) + le16(5)))
+                == .leCreditBasedConnectionRequest)
+        #expect(routedCode(&m, 0x40, signalingPayload(0x16, 3, le16(0x40) + le16(1))) == .flowControlCreditIndication)
+        #expect(routedCode(&m, 0x40, signalingPayload(0x06, 4, le16(0x40) + le16(0x41))) == .disconnectionRequest)
+        // Enhanced credit-based channels (0x17) are not offered: refused here, one null CID each.
+        let a = signaling(&m, 0x40, signalingPayload(0x17, 5, le16(0x80) + le16(100) + le16(100) + le16(5) + le16(0x40) + le16(0x41)))
+        #expect(a.l2capFrames.first?.1 == [16, 0, 5, 0] + signalingPayload(0x18, 5, le16(0) + le16(0) + le16(0) + le16(2) + le16(0) + le16(0)))
+        #expect(m.statistics.unmatchedSignalingResponses == 0)
     }
 
-    @Test func signalingResponsesAreMatchedByIdentifier() {
-        var m = connected(0x40, role: .peripheral)
-        guard let (id, a) = m.sendSignalingRequest(handle: 0x40, { .connectionParameterUpdateRequest(identifier: $0,
-            L2CAPConnectionParameters(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 400)) })
-        else { Issue.record("no link"); return }
-        #expect(id == 1 && a.l2capFrames.count == 1)
-        #expect(signaling(&m, 0x40, signalingPayload(0x13, 1, le16(0))).isEmpty)
-        #expect(m.statistics.unmatchedSignalingResponses == 0)
-        // The same identifier again, or one never used: unmatched.
-        _ = signaling(&m, 0x40, signalingPayload(0x13, 1, le16(0)))
-        _ = signaling(&m, 0x40, signalingPayload(0x01, 77, [0, 0]))
-        #expect(m.statistics.unmatchedSignalingResponses == 2)
+    @Test func responsesReachTheChannelsOnlyForTheirRequests() {
+        var m = connected(0x40)
+        guard let id = m.allocateSignalingIdentifier(handle: 0x40) else { Issue.record("no link"); return }
+        #expect(id == 1)
+        #expect(m.allocateSignalingIdentifier(handle: 0x41) == nil, "no such link")
+        let response = signalingPayload(0x15, id, le16(0x40) + le16(100) + le16(100) + le16(5) + le16(0))
+        #expect(routedCode(&m, 0x40, response) == .leCreditBasedConnectionResponse)
+        // The same identifier again, one never used, a reject of nothing: counted, not routed.
+        #expect(routedCode(&m, 0x40, response) == nil)
+        #expect(routedCode(&m, 0x40, signalingPayload(0x07, 77, le16(0x40) + le16(0x41))) == nil)
+        #expect(routedCode(&m, 0x40, signalingPayload(0x01, 78, [0, 0])) == nil)
+        // A Command Reject of a request the channels sent is theirs.
+        guard let next = m.allocateSignalingIdentifier(handle: 0x40) else { return }
+        #expect(routedCode(&m, 0x40, signalingPayload(0x01, next, [0, 0])) == .commandReject)
+        // Answers to requests this host never sends.
+        _ = signaling(&m, 0x40, signalingPayload(0x13, 9, le16(0)))
+        #expect(m.statistics.unmatchedSignalingResponses == 4)
     }
 
     @Test func smpPairingRequestIsRefusedOthersIgnored() {

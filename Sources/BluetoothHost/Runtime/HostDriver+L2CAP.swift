@@ -40,24 +40,17 @@ extension HostDriver {
         connections.allocateSignalingIdentifier(handle: handle) ?? 1
     }
 
-    /// A signaling frame of the credit-based family (or a Command Reject answering one of
-    /// its requests): true when the machine took it.
-    func creditChannelSignaling(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) -> Bool {
-        guard let code = payload.first, payload.count >= 2 else { return false }
-        switch L2CAPSignalingCode(rawValue: code) {
-        case .leCreditBasedConnectionRequest, .leCreditBasedConnectionResponse, .flowControlCreditIndication,
-             .disconnectionRequest, .disconnectionResponse:
-            break
-        case .commandReject where creditChannels.awaits(handle: handle, identifier: payload[1]):
-            break
-        default:
-            return false
+    /// A frame of the LE signaling channel: the connection manager owns it and hands the
+    /// credit-based channels' commands to their machine.
+    func signalingReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {
+        switch connections.receivedSignaling(handle: handle, payload: payload) {
+        case .handled(let actions):
+            execute(actions)
+        case .creditChannels(let command):
+            guard let conn = links[handle]?.connection else { return }
+            execute(creditChannels.signaling(handle: handle, command, security: conn.security, now: Sys.now(),
+                                             nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
         }
-        // A malformed one goes to the connection manager, which answers it.
-        guard let command = try? L2CAPSignalingCommand(parsing: payload), let conn = links[handle]?.connection else { return false }
-        execute(creditChannels.signaling(handle: handle, command, security: conn.security, now: Sys.now(),
-                                         nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
-        return true
     }
 
     func execute(_ actions: [L2CAPChannelAction]) {

@@ -126,9 +126,7 @@ extension HostDriver {
                 stats.droppedATT += 1
             }
         case .leSignaling:
-            if !creditChannelSignaling(handle, payload) {
-                execute(connections.receivedSignaling(handle: handle, payload: payload))
-            }
+            signalingReceived(handle, payload)
         case .creditBased(let cid):
             execute(creditChannels.received(handle: handle, cid: cid, payload: payload, now: Sys.now(),
                                             nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))

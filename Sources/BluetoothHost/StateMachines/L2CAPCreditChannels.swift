@@ -222,17 +222,6 @@ public struct L2CAPCreditChannels: Sendable {
             initialCredits: parameters.credits)))]
     }
 
-    /// True when `identifier` answers a request of this machine on `handle`.
-    public func awaits(handle: UInt16, identifier: UInt8) -> Bool {
-        channels.contains { c in
-            guard c.handle == handle else { return false }
-            switch c.phase {
-            case .connecting(let id, _), .disconnecting(let id): return id == identifier
-            case .open: return false
-            }
-        }
-    }
-
     // MARK: Signaling from the peer
 
     /// A signaling command of the credit-based family (or a Command Reject answering one

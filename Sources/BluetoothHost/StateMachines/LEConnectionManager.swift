@@ -56,8 +56,8 @@ public struct LEConnectionManager: Sendable {
         var state: LELinkState
         var disconnecting = false
         var nextSignalingIdentifier: UInt8 = 1
-        /// Our signaling requests awaiting a response, by identifier.
-        var pendingSignaling: [UInt8: L2CAPSignalingCode] = [:]
+        /// Identifiers of requests the credit-based channels sent, awaiting a response.
+        var pendingSignaling: Set<UInt8> = []
     }
 
     private var waiting: [PendingConnect] = []
@@ -515,11 +515,24 @@ public struct LEConnectionManager: Sendable {
 
     // MARK: L2CAP fixed channels
 
-    /// One frame from the LE signaling channel (CID 5), Core Vol 3 Part A §4.
-    public mutating func receivedSignaling(handle: UInt16, payload: UnsafeRawBufferPointer) -> [ConnectionAction] {
+    /// Where a frame of the LE signaling channel goes.
+    public enum SignalingRoute {
+        /// Answered here (parameter update, refusals, Command Reject): do these.
+        case handled([ConnectionAction])
+        /// A command of the LE credit-based channels (a request of the peer's, a credit
+        /// indication, or a response to one of their requests): for ``L2CAPCreditChannels``.
+        /// (Parsed from the frame: valid while it is.)
+        case creditChannels(L2CAPSignalingCommand)
+    }
+
+    /// One frame from the LE signaling channel (CID 5), Core Vol 3 Part A §4: the one
+    /// signaling machine of a link. It owns the identifiers (``allocateSignalingIdentifier(handle:)``)
+    /// and which requests await a response, answers what is its own, and routes the
+    /// credit-based channels' commands to their machine.
+    public mutating func receivedSignaling(handle: UInt16, payload: UnsafeRawBufferPointer) -> SignalingRoute {
         guard var link = links[handle] else {
             statistics.unknownHandleEvents += 1
-            return []
+            return .handled([])
         }
         let command: L2CAPSignalingCommand
         do throws(WireError) {
@@ -527,73 +540,64 @@ public struct LEConnectionManager: Sendable {
         } catch {
             statistics.malformedSignaling += 1
             // Answer a malformed request (never a reject) so the peer does not wait.
-            guard payload.count >= 2, payload[0] != L2CAPSignalingCode.commandReject.rawValue, payload[1] != 0 else { return [] }
+            guard payload.count >= 2, payload[0] != L2CAPSignalingCode.commandReject.rawValue, payload[1] != 0 else { return .handled([]) }
             statistics.rejectedSignaling += 1
-            return signaling(handle, .commandReject(identifier: payload[1], reason: .commandNotUnderstood))
+            return .handled(signaling(handle, .commandReject(identifier: payload[1], reason: .commandNotUnderstood)))
         }
         switch command {
         case .connectionParameterUpdateRequest(let id, let p):
             guard link.state.role == .central else {
                 // Only a peripheral may ask (Core Vol 3 Part A §4.20).
                 statistics.rejectedSignaling += 1
-                return signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood))
+                return .handled(signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood)))
             }
             if Self.isAcceptable(p) {
                 statistics.parameterRequestsAccepted += 1
-                return signaling(handle, .connectionParameterUpdateResponse(identifier: id, result: .accepted))
-                    + [Self.connectionUpdate(handle, p)]
+                return .handled(signaling(handle, .connectionParameterUpdateResponse(identifier: id, result: .accepted))
+                    + [Self.connectionUpdate(handle, p)])
             }
             statistics.parameterRequestsRejected += 1
-            return signaling(handle, .connectionParameterUpdateResponse(identifier: id, result: .rejected))
-        case .leCreditBasedConnectionRequest(let id, _):
-            // No LE credit based channels are offered yet.
-            return signaling(handle, .leCreditBasedConnectionResponse(identifier: id, L2CAPLECreditBasedConnectionResponse(
-                destinationCID: .null, mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported)))
-        case .creditBasedConnectionRequest(let id, let r):
-            var refused = L2CAPChannelIDList()
-            for _ in r.sourceCIDs { refused.append(.null) }
-            return signaling(handle, .creditBasedConnectionResponse(identifier: id, L2CAPCreditBasedConnectionResponse(
-                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported, destinationCIDs: refused)))
-        case .disconnectionRequest(let id, let dcid, let scid):
-            return signaling(handle, .commandReject(identifier: id, reason: .invalidCID(localCID: dcid, remoteCID: scid)))
-        case .creditBasedReconfigureRequest(let id, _):
-            return signaling(handle, .creditBasedReconfigureResponse(identifier: id, result: .invalidDestinationCID))
-        case .connectionParameterUpdateResponse(let id, _), .commandReject(let id, _),
-             .leCreditBasedConnectionResponse(let id, _), .creditBasedConnectionResponse(let id, _),
-             .creditBasedReconfigureResponse(let id, _), .disconnectionResponse(let id, _, _):
-            if link.pendingSignaling.removeValue(forKey: id) == nil {
+            return .handled(signaling(handle, .connectionParameterUpdateResponse(identifier: id, result: .rejected)))
+        case .leCreditBasedConnectionRequest, .flowControlCreditIndication, .disconnectionRequest:
+            // LE credit-based channels: their machine answers (a Disconnection Request names
+            // one of its channels, or it rejects the CIDs).
+            return .creditChannels(command)
+        case .leCreditBasedConnectionResponse(let id, _), .disconnectionResponse(let id, _, _), .commandReject(let id, _):
+            // Only an answer to a request the channels sent goes to them.
+            guard link.pendingSignaling.remove(id) != nil else {
                 statistics.unmatchedSignalingResponses += 1
+                return .handled([])
             }
             links[handle] = link
-            return []
-        case .flowControlCreditIndication:
-            return []  // no channels: nothing to credit
+            return .creditChannels(command)
+        case .creditBasedConnectionRequest(let id, let r):
+            // Enhanced credit-based channels (§4.25) are not offered.
+            var refused = L2CAPChannelIDList()
+            for _ in r.sourceCIDs { refused.append(.null) }
+            return .handled(signaling(handle, .creditBasedConnectionResponse(identifier: id, L2CAPCreditBasedConnectionResponse(
+                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported, destinationCIDs: refused))))
+        case .creditBasedReconfigureRequest(let id, _):
+            return .handled(signaling(handle, .creditBasedReconfigureResponse(identifier: id, result: .invalidDestinationCID)))
+        case .connectionParameterUpdateResponse, .creditBasedConnectionResponse, .creditBasedReconfigureResponse:
+            // Answers to requests this host never sends.
+            statistics.unmatchedSignalingResponses += 1
+            return .handled([])
         case .unknown(_, let id, _):
             statistics.rejectedSignaling += 1
-            return signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood))
+            return .handled(signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood)))
         }
     }
 
-    /// A fresh signaling identifier (1...255) for a request another layer of the link sends
-    /// (credit-based channels); nil when the link is gone.
+    /// A fresh signaling identifier (1...255) for a request the credit-based channels send
+    /// (a connection or a disconnection request); its response is routed back to them. nil
+    /// when the link is gone.
     public mutating func allocateSignalingIdentifier(handle: UInt16) -> UInt8? {
         guard var link = links[handle] else { return nil }
         let id = link.nextSignalingIdentifier
         link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
+        link.pendingSignaling.insert(id)
         links[handle] = link
         return id
-    }
-
-    /// Sends a signaling request of ours with a fresh identifier (1...255) and remembers it
-    /// so the response can be matched. Returns the identifier used.
-    public mutating func sendSignalingRequest(handle: UInt16, _ make: (UInt8) -> L2CAPSignalingCommand) -> (UInt8, [ConnectionAction])? {
-        guard var link = links[handle] else { return nil }
-        let id = link.nextSignalingIdentifier
-        link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
-        let command = make(id)
-        link.pendingSignaling[id] = command.code
-        links[handle] = link
-        return (id, signaling(handle, command))
     }
 
     private func signaling(_ handle: UInt16, _ command: L2CAPSignalingCommand) -> [ConnectionAction] {
