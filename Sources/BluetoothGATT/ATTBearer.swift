@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothTransport
 import BluetoothWire
 
 /// A channel that carries ATT PDUs to one peer: the fixed ATT channel (CID 4) of an LE
@@ -78,22 +79,9 @@ extension ATTBearer {
     public func waitForRoom(for bytes: Int) async {}
 }
 
-/// Why a bearer closed, said for the user (e.g. "disconnected by the peer: Remote User
-/// Terminated Connection (0x13)").
-public struct ATTBearerClosed: Error, Sendable, CustomStringConvertible, Equatable {
-    /// The HCI disconnect reason when the link went down.
-    public var reason: HCIErrorCode?
-    /// What happened, for people.
-    public var message: String
-
-    /// A closure with its HCI reason (when the link went down) and a message.
-    public init(reason: HCIErrorCode? = nil, message: String) {
-        self.reason = reason
-        self.message = message
-    }
-
-    public var description: String { message }
-}
+/// Why a bearer closed: the stack's one closed type (``ChannelClosed``), shared with the
+/// kernel's L2CAP socket.
+public typealias ATTBearerClosed = ChannelClosed
 
 /// A bearer whose link security can be raised when a server refuses a request for it
 /// (Core Vol 3 Part C §10.3: Insufficient Encryption → encrypt; Insufficient

@@ -50,7 +50,7 @@ public final class KernelATTBearer: ATTSecurityRaising, @unchecked Sendable {
 
     /// Starts the socket's reader thread: PDUs and closure are delivered on it.
     public func start(received: @escaping @Sendable (UnsafeRawBufferPointer) -> Void, closed: @escaping @Sendable (ATTBearerClosed) -> Void) {
-        socket.start(received: received, closed: { closed(ATTBearerClosed(reason: $0.reason, message: $0.message)) })
+        socket.start(received: received, closed: closed)
     }
 
     /// Writes `pdu` to the socket (may block while the kernel's buffer is full).
@@ -58,7 +58,7 @@ public final class KernelATTBearer: ATTSecurityRaising, @unchecked Sendable {
         do throws(KernelL2CAPSocket.Closed) {
             try socket.send(pdu)
         } catch {
-            throw ATTBearerClosed(reason: error.reason, message: error.message)
+            throw error
         }
     }
 

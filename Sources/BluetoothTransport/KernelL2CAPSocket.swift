@@ -41,19 +41,8 @@ public struct KernelL2CAPSocketOptions: Sendable {
 ///
 /// Received packets are delivered on the socket's own reader thread, in order.
 public final class KernelL2CAPSocket: @unchecked Sendable {
-    /// Why the socket closed: the HCI reason when the link went down, and a message.
-    public struct Closed: Error, Sendable, CustomStringConvertible, Equatable {
-        /// The HCI disconnect reason, when the link went down.
-        public var reason: HCIErrorCode?
-        /// What happened, for people.
-        public var message: String
-        /// A closure with its reason and message.
-        public init(reason: HCIErrorCode? = nil, message: String) {
-            self.reason = reason
-            self.message = message
-        }
-        public var description: String { message }
-    }
+    /// Why the socket closed (the stack's one closed type).
+    public typealias Closed = ChannelClosed
 
     /// BT_SECURITY levels (include/net/bluetooth/bluetooth.h).
     public struct SecurityLevel: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
