@@ -100,7 +100,7 @@ public final class PeripheralManager: Sendable {
         let tracker = ConnectedCentrals()
         tasks = [
             Task {
-                for await link in host.incomingConnections { server.attach(link) }
+                _ = await server.serveIncomingLinks(of: host)
                 if tracker.state.withLock({ t in t.ended = true; return t.connected.isEmpty }) { sink.finish() }
             },
             Task {

@@ -273,8 +273,9 @@ enum ChatCommand {
             _ = try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        for await connection in host.incomingConnections { server.attach(connection) }
-                        if !Task.isCancelled { throw RuntimeError("the controller went away: \(host.terminationReason?.message ?? "the host stopped")") }
+                        if let reason = await server.serveIncomingLinks(of: host) {
+                            throw RuntimeError("the controller went away: \(reason.message)")
+                        }
                     }
                     group.addTask {
                         for await event in server.events {

@@ -267,9 +267,8 @@ enum ServeCommand {
                 // finish early; the connection and event loops end only with the host).
                 try await withThrowingTaskGroup(of: Bool.self) { group in
                     group.addTask {
-                        for await connection in host.incomingConnections { server.attach(connection) }
-                        if Task.isCancelled { return true }  // interrupted: a clean stop
-                        throw RuntimeError("the controller went away: \(host.terminationReason?.message ?? "the host stopped")")
+                        guard let reason = await server.serveIncomingLinks(of: host) else { return true }  // interrupted: a clean stop
+                        throw RuntimeError("the controller went away: \(reason.message)")
                     }
                     group.addTask {
                         for await e in host.pairingEvents { out.pairing(e) }
@@ -294,17 +293,14 @@ enum ServeCommand {
                         // advertising restarts from it; links stay as they are.
                         let base = config
                         group.addTask {
-                            var current = base
-                            while true {
-                                do { try await Task.sleep(for: rpaTimeout) } catch { return false }
-                                let a = try Self.privateAddress(irk)
-                                current.ownAddress = .resolvablePrivate(a)
-                                await host.stopAdvertising()
-                                do throws(HostError) { _ = try await host.startAdvertising(current) } catch {
-                                    throw RuntimeError("cannot advertise from the next private address: \(error.message)")
+                            do throws(BluetoothError) {
+                                try await host.rotatePrivateAddress(base, irk: irk, every: rpaTimeout) { a in
+                                    out.note("advertising from \(a) now (a new private address)")
                                 }
-                                out.note("advertising from \(LEAddress(a, type: .random)) now (a new private address)")
+                            } catch {
+                                throw RuntimeError(error.message)
                             }
+                            return false
                         }
                     }
                     for p in chosen {
@@ -330,10 +326,7 @@ enum ServeCommand {
 
     /// A fresh resolvable private address from this host's IRK.
     static func privateAddress(_ irk: UInt128) throws -> BluetoothAddress {
-        var g = SystemRandomNumberGenerator()
-        do { return try ResolvablePrivateAddress.make(irk: irk, random: UInt32(truncatingIfNeeded: g.next() as UInt64)) } catch {
-            throw RuntimeError("cannot make a private address: \(error)")
-        }
+        do throws(BluetoothError) { return try makeResolvablePrivateAddress(irk) } catch { throw RuntimeError(error.message) }
     }
 
     /// Extended advertising: flags, the complete name, every service UUID and the appearance
