@@ -127,8 +127,8 @@ enum GatewayCommand {
     static func radio(_ args: Arguments, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
         let session = try await Session.open(args)
         defer { Task { try? await session.close() } }
-        let targets = try settings.devices.map { try DeviceTarget(argument: $0) }
-        let directory = DeviceDirectory(targets)
+        let directory = DeviceDirectory(settings.devices)
+        let targets = settings.devices
         for t in directory.missing { Console.err("looking for \(t) while scanning...") }
         try await withThrowingTaskGroup(of: Void.self) { group in
             if settings.scan || !directory.allFound {
@@ -303,7 +303,7 @@ enum GatewayCommand {
         var discovery: Bool
         var scan: Bool
         var passive: Bool
-        var devices: [String]
+        var devices: [DeviceTarget]
         var keys: SensorKeys?
         var spoolDirectory: String
         var spoolMax: Int
@@ -316,11 +316,10 @@ enum GatewayCommand {
             }
             scan = args.flag("scan")
             passive = args.flag("passive")
-            devices = args.all("device")
+            devices = try args.all("device").map { try DeviceTarget(argument: $0) }
             guard scan || !devices.isEmpty else {
                 throw UsageError("nothing to publish: give --scan (broadcast readings) and/or --device ADDR|NAME")
             }
-            for d in devices { _ = try DeviceTarget(argument: d) }
             keys = try ScanCommand.bindKeys(args)
             let style: TopicStyle
             switch args.option("topic-style") ?? "hcigatt" {
