@@ -32,15 +32,30 @@ public struct BluetoothOptions: Sendable {
     public var pairingAgent: PairingAgent
     /// How long to wait for the controller to answer a command.
     public var commandTimeout: Duration
+    /// What this host asks for and accepts when pairing (IO capability, MITM, SC, key size,
+    /// bonding).
+    public var security: SMPConfiguration
+    /// Privacy: this host's identity resolving key (kept in the bond directory, made on first
+    /// use) goes to the peers it bonds with, so they can resolve the private addresses it
+    /// advertises from. Needs `bondDirectory`.
+    public var privacy: Bool
+    /// Sees every packet both ways (`true`: sent), on the host's driver thread (a btsnoop
+    /// writer); it must not block.
+    public var packetObserver: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)?
 
     /// The defaults: `$HCIGATT_TRANSPORT` or the first adapter, nothing stored, Just Works.
     public init(transport: String? = nil, bringDown: Bool = false, bondDirectory: String? = nil,
-                pairingAgent: PairingAgent = .justWorks, commandTimeout: Duration = .seconds(5)) {
+                pairingAgent: PairingAgent = .justWorks, commandTimeout: Duration = .seconds(5),
+                security: SMPConfiguration = SMPConfiguration(), privacy: Bool = false,
+                packetObserver: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)? = nil) {
         self.transport = transport
         self.bringDown = bringDown
         self.bondDirectory = bondDirectory
         self.pairingAgent = pairingAgent
         self.commandTimeout = commandTimeout
+        self.security = security
+        self.privacy = privacy
+        self.packetObserver = packetObserver
     }
 
     /// Which controller: `transport` (else `$HCIGATT_TRANSPORT`) parsed, else the user channel
@@ -63,23 +78,49 @@ public struct BluetoothOptions: Sendable {
         }
     }
 
-    /// Opens the transport and initialises the controller.
-    func openHost() async throws(BluetoothError) -> HCIHost {
+    /// A controller opened by ``openController()``: the host, and the transport's name for
+    /// messages ("tcp:127.0.0.1:1234").
+    public struct OpenedController: Sendable {
+        /// The host, running.
+        public let host: HCIHost
+        /// The transport's name.
+        public let transportName: String
+    }
+
+    /// Chooses the controller (``chooseController(_:)``), opens its transport and
+    /// initialises it: the one way the CLI, the gateway and the managers open one.
+    /// `.invalidRequest` for a malformed spec or privacy without a bond directory,
+    /// `.unavailable` for no adapter or one that cannot be opened, and the host's kind
+    /// (a timeout, a refusal) when initialisation fails, said with the transport's name.
+    public func openController() async throws(BluetoothError) -> OpenedController {
         let spec = try Self.chooseController(transport)
+        let store = bondDirectory.map { BondStore(directory: $0) }
+        var irk: UInt128?
+        if privacy {
+            guard let store else { throw BluetoothError(.invalidRequest, "privacy needs a bond directory (its identity key is kept there)") }
+            do throws(BondStoreError) { irk = try store.localIdentityResolvingKey() } catch {
+                throw BluetoothError(.unavailable, "privacy: \(error)")
+            }
+        }
         var topts = TransportOptions()
         topts.bringDown = bringDown
         let t: any HCITransport
         do { t = try openTransport(spec, options: topts) } catch {
             throw BluetoothError(.unavailable, error.message, underlying: error)
         }
+        let name = t.description
         do {
-            return try await HCIHost.open(transport: t, options: HostOptions(
-                commandTimeout: commandTimeout, pairingAgent: pairingAgent,
-                bondStore: bondDirectory.map { BondStore(directory: $0) }))
+            let host = try await HCIHost.open(transport: t, options: HostOptions(
+                commandTimeout: commandTimeout, packetObserver: packetObserver, security: security,
+                pairingAgent: pairingAgent, bondStore: store, identityResolvingKey: irk))
+            return OpenedController(host: host, transportName: name)
         } catch {
-            throw BluetoothError(error)
+            throw BluetoothError("\(name): controller initialisation failed: \(error)", underlying: error)
         }
     }
+
+    /// Opens the controller for a manager.
+    func openHost() async throws(BluetoothError) -> HCIHost { try await openController().host }
 }
 
 import Glibc

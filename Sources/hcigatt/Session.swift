@@ -68,44 +68,45 @@ final class SnoopSink: @unchecked Sendable {
     }
 }
 
-/// An open controller: transport + host, with the snoop file if asked for.
+/// The controller options, parsed once (mistakes are usage errors before anything opens):
+/// what the library opens the controller with, and the snoop file.
+struct ControllerSettings: Sendable {
+    var options: BluetoothOptions
+    var snoopPath: String?
+
+    init(_ args: Arguments) throws {
+        let spec = try ControllerOptions.transportSpec(args)
+        options = BluetoothOptions(
+            transport: spec.description, bringDown: args.flag("bring-down"),
+            bondDirectory: SecurityOptions.bondStore(args).directory, pairingAgent: try SecurityOptions.agent(args),
+            commandTimeout: try ControllerOptions.seconds(args, "command-timeout", default: 5, range: 0.05 ... 600),
+            security: try SecurityOptions.configuration(args), privacy: args.flag("privacy"))
+        snoopPath = args.option("snoop")
+    }
+}
+
+/// An open controller (the library's ``BluetoothOptions/openController()``), with the snoop
+/// file if asked for.
 struct Session: Sendable {
     let host: HCIHost
     let snoop: SnoopSink?
     let transportName: String
 
     static func open(_ args: Arguments) async throws -> Session {
-        let spec = try ControllerOptions.transportSpec(args)
-        let timeout = try ControllerOptions.seconds(args, "command-timeout", default: 5, range: 0.05 ... 600)
-        // Mistakes in the pairing options are usage errors, before anything is opened.
-        let security = try SecurityOptions.configuration(args)
-        let agent = try SecurityOptions.agent(args)
-        let snoop = try args.option("snoop").map { try SnoopSink(path: $0) }
-        var topts = TransportOptions()
-        topts.bringDown = args.flag("bring-down")
-        let transport: any HCITransport
-        do { transport = try openTransport(spec, options: topts) } catch {
-            throw RuntimeError(error.message)
-        }
-        let name = transport.description
-        var observer: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)? = nil
-        if let snoop { observer = { packet, sent in snoop.record(packet, sent: sent) } }
-        // Privacy (serve --privacy): this host's IRK goes to the peers it bonds with.
-        var irk: UInt128?
-        if args.flag("privacy") {
-            do { irk = try SecurityOptions.bondStore(args).localIdentityResolvingKey() } catch {
-                throw RuntimeError("--privacy: \(error)")
-            }
-        }
-        do {
-            let host = try await HCIHost.open(transport: transport, options: HostOptions(
-                commandTimeout: timeout, packetObserver: observer,
-                security: security, pairingAgent: agent, bondStore: SecurityOptions.bondStore(args),
-                identityResolvingKey: irk))
-            return Session(host: host, snoop: snoop, transportName: name)
+        try await open(ControllerSettings(args))
+    }
+
+    static func open(_ settings: ControllerSettings) async throws -> Session {
+        let snoop = try settings.snoopPath.map { try SnoopSink(path: $0) }
+        var options = settings.options
+        if let snoop { options.packetObserver = { packet, sent in snoop.record(packet, sent: sent) } }
+        do throws(BluetoothError) {
+            let opened = try await options.openController()
+            return Session(host: opened.host, snoop: snoop, transportName: opened.transportName)
         } catch {
             try? snoop?.close()
-            throw RuntimeError("\(name): controller initialisation failed: \(error)")
+            if error.kind == .invalidRequest { throw UsageError(error.message) }
+            throw RuntimeError(error.message)
         }
     }
 
