@@ -95,7 +95,8 @@ extension DeviceTarget {
             if case .untypedAddress(let a) = self {
                 return FoundDevice(address: LEAddress(a, type: .public), advertisement: nil, sameName: [], assumedPublic: true)
             }
-            throw BluetoothError(.notFound, "no \(self) found in \(Self.seconds(timeout)) s of scanning", underlying: error)
+            let what = if case .service(let u) = self { "device with service \(u)" } else { "\(self)" }
+            throw BluetoothError(.notFound, "no \(what) found in \(Self.seconds(timeout)) s of scanning", underlying: error)
         } catch {
             throw BluetoothError(error)
         }

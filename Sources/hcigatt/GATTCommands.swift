@@ -74,126 +74,157 @@ extension DeviceTarget {
     }
 }
 
-/// A connected GATT client, with what it took to get there; `close` disconnects.
-struct PeerSession: Sendable {
-    let client: GATTClient
-    let peer: LEAddress
-    /// Our own host's session and link (HCI transports).
-    let session: Session?
-    let connection: LEConnection?
-    /// The kernel's L2CAP ATT socket (`--transport l2cap:hciN`).
-    let kernelBearer: KernelATTBearer?
-    /// False when the session is shared with other links (closed by its opener).
-    var ownsSession = true
+/// The peer options, parsed once: how the library finds, connects and speaks to a device,
+/// whether the kernel keeps the link (`--transport l2cap:hciN`), and the controller's.
+struct PeerCommandSettings: Sendable {
+    var peer: PeerSettings
+    /// `l2cap:hciN`: the adapter whose kernel host keeps the link.
+    var kernelAdapter: UInt16?
+    /// The controller's options (nil with l2cap:hciN: the kernel has it).
+    var controller: ControllerSettings?
+    /// How the transport was given, for messages.
+    var transportText: String?
 
-    /// Connects to `target`: over `shared` when given (several links on one controller),
-    /// else over a session of its own (or the kernel's L2CAP socket).
-    static func open(_ args: Arguments, target: DeviceTarget, shared: Session? = nil) async throws -> PeerSession {
-        let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
-        let connectTimeout = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
-        let attTimeout = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
-        // A request refused for security: the library raises it (the kernel bearer pairs
-        // through the kernel's SMP) and retries once; say so, as BlueZ's tools do.
-        let options = GATTClient.Options(requestTimeout: attTimeout, securityObserver: { event in
-            switch event {
-            case .raising(_, let level): Console.err("raising security to \(level) (encrypting, pairing first if needed)...")
-            case .raised(let level): Console.err("security is \(level); retrying")
-            case .failed(let failure): Console.err("cannot raise security: \(failure.message)")
+    init(_ args: Arguments) throws {
+        let scan = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
+        let connect = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
+        let att = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
+        let wish = try ConnectionParameterOptions.parse(args)
+        // A Signed Write is what an unencrypted link uses: no encryption with the bond then.
+        peer = PeerSettings(scanTimeout: scan,
+                            connect: ConnectSettings(timeout: connect, encryptWithBond: !args.flag("signed"), parameters: wish),
+                            attTimeout: att, reuseCache: !args.flag("no-cache"))
+        transportText = args.option("transport")
+        if let spec = transportText, spec.hasPrefix("l2cap:") {
+            let name = spec.dropFirst("l2cap:".count)
+            guard name.hasPrefix("hci"), let index = UInt16(name.dropFirst(3)) else {
+                throw UsageError("--transport l2cap:hciN names an adapter, e.g. l2cap:hci0, not '\(spec)'")
             }
-        })
-        let wantedParameters = try ConnectionParameterOptions.parse(args)
-        if let spec = args.option("transport"), spec.hasPrefix("l2cap:") {
-            if wantedParameters != nil {
+            if wish != nil {
                 throw UsageError("--conn-interval/--conn-latency/--supervision-timeout need an HCI transport: with \(spec) the kernel owns the link")
             }
-            return try openKernel(spec, target: target, connectTimeout: connectTimeout, options: options, args: args)
+            if args.option("snoop") != nil { throw UsageError("--snoop records HCI traffic; the kernel owns it with l2cap:hciN (use btmon)") }
+            kernelAdapter = index
+            // Pairing mistakes are still usage errors, though the kernel pairs.
+            _ = try SecurityOptions.configuration(args)
+        } else {
+            controller = try ControllerSettings(args)
         }
-        let session = if let shared { shared } else { try await Session.open(args) }
-        do {
-            let peer = try await resolve(target, host: session.host, timeout: scanTimeout)
-            Console.err("connecting to \(peer)...")
-            // The library's policy (CentralLink): a bonded device is encrypted with its key at
-            // once, and a refused key drops the link. (Not for --signed: a Signed Write is
-            // what an unencrypted link uses.)
-            let link: CentralLink
-            do throws(BluetoothError) {
-                link = try await CentralLink.open(on: session.host, to: peer, ConnectSettings(
-                    timeout: connectTimeout, encryptWithBond: !args.flag("signed"), parameters: wantedParameters))
-            } catch {
-                throw RuntimeError(error.message, cause: error.underlying ?? error)
+    }
+
+    /// The bond store of this command (the kernel's link has none of ours).
+    var bonds: BondStore? { controller.flatMap { $0.options.bondDirectory.map { BondStore(directory: $0) } } }
+}
+
+/// A connected GATT peer (the library's ``GATTPeer``) and the controller it is on when this
+/// command opened it; `close` disconnects (and closes that controller).
+struct PeerSession: Sendable {
+    let gatt: GATTPeer
+    /// The controller opened for this peer alone (nil: shared, or the kernel's link).
+    let ownController: Session?
+    let settings: PeerCommandSettings
+
+    var client: GATTClient { gatt.client }
+    var peer: LEAddress { gatt.address }
+    var connection: LEConnection? { gatt.connection }
+
+    static func open(_ args: Arguments, target: DeviceTarget, shared: Session? = nil) async throws -> PeerSession {
+        try await open(PeerCommandSettings(args), target: target, shared: shared)
+    }
+
+    /// Connects to `target`: over `shared` when given (several links on one controller),
+    /// else over a controller of its own (or the kernel's L2CAP socket), telling the steps
+    /// on stderr.
+    static func open(_ settings: PeerCommandSettings, target: DeviceTarget, shared: Session? = nil) async throws -> PeerSession {
+        let route: PeerRoute
+        var own: Session?
+        if let adapter = settings.kernelAdapter {
+            route = .kernel(adapter: adapter)
+        } else if let shared {
+            route = .host(shared.host)
+        } else {
+            guard let controller = settings.controller else { throw RuntimeError("no controller") }
+            let opened = try await Session.open(controller)
+            own = opened
+            route = .host(opened.host)
+        }
+        do throws(BluetoothError) {
+            let gatt = try await GATTPeer.open(target, via: route, settings: settings.peer) { Self.tell($0, target: target) }
+            return PeerSession(gatt: gatt, ownController: own, settings: settings)
+        } catch {
+            try? await own?.close()
+            if error.kind == .invalidRequest { throw UsageError(error.message) }
+            if error.kind == .notFound, target.query != nil {
+                let what = Self.what(target)
+                let nothing = if case .service(let u) = target { "no device with service \(uuidLabel(u))" } else { "no \(what)" }
+                let seconds = formatSeconds(Double(settings.peer.scanTimeout.components.seconds)
+                                            + Double(settings.peer.scanTimeout.components.attoseconds) / 1e18)
+                throw RuntimeError("\(nothing) found in \(seconds) s of scanning (--scan-timeout)")
             }
-            let connection = link.connection
-            if let id = connection.identity, id.address != peer.address {
+            throw RuntimeError(error.message, cause: error.underlying ?? error)
+        }
+    }
+
+    /// Finds the peer's address (or address type) by scanning, told as it goes: for several
+    /// devices on one controller, found one after the other before connecting.
+    static func resolve(_ target: DeviceTarget, host: HCIHost, timeout: Duration) async throws -> LEAddress {
+        if case .address(let a) = target { return a }
+        tell(.scanning(target), target: target)
+        do throws(BluetoothError) {
+            let found = try await target.find(on: host, timeout: timeout)
+            tell(.found(found), target: target)
+            return found.address
+        } catch {
+            if error.kind == .notFound {
+                let nothing = if case .service(let u) = target { "no device with service \(uuidLabel(u))" } else { "no \(what(target))" }
+                throw RuntimeError("\(nothing) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
+            }
+            throw RuntimeError("scanning for \(what(target)) failed: \(error.message)")
+        }
+    }
+
+    static func what(_ target: DeviceTarget) -> String {
+        if case .service(let u) = target { "a device with service \(uuidLabel(u))" } else { target.description }
+    }
+
+    /// The library's progress, said as BlueZ's tools say it.
+    static func tell(_ step: PeerProgress, target: DeviceTarget) {
+        switch step {
+        case .scanning: Console.err("scanning for \(what(target))...")
+        case .found(let found):
+            if found.assumedPublic { Console.err("\(found.address.address) not seen while scanning; assuming a public address") }
+            if let d = found.advertisement, case .name(let n) = target, !found.sameName.isEmpty {
+                func label(_ x: DiscoveredDevice) -> String { "\(x.address)\(x.rssi.map { ", \($0) dBm" } ?? "")" }
+                let list = ([d] + found.sameName).map(label).joined(separator: "; ")
+                Console.err("\(found.sameName.count + 1) devices are named \"\(n)\": \(list). Using \(d.address) (heard first); give the address to choose another")
+            }
+        case .connecting(let peer, let adapter):
+            Console.err("connecting to \(peer)\(adapter.map { " via l2cap:hci\($0)" } ?? "")...")
+        case .connected(let link):
+            let peer = link.connection.address
+            if let id = link.connection.identity, id.address != peer.address {
                 Console.err("\(peer.address) is a private address of \(id.address) (\(id.type); resolved with its bond's IRK)")
             }
             if let security = link.bondSecurity { Console.err("encrypted with the stored bond: \(security)") }
             if let now = link.updatedParameters {
                 Console.err("connection parameters: interval \(now.intervalMilliseconds) ms, latency \(now.latency), supervision timeout \(Int(now.supervisionTimeout) * 10) ms")
             }
-            let client = GATTClient(bearer: HostATTBearer(connection: connection), options: options)
-            return PeerSession(client: client, peer: peer, session: session, connection: connection, kernelBearer: nil,
-                               ownsSession: shared == nil)
-        } catch {
-            if shared == nil { try? await session.close() }
-            throw error
+        // A request refused for security: the library raises it (the kernel bearer pairs
+        // through the kernel's SMP) and retries once; say so, as BlueZ's tools do.
+        case .security(.raising(_, let level)): Console.err("raising security to \(level) (encrypting, pairing first if needed)...")
+        case .security(.raised(let level)): Console.err("security is \(level); retrying")
+        case .security(.failed(let failure)): Console.err("cannot raise security: \(failure.message)")
         }
-    }
-
-    /// The kernel keeps the link; we speak ATT on its L2CAP socket (CID 4).
-    static func openKernel(_ spec: String, target: DeviceTarget, connectTimeout: Duration, options: GATTClient.Options,
-                           args: Arguments) throws -> PeerSession {
-        let name = spec.dropFirst("l2cap:".count)
-        guard name.hasPrefix("hci"), let index = UInt16(name.dropFirst(3)) else {
-            throw UsageError("--transport l2cap:hciN names an adapter, e.g. l2cap:hci0, not '\(spec)'")
-        }
-        guard let address = target.address else {
-            throw UsageError("with --transport l2cap:hciN give the device's address (AA:BB:CC:DD:EE:FF[/random]); finding it by name needs an HCI transport")
-        }
-        if args.option("snoop") != nil { throw UsageError("--snoop records HCI traffic; the kernel owns it with l2cap:hciN (use btmon)") }
-        let peer = if case .address(let typed) = target { typed } else { LEAddress(address, type: .public) }
-        var kopts = KernelATTBearerOptions()
-        kopts.connectTimeout = connectTimeout
-        Console.err("connecting to \(peer) via \(spec)...")
-        let bearer: KernelATTBearer
-        do { bearer = try KernelATTBearer(adapter: index, peer: peer, options: kopts) } catch {
-            throw RuntimeError(error.message)
-        }
-        let client = GATTClient(bearer: bearer, options: options)
-        return PeerSession(client: client, peer: peer, session: nil, connection: nil, kernelBearer: bearer)
-    }
-
-    /// Finds the peer's address type (or address, for a name) by scanning: the library's
-    /// lookup, told as it goes.
-    static func resolve(_ target: DeviceTarget, host: HCIHost, timeout: Duration) async throws -> LEAddress {
-        if case .address(let a) = target { return a }
-        let what = if case .service(let u) = target { "a device with service \(uuidLabel(u))" } else { target.description }
-        Console.err("scanning for \(what)...")
-        let found: FoundDevice
-        do throws(BluetoothError) { found = try await target.find(on: host, timeout: timeout) } catch {
-            if error.kind == .notFound {
-                let nothing = if case .service(let u) = target { "no device with service \(uuidLabel(u))" } else { "no \(what)" }
-                throw RuntimeError("\(nothing) found in \(formatSeconds(Double(timeout.components.seconds))) s of scanning (--scan-timeout)")
-            }
-            throw RuntimeError("scanning for \(what) failed: \(error.message)")
-        }
-        if found.assumedPublic { Console.err("\(found.address.address) not seen while scanning; assuming a public address") }
-        if let d = found.advertisement, case .name(let n) = target, !found.sameName.isEmpty {
-            func label(_ x: DiscoveredDevice) -> String { "\(x.address)\(x.rssi.map { ", \($0) dBm" } ?? "")" }
-            let list = ([d] + found.sameName).map(label).joined(separator: "; ")
-            Console.err("\(found.sameName.count + 1) devices are named \"\(n)\": \(list). Using \(d.address) (heard first); give the address to choose another")
-        }
-        return found.address
     }
 
     /// The peer's database: for a bonded device, the one kept with its bond when one read
     /// of the Database Hash says it is current (or, with no hash on the server, until
     /// Service Changed); else discovered, and kept with the bond for next time.
-    func discover(_ args: Arguments) async throws -> GATTDiscovery {
+    func discover() async throws -> GATTDiscovery {
         let start = monotonicNow()
-        let bonded = connection.map { (try? $0.storedBond()) != nil } ?? false
-        let reuse = !args.flag("no-cache")
-        if !(bonded && reuse) { Console.err("discovering...") }
-        let r = try await discoverDatabase(client, link: connection, bonds: SecurityOptions.bondStore(args), reuseCache: reuse)
+        let reuse = settings.peer.reuseCache
+        if !gatt.mayReuseCache(reuse) { Console.err("discovering...") }
+        let r = try await gatt.discover(reuseCache: reuse)
         if let e = r.unreadableCache { Console.err("\(e); discovering instead (the file is replaced)") }
         let ms = (monotonicNow() &- start) / 1_000_000
         let d = r.discovery, db = d.database
@@ -203,9 +234,8 @@ struct PeerSession: Sendable {
     }
 
     func close() async {
-        client.close()
-        await connection?.disconnect()
-        if ownsSession { try? await session?.close() }
+        await gatt.close()
+        try? await ownController?.close()
     }
 }
 
@@ -316,7 +346,7 @@ enum GATTDumpCommand {
         guard args.positional.count == 1 else { throw UsageError(args.positional.isEmpty ? "missing ADDR" : "unexpected argument '\(args.positional[1])'") }
         let target = try DeviceTarget(argument: args.positional[0])
         try await withPeer(args, target) { p in
-            let discovery = try await p.discover(args)
+            let discovery = try await p.discover()
             let db = discovery.database
             let discoveryTrips = p.client.roundTrips
             if let link = p.connection?.parameters { Console.err("link: \(link)") }
@@ -422,6 +452,10 @@ enum GATTDumpCommand {
 
 func describeGATT(_ error: any Error) -> String {
     switch error {
+    case let e as BluetoothError where e.kind == .notFound && e.underlying is HostError:
+        // The lookup's scan found nothing: the option that gives it longer.
+        return "\(e.message) (--scan-timeout)"
+    case let e as BluetoothError: return e.message
     case let e as GATTError:
         if let code = e.attErrorCode, code == .insufficientAuthentication || code == .insufficientEncryption {
             return "\(e) (the attribute needs a paired, encrypted link: pair first)"
@@ -435,10 +469,10 @@ func describeGATT(_ error: any Error) -> String {
 func resolveCharacteristic(_ ref: AttributeRef, _ p: PeerSession, _ args: Arguments) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
     switch ref {
     case .handle(let h):
-        let db = try await p.discover(args).database
+        let db = try await p.discover().database
         return (h, db.characteristic(containing: h))
     case .uuid(let u):
-        let db = try await p.discover(args).database
+        let db = try await p.discover().database
         guard let c = db.characteristic(uuid: u) else {
             throw RuntimeError("the device has no characteristic \(uuidLabel(u))")
         }
@@ -633,7 +667,7 @@ enum SubscribeCommand {
         let received = Locked(0)
         var failure: (any Error)?
         do {
-            let db = try await p.discover(args).database
+            let db = try await p.discover().database
             var streams: [(GATTCharacteristic, AsyncThrowingStream<GATTValue, Error>)] = []
             for u in uuids {
                 guard let c = db.characteristic(uuid: u) else { throw RuntimeError("the device has no characteristic \(uuidLabel(u))") }

@@ -152,15 +152,15 @@ enum GatewayCommand {
                     }
                 }
             }
+            let peer = try PeerCommandSettings(args).peer
             for index in targets.indices {
                 group.addTask {
                     let found = try await directory.address(of: index)
-                    let counter = MeasurementCounter(limit: nil)
-                    let failure = try await Scenarios.monitor.follow(args, .address(found), shared: session, tagged: true,
-                                                                      json: true, start: monotonicNow(), counter: counter) { c, v, peer, name in
-                        runtime.submit(connectedReading(c, v, device: peer.address, name: name, settings))
-                    }
-                    if let failure { throw failure }
+                    // The library's follower, retrying every ending with the back-off: a
+                    // device that is off or refuses never ends the gateway.
+                    let follower = DeviceFollower(.address(found), via: .host(session.host), settings: peer,
+                                                  plan: .everyMeasurement, reconnection: Reconnection(.always))
+                    try await follow(follower, .address(found), settings, runtime)
                 }
             }
             // A controller that went away ends the gateway, whatever the tasks are doing.
@@ -245,6 +245,29 @@ enum GatewayCommand {
             }
             if let reading { runtime.submit(reading) }
         }
+    }
+
+    /// A followed device's measurements as readings; what happens to its link on stderr.
+    static func follow(_ follower: DeviceFollower, _ target: DeviceTarget, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
+        var name: String?
+        var tag = ""
+        do {
+            for try await event in follower.events {
+                switch event {
+                case .read(let c, let value):
+                    if c.uuid == BluetoothUUID(0x2A00) { name = ValueFormat.text(value) ?? name }
+                    HealthMonitor.tell(event, target, tagged: true, tag: &tag, retrying: "")
+                case .value(let c, let v, let device):
+                    runtime.submit(connectedReading(c, v, device: device.address, name: name, settings))
+                default:
+                    HealthMonitor.tell(event, target, tagged: true, tag: &tag, retrying: "")
+                }
+            }
+        } catch {
+            await follower.stop()
+            throw error
+        }
+        await follower.stop()
     }
 
     static func sayFound(_ found: [(index: Int, address: LEAddress)], _ directory: DeviceDirectory) {

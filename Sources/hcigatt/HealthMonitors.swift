@@ -6,29 +6,25 @@ import BluetoothTransport
 import BluetoothWire
 import HCIGATTFormat
 
-/// The health-device scenarios (`thermometer`, `bloodpressure`, `heartrate`, `keys`,
+/// The health-device commands (`thermometer`, `bloodpressure`, `heartrate`, `keys`,
 /// `monitor`): find the device, connect, read what identifies it, set it up, subscribe to
-/// its measurements and print each decoded value, reconnecting on request.
-struct Scenario: Sendable {
+/// its measurements and print each decoded value, reconnecting on request. The following
+/// is the library's (``DeviceFollower``); this renders it.
+struct HealthMonitor: Sendable {
     var name: String
     var summary: String
     var description: String
     /// Scanned for when no ADDR is given (nil: ADDR required).
     var service: BluetoothUUID?
-    /// Read once after connecting, where present.
-    var reads: [BluetoothUUID]
-    /// Extra options this scenario takes.
+    /// Extra options this command takes.
     var options: Set<String> = []
     var optionHelp: String = ""
-    /// Checks its options before connecting (usage errors come first).
-    var validate: @Sendable (Arguments) throws -> Void = { _ in }
-    /// After the reads, before subscribing (e.g. write the measurement interval).
-    var setup: @Sendable (PeerSession, GATTDatabase, Arguments) async throws -> Void = { _, _, _ in }
-    /// What to subscribe to: characteristics and whether to ask for indications.
-    var subscriptions: @Sendable (GATTDatabase) -> [(GATTCharacteristic, Bool)]
+    /// What to do on each connection, from this command's options (a mistake in them is a
+    /// usage error, before anything connects).
+    var plan: @Sendable (Arguments) throws -> FollowPlan
 
     var command: Command {
-        let scenario = self
+        let monitor = self
         return Command(
             name: name, summary: summary,
             help: """
@@ -48,7 +44,16 @@ struct Scenario: Sendable {
             """,
             spec: Arguments.Spec(flags: PeerOptions.flags.union(["reconnect", "json"]),
                                  options: PeerOptions.options.union(["count"]).union(options)),
-            run: { args in try await scenario.run(args) })
+            run: { args in try await monitor.run(args) })
+    }
+
+    /// How the measurements are shown.
+    struct Output: Sendable {
+        var json: Bool
+        /// With several devices, lines name the device.
+        var tagged: Bool
+        /// Times are seconds since this.
+        var start: UInt64
     }
 
     func run(_ args: Arguments) async throws -> Int32 {
@@ -64,24 +69,15 @@ struct Scenario: Sendable {
             guard let n = Int(text), n > 0 else { throw UsageError("--count takes a positive number, not '\(text)'") }
             limit = n
         }
-        try validate(args)
-        let json = args.flag("json")
+        let plan = try plan(args)
+        let settings = try PeerCommandSettings(args)
+        let reconnection = Reconnection(args.flag("reconnect") ? .afterLinkLoss : .never)
+        let output = Output(json: args.flag("json"), tagged: targets.count > 1, start: monotonicNow())
         // --count applies to each device.
         let counters = targets.map { _ in MeasurementCounter(limit: limit) }
-        let start = monotonicNow()
         let failures = Locked<[(String, any Error)]>([])
-        let interrupted: Bool
-        if targets.count == 1 {
-            let target = targets[0], counter = counters[0]
-            interrupted = try await runInterruptible {
-                if let f = try await self.follow(args, target, shared: nil, tagged: false, json: json, start: start, counter: counter) {
-                    failures.withLock { $0.append(("", f)) }
-                }
-            }
-        } else {
-            interrupted = try await runInterruptible {
-                try await self.followAll(args, targets, json: json, start: start, counters: counters, failures: failures)
-            }
+        let interrupted = try await runInterruptible {
+            try await Self.followAll(targets, settings, plan, reconnection, output, counters, failures: failures)
         }
         let printed = counters.reduce(0) { $0 + $1.printed }
         let dropped = counters.reduce(0) { $0 + $1.dropped }
@@ -96,151 +92,111 @@ struct Scenario: Sendable {
         return 0
     }
 
-    /// Several devices at once over one controller: names are resolved by scanning first
-    /// (one scan at a time), then each device is followed on its own link. One device's
-    /// failure is reported and the others go on.
-    func followAll(_ args: Arguments, _ targets: [DeviceTarget], json: Bool, start: UInt64, counters: [MeasurementCounter],
-                   failures: Locked<[(String, any Error)]>) async throws {
-        let kernel = args.option("transport")?.hasPrefix("l2cap:") ?? false
-        let shared: Session? = kernel ? nil : try await Session.open(args)
+    /// Every device over one controller (opened once, kept across reconnections): with
+    /// several, names are resolved by scanning first (one scan at a time), then each device
+    /// is followed on its own link. One device's failure is reported and the others go on.
+    static func followAll(_ targets: [DeviceTarget], _ settings: PeerCommandSettings, _ plan: FollowPlan,
+                          _ reconnection: Reconnection, _ output: Output, _ counters: [MeasurementCounter],
+                          failures: Locked<[(String, any Error)]>) async throws {
+        let route: PeerRoute
+        let controller: Session?
+        if let adapter = settings.kernelAdapter {
+            route = .kernel(adapter: adapter)
+            controller = nil
+        } else {
+            guard let c = settings.controller else { throw RuntimeError("no controller") }
+            let opened = try await Session.open(c)
+            controller = opened
+            route = .host(opened.host)
+        }
         var resolved = targets
-        if let shared {
-            let scanTimeout = try ControllerOptions.seconds(args, "scan-timeout", default: 5, range: 0.1 ... 600)
+        if targets.count > 1, case .host(let host) = route {
             do {
                 for (i, t) in targets.enumerated() {
-                    resolved[i] = DeviceTarget.address(try await PeerSession.resolve(t, host: shared.host, timeout: scanTimeout))
+                    resolved[i] = .address(try await PeerSession.resolve(t, host: host, timeout: settings.peer.scanTimeout))
                 }
             } catch {
-                try? await shared.close()
+                try? await controller?.close()
                 throw error
             }
         }
-        let all = zip(resolved, counters)
+        let all = Array(zip(resolved, counters))
         await withTaskGroup(of: Void.self) { group in
             for (target, counter) in all {
                 group.addTask {
-                    do {
-                        if let f = try await self.follow(args, target, shared: shared, tagged: true, json: json,
-                                                         start: start, counter: counter) {
-                            let tag = target.address.map { "\($0): " } ?? ""
-                            Console.err(tag + describeGATT(f))
-                            failures.withLock { $0.append((tag, f)) }
-                        }
-                    } catch {
-                        failures.withLock { $0.append(("", error)) }
+                    let follower = DeviceFollower(target, via: route, settings: settings.peer, plan: plan, reconnection: reconnection)
+                    if let f = await show(follower, target, output, counter) {
+                        let tag = output.tagged ? target.address.map { "\($0): " } ?? "" : ""
+                        if output.tagged { Console.err(tag + describeGATT(f)) }
+                        failures.withLock { $0.append((tag, f)) }
                     }
                 }
             }
         }
-        try? await shared?.close()
+        try? await controller?.close()
     }
 
-    /// Follows one device until the count is reached, the task is cancelled, or the link
-    /// is lost without --reconnect; returns the failure that ended it, if any.
-    func follow(_ args: Arguments, _ first: DeviceTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
-                counter: MeasurementCounter, handler: MeasurementHandler? = nil) async throws -> (any Error)? {
-        var target = first
-        let lastPeer = Locked<LEAddress?>(nil)
-        // The library's policy: the gateway (a handler) retries every ending with the
-        // back-off, --reconnect a lost link, else the first ending is the end.
-        var policy = Reconnection(handler != nil ? .always : args.flag("reconnect") ? .afterLinkLoss : .never)
-        while true {
-            var failure: (any Error)?
-            let before = counter.printed
-            do {
-                try await session(args, target: target, shared: shared, tagged: tagged, json: json, start: start,
-                                  counter: counter, lastPeer: lastPeer, handler: handler)
-            } catch is CancellationError {
-                return nil
-            } catch {
-                failure = error
+    /// Renders one follower's events until the count is reached, the task is cancelled
+    /// (Ctrl-C) or the follower ends; stops it (unsubscribed, disconnected) before
+    /// returning the failure that ended it, if any.
+    static func show(_ follower: DeviceFollower, _ target: DeviceTarget, _ output: Output,
+                     _ counter: MeasurementCounter) async -> (any Error)? {
+        var failure: (any Error)?
+        var tag = ""
+        do {
+            loop: for try await event in follower.events {
+                switch event {
+                case .value(let c, let v, let device):
+                    guard counter.take() else { break loop }
+                    printMeasurement(c, v, device: device, tagged: output.tagged, json: output.json, start: output.start,
+                                     counter: counter)
+                    if counter.done { break loop }
+                default:
+                    tell(event, target, tagged: output.tagged, tag: &tag, retrying: "reconnecting...")
+                }
             }
-            if Task.isCancelled || counter.done { return nil }
-            let peer = lastPeer.withLock { $0 }
-            let linkLoss = failure.map(Self.isLinkLoss) ?? false
-            guard let pause = policy.next(failure: failure, linkLoss: linkLoss, delivered: counter.printed > before) else {
-                return failure
-            }
-            if policy.mode == .always {
-                Console.err("\(peer.map { "\($0.address): " } ?? "")\(describeGATT(failure ?? RuntimeError("link closed"))); trying again in \(pause.components.seconds) s")
+        } catch {
+            failure = error
+        }
+        await follower.stop()
+        return Task.isCancelled ? nil : failure
+    }
+
+    /// A follower's steps on stderr (every event but the values), `tag` naming the device
+    /// once it is connected when `tagged`.
+    static func tell(_ event: FollowEvent, _ target: DeviceTarget, tagged: Bool, tag: inout String, retrying: String) {
+        switch event {
+        case .progress(let step): PeerSession.tell(step, target: target)
+        case .connected(let peer, let fromCache):
+            if tagged { tag = "\(peer.address.address): " }
+            if !fromCache { Console.err("\(tag)discovering...") }
+        case .discovered(let r, let elapsed, let mtu):
+            tellDiscovery(r, elapsed: elapsed, mtu: mtu, tag: tag)
+        case .read(let c, let value):
+            let text = value.withUnsafeBytes { buf in
+                (try? CharacteristicDecoder.decode(uuid: c.uuid, value: buf))??.summary
+            } ?? ValueFormat.line(c.uuid, value)
+            Console.err("\(tag)\(c.name ?? c.uuid.description): \(text)")
+        case .subscribed(let c, let indications):
+            Console.err("\(tag)subscribed to \(uuidLabel(c.uuid)) (\(indications ? "indications" : "notifications"))")
+        case .value: break
+        case .retrying(let f, let device, let pause):
+            // --reconnect retries lost links only; the gateway every ending, with its back-off.
+            if retrying.isEmpty {
+                Console.err("\(device.map { "\($0.address): " } ?? "")\(describeGATT(f ?? RuntimeError("link closed"))); trying again in \(pause.components.seconds) s")
             } else {
-                Console.err("\(peer.map { "\($0): " } ?? "")link lost: \(describeGATT(failure ?? RuntimeError("closed"))); reconnecting...")
+                Console.err("\(device.map { "\($0): " } ?? "")link lost: \(describeGATT(f ?? RuntimeError("closed"))); \(retrying)")
             }
-            if let peer { target = .address(peer) }
-            try await Task.sleep(for: pause)
         }
     }
 
-    /// Typed: the library says whether the peer went away (never the wording of a message).
-    static func isLinkLoss(_ error: any Error) -> Bool {
-        let cause = (error as? RuntimeError)?.cause ?? error
-        if let g = cause as? GATTError { return g.isLinkLoss }
-        if let h = cause as? HostError { return h.isLinkLoss }
-        return false
-    }
-
-    /// One connection: setup, subscribe, print until the link drops, the count is reached
-    /// or the task is cancelled (Ctrl-C); unsubscribes before disconnecting.
-    func session(_ args: Arguments, target: DeviceTarget, shared: Session?, tagged: Bool, json: Bool, start: UInt64,
-                 counter: MeasurementCounter, lastPeer: Locked<LEAddress?>, handler: MeasurementHandler? = nil) async throws {
-        try await withPeer(args, target, shared: shared) { p in
-            lastPeer.withLock { $0 = p.peer }
-            // With several devices, stderr lines and text output name the device.
-            let tag = tagged ? "\(p.peer.address): " : ""
-            let db = try await p.discover(args).database
-            var name: String?
-            for uuid in reads {
-                guard let c = db.characteristic(uuid: uuid), c.properties.contains(.read) else { continue }
-                let value = try await p.client.read(handle: c.valueHandle)
-                let text = value.withUnsafeBytes { buf in
-                    (try? CharacteristicDecoder.decode(uuid: uuid, value: buf))??.summary
-                } ?? ValueFormat.line(uuid, value)
-                Console.err("\(tag)\(c.name ?? uuid.description): \(text)")
-                if uuid.uuid16 == 0x2A00 { name = text }
-            }
-            try await setup(p, db, args)
-            let wanted = subscriptions(db)
-            guard !wanted.isEmpty else { throw RuntimeError("the device has none of the characteristics \(name) subscribes to") }
-            var streams: [(GATTCharacteristic, AsyncThrowingStream<GATTValue, Error>)] = []
-            for (c, indicate) in wanted {
-                streams.append((c, try await p.client.subscribe(characteristic: c, indicate: indicate)))
-                Console.err("\(tag)subscribed to \(uuidLabel(c.uuid)) (\(indicate ? "indications" : "notifications"))")
-            }
-            let all = streams
-            let deviceName = name
-            var streamError: (any Error)?
-            do {
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for (c, stream) in all {
-                        group.addTask {
-                            for try await v in stream {
-                                if counter.take() == false { return }
-                                if let handler {
-                                    handler(c, v, p.peer, deviceName)
-                                } else {
-                                    Self.printMeasurement(c, v, device: p.peer, tagged: tagged, json: json, start: start,
-                                                          counter: counter)
-                                }
-                                if counter.done { return }
-                            }
-                            throw GATTError.bearerClosed(p.client.failure.flatMap {
-                                if case .bearerClosed(let r) = $0 { return r }
-                                return nil
-                            } ?? ATTBearerClosed(message: "the subscription to \(uuidLabel(c.uuid)) ended"))
-                        }
-                    }
-                    try await group.next()
-                    group.cancelAll()
-                }
-            } catch {
-                streamError = error
-            }
-            // Clear the CCCDs unless the link is gone (nothing to tell the device then).
-            if !(streamError.map(Self.isLinkLoss) ?? false) {
-                for (c, _) in all { try? await p.client.unsubscribe(characteristic: c) }
-            }
-            if let streamError, !(streamError is CancellationError) { throw streamError }
-        }
+    /// What discovery did, on stderr.
+    static func tellDiscovery(_ r: DatabaseDiscovery, elapsed: Duration, mtu: Int, tag: String) {
+        if let e = r.unreadableCache { Console.err("\(tag)\(e); discovering instead (the file is replaced)") }
+        let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        let d = r.discovery, db = d.database
+        Console.err("\(tag)\(d.source): \(db.services.count) services, \(db.characteristics.count) characteristics in \(r.roundTrips) round trip\(r.roundTrips == 1 ? "" : "s") (\(ms) ms, MTU \(mtu))")
+        if let e = r.unsavedCache { Console.err("\(tag)could not keep the database with the bond: \(e)") }
     }
 
     static func printMeasurement(_ c: GATTCharacteristic, _ v: GATTValue, device: LEAddress, tagged: Bool, json: Bool,
@@ -278,10 +234,6 @@ struct Scenario: Sendable {
     }
 }
 
-/// Takes each measurement instead of printing it (the gateway): the characteristic, the
-/// value, the device and the device's name when it has one.
-typealias MeasurementHandler = @Sendable (GATTCharacteristic, GATTValue, LEAddress, String?) -> Void
-
 /// Counts what was printed, dropped and malformed, across reconnects.
 final class MeasurementCounter: Sendable {
     struct State {
@@ -308,12 +260,12 @@ final class MeasurementCounter: Sendable {
     func countMalformed() { state.withLock { $0.malformed += 1 } }
 }
 
-enum Scenarios {
+enum HealthMonitors {
     static func characteristic(_ db: GATTDatabase, _ uuid: UInt16) -> GATTCharacteristic? {
         db.characteristic(uuid: BluetoothUUID(uuid))
     }
 
-    static let thermometer = Scenario(
+    static let thermometer = HealthMonitor(
         name: "thermometer", summary: "Health Thermometer: set the interval, print each temperature",
         description: """
         Finds a Health Thermometer (service 1809) when no ADDR is given, connects, reads the
@@ -321,62 +273,63 @@ enum Scenarios {
         and prints each temperature: Intermediate Temperature (2A1E) notifications if the
         device has them, else Temperature Measurement (2A1C) indications.
         """,
-        service: BluetoothUUID(0x1809), reads: [BluetoothUUID(0x2A00), BluetoothUUID(0x2A29)],
+        service: BluetoothUUID(0x1809),
         options: ["interval"],
         optionHelp: "  --interval S           Measurement Interval to write (default 2; 0 = no periodic measurement)\n",
-        validate: { args in
-            if let text = args.option("interval"), UInt16(text) == nil {
-                throw UsageError("--interval takes whole seconds 0...65535, not '\(text)'")
-            }
-        },
-        setup: { p, db, args in
-            guard let c = characteristic(db, 0x2A21), c.properties.contains(.write) else { return }
-            let seconds = UInt16(args.option("interval") ?? "2") ?? 2
-            do {
-                try await p.client.write(handle: c.valueHandle, value: [UInt8(seconds & 0xFF), UInt8(seconds >> 8)])
-                Console.err("Measurement Interval set to \(seconds) s")
-            } catch let e as GATTError where e.attErrorCode == .outOfRange {
-                throw RuntimeError("the thermometer refused a Measurement Interval of \(seconds) s: \(e)")
-            }
-        },
-        subscriptions: { db in
-            if let c = characteristic(db, 0x2A1E), c.properties.contains(.notify) { return [(c, false)] }
-            if let c = characteristic(db, 0x2A1C) { return [(c, true)] }
-            return []
+        plan: { args in
+            let text = args.option("interval") ?? "2"
+            guard let seconds = UInt16(text) else { throw UsageError("--interval takes whole seconds 0...65535, not '\(text)'") }
+            return FollowPlan(reads: [BluetoothUUID(0x2A00), BluetoothUUID(0x2A29)], setup: { client, db in
+                guard let c = characteristic(db, 0x2A21), c.properties.contains(.write) else { return }
+                do {
+                    try await client.write(handle: c.valueHandle, value: [UInt8(seconds & 0xFF), UInt8(seconds >> 8)])
+                    Console.err("Measurement Interval set to \(seconds) s")
+                } catch let e as GATTError where e.attErrorCode == .outOfRange {
+                    throw RuntimeError("the thermometer refused a Measurement Interval of \(seconds) s: \(e)")
+                }
+            }, subscriptions: { db in
+                if let c = characteristic(db, 0x2A1E), c.properties.contains(.notify) { return [(c, false)] }
+                if let c = characteristic(db, 0x2A1C) { return [(c, true)] }
+                return []
+            })
         })
 
-    static let bloodPressure = Scenario(
+    static let bloodPressure = HealthMonitor(
         name: "bloodpressure", summary: "Blood Pressure: print each measurement with units and status",
         description: """
         Finds a Blood Pressure monitor (service 1810) when no ADDR is given, connects, reads
         the Blood Pressure Feature (2A49) and Date Time (2A08) where present, and prints each
         Blood Pressure Measurement (2A35, indications): systolic/diastolic/MAP, pulse, status.
         """,
-        service: BluetoothUUID(0x1810), reads: [BluetoothUUID(0x2A00), BluetoothUUID(0x2A49), BluetoothUUID(0x2A08)],
-        subscriptions: { db in
-            var out: [(GATTCharacteristic, Bool)] = []
-            if let c = characteristic(db, 0x2A35) { out.append((c, true)) }
-            if let c = characteristic(db, 0x2A36), c.properties.contains(.notify) { out.append((c, false)) }
-            return out
+        service: BluetoothUUID(0x1810),
+        plan: { _ in
+            FollowPlan(reads: [BluetoothUUID(0x2A00), BluetoothUUID(0x2A49), BluetoothUUID(0x2A08)]) { db in
+                var out: [(GATTCharacteristic, indicate: Bool)] = []
+                if let c = characteristic(db, 0x2A35) { out.append((c, true)) }
+                if let c = characteristic(db, 0x2A36), c.properties.contains(.notify) { out.append((c, false)) }
+                return out
+            }
         })
 
-    static let heartRate = Scenario(
+    static let heartRate = HealthMonitor(
         name: "heartrate", summary: "Heart Rate: bpm, sensor contact, RR intervals",
         description: "Finds a heart rate sensor (service 180D) when no ADDR is given and prints each Heart Rate Measurement (2A37).",
-        service: BluetoothUUID(0x180D), reads: [BluetoothUUID(0x2A00), BluetoothUUID(0x2A38)],
-        subscriptions: { db in characteristic(db, 0x2A37).map { [($0, false)] } ?? [] })
+        service: BluetoothUUID(0x180D),
+        plan: { _ in
+            FollowPlan(reads: [BluetoothUUID(0x2A00), BluetoothUUID(0x2A38)]) { db in
+                characteristic(db, 0x2A37).map { [($0, false)] } ?? []
+            }
+        })
 
-    static let keys = Scenario(
+    static let keys = HealthMonitor(
         name: "keys", summary: "TI SensorTag keys as they change",
         description: "Finds a SensorTag (service FFE0) when no ADDR is given and prints its key state (FFE1) on every change.",
-        service: BluetoothUUID(0xFFE0), reads: [BluetoothUUID(0x2A00)],
-        subscriptions: { db in characteristic(db, 0xFFE1).map { [($0, false)] } ?? [] })
+        service: BluetoothUUID(0xFFE0),
+        plan: { _ in
+            FollowPlan(reads: [BluetoothUUID(0x2A00)]) { db in characteristic(db, 0xFFE1).map { [($0, false)] } ?? [] }
+        })
 
-    /// Measurement characteristics `monitor` subscribes to when the device has them.
-    static let measurementUUIDs: [UInt16] = [0x2A1C, 0x2A1E, 0x2A21, 0x2A35, 0x2A36, 0x2A37, 0x2A19, 0x2A18, 0x2A9D,
-                                             0x2A5E, 0x2A5F, 0x2A5B, 0x2A53, 0x2A6E, 0x2A6F, 0x2A6D, 0xFFE1]
-
-    static let monitor = Scenario(
+    static let monitor = HealthMonitor(
         name: "monitor", summary: "Subscribe to every known measurement a device has and print it decoded",
         description: """
         Connects to ADDR and subscribes to every measurement characteristic hcigatt can
@@ -384,15 +337,8 @@ enum Scenarios {
         oximetry, cycling/running, environmental, SensorTag keys), one line (or JSON
         object) per value.
         """,
-        service: nil, reads: [BluetoothUUID(0x2A00)],
-        subscriptions: { db in
-            measurementUUIDs.compactMap { u in
-                guard let c = characteristic(db, u) else { return nil }
-                if c.properties.contains(.notify) { return (c, false) }
-                if c.properties.contains(.indicate) { return (c, true) }
-                return nil
-            }
-        })
+        service: nil,
+        plan: { _ in .everyMeasurement })
 
-    static let all: [Scenario] = [thermometer, bloodPressure, heartRate, keys, monitor]
+    static let all: [HealthMonitor] = [thermometer, bloodPressure, heartRate, keys, monitor]
 }

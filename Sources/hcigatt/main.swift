@@ -9,7 +9,7 @@ let commands: [Command] = [
     GATTDumpCommand.command, ReadCommand.command, WriteCommand.command, SubscribeCommand.command,
     ReplayCommand.command, DecodeCommand.command, ServeCommand.command, AskCommand.command, PairCommand.command, BondsCommand.command, UnpairCommand.command,
     L2CAPCommand.command, ChatCommand.command, GatewayCommand.command,
-] + Scenarios.all.map(\.command)
+] + HealthMonitors.all.map(\.command)
 
 struct Command: Sendable {
     var name: String

@@ -242,6 +242,9 @@ public final class HCIHost: Sendable {
         }
     }
 
+    /// Where this host keeps bonds (``HostOptions/bondStore``); nil: nothing is stored.
+    public var bondStore: BondStore? { driver.bondStore }
+
     /// Counters, updated by the driver after each batch of I/O.
     public var statistics: HostStatistics { driver.statistics }
 }
