@@ -28,8 +28,8 @@ enum ControllerOptions {
 
     /// The library's choice (``BluetoothOptions/chooseController(_:)``): a malformed spec is a
     /// usage error, no adapter a runtime error.
-    static func transportSpec(_ args: Arguments) throws -> TransportSpec {
-        do throws(BluetoothError) { return try BluetoothOptions.chooseController(args.option("transport")) } catch {
+    static func transportSpec(_ transport: String?) throws -> TransportSpec {
+        do throws(BluetoothError) { return try BluetoothOptions.chooseController(transport) } catch {
             if error.kind == .invalidRequest { throw UsageError(error.message) }
             // Said with the option's name, which is how a user gives a transport here.
             if let t = error.underlying as? TransportError {
@@ -75,9 +75,12 @@ struct ControllerSettings: Sendable {
     var snoopPath: String?
 
     init(_ args: Arguments) throws {
-        let spec = try ControllerOptions.transportSpec(args)
+        // A transport given is checked now (a typo is a usage error before anything
+        // starts); the adapter to default to is looked for when the controller opens.
+        let given = args.option("transport")
+        if let given { _ = try ControllerOptions.transportSpec(given) }
         options = BluetoothOptions(
-            transport: spec.description, bringDown: args.flag("bring-down"),
+            transport: given, bringDown: args.flag("bring-down"),
             bondDirectory: SecurityOptions.bondStore(args).directory, pairingAgent: try SecurityOptions.agent(args),
             commandTimeout: try ControllerOptions.seconds(args, "command-timeout", default: 5, range: 0.05 ... 600),
             security: try SecurityOptions.configuration(args), privacy: args.flag("privacy"))
@@ -97,8 +100,9 @@ struct Session: Sendable {
     }
 
     static func open(_ settings: ControllerSettings) async throws -> Session {
-        let snoop = try settings.snoopPath.map { try SnoopSink(path: $0) }
         var options = settings.options
+        options.transport = try ControllerOptions.transportSpec(options.transport).description
+        let snoop = try settings.snoopPath.map { try SnoopSink(path: $0) }
         if let snoop { options.packetObserver = { packet, sent in snoop.record(packet, sent: sent) } }
         do throws(BluetoothError) {
             let opened = try await options.openController()
