@@ -87,17 +87,19 @@ let package = Package(
             name: "BluetoothLE",
             dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothSecurity", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles"]
         ),
-        // Text and JSON presentation shared by the CLI and the benchmarks.
+        // Text and JSON presentation shared by the CLI, the gateway and the benchmarks: scan
+        // results, values, and what the application layer's steps say.
         .target(
             name: "HCIGATTFormat",
-            dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothProfiles"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "BluetoothLE"]
         ),
         // The gateway's parts: the disk spool, reading numbers, the publish window (sans-I/O),
         // Home Assistant discovery, the MQTT client on Paho, and the publisher (GatewayRuntime)
         // on typed settings, with its stop sequence.
         .target(
             name: "HCIGATTGateway",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothProfiles", "HCIGATTFormat", "CPaho"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "BluetoothLE",
+                           "HCIGATTFormat", "CPaho"]
         ),
         .executableTarget(
             name: "hcigatt",
@@ -116,8 +118,9 @@ let package = Package(
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothSecurityTests", dependencies: ["BluetoothSecurity", "BluetoothCrypto", "BluetoothWire"]),
-        .testTarget(name: "HCIGATTGatewayTests", dependencies: ["HCIGATTGateway"]),
+        .testTarget(name: "HCIGATTGatewayTests",
+                    dependencies: ["HCIGATTGateway", "HCIGATTFormat", "BluetoothLE", "BluetoothGATT", "BluetoothHost", "BluetoothProfiles", "BluetoothWire"]),
         .testTarget(name: "BluetoothLETests", dependencies: ["BluetoothLE"]),
-        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost"]),
+        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost", "BluetoothGATT", "BluetoothLE"]),
     ]
 )

@@ -99,7 +99,7 @@ struct UsageError: Error {
 }
 
 /// A failure while doing the work: printed on stderr, exit code 1.
-struct RuntimeError: Error {
+struct RuntimeError: Error, CustomStringConvertible {
     var message: String
     /// The library error behind the message, for decisions (is it link loss?) that must not
     /// depend on the wording.
@@ -108,4 +108,6 @@ struct RuntimeError: Error {
         self.message = message
         self.cause = cause
     }
+
+    var description: String { message }
 }

@@ -183,38 +183,11 @@ struct PeerSession: Sendable {
         }
     }
 
-    static func what(_ target: DeviceTarget) -> String {
-        if case .service(let u) = target { "a device with service \(uuidLabel(u))" } else { target.description }
-    }
+    static func what(_ target: DeviceTarget) -> String { LinkText.what(target) }
 
     /// The library's progress, said as BlueZ's tools say it.
     static func tell(_ step: PeerProgress, target: DeviceTarget) {
-        switch step {
-        case .scanning: Console.err("scanning for \(what(target))...")
-        case .found(let found):
-            if found.assumedPublic { Console.err("\(found.address.address) not seen while scanning; assuming a public address") }
-            if let d = found.advertisement, case .name(let n) = target, !found.sameName.isEmpty {
-                func label(_ x: DiscoveredDevice) -> String { "\(x.address)\(x.rssi.map { ", \($0) dBm" } ?? "")" }
-                let list = ([d] + found.sameName).map(label).joined(separator: "; ")
-                Console.err("\(found.sameName.count + 1) devices are named \"\(n)\": \(list). Using \(d.address) (heard first); give the address to choose another")
-            }
-        case .connecting(let peer, let adapter):
-            Console.err("connecting to \(peer)\(adapter.map { " via l2cap:hci\($0)" } ?? "")...")
-        case .connected(let link):
-            let peer = link.connection.address
-            if let id = link.connection.identity, id.address != peer.address {
-                Console.err("\(peer.address) is a private address of \(id.address) (\(id.type); resolved with its bond's IRK)")
-            }
-            if let security = link.bondSecurity { Console.err("encrypted with the stored bond: \(security)") }
-            if let now = link.updatedParameters {
-                Console.err("connection parameters: interval \(now.intervalMilliseconds) ms, latency \(now.latency), supervision timeout \(Int(now.supervisionTimeout) * 10) ms")
-            }
-        // A request refused for security: the library raises it (the kernel bearer pairs
-        // through the kernel's SMP) and retries once; say so, as BlueZ's tools do.
-        case .security(.raising(_, let level)): Console.err("raising security to \(level) (encrypting, pairing first if needed)...")
-        case .security(.raised(let level)): Console.err("security is \(level); retrying")
-        case .security(.failed(let failure)): Console.err("cannot raise security: \(failure.message)")
-        }
+        for line in LinkText.progress(step, target: target) { Console.err(line) }
     }
 
     /// The peer's database: for a bonded device, the one kept with its bond when one read
@@ -225,11 +198,9 @@ struct PeerSession: Sendable {
         let reuse = settings.peer.reuseCache
         if !gatt.mayReuseCache(reuse) { Console.err("discovering...") }
         let r = try await gatt.discover(reuseCache: reuse)
-        if let e = r.unreadableCache { Console.err("\(e); discovering instead (the file is replaced)") }
-        let ms = (monotonicNow() &- start) / 1_000_000
-        let d = r.discovery, db = d.database
-        Console.err("\(d.source): \(db.services.count) services, \(db.characteristics.count) characteristics in \(r.roundTrips) round trip\(r.roundTrips == 1 ? "" : "s") (\(ms) ms, MTU \(client.mtu))")
-        if let e = r.unsavedCache { Console.err("could not keep the database with the bond: \(e)") }
+        let elapsed = Duration.nanoseconds(Int64(clamping: monotonicNow() &- start))
+        for line in LinkText.discovery(r, elapsed: elapsed, mtu: client.mtu) { Console.err(line) }
+        let d = r.discovery
         return d
     }
 
@@ -257,53 +228,6 @@ enum AttributeRef {
     }
 }
 
-/// Shows values as hex, text where printable, and decoded where a decoder exists.
-enum ValueFormat {
-    static func text(_ v: [UInt8]) -> String? {
-        guard !v.isEmpty, let s = String(validating: v, as: UTF8.self),
-              s.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F || $0 == "\n" }) else { return nil }
-        return s
-    }
-
-    /// The profile decoders' one-line summary ("36.4 °C, mouth"), or the decode error.
-    static func decoded(_ uuid: BluetoothUUID?, _ v: [UInt8]) -> String? {
-        guard let uuid, CharacteristicDecoder.hasDecoder(uuid: uuid), !isPlainText(uuid) else { return nil }
-        return v.withUnsafeBytes { buf in
-            do throws(WireError) { return try CharacteristicDecoder.decode(uuid: uuid, value: buf)?.summary } catch {
-                return "malformed: \(error)"
-            }
-        }
-    }
-
-    /// Strings already show as text.
-    static func isPlainText(_ uuid: BluetoothUUID) -> Bool {
-        guard let u = uuid.uuid16 else { return false }
-        return u == 0x2A00 || (0x2A24 ... 0x2A29).contains(u) && u != 0x2A2A
-    }
-
-    /// One line: hex (long values cut after 48 bytes unless `full`), text, decoded.
-    static func line(_ uuid: BluetoothUUID?, _ v: [UInt8], full: Bool = false) -> String {
-        var s: String
-        if v.isEmpty {
-            s = "(empty)"
-        } else if v.count > 64 && !full {
-            s = Hex.string(v.prefix(48), separator: " ") + " ... (\(v.count) bytes)"
-        } else {
-            s = Hex.string(v, separator: " ")
-        }
-        if let t = text(v), full || t.count <= 64 { s += "  \"\(t)\"" }
-        if let d = decoded(uuid, v) { s += "  = \(d)" }
-        return s
-    }
-
-    static func fields(_ uuid: BluetoothUUID?, _ v: [UInt8]) -> [Field] {
-        var f = [Field("hex", .bytes(v))]
-        if let t = text(v) { f.append(Field("text", .text(t))) }
-        if let d = decoded(uuid, v) { f.append(Field("decoded", .text(d))) }
-        return f
-    }
-}
-
 /// Connects, runs `body`, and disconnects whatever happens; errors come out as one clear line.
 func withPeer(_ args: Arguments, _ target: DeviceTarget, shared: Session? = nil,
               _ body: (PeerSession) async throws -> Void) async throws {
@@ -315,11 +239,6 @@ func withPeer(_ args: Arguments, _ target: DeviceTarget, shared: Session? = nil,
         throw RuntimeError(describeGATT(error), cause: (error as? RuntimeError)?.cause ?? error)
     }
     await p.close()
-}
-
-func uuidLabel(_ u: BluetoothUUID) -> String {
-    if let n = AssignedNumbers.uuidName(u) { return "\(u) \(n)" }
-    return u.description
 }
 
 enum GATTDumpCommand {
@@ -451,18 +370,8 @@ enum GATTDumpCommand {
 }
 
 func describeGATT(_ error: any Error) -> String {
-    switch error {
-    case let e as BluetoothError where e.kind == .notFound && e.underlying is HostError:
-        // The lookup's scan found nothing: the option that gives it longer.
-        return "\(e.message) (--scan-timeout)"
-    case let e as BluetoothError: return e.message
-    case let e as GATTError:
-        if let code = e.attErrorCode, code == .insufficientAuthentication || code == .insufficientEncryption {
-            return "\(e) (the attribute needs a paired, encrypted link: pair first)"
-        }
-        return e.description
-    default: return describe(error)
-    }
+    if let e = error as? RuntimeError { return e.message }
+    return LinkText.describe(error)
 }
 
 /// Finds the characteristic an AttributeRef names (by value handle or UUID).

@@ -104,8 +104,7 @@ enum GatewayCommand {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await runtime.waitUntilFailed() }
                     group.addTask {
-                        try await radio(args, settings, runtime)
-                        throw RuntimeError("the radio side ended without a reason (a bug: please report it)")
+                        try await radio(settings, runtime)
                     }
                     try await group.next()
                     group.cancelAll()
@@ -120,203 +119,12 @@ enum GatewayCommand {
         return code
     }
 
-    /// The radio side: one controller, one scan, and a link per device. The controller
-    /// runs one scan at a time, so the scan does both jobs: it publishes broadcast readings
-    /// (--scan) and finds the devices given by name or by an address without its type
-    /// (``DeviceDirectory``). Without --scan it runs only until every device is found.
-    static func radio(_ args: Arguments, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
-        let session = try await Session.open(args)
+    /// The radio side (the library's ``GatewayRadio``) on the controller, opened once the
+    /// publisher runs: it never returns, it is cancelled or fails.
+    static func radio(_ settings: Settings, _ runtime: GatewayRuntime) async throws {
+        let session = try await Session.open(settings.controller)
         defer { Task { try? await session.close() } }
-        let directory = DeviceDirectory(settings.devices)
-        let targets = settings.devices
-        for t in directory.missing { Console.err("looking for \(t) while scanning...") }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            if settings.scan || !directory.allFound {
-                group.addTask {
-                    // Ends only with the gateway (or, without --scan, once every device is
-                    // found); if the host ends it otherwise, it starts again.
-                    while !Task.isCancelled, settings.scan || !directory.allFound {
-                        do {
-                            try await scanReadings(session, settings, runtime, directory)
-                            if Task.isCancelled || (!settings.scan && directory.allFound) { return }
-                            Console.err("the scan ended; starting it again")
-                        } catch is CancellationError {
-                            return
-                        } catch {
-                            // The controller gone, or deaf: the gateway ends (systemd restarts it).
-                            if let reason = session.host.terminationReason { throw reason }
-                            if let e = error as? HostError, e.kind == .commandTimeout { throw e }
-                            Console.err("the scan failed: \(error); starting it again in 1 s")
-                        }
-                        try await Task.sleep(for: .seconds(1))
-                    }
-                }
-            }
-            let peer = try PeerCommandSettings(args).peer
-            for index in targets.indices {
-                group.addTask {
-                    let found = try await directory.address(of: index)
-                    // The library's follower, retrying every ending with the back-off: a
-                    // device that is off or refuses never ends the gateway.
-                    let follower = DeviceFollower(.address(found), via: .host(session.host), settings: peer,
-                                                  plan: .everyMeasurement, reconnection: Reconnection(.always))
-                    try await follow(follower, .address(found), settings, runtime)
-                }
-            }
-            // A controller that went away ends the gateway, whatever the tasks are doing.
-            group.addTask {
-                if let reason = await session.host.terminated() { throw reason }
-                throw CancellationError()
-            }
-            // A task that has done its job (the scan that found every device, without
-            // --scan) returns and the others go on: only an error (or cancellation) ends the
-            // radio side. Waiting for the first task to end instead stopped a --device-only
-            // gateway, exit 0, once its scan had found the devices.
-            while try await group.next() != nil {}
-        }
-    }
-
-    /// Broadcast readings from the scan: a new one when a device's sensor frame changes
-    /// (it carries a packet id, counter or sequence number).
-    static func scanReadings(_ session: Session, _ settings: Settings, _ runtime: GatewayRuntime,
-                             _ directory: DeviceDirectory) async throws {
-        var config = ScanConfiguration()
-        config.active = !settings.passive
-        var last: [BluetoothAddress: Int] = [:]
-        var warned: Set<BluetoothAddress> = []
-        for try await event in session.host.scan(config) {
-            let device = event.device
-            if !directory.allFound {
-                let noted = directory.note(device, now: monotonicNow())
-                sayFound(noted.found, directory)
-                if let at = noted.promoteAt {
-                    // A name that only contains the one given: taken if no exact match comes.
-                    Task {
-                        let now = monotonicNow()
-                        if at > now { try await Task.sleep(for: .nanoseconds(at - now)) }
-                        sayFound(directory.promote(now: monotonicNow()), directory)
-                        if !settings.scan, directory.allFound { try? await session.host.stopScan() }
-                    }
-                }
-                if !settings.scan {
-                    if directory.allFound { return }
-                    continue
-                }
-            }
-            // A bonded device's private address resolves to its identity: readings, numbers
-            // and entities follow the identity, whatever address it uses now.
-            let heard = device.address.address
-            let address = device.identity?.address ?? heard
-            let reading: PendingReading? = device.withSummary { a in
-                guard let found = ScanFormatter.sensor(a), case .success(let sensor) = found else { return nil }
-                let fields = FieldTree.build { sensor.describe(into: &$0, address: heard, keys: settings.keys) }
-                // A new reading when the decoded frame changes (its packet id, counter or
-                // sequence number does with every measurement); the scan reports a device
-                // again for other reasons too (its scan response, another structure).
-                var h = Hasher()
-                h.combine(FieldRenderer.jsonObject(fields))
-                let fingerprint = h.finalize()
-                guard last[address] != fingerprint else { return nil }
-                // Rotating private addresses would grow it without end.
-                if last.count >= 65536 { last.removeAll(keepingCapacity: true) }
-                last[address] = fingerprint
-                if let error = fields.first(where: { $0.name == "error" }) {
-                    if warned.insert(address).inserted {
-                        Console.err("\(address): \(FieldRenderer.scalarText(error.value)) (not published)")
-                    }
-                    return nil
-                }
-                let format = sensor.format.description
-                let name = a.name.map { String(decoding: $0, as: UTF8.self) }
-                let (manufacturer, model) = switch format {
-                case "bthome": ("BTHome", "BTHome v2 sensor")
-                case "ruuvi": ("Ruuvi Innovations", "RuuviTag (data format 5)")
-                case "pvvx": ("Xiaomi (pvvx firmware)", "Thermometer (pvvx custom format)")
-                default: ("Xiaomi (ATC firmware)", "Thermometer (ATC1441 format)")
-                }
-                // When the report arrived (not when this loop got to it): the wall clock now,
-                // less the report's age on the monotonic clock.
-                let mono = monotonicNow()
-                let age = mono > device.lastSeen ? Int64(clamping: (mono - device.lastSeen) / 1_000_000) : 0
-                return PendingReading(device: address, heardAs: heard == address ? nil : heard, measurement: format,
-                                      milliseconds: GatewayClock.nowMilliseconds() - age, rssi: device.rssi, fields: fields,
-                                      info: HomeAssistantDevice(address: address, name: name, manufacturer: manufacturer, model: model),
-                                      unit: nil)
-            }
-            if let reading { runtime.submit(reading) }
-        }
-    }
-
-    /// A followed device's measurements as readings; what happens to its link on stderr.
-    static func follow(_ follower: DeviceFollower, _ target: DeviceTarget, _ settings: Settings, _ runtime: GatewayRuntime) async throws {
-        var name: String?
-        var tag = ""
-        do {
-            for try await event in follower.events {
-                switch event {
-                case .read(let c, let value):
-                    if c.uuid == BluetoothUUID(0x2A00) { name = ValueFormat.text(value) ?? name }
-                    HealthMonitor.tell(event, target, tagged: true, tag: &tag, retrying: "")
-                case .value(let c, let v, let device):
-                    runtime.submit(connectedReading(c, v, device: device.address, name: name, settings))
-                default:
-                    HealthMonitor.tell(event, target, tagged: true, tag: &tag, retrying: "")
-                }
-            }
-        } catch {
-            await follower.stop()
-            throw error
-        }
-        await follower.stop()
-    }
-
-    static func sayFound(_ found: [(index: Int, address: LEAddress)], _ directory: DeviceDirectory) {
-        for (i, a) in found {
-            let t = directory.targets[i]
-            Console.err("found \(t.name.map { "\"\($0)\" at " } ?? "")\(a)")
-        }
-    }
-
-    /// A measurement of a connected device as a reading.
-    static func connectedReading(_ c: GATTCharacteristic, _ v: GATTValue, device: BluetoothAddress, name: String?,
-                                 _ settings: Settings) -> PendingReading {
-        let now = GatewayClock.nowMilliseconds()
-        let label = c.name ?? c.uuid.description
-        var fields: [Field] = [Field("uuid", .text(c.uuid.description)), Field("characteristic", .text(label))]
-        var unit: String?
-        v.value.withUnsafeBytes { buf in
-            do throws(WireError) {
-                if let d = try CharacteristicDecoder.decode(uuid: c.uuid, value: buf) {
-                    let decoded = d.fields
-                    fields += decoded
-                    if case .text(let u)? = decoded.first(where: { $0.name == "unit" })?.value { unit = u }
-                } else {
-                    fields.append(Field("value", .text(ValueFormat.line(c.uuid, v.value))))
-                }
-            } catch {
-                fields.append(Field("error", .text(error.description)))
-            }
-        }
-        fields.append(Field("hex", .bytes(v.value)))
-        return PendingReading(device: device, heardAs: nil, measurement: measurementName(label), milliseconds: now, rssi: nil,
-                              fields: fields,
-                              info: HomeAssistantDevice(address: device, name: name, manufacturer: "Bluetooth LE",
-                                                        model: label),
-                              unit: unit)
-    }
-
-    /// "Temperature Measurement" → "temperature_measurement".
-    static func measurementName(_ label: String) -> String {
-        var out = ""
-        for c in label.lowercased().unicodeScalars {
-            if ("a" ... "z").contains(c) || ("0" ... "9").contains(c) {
-                out.unicodeScalars.append(c)
-            } else if !out.isEmpty, !out.hasSuffix("_") {
-                out += "_"
-            }
-        }
-        while out.hasSuffix("_") { out.removeLast() }
-        return out.isEmpty ? "value" : out
+        try await GatewayRadio(settings.radio, log: { Console.err($0) }).run(on: session.host, publishingTo: runtime)
     }
 
     /// The options, checked before anything starts.
@@ -324,10 +132,8 @@ enum GatewayCommand {
         var mqtt: MQTTOptions
         var naming: GatewayNaming
         var discovery: Bool
-        var scan: Bool
-        var passive: Bool
-        var devices: [DeviceTarget]
-        var keys: SensorKeys?
+        var radio: GatewayRadioSettings
+        var controller: ControllerSettings
         var spoolDirectory: String
         var spoolMax: Int
 
@@ -337,13 +143,20 @@ enum GatewayCommand {
                   uri.split(separator: "/", omittingEmptySubsequences: true).count == 2 else {
                 throw UsageError("--mqtt takes mqtt://HOST[:PORT] or mqtts://HOST[:PORT], not '\(uri)'")
             }
-            scan = args.flag("scan")
-            passive = args.flag("passive")
-            devices = try args.all("device").map { try DeviceTarget(argument: $0) }
+            let scan = args.flag("scan")
+            let devices = try args.all("device").map { try DeviceTarget(argument: $0) }
             guard scan || !devices.isEmpty else {
                 throw UsageError("nothing to publish: give --scan (broadcast readings) and/or --device ADDR|NAME")
             }
-            keys = try ScanCommand.bindKeys(args)
+            // The --device links take what `monitor`'s do; the radio scans, so it needs the
+            // controller itself.
+            let peer = try PeerCommandSettings(args)
+            guard let controller = peer.controller else {
+                throw UsageError("the gateway scans and connects on its own controller: give an HCI transport (user:hciN, raw:hciN, tcp:, serial:), not \(peer.transportText ?? "l2cap:")")
+            }
+            self.controller = controller
+            radio = GatewayRadioSettings(scan: scan, active: !args.flag("passive"), devices: devices,
+                                         keys: try ScanCommand.bindKeys(args), peer: peer.peer)
             let style: TopicStyle
             switch args.option("topic-style") ?? "hcigatt" {
             case "hcigatt": style = .hcigatt

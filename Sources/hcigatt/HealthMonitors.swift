@@ -142,7 +142,7 @@ struct HealthMonitor: Sendable {
     static func show(_ follower: DeviceFollower, _ target: DeviceTarget, _ output: Output,
                      _ counter: MeasurementCounter) async -> (any Error)? {
         var failure: (any Error)?
-        var tag = ""
+        var narrator = FollowNarrator(target: target, tagged: output.tagged, retrying: .afterLinkLoss("reconnecting..."))
         do {
             loop: for try await event in follower.events {
                 switch event {
@@ -152,7 +152,7 @@ struct HealthMonitor: Sendable {
                                      counter: counter)
                     if counter.done { break loop }
                 default:
-                    tell(event, target, tagged: output.tagged, tag: &tag, retrying: "reconnecting...")
+                    for line in narrator.lines(event) { Console.err(line) }
                 }
             }
         } catch {
@@ -160,43 +160,6 @@ struct HealthMonitor: Sendable {
         }
         await follower.stop()
         return Task.isCancelled ? nil : failure
-    }
-
-    /// A follower's steps on stderr (every event but the values), `tag` naming the device
-    /// once it is connected when `tagged`.
-    static func tell(_ event: FollowEvent, _ target: DeviceTarget, tagged: Bool, tag: inout String, retrying: String) {
-        switch event {
-        case .progress(let step): PeerSession.tell(step, target: target)
-        case .connected(let peer, let fromCache):
-            if tagged { tag = "\(peer.address.address): " }
-            if !fromCache { Console.err("\(tag)discovering...") }
-        case .discovered(let r, let elapsed, let mtu):
-            tellDiscovery(r, elapsed: elapsed, mtu: mtu, tag: tag)
-        case .read(let c, let value):
-            let text = value.withUnsafeBytes { buf in
-                (try? CharacteristicDecoder.decode(uuid: c.uuid, value: buf))??.summary
-            } ?? ValueFormat.line(c.uuid, value)
-            Console.err("\(tag)\(c.name ?? c.uuid.description): \(text)")
-        case .subscribed(let c, let indications):
-            Console.err("\(tag)subscribed to \(uuidLabel(c.uuid)) (\(indications ? "indications" : "notifications"))")
-        case .value: break
-        case .retrying(let f, let device, let pause):
-            // --reconnect retries lost links only; the gateway every ending, with its back-off.
-            if retrying.isEmpty {
-                Console.err("\(device.map { "\($0.address): " } ?? "")\(describeGATT(f ?? RuntimeError("link closed"))); trying again in \(pause.components.seconds) s")
-            } else {
-                Console.err("\(device.map { "\($0): " } ?? "")link lost: \(describeGATT(f ?? RuntimeError("closed"))); \(retrying)")
-            }
-        }
-    }
-
-    /// What discovery did, on stderr.
-    static func tellDiscovery(_ r: DatabaseDiscovery, elapsed: Duration, mtu: Int, tag: String) {
-        if let e = r.unreadableCache { Console.err("\(tag)\(e); discovering instead (the file is replaced)") }
-        let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
-        let d = r.discovery, db = d.database
-        Console.err("\(tag)\(d.source): \(db.services.count) services, \(db.characteristics.count) characteristics in \(r.roundTrips) round trip\(r.roundTrips == 1 ? "" : "s") (\(ms) ms, MTU \(mtu))")
-        if let e = r.unsavedCache { Console.err("\(tag)could not keep the database with the bond: \(e)") }
     }
 
     static func printMeasurement(_ c: GATTCharacteristic, _ v: GATTValue, device: LEAddress, tagged: Bool, json: Bool,

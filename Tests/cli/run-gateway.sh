@@ -16,6 +16,10 @@ run gw-config-value 2 "$bin" gateway --config "$tmp/gw2.conf" && expect_err gw-c
 # The command line wins over the file.
 run gw-config-override 2 "$bin" gateway --config "$tmp/gw2.conf" --spool-max 2K && expect_err gw-config-override "not '2K'"
 run gw-config-missing 2 "$bin" gateway --config /nonexistent.conf && expect_err gw-config-missing "cannot read /nonexistent.conf"
+# The radio scans and connects itself: the kernel's L2CAP route is refused, and a typo in
+# --transport is a usage error before anything starts.
+run gw-l2cap 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --transport l2cap:hci0 && expect_err gw-l2cap "give an HCI transport"
+run gw-transport-typo 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --transport tpc:127.0.0.1:1 && expect_err gw-transport-typo "tpc:127.0.0.1:1"
 # An unwritable spool is said at once, before the radio or the broker.
 run gw-spool-bad 1 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --spool /proc/hcigatt-spool && expect_err gw-spool-bad "/proc/hcigatt-spool"
 

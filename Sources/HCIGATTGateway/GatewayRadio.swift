@@ -1,0 +1,275 @@
+import BluetoothGATT
+import BluetoothHost
+import BluetoothLE
+import BluetoothProfiles
+import BluetoothTransport
+import BluetoothWire
+import HCIGATTFormat
+
+/// What the gateway's radio side does, parsed and checked before anything starts.
+public struct GatewayRadioSettings: Sendable {
+    /// Publish the sensor readings devices broadcast.
+    public var scan: Bool
+    /// Scan with scan requests (a passive scan hears no scan responses).
+    public var active: Bool
+    /// The devices followed over a connection, each subscribed to every measurement.
+    public var devices: [DeviceTarget]
+    /// Keys for encrypted BTHome readings.
+    public var keys: SensorKeys?
+    /// How the followed devices are looked up and connected (timeouts, parameters, bonds).
+    public var peer: PeerSettings
+
+    /// Settings; `scan` or `devices` gives the radio something to publish.
+    public init(scan: Bool, active: Bool = true, devices: [DeviceTarget], keys: SensorKeys? = nil,
+                peer: PeerSettings = PeerSettings()) {
+        self.scan = scan
+        self.active = active
+        self.devices = devices
+        self.keys = keys
+        self.peer = peer
+    }
+}
+
+/// The gateway's radio side on one controller: one scan and a link per followed device,
+/// feeding a ``GatewayRuntime``. The controller runs one scan at a time, so the scan does
+/// both jobs: it publishes broadcast readings (`scan`) and finds the devices given by name
+/// or by an address without its type (``DeviceDirectory``).
+public struct GatewayRadio: Sendable {
+    /// What it does.
+    public let settings: GatewayRadioSettings
+    private let log: @Sendable (String) -> Void
+
+    /// A radio side; `log` gets what happens to the scan and the links, a line at a time.
+    public init(_ settings: GatewayRadioSettings, log: @escaping @Sendable (String) -> Void) {
+        self.settings = settings
+        self.log = log
+    }
+
+    /// Runs until cancelled (it then throws `CancellationError`) or until it cannot go on
+    /// (the controller gone or deaf): it never returns. A followed device that is off,
+    /// refuses or drops the link is retried with the back-off and never ends it.
+    public func run(on host: HCIHost, publishingTo runtime: GatewayRuntime) async throws -> Never {
+        let directory = DeviceDirectory(settings.devices)
+        for t in directory.missing { log("looking for \(t) while scanning...") }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if settings.scan || !directory.allFound {
+                group.addTask { try await scanning(host, runtime, directory) }
+            }
+            for index in settings.devices.indices {
+                group.addTask {
+                    let found = try await directory.address(of: index)
+                    let follower = DeviceFollower(.address(found), via: .host(host), settings: settings.peer,
+                                                  plan: .everyMeasurement, reconnection: Reconnection(.always))
+                    try await follow(follower, .address(found), runtime)
+                }
+            }
+            // A controller that went away ends the gateway, whatever the tasks are doing.
+            group.addTask {
+                if let reason = await host.terminated() { throw reason }
+                throw CancellationError()
+            }
+            // A task that has done its job (the scan that found every device, without
+            // `scan`) returns and the others go on: only an error (or cancellation) ends the
+            // radio side. Waiting for the first task to end instead stopped a device-only
+            // gateway, exit 0, once its scan had found the devices.
+            while try await group.next() != nil {}
+        }
+        try Task.checkCancellation()
+        // Only reachable with no task that runs for good, which the settings rule out.
+        throw GatewayError("the radio side had nothing to do")
+    }
+
+    /// The scan, started again if the host ends it; without `scan` it ends once every
+    /// device is found.
+    private func scanning(_ host: HCIHost, _ runtime: GatewayRuntime, _ directory: DeviceDirectory) async throws {
+        while !Task.isCancelled, settings.scan || !directory.allFound {
+            do {
+                try await scanReadings(host, runtime, directory)
+                if Task.isCancelled || (!settings.scan && directory.allFound) { return }
+                log("the scan ended; starting it again")
+            } catch is CancellationError {
+                return
+            } catch {
+                // The controller gone, or deaf: the gateway ends (systemd restarts it).
+                if let reason = host.terminationReason { throw reason }
+                if let e = error as? HostError, e.kind == .commandTimeout { throw e }
+                log("the scan failed: \(LinkText.describe(error)); starting it again in 1 s")
+            }
+            try await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    private func scanReadings(_ host: HCIHost, _ runtime: GatewayRuntime, _ directory: DeviceDirectory) async throws {
+        var config = ScanConfiguration()
+        config.active = settings.active
+        var readings = BroadcastReadings(keys: settings.keys)
+        for try await event in host.scan(config) {
+            let device = event.device
+            if !directory.allFound {
+                let noted = directory.note(device, now: monotonicNow())
+                sayFound(noted.found, directory)
+                if let at = noted.promoteAt {
+                    // A name that only contains the one given: taken if no exact match comes.
+                    let scan = settings.scan
+                    Task {
+                        let now = monotonicNow()
+                        if at > now { try await Task.sleep(for: .nanoseconds(at - now)) }
+                        sayFound(directory.promote(now: monotonicNow()), directory)
+                        if !scan, directory.allFound { try? await host.stopScan() }
+                    }
+                }
+                if !settings.scan {
+                    if directory.allFound { return }
+                    continue
+                }
+            }
+            switch readings.reading(device, now: monotonicNow(), wallMilliseconds: GatewayClock.nowMilliseconds()) {
+            case .reading(let r): runtime.submit(r)
+            case .notPublished(let why): log(why)
+            case .unchanged: break
+            }
+        }
+    }
+
+    /// A followed device's measurements as readings; what happens to its link in the log.
+    private func follow(_ follower: DeviceFollower, _ target: DeviceTarget, _ runtime: GatewayRuntime) async throws {
+        var name: String?
+        var narrator = FollowNarrator(target: target, tagged: true, retrying: .withBackoff)
+        do {
+            for try await event in follower.events {
+                switch event {
+                case .read(let c, let value) where c.uuid == BluetoothUUID(0x2A00):
+                    name = ValueFormat.text(value) ?? name
+                    for line in narrator.lines(event) { log(line) }
+                case .value(let c, let v, let device):
+                    runtime.submit(ConnectedReadings.reading(c, v, device: device.address, name: name,
+                                                             milliseconds: GatewayClock.nowMilliseconds()))
+                default:
+                    for line in narrator.lines(event) { log(line) }
+                }
+            }
+        } catch {
+            await follower.stop()
+            throw error
+        }
+        await follower.stop()
+    }
+
+    private func sayFound(_ found: [(index: Int, address: LEAddress)], _ directory: DeviceDirectory) {
+        for (i, a) in found {
+            let t = directory.targets[i]
+            log("found \(t.name.map { "\"\($0)\" at " } ?? "")\(a)")
+        }
+    }
+}
+
+/// Broadcast sensor readings from scan reports: a new reading when a device's decoded frame
+/// changes (its packet id, counter or sequence number does with every measurement); the
+/// scan reports a device again for other reasons too (its scan response, another structure).
+/// No I/O: the clocks come in.
+public struct BroadcastReadings: Sendable {
+    /// What one report gives.
+    public enum Outcome: Sendable {
+        /// A new reading.
+        case reading(PendingReading)
+        /// The same frame as before, or no sensor frame.
+        case unchanged
+        /// A frame that cannot be published, said once per device.
+        case notPublished(String)
+    }
+
+    /// The most devices remembered; rotating private addresses would grow it without end.
+    public static let capacity = 65536
+
+    private let keys: SensorKeys?
+    private var last: [BluetoothAddress: Int] = [:]
+    private var warned: Set<BluetoothAddress> = []
+
+    /// Readings decrypted with `keys` where a sensor encrypts.
+    public init(keys: SensorKeys?) { self.keys = keys }
+
+    /// The reading `device`'s latest report makes; `now` is the monotonic clock (ns) the
+    /// report's time is on, `wallMilliseconds` the wall clock at `now`.
+    public mutating func reading(_ device: DiscoveredDevice, now: UInt64, wallMilliseconds: Int64) -> Outcome {
+        // A bonded device's private address resolves to its identity: readings, numbers
+        // and entities follow the identity, whatever address it uses now.
+        let heard = device.address.address
+        let address = device.identity?.address ?? heard
+        let keys = keys
+        let decoded: (fields: [Field], format: String, name: String?)? = device.withSummary { a in
+            guard let found = ScanFormatter.sensor(a), case .success(let sensor) = found else { return nil }
+            let fields = FieldTree.build { sensor.describe(into: &$0, address: heard, keys: keys) }
+            return (fields, sensor.format.description, a.name.map { String(decoding: $0, as: UTF8.self) })
+        }
+        guard let decoded else { return .unchanged }
+        var h = Hasher()
+        h.combine(FieldRenderer.jsonObject(decoded.fields))
+        let fingerprint = h.finalize()
+        guard last[address] != fingerprint else { return .unchanged }
+        if last.count >= Self.capacity { last.removeAll(keepingCapacity: true) }
+        last[address] = fingerprint
+        if let error = decoded.fields.first(where: { $0.name == "error" }) {
+            if warned.count >= Self.capacity { warned.removeAll(keepingCapacity: true) }
+            guard warned.insert(address).inserted else { return .unchanged }
+            return .notPublished("\(address): \(FieldRenderer.scalarText(error.value)) (not published)")
+        }
+        let (manufacturer, model) = switch decoded.format {
+        case "bthome": ("BTHome", "BTHome v2 sensor")
+        case "ruuvi": ("Ruuvi Innovations", "RuuviTag (data format 5)")
+        case "pvvx": ("Xiaomi (pvvx firmware)", "Thermometer (pvvx custom format)")
+        default: ("Xiaomi (ATC firmware)", "Thermometer (ATC1441 format)")
+        }
+        // When the report arrived (not when this got to it): the wall clock less the
+        // report's age on the monotonic clock.
+        let age = now > device.lastSeen ? Int64(clamping: (now - device.lastSeen) / 1_000_000) : 0
+        return .reading(PendingReading(
+            device: address, heardAs: heard == address ? nil : heard, measurement: decoded.format,
+            milliseconds: wallMilliseconds - age, rssi: device.rssi, fields: decoded.fields,
+            info: HomeAssistantDevice(address: address, name: decoded.name, manufacturer: manufacturer, model: model),
+            unit: nil))
+    }
+}
+
+/// Readings from a connected device's measurements.
+public enum ConnectedReadings {
+    /// A measurement of `device` (whose Device Name, read on connecting, is `name`) taken at
+    /// `milliseconds` (wall clock), decoded where a profile decoder exists.
+    public static func reading(_ c: GATTCharacteristic, _ v: GATTValue, device: BluetoothAddress, name: String?,
+                               milliseconds: Int64) -> PendingReading {
+        let label = c.name ?? c.uuid.description
+        var fields: [Field] = [Field("uuid", .text(c.uuid.description)), Field("characteristic", .text(label))]
+        var unit: String?
+        v.value.withUnsafeBytes { buf in
+            do throws(WireError) {
+                if let d = try CharacteristicDecoder.decode(uuid: c.uuid, value: buf) {
+                    let decoded = d.fields
+                    fields += decoded
+                    if case .text(let u)? = decoded.first(where: { $0.name == "unit" })?.value { unit = u }
+                } else {
+                    fields.append(Field("value", .text(ValueFormat.line(c.uuid, v.value))))
+                }
+            } catch {
+                fields.append(Field("error", .text(error.description)))
+            }
+        }
+        fields.append(Field("hex", .bytes(v.value)))
+        return PendingReading(device: device, heardAs: nil, measurement: measurementName(label), milliseconds: milliseconds,
+                              rssi: nil, fields: fields,
+                              info: HomeAssistantDevice(address: device, name: name, manufacturer: "Bluetooth LE", model: label),
+                              unit: unit)
+    }
+
+    /// "Temperature Measurement" → "temperature_measurement".
+    public static func measurementName(_ label: String) -> String {
+        var out = ""
+        for c in label.lowercased().unicodeScalars {
+            if ("a" ... "z").contains(c) || ("0" ... "9").contains(c) {
+                out.unicodeScalars.append(c)
+            } else if !out.isEmpty, !out.hasSuffix("_") {
+                out += "_"
+            }
+        }
+        while out.hasSuffix("_") { out.removeLast() }
+        return out.isEmpty ? "value" : out
+    }
+}
