@@ -20,8 +20,8 @@ public struct DatabaseDiscovery: Sendable {
 /// otherwise); else it is discovered and kept with the bond. While the link lasts, a Service
 /// Changed indication updates what is kept (a failed rediscovery drops it). Without a bond
 /// (or with `reuseCache` false) it is discovered and nothing is kept: the hash is only worth
-/// its round trip when the database is. The cache policy of the CLI's commands (the
-/// gateway's links included); the facade's `Peripheral` does not use it yet.
+/// its round trip when the database is. The cache policy of the CLI's commands, the
+/// gateway's links and the facade's `Peripheral`.
 public func discoverDatabase(_ client: GATTClient, link: LEConnection?, bonds: BondStore?, reuseCache: Bool = true)
     async throws(GATTError) -> DatabaseDiscovery
 {

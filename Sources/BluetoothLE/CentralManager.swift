@@ -140,7 +140,7 @@ public final class CentralManager: Sendable {
     /// "peer removed pairing information": remove the bond (`hcigatt unpair`) to pair again.
     public func connect(to address: LEAddress, timeout: Duration = .seconds(10)) async throws(BluetoothError) -> Peripheral {
         let link = try await CentralLink.open(on: host, to: address, ConnectSettings(timeout: timeout))
-        let p = Peripheral(link: link.connection)
+        let p = Peripheral(link: link.connection, bonds: host.bondStore)
         _ = try? await p.gatt.exchangeMTU()
         return p
     }

@@ -22,11 +22,15 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         var advertisedName: String?
         var services: [GATTService]?
         var characteristics: [UInt16: [GATTCharacteristic]] = [:]
+        var databaseSource: GATTDiscoverySource?
     }
     private let state = Mutex(State())
+    /// Where the bond's GATT cache is kept (the host's bond store).
+    private let bonds: BondStore?
 
-    init(link: LEConnection) {
+    init(link: LEConnection, bonds: BondStore?) {
         self.link = link
+        self.bonds = bonds
         gatt = GATTClient(bearer: HostATTBearer(connection: link))
     }
 
@@ -49,10 +53,36 @@ public final class Peripheral: Sendable, CustomStringConvertible {
 
     // MARK: Discovery
 
-    /// The primary services (only those in `uuids` when given).
+    /// The whole database, as the CLI's commands get it (``discoverDatabase(_:link:bonds:reuseCache:)``):
+    /// for a bonded peripheral the one kept with its bond when one read of the Database Hash
+    /// says it is current, else discovered (and kept with the bond). What it finds answers
+    /// the ``discoverServices(_:)`` and ``discoverCharacteristics(_:for:)`` that follow.
+    public func discoverDatabase(reuseCache: Bool = true) async throws(BluetoothError) -> DatabaseDiscovery {
+        let r: DatabaseDiscovery
+        do throws(GATTError) { r = try await BluetoothLE.discoverDatabase(gatt, link: link, bonds: bonds, reuseCache: reuseCache) } catch {
+            throw BluetoothError(error)
+        }
+        let db = r.discovery.database
+        state.withLock { s in
+            s.services = db.services.filter(\.isPrimary)
+            for service in db.services { s.characteristics[service.startHandle] = service.characteristics }
+            s.databaseSource = r.discovery.source
+        }
+        return r
+    }
+
+    /// Where the database came from when it was discovered whole (a bonded peripheral's
+    /// first discovery, or ``discoverDatabase(reuseCache:)``); nil while discovery is lazy.
+    public var databaseSource: GATTDiscoverySource? { state.withLock { $0.databaseSource } }
+
+    /// The primary services (only those in `uuids` when given). A bonded peripheral's are
+    /// its whole database at once (``discoverDatabase(reuseCache:)``: from the bond's cache
+    /// when it is current); any other's are discovered as asked for.
     public func discoverServices(_ uuids: [BluetoothUUID]? = nil) async throws(BluetoothError) -> [GATTService] {
         var all = state.withLock { $0.services }
-        if all == nil {
+        if all == nil, bonds != nil, (try? link.storedBond()) != nil {
+            all = try await discoverDatabase().discovery.database.services.filter(\.isPrimary)
+        } else if all == nil {
             do throws(GATTError) { all = try await gatt.discoverPrimaryServices() } catch { throw BluetoothError(error) }
             state.withLock { $0.services = all }
         }

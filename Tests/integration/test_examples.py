@@ -85,6 +85,28 @@ class AgainstHcigattTests(unittest.TestCase):
             finally:
                 server.stop()
 
+    def test_a_bonded_monitor_takes_its_database_from_the_bond(self):
+        # The facade's discovery is the CLI's: a bonded peripheral's database is kept with
+        # the bond and reused when the Database Hash is unchanged.
+        world, a, b = self.world()
+        bonds = tempfile.mkdtemp()
+        with world:
+            server = Proc('serve', '--profile', 'bloodpressure', '--name', 'Cuff', '--security', 'encrypted', '--transport', a)
+            try:
+                self.assertIsNotNone(server.wait_for(server.lines, lambda l: l.startswith('advertising')), server.stderr)
+                outs = []
+                for _ in range(3):
+                    rc, out, err = example('BloodPressureMonitor', '--transport', b, '--count', '1', '--bond-dir', bonds, timeout=60)
+                    self.assertEqual(rc, 0, err)
+                    self.assertTrue(any(l.startswith('link security: encrypted') for l in out.splitlines()), out)
+                    outs.append([l for l in out.splitlines() if l.startswith('database: ')])
+                # Not bonded when it connected: discovered as asked for, nothing kept.
+                self.assertEqual(outs[0], [], outs)
+                self.assertEqual(outs[1], ['database: discovered'], outs)
+                self.assertEqual(outs[2], ['database: cached (Database Hash unchanged)'], outs)
+            finally:
+                server.stop()
+
     def test_magic_eight_ball_both_sides(self):
         world, a, b = self.world()
         with world:

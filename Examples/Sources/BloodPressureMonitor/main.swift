@@ -2,7 +2,8 @@
 // (1810), read what it supports (Blood Pressure Feature, 2A49) first, then print each
 // measurement it indicates (2A35). A device that keeps its readings for bonded centrals
 // refuses the subscription until the link is encrypted: the library pairs then (Just
-// Works) and retries; --bond-dir DIR keeps the bond for the next run.
+// Works) and retries; --bond-dir DIR keeps the bond (and the cuff's database, checked by
+// its Database Hash) for the next run.
 //
 //   BloodPressureMonitor [--transport SPEC] [--count N] [--bond-dir DIR]
 import BluetoothLE
@@ -30,6 +31,8 @@ do {
     let monitor = try await central.connect(try await central.find(ScanFilter(services: [bloodPressure])))
     say("connected to \(monitor)")
     let feature = try await monitor.characteristic(featureUUID, in: bloodPressure)
+    // A bonded cuff's database is discovered whole, and next time taken from the bond.
+    if let source = monitor.databaseSource { say("database: \(source)") }
     say("features: \(features(try await monitor.readValue(for: feature)))")
     let measurement = try await monitor.characteristic(measurementUUID, in: bloodPressure)
     var seen = 0
