@@ -34,36 +34,58 @@ public struct LEConnectionManager: Sendable {
         /// device's attempt does not count, so one absent device cannot fail the rest.
         var deadline: UInt64 = .max
         var timeout: UInt64
-        /// The caller gave up (task cancelled): fail with `.cancelled`, drop a late link.
-        var abandoned = false
     }
 
-    enum Phase: Sendable {
-        /// Cancelling a create the controller may still hold from an earlier attempt.
-        case clearing(deadline: UInt64, cancelAccepted: Bool)
+    /// Why a create is being cancelled.
+    enum CancelReason: Sendable {
+        /// Its timeout passed: the caller gets `.connectTimeout`.
+        case timedOut
+        /// The caller gave up (task cancelled): it gets `.cancelled`, and a late link is dropped.
+        case abandoned
+    }
+
+    /// The controller's create connection, one at a time; each case holds its attempt.
+    enum Create: Sendable {
+        /// No create of ours in the controller.
+        case idle
+        /// A cancel the controller never confirmed: it may still be initiating, so the next
+        /// attempt clears it first.
+        case stale
+        /// Cancelling a create the controller may still hold from an earlier attempt,
+        /// before sending this request's.
+        case clearing(PendingConnect, deadline: UInt64, cancelAccepted: Bool)
         /// LE (Extended) Create Connection sent; waiting for Connection Complete.
-        case creating
+        case creating(PendingConnect)
         /// LE Create Connection Cancel sent; waiting for Connection Complete 0x02.
-        case cancelling(deadline: UInt64)
-    }
+        case cancelling(PendingConnect, deadline: UInt64, CancelReason)
 
-    struct Attempt: Sendable {
-        var request: PendingConnect
-        var phase: Phase
+        /// The request being tried, if any.
+        var request: PendingConnect? {
+            switch self {
+            case .idle, .stale: nil
+            case .clearing(let r, _, _), .creating(let r), .cancelling(let r, _, _): r
+            }
+        }
     }
 
     struct Link: Sendable {
+        enum Phase: Sendable {
+            case up
+            /// HCI_Disconnect sent (or about to be); Disconnection Complete ends the link.
+            case disconnecting
+        }
+
         var state: LELinkState
-        var disconnecting = false
+        var phase: Phase = .up
         var nextSignalingIdentifier: UInt8 = 1
         /// Identifiers of requests the credit-based channels sent, awaiting a response.
         var pendingSignaling: Set<UInt8> = []
     }
 
     private var waiting: [PendingConnect] = []
-    private var attempt: Attempt?
+    private var create = Create.idle
     /// After a cancel that was never confirmed: the controller may still be initiating.
-    public private(set) var staleCreate = false
+    public var staleCreate: Bool { if case .stale = create { true } else { false } }
     private var links: [UInt16: Link] = [:]
     /// Counters (refused requests, orphan connections, unknown handles...).
     public private(set) var statistics = ConnectionStatistics()
@@ -89,20 +111,16 @@ public struct LEConnectionManager: Sendable {
     /// The links up now, in handle order.
     public var linkHandles: [UInt16] { links.keys.sorted() }
     /// True while a create is in progress or requests wait.
-    public var isConnecting: Bool { attempt != nil || !waiting.isEmpty }
+    public var isConnecting: Bool { create.request != nil || !waiting.isEmpty }
 
     /// The earliest deadline of the connection attempt (its timeout, the cancel grace period).
     public var nextDeadline: UInt64? {
-        var d: UInt64? = nil
-        func consider(_ t: UInt64) { d = min(d ?? t, t) }
-        if let a = attempt {
-            switch a.phase {
-            case .clearing(let deadline, _): consider(min(deadline, a.request.deadline))
-            case .creating: consider(a.request.deadline)
-            case .cancelling(let deadline): consider(deadline)
-            }
+        switch create {
+        case .idle, .stale: nil
+        case .clearing(let r, let deadline, _): min(deadline, r.deadline)
+        case .creating(let r): r.deadline
+        case .cancelling(_, let deadline, _): deadline
         }
-        return d
     }
 
     // MARK: Connect
@@ -126,35 +144,34 @@ public struct LEConnectionManager: Sendable {
             actions.append(.connectFailed(id, HostError(.cancelled, "the connection attempt was cancelled")))
             return actions
         }
-        guard var a = attempt, a.request.id == id else { return actions }
-        a.request.abandoned = true
-        switch a.phase {
+        guard let r = create.request, r.id == id else { return actions }
+        switch create {
         case .creating:
-            a.phase = .cancelling(deadline: now &+ cancelGracePeriod)
-            attempt = a
+            create = .cancelling(r, deadline: now &+ cancelGracePeriod, .abandoned)
             actions.append(.sendCommand(LECreateConnectionCancelCommand(), .createConnectionCancel))
         case .clearing:
             // Nothing of ours was sent yet: finish now; the clearing goes on without it.
-            attempt = nil
-            staleCreate = true
+            create = .stale
             actions.append(.connectFailed(id, HostError(.cancelled, "the connection attempt was cancelled")))
             startNext(now: now, into: &actions)
-        case .cancelling:
-            attempt = a
+        case .cancelling(_, let deadline, _):
+            // Cancelling for its timeout already: the caller now gets `.cancelled`.
+            create = .cancelling(r, deadline: deadline, .abandoned)
+        case .idle, .stale:
+            break
         }
         return actions
     }
 
     private mutating func startNext(now: UInt64, into actions: inout [ConnectionAction]) {
-        while attempt == nil, !waiting.isEmpty {
+        while create.request == nil, !waiting.isEmpty {
             var r = waiting.removeFirst()
             r.deadline = now &+ r.timeout
-            if staleCreate {
-                staleCreate = false
-                attempt = Attempt(request: r, phase: .clearing(deadline: now &+ cancelGracePeriod, cancelAccepted: false))
+            if case .stale = create {
+                create = .clearing(r, deadline: now &+ cancelGracePeriod, cancelAccepted: false)
                 actions.append(.sendCommand(LECreateConnectionCancelCommand(), .createConnectionCancel))
             } else {
-                attempt = Attempt(request: r, phase: .creating)
+                create = .creating(r)
                 actions.append(.sendCommand(createCommand(r), .createConnection))
             }
         }
@@ -182,39 +199,34 @@ public struct LEConnectionManager: Sendable {
     /// Deadlines that passed by `now`: timed-out connects and requests fail, stale cancels clear.
     public mutating func timerFired(now: UInt64) -> [ConnectionAction] {
         var actions: [ConnectionAction] = []
-        if var a = attempt {
-            switch a.phase {
-            case .creating where a.request.deadline <= now:
-                a.phase = .cancelling(deadline: now &+ cancelGracePeriod)
-                attempt = a
-                actions.append(.sendCommand(LECreateConnectionCancelCommand(), .createConnectionCancel))
-            case .cancelling(let deadline) where deadline <= now:
-                // The controller never confirmed the cancel: give up without wedging the next one.
-                attempt = nil
-                staleCreate = true
-                actions.append(.connectFailed(a.request.id, failure(for: a.request, detail:
-                    " (the controller did not confirm LE Create Connection Cancel)")))
-            case .clearing(let deadline, _) where a.request.deadline <= now || deadline <= now:
-                if a.request.deadline <= now {
-                    attempt = nil
-                    staleCreate = true
-                    actions.append(.connectFailed(a.request.id, Self.timeoutError(a.request)))
-                } else {
-                    // No completion for the old create: try ours anyway.
-                    a.phase = .creating
-                    attempt = a
-                    actions.append(.sendCommand(createCommand(a.request), .createConnection))
-                }
-            case .creating, .cancelling, .clearing:
-                break
-            }
+        switch create {
+        case .creating(let r) where r.deadline <= now:
+            create = .cancelling(r, deadline: now &+ cancelGracePeriod, .timedOut)
+            actions.append(.sendCommand(LECreateConnectionCancelCommand(), .createConnectionCancel))
+        case .cancelling(let r, let deadline, let reason) where deadline <= now:
+            // The controller never confirmed the cancel: give up without wedging the next one.
+            create = .stale
+            actions.append(.connectFailed(r.id, Self.failure(r, reason, detail:
+                " (the controller did not confirm LE Create Connection Cancel)")))
+        case .clearing(let r, _, _) where r.deadline <= now:
+            create = .stale
+            actions.append(.connectFailed(r.id, Self.timeoutError(r)))
+        case .clearing(let r, let deadline, _) where deadline <= now:
+            // No completion for the old create: try ours anyway.
+            create = .creating(r)
+            actions.append(.sendCommand(createCommand(r), .createConnection))
+        case .idle, .stale, .creating, .cancelling, .clearing:
+            break
         }
         startNext(now: now, into: &actions)
         return actions
     }
 
-    private func failure(for r: PendingConnect, detail: String = "") -> HostError {
-        r.abandoned ? HostError(.cancelled, "the connection attempt was cancelled") : Self.timeoutError(r, detail: detail)
+    private static func failure(_ r: PendingConnect, _ reason: CancelReason, detail: String = "") -> HostError {
+        switch reason {
+        case .abandoned: HostError(.cancelled, "the connection attempt was cancelled")
+        case .timedOut: timeoutError(r, detail: detail)
+        }
     }
 
     // MARK: Command answers
@@ -225,24 +237,22 @@ public struct LEConnectionManager: Sendable {
         var actions: [ConnectionAction] = []
         switch purpose {
         case .createConnection:
-            guard case .failure(var error) = result, let a = attempt, case .creating = a.phase else { break }
-            // Refused (Command Status error) or unanswered: the attempt is over.
-            if error.kind == .commandTimeout { staleCreate = true }
-            error.message = "cannot connect to \(a.request.peer): " + error.message
-            attempt = nil
-            actions.append(.connectFailed(a.request.id, error))
+            guard case .failure(var error) = result, case .creating(let r) = create else { break }
+            // Refused (Command Status error) or unanswered (the controller may hold it): the
+            // attempt is over.
+            create = error.kind == .commandTimeout ? .stale : .idle
+            error.message = "cannot connect to \(r.peer): " + error.message
+            actions.append(.connectFailed(r.id, error))
             startNext(now: now, into: &actions)
         case .createConnectionCancel:
-            guard var a = attempt, case .clearing(let deadline, _) = a.phase else { break }
+            guard case .clearing(let r, let deadline, _) = create else { break }
             if case .success = result {
                 // A create was pending; its Connection Complete (0x02) comes next.
-                a.phase = .clearing(deadline: deadline, cancelAccepted: true)
-                attempt = a
+                create = .clearing(r, deadline: deadline, cancelAccepted: true)
             } else {
                 // Nothing was pending (Command Disallowed): go ahead.
-                a.phase = .creating
-                attempt = a
-                actions.append(.sendCommand(createCommand(a.request), .createConnection))
+                create = .creating(r)
+                actions.append(.sendCommand(createCommand(r), .createConnection))
             }
         case .disconnect(let handle):
             guard case .failure(let error) = result, var link = links[handle] else { break }
@@ -251,7 +261,7 @@ public struct LEConnectionManager: Sendable {
                 links[handle] = nil
                 actions.append(.linkClosed(link.state, reason: .unknownConnectionIdentifier))
             } else {
-                link.disconnecting = false
+                link.phase = .up
                 links[handle] = link
                 actions.append(.disconnectFailed(handle: handle, error))
             }
@@ -367,17 +377,18 @@ public struct LEConnectionManager: Sendable {
             // Core Vol 4 Part E §7.7.65.1: 0x0000-0x0EFF. A controller that reports more is
             // broken; the handle cannot be used (nor disconnected), so the link is refused.
             statistics.invalidConnectionHandles += 1
-            guard let a = attempt else { return actions }
-            switch a.phase {
-            case .clearing:
+            switch create {
+            case .idle, .stale:
+                break
+            case .clearing(let r, _, _):
                 // The old create's completion: ours goes out now.
-                attempt = Attempt(request: a.request, phase: .creating)
-                actions.append(.sendCommand(createCommand(a.request), .createConnection))
-            case .creating, .cancelling:
-                attempt = nil
-                actions.append(.connectFailed(a.request.id, HostError(
+                create = .creating(r)
+                actions.append(.sendCommand(createCommand(r), .createConnection))
+            case .creating(let r), .cancelling(let r, _, _):
+                create = .idle
+                actions.append(.connectFailed(r.id, HostError(
                     .malformedPacket(WireError(.valueOutOfRange, at: 1, "Connection_Handle above 0x0EFF")),
-                    "the controller reported Connection_Handle 0x\(hex(handle, 4)) (above 0x0EFF) for \(a.request.peer); the link is refused")))
+                    "the controller reported Connection_Handle 0x\(hex(handle, 4)) (above 0x0EFF) for \(r.peer); the link is refused")))
                 startNext(now: now, into: &actions)
             }
             return actions
@@ -389,40 +400,38 @@ public struct LEConnectionManager: Sendable {
             actions.append(.linkOpened(state))
             return actions
         }
-        guard let a = attempt else {
+        switch create {
+        case .idle, .stale:
             // Nobody waits (an attempt given up on): do not keep a link no one owns.
             if status == .success { adoptOrphan(state, into: &actions) }
             return actions
-        }
-        switch a.phase {
-        case .clearing(let deadline, _):
+        case .clearing(let r, _, _):
             // The old create's completion: absorb it, then send ours.
             if status == .success { adoptOrphan(state, into: &actions) }
-            _ = deadline
-            attempt = Attempt(request: a.request, phase: .creating)
-            actions.append(.sendCommand(createCommand(a.request), .createConnection))
+            create = .creating(r)
+            actions.append(.sendCommand(createCommand(r), .createConnection))
             return actions
-        case .creating, .cancelling:
-            attempt = nil
-            if status == .success {
-                if a.request.abandoned {
-                    adoptOrphan(state, into: &actions)
-                    actions.append(.connectFailed(a.request.id, failure(for: a.request)))
-                } else {
-                    // Also when the cancel lost the race: the caller wanted this link.
-                    links[handle] = Link(state: state)
-                    actions.append(.connected(a.request.id, state))
-                    // Learn what the peer supports (data length, PHYs, ...): Core Vol 6 Part B §5.1.4.
-                    actions.append(.sendCommand(LEReadRemoteFeaturesCommand(connectionHandle: handle),
-                                                .readRemoteFeatures(handle: handle)))
-                }
-            } else if case .cancelling = a.phase {
-                actions.append(.connectFailed(a.request.id, failure(for: a.request)))
-            } else if status == .unknownConnectionIdentifier {
-                actions.append(.connectFailed(a.request.id, HostError(.cancelled, "the connection attempt to \(a.request.peer) was cancelled")))
+        case .cancelling(let r, _, .abandoned) where status == .success:
+            create = .idle
+            adoptOrphan(state, into: &actions)
+            actions.append(.connectFailed(r.id, Self.failure(r, .abandoned)))
+        case .creating(let r) where status == .success, .cancelling(let r, _, .timedOut) where status == .success:
+            // Also when the cancel for its timeout lost the race: the caller wanted this link.
+            create = .idle
+            links[handle] = Link(state: state)
+            actions.append(.connected(r.id, state))
+            // Learn what the peer supports (data length, PHYs, ...): Core Vol 6 Part B §5.1.4.
+            actions.append(.sendCommand(LEReadRemoteFeaturesCommand(connectionHandle: handle),
+                                        .readRemoteFeatures(handle: handle)))
+        case .cancelling(let r, _, let reason):
+            create = .idle
+            actions.append(.connectFailed(r.id, Self.failure(r, reason)))
+        case .creating(let r):
+            create = .idle
+            if status == .unknownConnectionIdentifier {
+                actions.append(.connectFailed(r.id, HostError(.cancelled, "the connection attempt to \(r.peer) was cancelled")))
             } else {
-                actions.append(.connectFailed(a.request.id, HostError(.connectFailed(status),
-                                                                       "cannot connect to \(a.request.peer): \(status)")))
+                actions.append(.connectFailed(r.id, HostError(.connectFailed(status), "cannot connect to \(r.peer): \(status)")))
             }
         }
         startNext(now: now, into: &actions)
@@ -431,7 +440,7 @@ public struct LEConnectionManager: Sendable {
 
     private mutating func adoptOrphan(_ state: LELinkState, into actions: inout [ConnectionAction]) {
         statistics.orphanConnections += 1
-        links[state.handle] = Link(state: state, disconnecting: true)
+        links[state.handle] = Link(state: state, phase: .disconnecting)
         actions.append(.sendCommand(DisconnectCommand(connectionHandle: state.handle, reason: .remoteUserTerminatedConnection),
                                     .disconnect(handle: state.handle)))
     }
@@ -442,8 +451,8 @@ public struct LEConnectionManager: Sendable {
     /// The link closes with the Disconnection Complete's reason (usually 0x16, Connection
     /// Terminated By Local Host).
     public mutating func disconnect(_ handle: UInt16, reason: HCIErrorCode = .remoteUserTerminatedConnection) -> [ConnectionAction] {
-        guard var link = links[handle], !link.disconnecting else { return [] }
-        link.disconnecting = true
+        guard var link = links[handle], case .up = link.phase else { return [] }
+        link.phase = .disconnecting
         links[handle] = link
         return [.sendCommand(DisconnectCommand(connectionHandle: handle, reason: reason), .disconnect(handle: handle))]
     }
@@ -454,7 +463,7 @@ public struct LEConnectionManager: Sendable {
             return []
         }
         guard e.status == .success else {
-            link.disconnecting = false
+            link.phase = .up
             links[e.connectionHandle] = link
             return [.disconnectFailed(handle: e.connectionHandle, .commandFailed(.disconnect, e.status))]
         }
@@ -630,9 +639,10 @@ public struct LEConnectionManager: Sendable {
     /// Forgets every link and request (host closing). Returns the failures to report.
     public mutating func closeAll(_ error: HostError) -> [ConnectionAction] {
         var actions: [ConnectionAction] = []
-        if let a = attempt { actions.append(.connectFailed(a.request.id, error)) }
+        if let r = create.request { actions.append(.connectFailed(r.id, error)) }
         for w in waiting { actions.append(.connectFailed(w.id, error)) }
-        attempt = nil
+        // A create in the controller is the closing host's to forget.
+        create = .idle
         waiting.removeAll()
         for handle in links.keys.sorted() {
             if let l = links[handle] { actions.append(.linkClosed(l.state, reason: .connectionTerminatedByLocalHost)) }
