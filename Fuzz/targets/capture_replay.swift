@@ -6,7 +6,7 @@
 // records are ATT PDUs wrapped in well-formed ACL and L2CAP headers of connection 0x0040
 // (the fuzzer varies the PDUs); the others are raw ACL bytes (bad lengths, fragments,
 // other channels).
-// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat
+// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost BluetoothGATT BluetoothLE HCIGATTFormat
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

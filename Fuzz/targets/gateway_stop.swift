@@ -1,4 +1,4 @@
-// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothTransport BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat HCIGATTGateway
+// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothTransport BluetoothSecurity BluetoothProfiles BluetoothHost BluetoothGATT BluetoothLE HCIGATTFormat HCIGATTGateway
 // Fuzz target: the gateway's stop sequence, driven as signals, a broker and the MQTT client
 // could: each byte is one input (a stop, the link up or down, an acknowledgement, readings
 // handed over, time passing). Checked on every step: nothing happens before a stop,

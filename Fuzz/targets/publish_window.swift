@@ -1,4 +1,4 @@
-// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothTransport BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat HCIGATTGateway
+// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothTransport BluetoothSecurity BluetoothProfiles BluetoothHost BluetoothGATT BluetoothLE HCIGATTFormat HCIGATTGateway
 // Fuzz target: the gateway's publish window, driven as a broker and an MQTT client could:
 // each input byte is one event (connect, lose, acknowledge or fail an id in flight, a
 // late answer, readings arriving, the spool dropping its oldest, time passing). Checked on

@@ -5,7 +5,7 @@
 // the table stays within its bound; every event's device was just reported by that address;
 // each line renders, JSON valid UTF-8 without raw controls; the JSON line's directly written
 // AD structures are the writer's bytes.
-// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat
+// fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost BluetoothGATT BluetoothLE HCIGATTFormat
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

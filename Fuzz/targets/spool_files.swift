@@ -1,4 +1,4 @@
-// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothTransport BluetoothSecurity BluetoothProfiles BluetoothHost HCIGATTFormat HCIGATTGateway
+// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothTransport BluetoothSecurity BluetoothProfiles BluetoothHost BluetoothGATT BluetoothLE HCIGATTFormat HCIGATTGateway
 // Fuzz target: the gateway's spool opening whatever a crash, a full disk or a stray write
 // left on disk. The input becomes a segment file (its name, the first id, picked by the
 // first byte) and, after a 0xFF 0xFE marker, the head file; the spool must open without
