@@ -504,6 +504,33 @@ func hexString(_ b: [UInt8]) -> String { b.map { String($0, radix: 16, uppercase
         #expect(h.server.subscribers(of: 0x16).map(\.0) == [h.a])
     }
 
+    @Test("GATT/SR/GAN/BV-02-C: Multiple Handle Value Notification; a value that cannot fit sends nothing")
+    func multipleHandleValueNotifications() throws {
+        var h = try ServerHarness()
+        // Client Supported Features: Multiple Handle Value Notifications (bit 2).
+        #expect(h.send("12 0B 00 04") == "13")
+        #expect(h.send("12 17 00 01 00") == "13")
+        var sent: [[UInt8]] = []
+        #expect(try h.server.notifyMultiple(h.a, [(0x16, [1, 2, 3])]) { sent.append(Array($0)) } == 1)
+        #expect(sent == [bytes("23 16 00 03 00 01 02 03")])
+        // Handle, length and 30 bytes exceed ATT_MTU − 1: none sent, and no empty PDU either
+        // (the caller notifies it alone, cut).
+        sent = []
+        #expect(try h.server.notifyMultiple(h.a, [(0x16, [UInt8](repeating: 9, count: 30))]) { sent.append(Array($0)) } == 0)
+        #expect(sent.isEmpty)
+    }
+
+    @Test func anOutputHoldsOnlyTheLastCallsPDU() throws {
+        var h = try ServerHarness()
+        ATTServerOutput.withOutput { out in
+            _ = bytes("0A 03 00").withUnsafeBytes { h.server.receive(from: h.a, pdu: $0, now: 0, into: &out) }
+            #expect(hexString(out.bytes) == "0B 68 63 69 67 61 74 74")
+            // A Write Command gets no response: the output is empty, not the read's again.
+            _ = bytes("52 13 00 03 00").withUnsafeBytes { h.server.receive(from: h.a, pdu: $0, now: 0, into: &out) }
+            #expect(out.isEmpty && out.pdu.isEmpty)
+        }
+    }
+
     @Test("GATT/SR/GAI/BV-01-C: Indications: one outstanding per client, confirmed")
     func indications() throws {
         var h = try ServerHarness()

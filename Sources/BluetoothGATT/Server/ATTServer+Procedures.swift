@@ -42,9 +42,9 @@ extension ATTServer {
     // MARK: Exchange MTU (§3.4.2)
 
     mutating func exchangeMTU(_ client: ATTServerClientID, _ clientRx: UInt16,
-                              _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+                              _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         let ours = options.maximumMTU
-        emit(respond, capacity: 3) { (w) throws(WireError) in try ATTExchangeMTUResponse(serverRxMTU: ours).encode(into: &w) }
+        emit(&respond, capacity: 3) { (w) throws(WireError) in try ATTExchangeMTUResponse(serverRxMTU: ours).encode(into: &w) }
         guard var s = sessions[client] else { return [] }
         // Only the first exchange sets ATT_MTU; it cannot change on a bearer afterwards
         // (a client sending it twice gets the same answer and the same MTU).
@@ -59,13 +59,13 @@ extension ATTServer {
     // MARK: Find Information (§3.4.3.1)
 
     mutating func findInformation(_ client: ATTServerClientID, _ start: UInt16, _ end: UInt16,
-                                  _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
-        guard Self.validRange(start, end) else { return error(.findInformationRequest, rangeErrorHandle(start, end), .invalidHandle, respond) }
+                                  _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
+        guard Self.validRange(start, end) else { return error(.findInformationRequest, rangeErrorHandle(start, end), .invalidHandle, &respond) }
         let range = indices(start, end)
-        guard let first = range.first else { return error(.findInformationRequest, start, .attributeNotFound, respond) }
+        guard let first = range.first else { return error(.findInformationRequest, start, .attributeNotFound, &respond) }
         let mtu = sessions[client]?.mtu ?? ATT.defaultMTU
         let short = table.attributes[first].type.uuid16 != nil
-        emit(respond, capacity: mtu) { (w) throws(WireError) in
+        emit(&respond, capacity: mtu) { (w) throws(WireError) in
             try w.u8(ATTOpcode.findInformationResponse.rawValue)
             try w.u8(short ? ATTFindInformationFormat.uuid16.rawValue : ATTFindInformationFormat.uuid128.rawValue)
             for i in range {
@@ -85,9 +85,9 @@ extension ATTServer {
     // MARK: Find By Type Value (§3.4.3.3)
 
     mutating func findByTypeValue(_ client: ATTServerClientID, _ r: ATTFindByTypeValueRequestView,
-                                  _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+                                  _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         guard Self.validRange(r.startHandle, r.endHandle) else {
-            return error(.findByTypeValueRequest, rangeErrorHandle(r.startHandle, r.endHandle), .invalidHandle, respond)
+            return error(.findByTypeValueRequest, rangeErrorHandle(r.startHandle, r.endHandle), .invalidHandle, &respond)
         }
         guard let s = sessions[client] else { return [] }
         let type = BluetoothUUID(r.attributeType)
@@ -102,8 +102,8 @@ extension ATTServer {
             if case .service(let end) = a.role { groupEnd = end }
             found.append((a.handle, groupEnd))
         }
-        guard !found.isEmpty else { return error(.findByTypeValueRequest, r.startHandle, .attributeNotFound, respond) }
-        emit(respond, capacity: 1 + 4 * found.count) { (w) throws(WireError) in
+        guard !found.isEmpty else { return error(.findByTypeValueRequest, r.startHandle, .attributeNotFound, &respond) }
+        emit(&respond, capacity: 1 + 4 * found.count) { (w) throws(WireError) in
             try w.u8(ATTOpcode.findByTypeValueResponse.rawValue)
             for (h, e) in found {
                 try w.u16(h)
@@ -116,8 +116,8 @@ extension ATTServer {
     // MARK: Read By Type (§3.4.4.1)
 
     mutating func readByType(_ client: ATTServerClientID, _ start: UInt16, _ end: UInt16, _ type: BluetoothUUID,
-                             _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
-        guard Self.validRange(start, end) else { return error(.readByTypeRequest, rangeErrorHandle(start, end), .invalidHandle, respond) }
+                             _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
+        guard Self.validRange(start, end) else { return error(.readByTypeRequest, rangeErrorHandle(start, end), .invalidHandle, &respond) }
         guard var s = sessions[client] else { return [] }
         // The value length is the first value's (capped at ATT_MTU−4 and 253); the list
         // stops at the first value of another length, or at one the client may not read.
@@ -127,7 +127,7 @@ extension ATTServer {
         for i in indices(start, end) where table.attributes[i].type == type {
             switch readValue(i, client, s, offset: 0) {
             case .failure(let code):
-                if matches.isEmpty { return error(.readByTypeRequest, table.attributes[i].handle, code, respond) }
+                if matches.isEmpty { return error(.readByTypeRequest, table.attributes[i].handle, code, &respond) }
             case .success(let source):
                 let n = min(withValue(source) { $0.count }, s.mtu - 4, 253)
                 if length < 0 { length = n }
@@ -138,13 +138,13 @@ extension ATTServer {
             }
             break
         }
-        guard !matches.isEmpty else { return error(.readByTypeRequest, start, .attributeNotFound, respond) }
+        guard !matches.isEmpty else { return error(.readByTypeRequest, start, .attributeNotFound, &respond) }
         if type == GATTServerUUID.databaseHash, !s.changeAware {
             s.changeAware = true  // reading the hash makes a client change-aware (Part G §2.5.2.1)
             sessions[client] = s
         }
         let n = length
-        emit(respond, capacity: used) { (w) throws(WireError) in
+        emit(&respond, capacity: used) { (w) throws(WireError) in
             try w.u8(ATTOpcode.readByTypeResponse.rawValue)
             try w.u8(UInt8(2 + n))
             for (i, source) in matches {
@@ -158,12 +158,12 @@ extension ATTServer {
     // MARK: Read By Group Type (§3.4.4.9)
 
     mutating func readByGroupType(_ client: ATTServerClientID, _ start: UInt16, _ end: UInt16, _ type: BluetoothUUID,
-                                  _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+                                  _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         guard Self.validRange(start, end) else {
-            return error(.readByGroupTypeRequest, rangeErrorHandle(start, end), .invalidHandle, respond)
+            return error(.readByGroupTypeRequest, rangeErrorHandle(start, end), .invalidHandle, &respond)
         }
         guard type == GATTAttributeType.primaryService || type == GATTAttributeType.secondaryService else {
-            return error(.readByGroupTypeRequest, start, .unsupportedGroupType, respond)
+            return error(.readByGroupTypeRequest, start, .unsupportedGroupType, &respond)
         }
         let mtu = sessions[client]?.mtu ?? ATT.defaultMTU
         var matches: [Int] = []
@@ -177,9 +177,9 @@ extension ATTServer {
             matches.append(i)
             used += 4 + n
         }
-        guard !matches.isEmpty else { return error(.readByGroupTypeRequest, start, .attributeNotFound, respond) }
+        guard !matches.isEmpty else { return error(.readByGroupTypeRequest, start, .attributeNotFound, &respond) }
         let n = length
-        emit(respond, capacity: used) { (w) throws(WireError) in
+        emit(&respond, capacity: used) { (w) throws(WireError) in
             try w.u8(ATTOpcode.readByGroupTypeResponse.rawValue)
             try w.u8(UInt8(4 + n))
             for i in matches {
@@ -196,20 +196,20 @@ extension ATTServer {
     // MARK: Read, Read Blob (§3.4.4.3, §3.4.4.5)
 
     mutating func read(_ client: ATTServerClientID, _ opcode: ATTOpcode, _ handle: UInt16, offset: Int,
-                       _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
-        guard let i = table.index(of: handle) else { return error(opcode, handle, .invalidHandle, respond) }
+                       _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
+        guard let i = table.index(of: handle) else { return error(opcode, handle, .invalidHandle, &respond) }
         guard let s = sessions[client] else { return [] }
         let source: ValueSource
         switch readValue(i, client, s, offset: offset) {
-        case .failure(let code): return error(opcode, handle, code, respond)
+        case .failure(let code): return error(opcode, handle, code, &respond)
         case .success(let v): source = v
         }
         let count = withValue(source) { $0.count }
-        guard offset <= count else { return error(opcode, handle, .invalidOffset, respond) }
+        guard offset <= count else { return error(opcode, handle, .invalidOffset, &respond) }
         let n = min(count - offset, s.mtu - 1)
         let responseOpcode = opcode == .readRequest ? ATTOpcode.readResponse : .readBlobResponse
         withValue(source) { v in
-            emit(respond, capacity: 1 + n) { (w) throws(WireError) in
+            emit(&respond, capacity: 1 + n) { (w) throws(WireError) in
                 try w.u8(responseOpcode.rawValue)
                 try w.bytes(UnsafeRawBufferPointer(rebasing: v[offset ..< offset + n]))
             }
@@ -220,20 +220,20 @@ extension ATTServer {
     // MARK: Read Multiple, Read Multiple Variable (§3.4.4.7, §3.4.4.11)
 
     mutating func readMultiple(_ client: ATTServerClientID, _ opcode: ATTOpcode, _ handles: ATTHandleList, variable: Bool,
-                               _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+                               _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         guard let s = sessions[client] else { return [] }
         var sources: [ValueSource] = []
         sources.reserveCapacity(handles.count)
         for h in handles {
-            guard let i = table.index(of: h) else { return error(opcode, h, .invalidHandle, respond) }
+            guard let i = table.index(of: h) else { return error(opcode, h, .invalidHandle, &respond) }
             switch readValue(i, client, s, offset: 0) {
-            case .failure(let code): return error(opcode, h, code, respond)
+            case .failure(let code): return error(opcode, h, code, &respond)
             case .success(let v): sources.append(v)
             }
         }
         // The response is cut at ATT_MTU; in the variable form the last tuple keeps its
         // full Value Length so the client sees it was truncated.
-        emit(respond, capacity: s.mtu) { (w) throws(WireError) in
+        emit(&respond, capacity: s.mtu) { (w) throws(WireError) in
             try w.u8(variable ? ATTOpcode.readMultipleVariableResponse.rawValue : ATTOpcode.readMultipleResponse.rawValue)
             for source in sources {
                 guard w.remaining > 0 else { break }
@@ -250,14 +250,14 @@ extension ATTServer {
     // MARK: Write Request, Write Command (§3.4.5)
 
     mutating func write(_ client: ATTServerClientID, _ handle: UInt16, _ value: UnsafeRawBufferPointer, withResponse: Bool,
-                        _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+                        _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         let opcode: ATTOpcode = withResponse ? .writeRequest : .writeCommand
         switch store(client, handle, Array(value), withResponse: withResponse) {
         case .failure(let code):
-            if withResponse { return error(opcode, handle, code, respond) }
+            if withResponse { return error(opcode, handle, code, &respond) }
             return fault(client, "Write Command to 0x\(hex(handle, 4)) dropped: \(code)")
         case .success(let events):
-            if withResponse { emit(respond, capacity: 1) { (w) throws(WireError) in try w.u8(ATTOpcode.writeResponse.rawValue) } }
+            if withResponse { emit(&respond, capacity: 1) { (w) throws(WireError) in try w.u8(ATTOpcode.writeResponse.rawValue) } }
             return events
         }
     }
@@ -351,16 +351,16 @@ extension ATTServer {
     // MARK: Prepare Write, Execute Write (§3.4.6)
 
     mutating func prepareWrite(_ client: ATTServerClientID, _ handle: UInt16, _ offset: Int, _ part: UnsafeRawBufferPointer,
-                               _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
-        guard let i = table.index(of: handle) else { return error(.prepareWriteRequest, handle, .invalidHandle, respond) }
+                               _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
+        guard let i = table.index(of: handle) else { return error(.prepareWriteRequest, handle, .invalidHandle, &respond) }
         guard var s = sessions[client] else { return [] }
         if let code = check(table.attributes[i].permissions, write: true, s.security) {
-            return error(.prepareWriteRequest, handle, code, respond)
+            return error(.prepareWriteRequest, handle, code, &respond)
         }
-        guard s.prepared.count < options.prepareQueueLimit else { return error(.prepareWriteRequest, handle, .prepareQueueFull, respond) }
+        guard s.prepared.count < options.prepareQueueLimit else { return error(.prepareWriteRequest, handle, .prepareQueueFull, &respond) }
         s.prepared.append(PreparedWrite(handle: handle, offset: offset, value: Array(part)))
         sessions[client] = s
-        emit(respond, capacity: 5 + part.count) { (w) throws(WireError) in
+        emit(&respond, capacity: 5 + part.count) { (w) throws(WireError) in
             try w.u8(ATTOpcode.prepareWriteResponse.rawValue)
             try w.u16(handle)
             try w.u16(UInt16(offset))
@@ -370,14 +370,14 @@ extension ATTServer {
     }
 
     mutating func executeWrite(_ client: ATTServerClientID, _ flags: ATTExecuteWriteFlags,
-                               _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+                               _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         guard var s = sessions[client] else { return [] }
-        guard flags == .cancel || flags == .write else { return error(.executeWriteRequest, 0, .invalidPDU, respond) }
+        guard flags == .cancel || flags == .write else { return error(.executeWriteRequest, 0, .invalidPDU, &respond) }
         let queue = s.prepared
         s.prepared = []
         sessions[client] = s
         if flags == .cancel || queue.isEmpty {
-            emit(respond, capacity: 1) { (w) throws(WireError) in try w.u8(ATTOpcode.executeWriteResponse.rawValue) }
+            emit(&respond, capacity: 1) { (w) throws(WireError) in try w.u8(ATTOpcode.executeWriteResponse.rawValue) }
             return []
         }
         // Join the parts per handle in queue order, check everything, then store all or nothing.
@@ -390,30 +390,30 @@ extension ATTServer {
             } else {
                 order.append(p.handle)
                 guard let i = table.index(of: p.handle), let s2 = sessions[client] else {
-                    return error(.executeWriteRequest, p.handle, .invalidHandle, respond)
+                    return error(.executeWriteRequest, p.handle, .invalidHandle, &respond)
                 }
                 switch readValue(i, client, s2, offset: 0) {
                 case .success(let source): v = withValue(source) { Array($0) }
                 case .failure: v = []  // write-only: the long write starts from nothing
                 }
             }
-            guard p.offset <= v.count else { return error(.executeWriteRequest, p.handle, .invalidOffset, respond) }
+            guard p.offset <= v.count else { return error(.executeWriteRequest, p.handle, .invalidOffset, &respond) }
             v = Array(v[0 ..< p.offset]) + p.value
             guard v.count <= ATT.maximumAttributeValueLength else {
-                return error(.executeWriteRequest, p.handle, .invalidAttributeValueLength, respond)
+                return error(.executeWriteRequest, p.handle, .invalidAttributeValueLength, &respond)
             }
             values[p.handle] = v
         }
         for h in order {
             if case .failure(let code) = store(client, h, values[h] ?? [], withResponse: true, check: true) {
-                return error(.executeWriteRequest, h, code, respond)
+                return error(.executeWriteRequest, h, code, &respond)
             }
         }
         var events: [ATTServerEvent] = []
         for h in order {
             if case .success(let e) = store(client, h, values[h] ?? [], withResponse: true, validated: true) { events += e }
         }
-        emit(respond, capacity: 1) { (w) throws(WireError) in try w.u8(ATTOpcode.executeWriteResponse.rawValue) }
+        emit(&respond, capacity: 1) { (w) throws(WireError) in try w.u8(ATTOpcode.executeWriteResponse.rawValue) }
         return events
     }
 

@@ -106,14 +106,65 @@ public enum ATTServerError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
+/// A PDU the server has for a client, written into the caller's buffer (nothing is
+/// allocated): what ``ATTServer`` returns to send instead of sending it. One output holds
+/// one PDU; each call that writes replaces what was there, and one that has nothing to send
+/// leaves it empty.
+public struct ATTServerOutput {
+    /// The largest PDU the server writes (ATT_MTU's maximum, Core Vol 3 Part F §3.2.9).
+    public static let capacity = 517
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// Bytes of the PDU (0: nothing to send).
+    public private(set) var count = 0
+
+    /// An output writing into `buffer`, which must hold ``capacity`` bytes and outlive it.
+    public init(_ buffer: UnsafeMutableRawBufferPointer) {
+        precondition(buffer.count >= Self.capacity, "an ATTServerOutput needs \(Self.capacity) bytes")
+        self.buffer = buffer
+    }
+
+    /// Runs `body` with an empty output on a stack buffer.
+    public static func withOutput<R, E: Error>(_ body: (inout ATTServerOutput) throws(E) -> R) throws(E) -> R {
+        var result: Result<R, E>?
+        withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { buffer in
+            var out = ATTServerOutput(buffer)
+            do throws(E) { result = .success(try body(&out)) } catch { result = .failure(error) }
+        }
+        // withUnsafeTemporaryAllocation ran the body.
+        return try result.unsafelyUnwrapped.get()
+    }
+
+    /// True when there is nothing to send.
+    public var isEmpty: Bool { count == 0 }
+    /// The PDU, valid until the output is written again or its buffer goes.
+    public var pdu: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]) }
+    /// A copy of the PDU.
+    public var bytes: [UInt8] { Array(pdu) }
+    /// Forgets the PDU (sent).
+    public mutating func removeAll() { count = 0 }
+
+    /// Writes a PDU of at most `capacity` bytes in place of the last one.
+    @inline(__always)
+    mutating func write(capacity: Int, _ body: (inout ByteWriter) throws(WireError) -> Void) {
+        var w = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: buffer[0 ..< min(max(capacity, 1), buffer.count)]))
+        do throws(WireError) {
+            try body(&w)
+        } catch {
+            // Every builder checks `remaining` first; a PDU cut short is still well formed.
+        }
+        count = w.written.count
+    }
+}
+
 /// The server side of the Attribute Protocol with a GATT database, sans-I/O.
 /// Core Vol 3 Part F §3.4 (every request, command, notification and indication) and Part G
 /// (§4 procedures, §7 Generic Attribute service and robust caching).
 ///
 /// One database, many clients: each client (ATT bearer) has its own ATT_MTU, CCCDs,
 /// prepare queue, outstanding indication, Client Supported Features and change-awareness.
-/// Requests are answered at once through `respond` (a view valid during the call, built
-/// on the stack: answering a read of a stored value allocates nothing).
+/// What the server has to send (a response, a notification, an indication) is written into
+/// the caller's ``ATTServerOutput`` and sent by the caller: answering a read of a stored
+/// value allocates nothing.
 ///
 /// Errors follow the specification and the stacks PTS trusts (BlueZ, Zephyr): Invalid
 /// Handle for handle 0, a missing handle and start > end; Attribute Not Found for empty
@@ -360,30 +411,30 @@ public struct ATTServer: Sendable {
     /// §3.4.7.1) to a client that enabled notifications. Returns true when it was truncated.
     @discardableResult
     public mutating func notify(_ client: ATTServerClientID, handle: UInt16, value: UnsafeRawBufferPointer,
-                                send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
-        try valueUpdate(client, handle: handle, value: value, indication: false, now: 0, send: send)
+                                into send: inout ATTServerOutput) throws(ATTServerError) -> Bool {
+        try valueUpdate(client, handle: handle, value: value, confirmationDeadline: nil, into: &send)
     }
 
     /// Sends ATT_HANDLE_VALUE_IND of `value` (truncated to ATT_MTU−3) to a client that
     /// enabled indications; one may be outstanding per client (`.indicationPending`).
     @discardableResult
     public mutating func indicate(_ client: ATTServerClientID, handle: UInt16, value: UnsafeRawBufferPointer, now: UInt64,
-                                  send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
-        try valueUpdate(client, handle: handle, value: value, indication: true, now: now, send: send)
+                                  into send: inout ATTServerOutput) throws(ATTServerError) -> Bool {
+        try valueUpdate(client, handle: handle, value: value, confirmationDeadline: now &+ confirmationTimeoutNanoseconds, into: &send)
     }
 
     /// ``notify(_:handle:value:send:)`` for a value in an array.
     @discardableResult
     public mutating func notify(_ client: ATTServerClientID, handle: UInt16, value: [UInt8],
-                                send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
-        try Self.withBytes(value) { (b) throws(ATTServerError) in try notify(client, handle: handle, value: b, send: send) }
+                                into send: inout ATTServerOutput) throws(ATTServerError) -> Bool {
+        try Self.withBytes(value) { (b) throws(ATTServerError) in try notify(client, handle: handle, value: b, into: &send) }
     }
 
     /// ``indicate(_:handle:value:now:send:)`` for a value in an array.
     @discardableResult
     public mutating func indicate(_ client: ATTServerClientID, handle: UInt16, value: [UInt8], now: UInt64,
-                                  send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
-        try Self.withBytes(value) { (b) throws(ATTServerError) in try indicate(client, handle: handle, value: b, now: now, send: send) }
+                                  into send: inout ATTServerOutput) throws(ATTServerError) -> Bool {
+        try Self.withBytes(value) { (b) throws(ATTServerError) in try indicate(client, handle: handle, value: b, now: now, into: &send) }
     }
 
     /// `Array.withUnsafeBytes` for a body with typed throws.
@@ -397,18 +448,19 @@ public struct ATTServer: Sendable {
 
     /// Indicates Service Changed with the affected handle range (Core Vol 3 Part G §7.1).
     public mutating func serviceChangedIndication(to client: ATTServerClientID, range: ClosedRange<UInt16> = 0x0001 ... 0xFFFF,
-                                                  now: UInt64, send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) {
+                                                  now: UInt64, into send: inout ATTServerOutput) throws(ATTServerError) {
         guard let handle = table.serviceChangedHandle else { throw .invalidHandle(0) }
         let v: [UInt8] = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8),
                           UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]
-        try indicate(client, handle: handle, value: v, now: now, send: send)
+        try indicate(client, handle: handle, value: v, now: now, into: &send)
     }
 
     /// ATT_MULTIPLE_HANDLE_VALUE_NTF (Core Vol 3 Part F §3.4.7.4) for clients that set the
     /// Multiple Handle Value Notifications feature; values that do not fit ATT_MTU are left
     /// out (returned count tells how many went).
     public mutating func notifyMultiple(_ client: ATTServerClientID, _ values: [(handle: UInt16, value: [UInt8])],
-                                        send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Int {
+                                        into send: inout ATTServerOutput) throws(ATTServerError) -> Int {
+        send.removeAll()
         guard let s = sessions[client] else { throw .unknownClient(client) }
         guard !s.dead else { throw .bearerDead(client) }
         guard s.features.contains(.multipleHandleValueNotifications) else {
@@ -421,7 +473,7 @@ public struct ATTServer: Sendable {
             }
         }
         var sent = 0
-        emit(send, capacity: s.mtu) { (w) throws(WireError) in
+        emit(&send, capacity: s.mtu) { (w) throws(WireError) in
             try w.u8(ATTOpcode.multipleHandleValueNotification.rawValue)
             for v in values {
                 guard w.remaining >= 4 + v.value.count else { break }
@@ -431,25 +483,30 @@ public struct ATTServer: Sendable {
                 sent += 1
             }
         }
+        // Not even the first value fits: nothing to send (the caller notifies it alone).
+        if sent == 0 { send.removeAll() }
         return sent
     }
 
     private mutating func valueUpdate(_ client: ATTServerClientID, handle: UInt16, value: UnsafeRawBufferPointer,
-                                      indication: Bool, now: UInt64,
-                                      send: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
+                                      confirmationDeadline: UInt64?,
+                                      into send: inout ATTServerOutput) throws(ATTServerError) -> Bool {
+        send.removeAll()
+        // An indication waits for its confirmation until the deadline; a notification has none.
+        let indication = confirmationDeadline != nil
         guard var s = sessions[client] else { throw .unknownClient(client) }
         guard !s.dead else { throw .bearerDead(client) }
         guard let cccd = cccdHandle(ofValue: handle) else { throw .invalidHandle(handle) }
         let bit = indication ? GATTClientConfiguration.indicate.rawValue : GATTClientConfiguration.notify.rawValue
         guard (s.cccd[cccd] ?? 0) & bit != 0 else { throw .notSubscribed(client, handle: handle) }
-        if indication {
+        if let confirmationDeadline {
             if let p = s.pendingIndication { throw .indicationPending(client, handle: p.handle) }
-            s.pendingIndication = (handle, now &+ confirmationTimeoutNanoseconds)
+            s.pendingIndication = (handle, confirmationDeadline)
             sessions[client] = s
         }
         let room = s.mtu - 3
         let n = min(value.count, room)
-        emit(send, capacity: 3 + n) { (w) throws(WireError) in
+        emit(&send, capacity: 3 + n) { (w) throws(WireError) in
             try w.u8(indication ? ATTOpcode.handleValueIndication.rawValue : ATTOpcode.handleValueNotification.rawValue)
             try w.u16(handle)
             try w.bytes(UnsafeRawBufferPointer(rebasing: value[0 ..< n]))
@@ -483,25 +540,26 @@ public struct ATTServer: Sendable {
     @inlinable
     public static func isServerBound(_ opcode: UInt8) -> Bool { ATTOpcode(rawValue: opcode).isClientToServer }
 
-    /// One PDU from `client` (opcode first). The response, if one is due, goes to `respond`
-    /// before this returns.
+    /// One PDU from `client` (opcode first). The response, if one is due, is in `respond`
+    /// when this returns (empty otherwise).
     public mutating func receive(from client: ATTServerClientID, pdu bytes: UnsafeRawBufferPointer, now: UInt64,
-                                 respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+                                 into respond: inout ATTServerOutput) -> [ATTServerEvent] {
+        respond.removeAll()
         guard var s = sessions[client], !s.dead else { return [] }
         guard let first = bytes.first else { return fault(client, "empty ATT PDU") }
         let opcode = ATTOpcode(rawValue: first)
         // Requests want an answer; commands, confirmations and client-bound PDUs never get one.
         let isRequest = !opcode.isCommand && opcode != .handleValueConfirmation && Self.isServerBound(first)
         if bytes.count > s.mtu && opcode != .exchangeMTURequest {
-            if isRequest { return error(opcode, 0, .invalidPDU, respond) }
+            if isRequest { return error(opcode, 0, .invalidPDU, &respond) }
             return fault(client, "\(opcode) of \(bytes.count) bytes exceeds ATT_MTU \(s.mtu); dropped")
         }
         let pdu: ATTPDU
         do throws(WireError) {
             pdu = try ATTPDU(parsing: bytes)
         } catch {
-            if isRequest, opcode.name != nil { return self.error(opcode, 0, .invalidPDU, respond) }
-            if isRequest { return self.error(opcode, 0, .requestNotSupported, respond) }
+            if isRequest, opcode.name != nil { return self.error(opcode, 0, .invalidPDU, &respond) }
+            if isRequest { return self.error(opcode, 0, .requestNotSupported, &respond) }
             return fault(client, "malformed \(opcode) dropped: \(error)")
         }
 
@@ -516,45 +574,45 @@ public struct ATTServer: Sendable {
                 } else {
                     s.outOfSyncSent = true
                     sessions[client] = s
-                    return error(opcode, 0, .databaseOutOfSync, respond)
+                    return error(opcode, 0, .databaseOutOfSync, &respond)
                 }
             }
         }
 
         switch pdu {
         case .exchangeMTURequest(let r):
-            return exchangeMTU(client, r.clientRxMTU, respond)
+            return exchangeMTU(client, r.clientRxMTU, &respond)
         case .findInformationRequest(let r):
-            return findInformation(client, r.startHandle, r.endHandle, respond)
+            return findInformation(client, r.startHandle, r.endHandle, &respond)
         case .findByTypeValueRequest(let r):
-            return findByTypeValue(client, r, respond)
+            return findByTypeValue(client, r, &respond)
         case .readByTypeRequest(let r):
-            return readByType(client, r.startHandle, r.endHandle, r.attributeType, respond)
+            return readByType(client, r.startHandle, r.endHandle, r.attributeType, &respond)
         case .readByGroupTypeRequest(let r):
-            return readByGroupType(client, r.startHandle, r.endHandle, r.attributeGroupType, respond)
+            return readByGroupType(client, r.startHandle, r.endHandle, r.attributeGroupType, &respond)
         case .readRequest(let r):
-            return read(client, opcode, r.handle, offset: 0, respond)
+            return read(client, opcode, r.handle, offset: 0, &respond)
         case .readBlobRequest(let r):
-            return read(client, opcode, r.handle, offset: Int(r.offset), respond)
+            return read(client, opcode, r.handle, offset: Int(r.offset), &respond)
         case .readMultipleRequest(let r):
-            return readMultiple(client, opcode, r.handles, variable: false, respond)
+            return readMultiple(client, opcode, r.handles, variable: false, &respond)
         case .readMultipleVariableRequest(let r):
-            return readMultiple(client, opcode, r.handles, variable: true, respond)
+            return readMultiple(client, opcode, r.handles, variable: true, &respond)
         case .writeRequest(let r):
-            return write(client, r.handle, r.value, withResponse: true, respond)
+            return write(client, r.handle, r.value, withResponse: true, &respond)
         case .writeCommand(let c):
-            return write(client, c.handle, c.value, withResponse: false, respond)
+            return write(client, c.handle, c.value, withResponse: false, &respond)
         case .signedWriteCommand(let c):
             return signedWrite(client, c, signed: UnsafeRawBufferPointer(rebasing: bytes[0 ..< bytes.count - ATT.signatureLength]))
         case .prepareWriteRequest(let r):
-            return prepareWrite(client, r.handle, Int(r.offset), r.partValue, respond)
+            return prepareWrite(client, r.handle, Int(r.offset), r.partValue, &respond)
         case .executeWriteRequest(let r):
-            return executeWrite(client, r.flags, respond)
+            return executeWrite(client, r.flags, &respond)
         case .handleValueConfirmation:
             return confirmation(client)
         case .unknown(let op, _):
             if op.isCommand { return fault(client, "unknown command \(op) ignored") }
-            return error(op, 0, .requestNotSupported, respond)
+            return error(op, 0, .requestNotSupported, &respond)
         case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse,
              .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse,
              .readByGroupTypeResponse, .readMultipleVariableResponse, .writeResponse,
@@ -571,25 +629,17 @@ public struct ATTServer: Sendable {
 
     // MARK: Response helpers
 
-    /// Builds a PDU of at most `capacity` bytes on the stack and hands it to `respond`.
+    /// Writes a PDU of at most `capacity` bytes into `respond`.
     @inline(__always)
-    func emit(_ respond: (UnsafeRawBufferPointer) -> Void, capacity: Int,
+    func emit(_ respond: inout ATTServerOutput, capacity: Int,
               _ body: (inout ByteWriter) throws(WireError) -> Void) {
-        withUnsafeTemporaryAllocation(byteCount: max(capacity, 1), alignment: 1) { buffer in
-            var w = ByteWriter(buffer)
-            do throws(WireError) {
-                try body(&w)
-            } catch {
-                // Every builder checks `remaining` first; a PDU cut short is still well formed.
-            }
-            respond(w.written)
-        }
+        respond.write(capacity: capacity, body)
     }
 
     mutating func error(_ request: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode,
-                        _ respond: (UnsafeRawBufferPointer) -> Void) -> [ATTServerEvent] {
+                        _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         errorResponses += 1
-        emit(respond, capacity: 5) { (w) throws(WireError) in
+        emit(&respond, capacity: 5) { (w) throws(WireError) in
             try ATTErrorResponse(requestOpcode: request, handle: handle, error: code).encode(into: &w)
         }
         return []

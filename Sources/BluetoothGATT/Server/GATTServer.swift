@@ -272,7 +272,7 @@ public final class GATTServer: Sendable {
                 }
                 var pdu: [UInt8] = []
                 do throws(ATTServerError) {
-                    try s.server.notify(id, handle: handle, value: value) { pdu = Array($0) }
+                    pdu = try Self.pdu { (o) throws(ATTServerError) in try s.server.notify(id, handle: handle, value: value, into: &o) }
                 } catch {
                     failed.append((id, .server(error)))
                     continue
@@ -318,21 +318,23 @@ public final class GATTServer: Sendable {
                 if s.server.features(of: client)?.contains(.multipleHandleValueNotifications) == true {
                     var rest = values[...]
                     while !rest.isEmpty {
-                        let n = try s.server.notifyMultiple(client, Array(rest)) { pdus.append(Array($0)) }
+                        var n = 0
+                        let multiple = try Self.pdu { (o) throws(ATTServerError) in n = try s.server.notifyMultiple(client, Array(rest), into: &o) }
                         // A value too long for one PDU goes as a notification of its own (cut).
                         if n == 0 {
                             guard let v = rest.first else { break }
-                            _ = try s.server.notify(client, handle: v.handle, value: v.value) { pdus.append(Array($0)) }
+                            pdus.append(try Self.pdu { (o) throws(ATTServerError) in _ = try s.server.notify(client, handle: v.handle, value: v.value, into: &o) })
                             rest = rest.dropFirst()
                             count += 1
                             continue
                         }
+                        pdus.append(multiple)
                         count += n
                         rest = rest.dropFirst(n)
                     }
                 } else {
                     for v in values {
-                        _ = try s.server.notify(client, handle: v.handle, value: v.value) { pdus.append(Array($0)) }
+                        pdus.append(try Self.pdu { (o) throws(ATTServerError) in _ = try s.server.notify(client, handle: v.handle, value: v.value, into: &o) })
                         count += 1
                     }
                 }
@@ -419,6 +421,14 @@ public final class GATTServer: Sendable {
         return r
     }
 
+    /// The PDU one call of the server writes, copied for the bearer's queue.
+    private static func pdu(_ body: (inout ATTServerOutput) throws(ATTServerError) -> Void) throws(ATTServerError) -> [UInt8] {
+        try ATTServerOutput.withOutput { (o) throws(ATTServerError) in
+            try body(&o)
+            return o.bytes
+        }
+    }
+
     private func emit(_ e: GATTServerEvent, _ s: inout State) {
         if case .dropped = eventSink.yield(e) { s.droppedEvents += 1 }
     }
@@ -427,8 +437,9 @@ public final class GATTServer: Sendable {
         guard var cl = s.clients[id], cl.outstanding == nil, !cl.queued.isEmpty else { return }
         let next = cl.queued.removeFirst()
         var pdu: [UInt8] = []
+        let now = now()
         do throws(ATTServerError) {
-            try s.server.indicate(id, handle: next.handle, value: next.value, now: now()) { pdu = Array($0) }
+            pdu = try Self.pdu { (o) throws(ATTServerError) in try s.server.indicate(id, handle: next.handle, value: next.value, now: now, into: &o) }
         } catch {
             s.clients[id] = cl
             fx.append { next.done.resume(returning: .failure(.server(error))) }
@@ -475,8 +486,10 @@ public final class GATTServer: Sendable {
             guard let cl = s.clients[id] else { return }
             s.server.setSecurity(cl.bearer.security, for: id)
             if let shared = cl.bearer.negotiatedMTU, shared > (s.server.mtu(of: id) ?? 0) { s.server.adoptMTU(shared, for: id) }
-            var out: [UInt8]?
-            let events = s.server.receive(from: id, pdu: pdu, now: now()) { out = Array($0) }
+            let now = now()
+            let (events, out) = ATTServerOutput.withOutput { o in
+                (s.server.receive(from: id, pdu: pdu, now: now, into: &o), o.isEmpty ? nil : o.bytes)
+            }
             if let out {
                 // A response that cannot go leaves the client waiting 30 s for nothing:
                 // close its bearer instead (the link is down or hopelessly backed up).
