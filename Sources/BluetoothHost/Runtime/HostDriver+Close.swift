@@ -9,8 +9,8 @@ extension HostDriver {
     // MARK: Close
 
     func beginClose() {
-        if !closing {
-            closing = true
+        if case .running = lifecycle {
+            lifecycle = .closing(disconnects: 0)
             if let initContinuation {
                 initContinuation.resume(returning: .failure(.hostClosed))
                 self.initContinuation = nil
@@ -32,10 +32,11 @@ extension HostDriver {
                 if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
             }
             for (handle, record) in links.sorted(by: { $0.key < $1.key }) {
-                closingDisconnects += 1
+                // Counted before it goes, so that no answer can find the count short.
+                countClosingDisconnects(+1)
                 if submit(DisconnectCommand(connectionHandle: handle, reason: .remoteUserTerminatedConnection),
                           waiter: .connection(.disconnect(handle: handle))) != nil {
-                    closingDisconnects -= 1
+                    countClosingDisconnects(-1)
                 }
                 closeLink(record.connection, reason: nil)
             }
@@ -43,8 +44,13 @@ extension HostDriver {
         maybeFinishClose()
     }
 
+    /// Disconnect commands close still waits for, while it closes.
+    func countClosingDisconnects(_ delta: Int) {
+        if case .closing(let n) = lifecycle { lifecycle = .closing(disconnects: max(n + delta, 0)) }
+    }
+
     func maybeFinishClose() {
-        guard closing, disabling == 0, closingDisconnects == 0, running else { return }
+        guard case .closing(disconnects: 0) = lifecycle, disabling == 0 else { return }
         terminate(.hostClosed)
     }
 
@@ -52,10 +58,10 @@ extension HostDriver {
     /// closes the transport and lets the thread exit.
     func terminate(_ error: HostError) {
         guard running else { return }
-        running = false
+        let wasClosing = closing
+        lifecycle = .stopped
         let waiters = mailbox.withLock { m in
-            m.stopped = true
-            m.terminalError = closing ? HostError.hostClosed : error
+            m.terminalError = wasClosing ? HostError.hostClosed : error
             defer { m.terminationWaiters.removeAll() }
             return (m.terminalError, Array(m.terminationWaiters.values))
         }

@@ -168,7 +168,8 @@ extension HostDriver {
         if packet.first == 0x01 { stats.commandsSent += 1 }
         packet.withUnsafeBytes { observer?($0, true) }
         // In order: behind what waits, and never from inside a read (flushed after it).
-        if reading || hasPending {
+        if case .reading = reader { pending.append(packet); return }
+        if hasPending {
             pending.append(packet)
             return
         }

@@ -9,17 +9,18 @@ extension HostDriver {
     // MARK: Reading
 
     func readTransport() {
-        reading = true
+        reader = .reading
         let result: Result<Bool, TransportError>
         do throws(TransportError) {
             result = .success(try transport.readAvailable({ packet in self.received(packet) }, stoppingWhen: {
-                self.readingPaused = self.shouldPauseReading()
-                return self.readingPaused
+                guard self.shouldPauseReading() else { return false }
+                self.reader = .paused
+                return true
             }))
         } catch {
             result = .failure(error)
         }
-        reading = false
+        if case .reading = reader { reader = .waiting }
         switch result {
         case .success(true):
             flushPending()

@@ -89,9 +89,9 @@ enum DriverRequest: @unchecked Sendable {
 final class HostDriver: @unchecked Sendable {
     struct Mailbox {
         var requests: [DriverRequest] = []
-        /// Set once the driver has stopped: requests are refused with `terminalError`.
-        var stopped = false
+        /// Why the driver stopped (nil while it runs): requests are refused with it.
         var terminalError: HostError?
+        var stopped: Bool { terminalError != nil }
         var statistics = HostStatistics()
         /// Tasks waiting in ``HCIHost/terminated()``, by a number of their own (to leave when cancelled).
         var terminationWaiters: [UInt64: CheckedContinuation<HostError?, Never>] = [:]
@@ -135,17 +135,37 @@ final class HostDriver: @unchecked Sendable {
         var enabling: Int
     }
     var scan: ActiveScan?
-    /// Reading the transport is paused because the scan's consumer is behind (back-pressure).
-    var readingPaused = false
+    /// What the transport's reader is doing.
+    enum Reader {
+        /// Waiting in poll(2) for the descriptor.
+        case waiting
+        /// In ``readTransport()``: packets are being dispatched (sends wait for its end).
+        case reading
+        /// Paused because the scan's consumer is behind (back-pressure): the descriptor is
+        /// left out of poll(2) and the data waits in it.
+        case paused
+    }
+    var reader = Reader.waiting
+    var readingPaused: Bool { if case .paused = reader { true } else { false } }
     /// When ``HostStatistics/droppedByTransport`` was last read from the transport.
     var lastDropCheck: UInt64 = 0
     /// Disable commands in flight (close waits for them).
     var disabling = 0
     var closeContinuations: [CheckedContinuation<Void, Never>] = []
-    var closing = false
-    var running = true
+    /// The driver's life, one phase at a time.
+    enum Lifecycle {
+        /// Taking requests and running the machines.
+        case running
+        /// ``beginClose()`` quieted the controller and took the links down; it stops once
+        /// the disables and these `disconnects` (Disconnect commands) are answered.
+        case closing(disconnects: Int)
+        /// The transport is closed; the thread ends.
+        case stopped
+    }
+    var lifecycle = Lifecycle.running
+    var running: Bool { if case .stopped = lifecycle { false } else { true } }
+    var closing: Bool { if case .closing = lifecycle { true } else { false } }
     var stats = HostStatistics()
-    var reading = false
     /// Packets accepted for the transport and not yet fully written, in order (the first
     /// may be partly written, up to `pendingOffset`). The driver never waits for the
     /// transport: it writes what the descriptor takes and polls for POLLOUT for the rest.
@@ -226,8 +246,6 @@ final class HostDriver: @unchecked Sendable {
     var advertisingStarts: [UInt8: CheckedContinuation<Result<AdvertisingSetInfo, HostError>, Never>] = [:]
     /// Stops in progress: the sets each still waits for.
     var advertisingStops: [(sets: Set<UInt8>, continuation: CheckedContinuation<Void, Never>)] = []
-    /// Disconnect commands sent by close, not yet answered.
-    var closingDisconnects = 0
 
     init(transport: any HCITransport, options: HostOptions) throws(HostError) {
         switch Sys.wakePipe() {
@@ -329,7 +347,7 @@ final class HostDriver: @unchecked Sendable {
                    pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         while running {
             let timeout = pollTimeout(now: Sys.now())
-            readingPaused = shouldPauseReading()
+            reader = shouldPauseReading() ? .paused : .waiting
             // Paused (never with bytes to write): the descriptor is left out, so a hangup
             // does not wake every poll; the data waits in it.
             fds[0].fd = readingPaused ? -1 : transport.fileDescriptor
@@ -641,7 +659,7 @@ final class HostDriver: @unchecked Sendable {
             securityCommandAnswered(handle, result)
         case .connection(let purpose):
             if closing, case .disconnect = purpose {
-                if closingDisconnects > 0 { closingDisconnects -= 1 }
+                countClosingDisconnects(-1)
                 maybeFinishClose()
                 return
             }
