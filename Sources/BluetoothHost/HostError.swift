@@ -1,5 +1,4 @@
 import BluetoothTransport
-import BluetoothSecurity
 import BluetoothWire
 
 /// Why a host operation failed. `message` is written for the user: what went wrong and,

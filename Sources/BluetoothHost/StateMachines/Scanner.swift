@@ -1,4 +1,3 @@
-import BluetoothTransport
 import BluetoothWire
 
 /// Scanner counters.
