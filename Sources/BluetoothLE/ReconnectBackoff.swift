@@ -1,9 +1,9 @@
 /// How long to wait before connecting again to a device that is followed for good (the
-/// gateway's devices, `monitor`): `initial` after a session that delivered something, else
+/// gateway's devices, `monitor`): `initial` after a connection that delivered something, else
 /// twice the last wait, up to `maximum`, so a device that is off or refuses is not hammered
 /// and one that comes back is followed again quickly.
 public struct ReconnectBackoff: Sendable, Equatable {
-    /// The first wait, and the wait after a session that delivered.
+    /// The first wait, and the wait after a connection that delivered.
     public let initial: Duration
     /// The longest wait.
     public let maximum: Duration
@@ -15,7 +15,7 @@ public struct ReconnectBackoff: Sendable, Equatable {
         self.maximum = max(initial, maximum)
     }
 
-    /// The wait before the next attempt, after a session that `delivered` (or not).
+    /// The wait before the next attempt, after a connection that `delivered` (or not).
     public mutating func next(delivered: Bool) -> Duration {
         let wait = if delivered { initial } else if let last { min(last * 2, maximum) } else { initial }
         last = wait
@@ -51,8 +51,8 @@ public struct Reconnection: Sendable, Equatable {
         self.backoff = backoff
     }
 
-    /// After a session ended with `failure` (nil: the link closed without an error);
-    /// `linkLoss`: the failure is the peer going away; `delivered`: the session delivered
+    /// After a connection ended with `failure` (nil: the link closed without an error);
+    /// `linkLoss`: the failure is the peer going away; `delivered`: the connection delivered
     /// something. The wait before connecting again, or nil to stop.
     public mutating func next(failure: (any Error)?, linkLoss: Bool, delivered: Bool) -> Duration? {
         switch mode {

@@ -256,8 +256,8 @@ enum ChatCommand {
         guard let rxHandle = server.valueHandle(of: rx), let txHandle = server.valueHandle(of: tx) else {
             throw RuntimeError("the chat service lacks its characteristics")
         }
-        let session = try await Session.open(args)
-        let host = session.host
+        let controller = try await LocalController.open(args)
+        let host = controller.host
         // Inbox and outbox keys: "VIA\tID\tPEER", one per GATT client or L2CAP channel (two
         // channels from one device are two peers).
         let inbox = ChatInbox { key, text in
@@ -381,7 +381,7 @@ enum ChatCommand {
         if useL2CAP { host.stopListeningL2CAP(psm: psm) }
         for c in channels.all { await c.close() }
         await host.stopAdvertising()
-        try await session.close()
+        try await controller.close()
         if let failure { throw failure }
         return 0
     }

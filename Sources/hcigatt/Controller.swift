@@ -27,16 +27,16 @@ enum InfoCommand {
 
     static func run(_ args: Arguments) async throws -> Int32 {
         guard args.positional.isEmpty else { throw UsageError("unexpected argument '\(args.positional[0])'") }
-        let session = try await Session.open(args)
-        let i = session.host.info
-        try await session.close()
+        let controller = try await LocalController.open(args)
+        let i = controller.host.info
+        try await controller.close()
         let manufacturer = "\(i.manufacturerName ?? "unknown") (0x\(Hex.pad(i.manufacturer, 4)))"
         let buffers = "\(i.aclBufferLength) bytes x \(i.aclBufferCount)"
         let iso = i.isoBuffer.map { "\($0.length) bytes x \($0.count)" }
         let scanning = i.supportsExtendedScanning ? "extended" : "legacy"
         if args.flag("json") {
             var f: [Field] = [
-                Field("transport", .text(session.transportName)),
+                Field("transport", .text(controller.transportName)),
                 Field("address", .text(i.address.description)),
                 Field("hci_version", .named(UInt64(i.hciVersion.rawValue), i.hciVersion.name ?? "unknown")),
                 Field("hci_revision", .uint(UInt64(i.hciRevision))),
@@ -57,7 +57,7 @@ enum InfoCommand {
             return 0
         }
         var lines = [
-            ("Transport", session.transportName),
+            ("Transport", controller.transportName),
             ("Address", i.address.description),
             ("HCI version", "\(version(i.hciVersion)), revision 0x\(Hex.pad(i.hciRevision, 4))"),
             ("LMP version", "\(version(i.lmpVersion)), subversion 0x\(Hex.pad(i.lmpSubversion, 4))"),
@@ -110,15 +110,15 @@ enum CmdCommand {
         let timeout = try ControllerOptions.seconds(args, "timeout", default: 5, range: 0.01 ... 600)
         let opcode = HCIOpcode(rawValue: raw)
         let packet: [UInt8] = [0x01, UInt8(raw & 0xFF), UInt8(raw >> 8), UInt8(params.count)] + params
-        let session = try await Session.open(args)
+        let controller = try await LocalController.open(args)
         let result: CommandReturn
         do {
-            result = try await session.host.send(packet: packet, opcode: opcode, timeout: timeout)
+            result = try await controller.host.send(packet: packet, opcode: opcode, timeout: timeout)
         } catch {
-            try? await session.close()
+            try? await controller.close()
             throw RuntimeError(error.description)
         }
-        try await session.close()
+        try await controller.close()
         if result.isCommandStatus {
             Console.out("\(opcode): Command Status \(result.status)")
             return 0

@@ -118,39 +118,39 @@ struct PeerCommandSettings: Sendable {
 
 /// A connected GATT peer (the library's ``GATTPeer``) and the controller it is on when this
 /// command opened it; `close` disconnects (and closes that controller).
-struct PeerSession: Sendable {
+struct ConnectedPeer: Sendable {
     let gatt: GATTPeer
     /// The controller opened for this peer alone (nil: shared, or the kernel's link).
-    let ownController: Session?
+    let ownController: LocalController?
     let settings: PeerCommandSettings
 
     var client: GATTClient { gatt.client }
     var peer: LEAddress { gatt.address }
     var connection: LEConnection? { gatt.connection }
 
-    static func open(_ args: Arguments, target: DeviceTarget, shared: Session? = nil) async throws -> PeerSession {
+    static func open(_ args: Arguments, target: DeviceTarget, shared: LocalController? = nil) async throws -> ConnectedPeer {
         try await open(PeerCommandSettings(args), target: target, shared: shared)
     }
 
     /// Connects to `target`: over `shared` when given (several links on one controller),
     /// else over a controller of its own (or the kernel's L2CAP socket), telling the steps
     /// on stderr.
-    static func open(_ settings: PeerCommandSettings, target: DeviceTarget, shared: Session? = nil) async throws -> PeerSession {
+    static func open(_ settings: PeerCommandSettings, target: DeviceTarget, shared: LocalController? = nil) async throws -> ConnectedPeer {
         let route: PeerRoute
-        var own: Session?
+        var own: LocalController?
         if let adapter = settings.kernelAdapter {
             route = .kernel(adapter: adapter)
         } else if let shared {
             route = .host(shared.host)
         } else {
             guard let controller = settings.controller else { throw RuntimeError("no controller") }
-            let opened = try await Session.open(controller)
+            let opened = try await LocalController.open(controller)
             own = opened
             route = .host(opened.host)
         }
         do throws(BluetoothError) {
             let gatt = try await GATTPeer.open(target, via: route, settings: settings.peer) { Self.tell($0, target: target) }
-            return PeerSession(gatt: gatt, ownController: own, settings: settings)
+            return ConnectedPeer(gatt: gatt, ownController: own, settings: settings)
         } catch {
             try? await own?.close()
             if error.kind == .invalidRequest { throw UsageError(error.message) }
@@ -229,9 +229,9 @@ enum AttributeRef {
 }
 
 /// Connects, runs `body`, and disconnects whatever happens; errors come out as one clear line.
-func withPeer(_ args: Arguments, _ target: DeviceTarget, shared: Session? = nil,
-              _ body: (PeerSession) async throws -> Void) async throws {
-    let p = try await PeerSession.open(args, target: target, shared: shared)
+func withPeer(_ args: Arguments, _ target: DeviceTarget, shared: LocalController? = nil,
+              _ body: (ConnectedPeer) async throws -> Void) async throws {
+    let p = try await ConnectedPeer.open(args, target: target, shared: shared)
     do {
         try await body(p)
     } catch {
@@ -307,7 +307,7 @@ enum GATTDumpCommand {
         }
     }
 
-    static func jsonFields(_ db: GATTDatabase, _ values: [UInt16: Result<[UInt8], GATTError>], _ p: PeerSession, roundTrips: Int,
+    static func jsonFields(_ db: GATTDatabase, _ values: [UInt16: Result<[UInt8], GATTError>], _ p: ConnectedPeer, roundTrips: Int,
                            source: GATTDiscoverySource) -> [Field] {
         let services: [FieldValue] = db.services.map { s in
             .object([
@@ -375,7 +375,7 @@ func describeGATT(_ error: any Error) -> String {
 }
 
 /// Finds the characteristic an AttributeRef names (by value handle or UUID).
-func resolveCharacteristic(_ ref: AttributeRef, _ p: PeerSession, _ args: Arguments) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
+func resolveCharacteristic(_ ref: AttributeRef, _ p: ConnectedPeer, _ args: Arguments) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
     switch ref {
     case .handle(let h):
         let db = try await p.discover().database
@@ -508,7 +508,7 @@ enum WriteCommand {
     }
 
     /// Signs with the bond's local CSRK and the next SignCounter (kept beside the bond).
-    static func signedWrite(_ p: PeerSession, handle: UInt16, value: [UInt8], args: Arguments) async throws {
+    static func signedWrite(_ p: ConnectedPeer, handle: UInt16, value: [UInt8], args: Arguments) async throws {
         guard let link = p.connection else { throw RuntimeError("no link to write on") }
         if link.security.encrypted {
             try await p.client.writeWithoutResponse(handle: handle, value: value)
@@ -571,7 +571,7 @@ enum SubscribeCommand {
         }
         let limit = countLimit
         let json = args.flag("json")
-        let p = try await PeerSession.open(args, target: target)
+        let p = try await ConnectedPeer.open(args, target: target)
         let start = monotonicNow()
         let received = Locked(0)
         var failure: (any Error)?

@@ -36,7 +36,7 @@ enum GatewayCommand {
 
     Each reading is one JSON message on <prefix>/<gateway>/<DEVICE>/<measurement>:
     device, gateway, seq (per device, never repeated across restarts), time (ISO 8601 UTC,
-    ms), rssi, measurement, then the decoded fields. QoS 1 on a persistent session; every
+    ms), rssi, measurement, then the decoded fields. QoS 1 on a persistent controller; every
     reading is written to the spool when it arrives and removed when the broker has
     acknowledged it, so readings taken while the broker or the network is down, or while
     the gateway restarts, are delivered later, in order. A full spool drops its oldest
@@ -122,9 +122,9 @@ enum GatewayCommand {
     /// The radio side (the library's ``GatewayRadio``) on the controller, opened once the
     /// publisher runs: it never returns, it is cancelled or fails.
     static func radio(_ settings: Settings, _ runtime: GatewayRuntime) async throws {
-        let session = try await Session.open(settings.controller)
-        defer { Task { try? await session.close() } }
-        try await GatewayRadio(settings.radio, log: { Console.err($0) }).run(on: session.host, publishingTo: runtime)
+        let controller = try await LocalController.open(settings.controller)
+        defer { Task { try? await controller.close() } }
+        try await GatewayRadio(settings.radio, log: { Console.err($0) }).run(on: controller.host, publishingTo: runtime)
     }
 
     /// The options, checked before anything starts.

@@ -99,13 +99,13 @@ struct HealthMonitor: Sendable {
                           _ reconnection: Reconnection, _ output: Output, _ counters: [MeasurementCounter],
                           failures: Locked<[(String, any Error)]>) async throws {
         let route: PeerRoute
-        let controller: Session?
+        let controller: LocalController?
         if let adapter = settings.kernelAdapter {
             route = .kernel(adapter: adapter)
             controller = nil
         } else {
             guard let c = settings.controller else { throw RuntimeError("no controller") }
-            let opened = try await Session.open(c)
+            let opened = try await LocalController.open(c)
             controller = opened
             route = .host(opened.host)
         }
@@ -113,7 +113,7 @@ struct HealthMonitor: Sendable {
         if targets.count > 1, case .host(let host) = route {
             do {
                 for (i, t) in targets.enumerated() {
-                    resolved[i] = .address(try await PeerSession.resolve(t, host: host, timeout: settings.peer.scanTimeout))
+                    resolved[i] = .address(try await ConnectedPeer.resolve(t, host: host, timeout: settings.peer.scanTimeout))
                 }
             } catch {
                 try? await controller?.close()

@@ -111,8 +111,8 @@ enum L2CAPCommand {
         case let other?: throw UsageError("--security takes encrypted or authenticated, not '\(other)'")
         }
         let name = args.option("name") ?? "hcigatt"
-        let session = try await Session.open(args)
-        let host = session.host
+        let controller = try await LocalController.open(args)
+        let host = controller.host
         let channels = OpenChannels()
         let incoming = host.listenL2CAP(psm: psm, parameters: parameters, security: security)
         let (adv, scan) = ServeCommand.advertisingPayload(name: name, services: [], appearance: 0)
@@ -171,7 +171,7 @@ enum L2CAPCommand {
         host.stopListeningL2CAP(psm: psm)
         for c in channels.all { await c.close() }
         await host.stopAdvertising()
-        try await session.close()
+        try await controller.close()
         if let failure { throw failure }
         return 0
     }

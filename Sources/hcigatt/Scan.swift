@@ -118,11 +118,11 @@ enum ScanCommand {
         }
         let json = args.flag("json")
         let keys = try bindKeys(args)
-        let session = try await Session.open(args)
+        let controller = try await LocalController.open(args)
         let start = monotonicNow()
         let shownCount = Locked(0)
         let live = LiveCounter(enabled: isatty(2) != 0 && !json)
-        let drops = DropReporter(command: "scan", baseline: session.host.statistics)
+        let drops = DropReporter(command: "scan", baseline: controller.host.statistics)
         var failure: (any Error)?
         var interrupted = false
         do {
@@ -135,7 +135,7 @@ enum ScanCommand {
                         var formatter = ScanFormatter(json: json, origin: start)
                         formatter.sensorKeys = keys
                         var writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: Console.blockSize))
-                        let stream = session.host.scan(config)
+                        let stream = controller.host.scan(config)
                         defer {
                             // Also when the stream ends with an error: what was rendered is
                             // printed and counted.
@@ -149,7 +149,7 @@ enum ScanCommand {
                             shownCount.withLock { $0 = formatter.devicesShown }
                             live.update(devices: formatter.devicesShown)
                             // Said as it happens (at most once a second), not only at the end.
-                            drops.check(session.host.statistics)
+                            drops.check(controller.host.statistics)
                         }
                     }
                     if let duration {
@@ -165,17 +165,17 @@ enum ScanCommand {
         }
         live.clear()
         Console.flush()
-        var stats = session.host.statistics
-        do { try await session.close() } catch { failure = failure ?? error }
+        var stats = controller.host.statistics
+        do { try await controller.close() } catch { failure = failure ?? error }
         // Read as the transport closed: drops the kernel counted at the very end included.
-        stats.droppedByTransport = max(stats.droppedByTransport, session.host.statistics.droppedByTransport)
+        stats.droppedByTransport = max(stats.droppedByTransport, controller.host.statistics.droppedByTransport)
         let elapsed = Double(monotonicNow() &- start) / 1e9
         let shown = shownCount.withLock { $0 }
         let seconds = formatSeconds(elapsed)
         let (dropped, lostByKernel) = drops.totals(stats)
         var lost = dropped == 0 ? "" : "; \(dropped) scan event\(dropped == 1 ? "" : "s") dropped: the output did not keep up"
         if lostByKernel > 0 { lost += "; \(lostByKernel) packet\(lostByKernel == 1 ? "" : "s") lost in the kernel's socket buffer" }
-        Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports\(lost)) via \(session.transportName)\(interrupted ? ", stopped by the user" : "")")
+        Console.err("scan: \(shown) device\(shown == 1 ? "" : "s") in \(seconds) s (\(stats.reports) advertising reports\(lost)) via \(controller.transportName)\(interrupted ? ", stopped by the user" : "")")
         if json {
             // The same, machine-readable, also on stderr: stdout holds only the device lines.
             Console.err(FieldRenderer.jsonObject([
@@ -183,7 +183,7 @@ enum ScanCommand {
                 Field("advertising_reports", .uint(UInt64(stats.reports))),
                 Field("dropped_events", .uint(UInt64(dropped))),
                 Field("dropped_by_kernel", .uint(UInt64(lostByKernel))), Field("seconds", .double(elapsed)),
-                Field("transport", .text(session.transportName)), Field("stopped_by_user", .bool(interrupted)),
+                Field("transport", .text(controller.transportName)), Field("stopped_by_user", .bool(interrupted)),
             ]))
         }
         if let failure {

@@ -232,20 +232,20 @@ enum ServeCommand {
         if privacy && args.flag("random-address") { throw UsageError("--privacy and --random-address exclude each other") }
         let rpaTimeout = try ControllerOptions.seconds(args, "rpa-timeout", default: 900, range: 30 ... 3600)
         if args.option("rpa-timeout") != nil && !privacy { throw UsageError("--rpa-timeout goes with --privacy") }
-        let session = try await Session.open(args)
-        if privacy && session.host.info.address == .zero {
-            try? await session.close()
+        let controller = try await LocalController.open(args)
+        if privacy && controller.host.info.address == .zero {
+            try? await controller.close()
             throw RuntimeError("--privacy needs a controller with a public address (the identity bonded centrals learn)")
         }
         let out = ServeOutput(json: args.flag("json"), layout: server.layout)
         var own = AdvertisingConfiguration.OwnAddress.public
-        var ownText = "\(LEAddress(session.host.info.address, type: .public))"
+        var ownText = "\(LEAddress(controller.host.info.address, type: .public))"
         let irk: UInt128? = privacy ? try SecurityOptions.bondStore(args).localIdentityResolvingKey() : nil
         if let irk {
             let a = try Self.privateAddress(irk)
             own = .resolvablePrivate(a)
             ownText = "\(LEAddress(a, type: .random))"
-        } else if args.flag("random-address") || session.host.info.address == .zero {
+        } else if args.flag("random-address") || controller.host.info.address == .zero {
             var g = SystemRandomNumberGenerator()
             let a = BluetoothAddress.randomStatic(using: &g)
             own = .randomStatic(a)
@@ -258,7 +258,7 @@ enum ServeCommand {
                                               txPower: txPower)
         let ctx = ProfileContext(server: server, out: out, manual: args.flag("manual"),
                                  answers: args.flag("manual") ? AnswerSource() : nil)
-        let host = session.host
+        let host = controller.host
         let chosen = profiles, address = ownText, profileNames = profiles.map(\.name) + (extra.isEmpty ? [] : ["db"])
         var failure: (any Error)?
         do {
@@ -317,7 +317,7 @@ enum ServeCommand {
             failure = error
         }
         await host.stopAdvertising()
-        try await session.close()
+        try await controller.close()
         await bonded.flush()
         for failure in bonded.writeFailures { Console.err("serve: could not keep a bonded client's subscriptions: \(failure)") }
         if let failure { throw failure }
@@ -384,7 +384,7 @@ enum AskCommand {
         }
         guard !question.isEmpty else { throw UsageError("the question is empty") }
         let timeout = try ControllerOptions.seconds(args, "timeout", default: 10, range: 0.1 ... 600)
-        let peer = try await PeerSession.open(args, target: target)
+        let peer = try await ConnectedPeer.open(args, target: target)
         do {
             let answer = try await ask(peer, question, timeout: timeout)
             if args.flag("json") {
@@ -401,7 +401,7 @@ enum AskCommand {
         return 0
     }
 
-    static func ask(_ peer: PeerSession, _ question: String, timeout: Duration) async throws -> String {
+    static func ask(_ peer: ConnectedPeer, _ question: String, timeout: Duration) async throws -> String {
         let client = peer.client
         let services = try await client.discoverPrimaryServices(uuid: ServeProfile.eightBallService)
         guard let service = services.first else { throw RuntimeError("\(peer.peer) has no Magic 8-Ball service (\(ServeProfile.eightBallService))") }

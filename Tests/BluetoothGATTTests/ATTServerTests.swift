@@ -799,7 +799,7 @@ func hexString(_ b: [UInt8]) -> String { b.map { String($0, radix: 16, uppercase
             }
             _ = h.takeEvents()
         }
-        #expect(h.server.sessions[h.a]!.prepared.count <= 32)
+        #expect(h.server.clientStates[h.a]!.prepared.count <= 32)
     }
 }
 

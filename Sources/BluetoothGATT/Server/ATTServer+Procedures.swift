@@ -18,7 +18,7 @@ extension ATTServer {
     }
 
     /// The value of the attribute at index `i` as `client` sees it, after the read permission check.
-    func readValue(_ i: Int, _ client: ATTServerClientID, _ s: Session, offset: Int) -> Result<ValueSource, ATTErrorCode> {
+    func readValue(_ i: Int, _ client: ATTServerClientID, _ s: ClientState, offset: Int) -> Result<ValueSource, ATTErrorCode> {
         let a = table.attributes[i]
         if let e = check(a.permissions, write: false, s.security) { return .failure(e) }
         switch a.role {
@@ -45,14 +45,14 @@ extension ATTServer {
                               _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         let ours = options.maximumMTU
         emit(&respond, capacity: 3) { (w) throws(WireError) in try ATTExchangeMTUResponse(serverRxMTU: ours).encode(into: &w) }
-        guard var s = sessions[client] else { return [] }
+        guard var s = clientStates[client] else { return [] }
         // Only the first exchange sets ATT_MTU; it cannot change on a bearer afterwards
         // (a client sending it twice gets the same answer and the same MTU).
         guard !s.mtuExchanged else { return [] }
         s.mtuExchanged = true
         let before = s.mtu
         s.mtu = max(s.mtu, Int(min(clientRx, ours)))
-        sessions[client] = s
+        clientStates[client] = s
         return s.mtu == before ? [] : [.mtuChanged(client, mtu: s.mtu)]
     }
 
@@ -63,7 +63,7 @@ extension ATTServer {
         guard Self.validRange(start, end) else { return error(.findInformationRequest, rangeErrorHandle(start, end), .invalidHandle, &respond) }
         let range = indices(start, end)
         guard let first = range.first else { return error(.findInformationRequest, start, .attributeNotFound, &respond) }
-        let mtu = sessions[client]?.mtu ?? ATT.defaultMTU
+        let mtu = clientStates[client]?.mtu ?? ATT.defaultMTU
         let short = table.attributes[first].type.uuid16 != nil
         emit(&respond, capacity: mtu) { (w) throws(WireError) in
             try w.u8(ATTOpcode.findInformationResponse.rawValue)
@@ -89,7 +89,7 @@ extension ATTServer {
         guard Self.validRange(r.startHandle, r.endHandle) else {
             return error(.findByTypeValueRequest, rangeErrorHandle(r.startHandle, r.endHandle), .invalidHandle, &respond)
         }
-        guard let s = sessions[client] else { return [] }
+        guard let s = clientStates[client] else { return [] }
         let type = BluetoothUUID(r.attributeType)
         var found: [(UInt16, UInt16)] = []
         let capacity = (s.mtu - 1) / 4
@@ -118,7 +118,7 @@ extension ATTServer {
     mutating func readByType(_ client: ATTServerClientID, _ start: UInt16, _ end: UInt16, _ type: BluetoothUUID,
                              _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         guard Self.validRange(start, end) else { return error(.readByTypeRequest, rangeErrorHandle(start, end), .invalidHandle, &respond) }
-        guard var s = sessions[client] else { return [] }
+        guard var s = clientStates[client] else { return [] }
         // The value length is the first value's (capped at ATT_MTU−4 and 253); the list
         // stops at the first value of another length, or at one the client may not read.
         var matches: [(Int, ValueSource)] = []
@@ -141,7 +141,7 @@ extension ATTServer {
         guard !matches.isEmpty else { return error(.readByTypeRequest, start, .attributeNotFound, &respond) }
         if type == GATTServerUUID.databaseHash, !s.changeAware {
             s.changeAware = true  // reading the hash makes a client change-aware (Part G §2.5.2.1)
-            sessions[client] = s
+            clientStates[client] = s
         }
         let n = length
         emit(&respond, capacity: used) { (w) throws(WireError) in
@@ -165,7 +165,7 @@ extension ATTServer {
         guard type == GATTAttributeType.primaryService || type == GATTAttributeType.secondaryService else {
             return error(.readByGroupTypeRequest, start, .unsupportedGroupType, &respond)
         }
-        let mtu = sessions[client]?.mtu ?? ATT.defaultMTU
+        let mtu = clientStates[client]?.mtu ?? ATT.defaultMTU
         var matches: [Int] = []
         var length = -1
         var used = 2
@@ -198,7 +198,7 @@ extension ATTServer {
     mutating func read(_ client: ATTServerClientID, _ opcode: ATTOpcode, _ handle: UInt16, offset: Int,
                        _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         guard let i = table.index(of: handle) else { return error(opcode, handle, .invalidHandle, &respond) }
-        guard let s = sessions[client] else { return [] }
+        guard let s = clientStates[client] else { return [] }
         let source: ValueSource
         switch readValue(i, client, s, offset: offset) {
         case .failure(let code): return error(opcode, handle, code, &respond)
@@ -221,7 +221,7 @@ extension ATTServer {
 
     mutating func readMultiple(_ client: ATTServerClientID, _ opcode: ATTOpcode, _ handles: ATTHandleList, variable: Bool,
                                _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
-        guard let s = sessions[client] else { return [] }
+        guard let s = clientStates[client] else { return [] }
         var sources: [ValueSource] = []
         sources.reserveCapacity(handles.count)
         for h in handles {
@@ -270,7 +270,7 @@ extension ATTServer {
     mutating func signedWrite(_ client: ATTServerClientID, _ c: ATTSignedWriteCommandView,
                               signed: UnsafeRawBufferPointer) -> [ATTServerEvent] {
         let target = "Signed Write Command to 0x\(hex(c.handle, 4))"
-        guard var s = sessions[client], var key = s.signing else {
+        guard var s = clientStates[client], var key = s.signing else {
             return fault(client, "\(target) dropped: no CSRK for this client (not bonded, or it distributed none)")
         }
         let sig = c.signature
@@ -284,7 +284,7 @@ extension ATTServer {
         }
         key.lastCounter = counter
         s.signing = key
-        sessions[client] = s
+        clientStates[client] = s
         var events: [ATTServerEvent] = [.signCounterAdvanced(client, counter)]
         guard let i = table.index(of: c.handle), case .value(let properties, _, _) = table[i].role,
               properties.contains(.authenticatedSignedWrites) else {
@@ -292,8 +292,8 @@ extension ATTServer {
         }
         // The signature stands for the bond: its strength meets the permission checks.
         let linkSecurity = s.security
-        sessions[client]?.security = key.security
-        defer { sessions[client]?.security = linkSecurity }
+        clientStates[client]?.security = key.security
+        defer { clientStates[client]?.security = linkSecurity }
         switch store(client, c.handle, Array(c.value), withResponse: false) {
         case .failure(let code): events += fault(client, "\(target) dropped: \(code)")
         case .success(let more): events += more
@@ -307,7 +307,7 @@ extension ATTServer {
     mutating func store(_ client: ATTServerClientID, _ handle: UInt16, _ value: [UInt8],
                         withResponse: Bool, check validateOnly: Bool = false, validated: Bool = false) -> Result<[ATTServerEvent], ATTErrorCode> {
         guard let i = table.index(of: handle) else { return .failure(.invalidHandle) }
-        guard var s = sessions[client] else { return .success([]) }
+        guard var s = clientStates[client] else { return .success([]) }
         let a = table.attributes[i]
         if let e = check(a.permissions, write: true, s.security) { return .failure(e) }
         guard value.count <= ATT.maximumAttributeValueLength else { return .failure(.invalidAttributeValueLength) }
@@ -323,7 +323,7 @@ extension ATTServer {
             if validateOnly { return .success([]) }
             let old = s.cccd[a.handle] ?? 0
             s.cccd[a.handle] = bits
-            sessions[client] = s
+            clientStates[client] = s
             return .success(old == bits ? [] : [.subscriptionChanged(client, valueHandle: valueHandle, GATTClientConfiguration(rawValue: bits))])
         case .clientSupportedFeatures:
             guard !value.isEmpty else { return .failure(.invalidAttributeValueLength) }
@@ -332,7 +332,7 @@ extension ATTServer {
             guard new.isSuperset(of: s.features) else { return .failure(.valueNotAllowed) }
             if validateOnly { return .success([]) }
             s.features = new
-            sessions[client] = s
+            clientStates[client] = s
             return .success([])
         case .value(_, let maximumLength, _):
             guard value.count <= maximumLength else { return .failure(.invalidAttributeValueLength) }
@@ -353,13 +353,13 @@ extension ATTServer {
     mutating func prepareWrite(_ client: ATTServerClientID, _ handle: UInt16, _ offset: Int, _ part: UnsafeRawBufferPointer,
                                _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         guard let i = table.index(of: handle) else { return error(.prepareWriteRequest, handle, .invalidHandle, &respond) }
-        guard var s = sessions[client] else { return [] }
+        guard var s = clientStates[client] else { return [] }
         if let code = check(table.attributes[i].permissions, write: true, s.security) {
             return error(.prepareWriteRequest, handle, code, &respond)
         }
         guard s.prepared.count < options.prepareQueueLimit else { return error(.prepareWriteRequest, handle, .prepareQueueFull, &respond) }
         s.prepared.append(PreparedWrite(handle: handle, offset: offset, value: Array(part)))
-        sessions[client] = s
+        clientStates[client] = s
         emit(&respond, capacity: 5 + part.count) { (w) throws(WireError) in
             try w.u8(ATTOpcode.prepareWriteResponse.rawValue)
             try w.u16(handle)
@@ -371,11 +371,11 @@ extension ATTServer {
 
     mutating func executeWrite(_ client: ATTServerClientID, _ flags: ATTExecuteWriteFlags,
                                _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
-        guard var s = sessions[client] else { return [] }
+        guard var s = clientStates[client] else { return [] }
         guard flags == .cancel || flags == .write else { return error(.executeWriteRequest, 0, .invalidPDU, &respond) }
         let queue = s.prepared
         s.prepared = []
-        sessions[client] = s
+        clientStates[client] = s
         if flags == .cancel || queue.isEmpty {
             emit(&respond, capacity: 1) { (w) throws(WireError) in try w.u8(ATTOpcode.executeWriteResponse.rawValue) }
             return []
@@ -389,7 +389,7 @@ extension ATTServer {
                 v = existing
             } else {
                 order.append(p.handle)
-                guard let i = table.index(of: p.handle), let s2 = sessions[client] else {
+                guard let i = table.index(of: p.handle), let s2 = clientStates[client] else {
                     return error(.executeWriteRequest, p.handle, .invalidHandle, &respond)
                 }
                 switch readValue(i, client, s2, offset: 0) {
@@ -420,13 +420,13 @@ extension ATTServer {
     // MARK: Handle Value Confirmation (§3.4.7.3)
 
     mutating func confirmation(_ client: ATTServerClientID) -> [ATTServerEvent] {
-        guard var s = sessions[client] else { return [] }
+        guard var s = clientStates[client] else { return [] }
         guard let p = s.pendingIndication else {
             return fault(client, "Handle Value Confirmation without an indication outstanding")
         }
         s.pendingIndication = nil
         if p.handle == table.serviceChangedHandle { s.changeAware = true }
-        sessions[client] = s
+        clientStates[client] = s
         return [.indicationConfirmed(client, handle: p.handle)]
     }
 }

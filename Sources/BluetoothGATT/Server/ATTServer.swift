@@ -233,7 +233,7 @@ public struct ATTServer: Sendable {
         var value: [UInt8]
     }
 
-    struct Session: Sendable {
+    struct ClientState: Sendable {
         var security: LinkSecurity
         var mtu = ATT.defaultMTU
         var mtuExchanged = false
@@ -252,7 +252,7 @@ public struct ATTServer: Sendable {
     public let options: Options
     /// The attribute table (values change with writes and ``setValue(_:for:)``).
     public internal(set) var table: GATTAttributeTable
-    var sessions: [ATTServerClientID: Session] = [:]
+    var clientStates: [ATTServerClientID: ClientState] = [:]
     let confirmationTimeoutNanoseconds: UInt64
     /// Requests answered with an Error Response.
     public private(set) var errorResponses = 0
@@ -270,58 +270,58 @@ public struct ATTServer: Sendable {
 
     /// A client's bearer opened (a link came up).
     public mutating func connect(_ client: ATTServerClientID, security: LinkSecurity = .unencrypted) {
-        sessions[client] = Session(security: security)
+        clientStates[client] = ClientState(security: security)
     }
 
     /// The bearer closed: the client's prepared writes are dropped, nothing is written.
     public mutating func disconnect(_ client: ATTServerClientID) {
-        sessions[client] = nil
+        clientStates[client] = nil
     }
 
     /// The key that verifies `client`'s Signed Write Commands (nil: they are dropped).
     public mutating func setSigningKey(_ key: ATTSigningKey?, for client: ATTServerClientID) {
-        sessions[client]?.signing = key
+        clientStates[client]?.signing = key
     }
 
     /// The link's security changed (encryption, key refresh).
     public mutating func setSecurity(_ security: LinkSecurity, for client: ATTServerClientID) {
-        sessions[client]?.security = security
+        clientStates[client]?.security = security
     }
 
     /// Takes an ATT_MTU the other side of the bearer settled (our client's Exchange MTU):
     /// one ATT_MTU per bearer, and it never shrinks.
     public mutating func adoptMTU(_ mtu: Int, for client: ATTServerClientID) {
-        guard var s = sessions[client] else { return }
+        guard var s = clientStates[client] else { return }
         s.mtu = max(s.mtu, min(mtu, Int(options.maximumMTU)))
-        sessions[client] = s
+        clientStates[client] = s
     }
 
     /// Forgets the outstanding indication of `client` (its PDU never left: the bearer refused it).
     public mutating func cancelIndication(_ client: ATTServerClientID) {
-        sessions[client]?.pendingIndication = nil
+        clientStates[client]?.pendingIndication = nil
     }
 
     /// The attached clients.
-    public var clients: [ATTServerClientID] { sessions.keys.sorted() }
+    public var clients: [ATTServerClientID] { clientStates.keys.sorted() }
     /// The ATT_MTU of `client` (nil: not attached).
-    public func mtu(of client: ATTServerClientID) -> Int? { sessions[client]?.mtu }
+    public func mtu(of client: ATTServerClientID) -> Int? { clientStates[client]?.mtu }
     /// The Client Supported Features `client` wrote.
-    public func features(of client: ATTServerClientID) -> GATTClientFeatures? { sessions[client]?.features }
+    public func features(of client: ATTServerClientID) -> GATTClientFeatures? { clientStates[client]?.features }
     /// Whether `client` is change-aware (Robust Caching).
-    public func isChangeAware(_ client: ATTServerClientID) -> Bool? { sessions[client]?.changeAware }
+    public func isChangeAware(_ client: ATTServerClientID) -> Bool? { clientStates[client]?.changeAware }
     /// Whether an indication to `client` waits for its confirmation.
-    public func hasPendingIndication(_ client: ATTServerClientID) -> Bool { sessions[client]?.pendingIndication != nil }
+    public func hasPendingIndication(_ client: ATTServerClientID) -> Bool { clientStates[client]?.pendingIndication != nil }
 
     /// What `client` enabled in the CCCD of the characteristic whose value is at `valueHandle`.
     public func configuration(of client: ATTServerClientID, valueHandle: UInt16) -> GATTClientConfiguration {
-        guard let cccd = cccdHandle(ofValue: valueHandle), let bits = sessions[client]?.cccd[cccd] else { return [] }
+        guard let cccd = cccdHandle(ofValue: valueHandle), let bits = clientStates[client]?.cccd[cccd] else { return [] }
         return GATTClientConfiguration(rawValue: bits)
     }
 
     /// Clients that enabled notifications or indications of `valueHandle`, in client order.
     public func subscribers(of valueHandle: UInt16) -> [(ATTServerClientID, GATTClientConfiguration)] {
         guard let cccd = cccdHandle(ofValue: valueHandle) else { return [] }
-        return sessions.compactMap { id, s in
+        return clientStates.compactMap { id, s in
             guard let bits = s.cccd[cccd], bits & 3 != 0 else { return nil }
             return (id, GATTClientConfiguration(rawValue: bits))
         }.sorted { $0.0 < $1.0 }
@@ -353,15 +353,15 @@ public struct ATTServer: Sendable {
         table = new
         let newSC = new.serviceChangedHandle.flatMap { cccdHandle(ofValue: $0) }
         var indicate: [ATTServerClientID] = []
-        for id in sessions.keys.sorted() {
-            guard var s = sessions[id] else { continue }
+        for id in clientStates.keys.sorted() {
+            guard var s = clientStates[id] else { continue }
             let scBits = oldSC.flatMap { s.cccd[$0] } ?? 0
             s.cccd = [:]
             if let newSC, scBits != 0 { s.cccd[newSC] = scBits }
             s.prepared = []
             s.changeAware = false
             s.outOfSyncSent = false
-            sessions[id] = s
+            clientStates[id] = s
             if newSC != nil, scBits & GATTClientConfiguration.indicate.rawValue != 0 { indicate.append(id) }
         }
         return indicate
@@ -373,7 +373,7 @@ public struct ATTServer: Sendable {
     /// (Core Vol 3 Part G §3.3.3.3), Client Supported Features and change-awareness
     /// (§2.5.2.1), with the Database Hash they belong to.
     public func bondedState(of client: ATTServerClientID) -> ATTBondedClientState? {
-        guard let s = sessions[client] else { return nil }
+        guard let s = clientStates[client] else { return nil }
         let sc = table.serviceChangedHandle.flatMap { cccdHandle(ofValue: $0) }
         return ATTBondedClientState(databaseHash: table.hash, configurations: s.cccd.filter { $0.value != 0 },
                                     serviceChanged: sc.flatMap { s.cccd[$0] } ?? 0, features: s.features,
@@ -386,7 +386,7 @@ public struct ATTServer: Sendable {
     /// when a Service Changed indication is due (§7.1: the client is change-unaware and
     /// asked for them). What the client wrote on this connection already wins.
     public mutating func restore(_ client: ATTServerClientID, _ state: ATTBondedClientState) -> Bool {
-        guard var s = sessions[client] else { return false }
+        guard var s = clientStates[client] else { return false }
         let sc = table.serviceChangedHandle.flatMap { cccdHandle(ofValue: $0) }
         var restored: [UInt16: UInt16] = [:]
         let sameDatabase = state.databaseHash == table.hash
@@ -401,7 +401,7 @@ public struct ATTServer: Sendable {
         s.features.formUnion(state.features)
         s.changeAware = sameDatabase && state.changeAware
         s.outOfSyncSent = false
-        sessions[client] = s
+        clientStates[client] = s
         return !s.changeAware && sc != nil && (s.cccd[sc ?? 0] ?? 0) & GATTClientConfiguration.indicate.rawValue != 0
     }
 
@@ -461,7 +461,7 @@ public struct ATTServer: Sendable {
     public mutating func notifyMultiple(_ client: ATTServerClientID, _ values: [(handle: UInt16, value: [UInt8])],
                                         into send: inout ATTServerOutput) throws(ATTServerError) -> Int {
         send.removeAll()
-        guard let s = sessions[client] else { throw .unknownClient(client) }
+        guard let s = clientStates[client] else { throw .unknownClient(client) }
         guard !s.dead else { throw .bearerDead(client) }
         guard s.features.contains(.multipleHandleValueNotifications) else {
             throw .notSupportedByClient(client, "Multiple Handle Value Notifications")
@@ -494,7 +494,7 @@ public struct ATTServer: Sendable {
         send.removeAll()
         // An indication waits for its confirmation until the deadline; a notification has none.
         let indication = confirmationDeadline != nil
-        guard var s = sessions[client] else { throw .unknownClient(client) }
+        guard var s = clientStates[client] else { throw .unknownClient(client) }
         guard !s.dead else { throw .bearerDead(client) }
         guard let cccd = cccdHandle(ofValue: handle) else { throw .invalidHandle(handle) }
         let bit = indication ? GATTClientConfiguration.indicate.rawValue : GATTClientConfiguration.notify.rawValue
@@ -502,7 +502,7 @@ public struct ATTServer: Sendable {
         if let confirmationDeadline {
             if let p = s.pendingIndication { throw .indicationPending(client, handle: p.handle) }
             s.pendingIndication = (handle, confirmationDeadline)
-            sessions[client] = s
+            clientStates[client] = s
         }
         let room = s.mtu - 3
         let n = min(value.count, room)
@@ -518,17 +518,17 @@ public struct ATTServer: Sendable {
 
     /// The earliest indication confirmation deadline, or nil.
     public var nextDeadline: UInt64? {
-        sessions.values.compactMap { $0.dead ? nil : $0.pendingIndication?.deadline }.min()
+        clientStates.values.compactMap { $0.dead ? nil : $0.pendingIndication?.deadline }.min()
     }
 
     /// Indications whose confirmation did not come in time kill their client's bearer.
     public mutating func timerFired(now: UInt64) -> [ATTServerEvent] {
         var events: [ATTServerEvent] = []
-        for id in sessions.keys.sorted() {
-            guard var s = sessions[id], !s.dead, let p = s.pendingIndication, p.deadline <= now else { continue }
+        for id in clientStates.keys.sorted() {
+            guard var s = clientStates[id], !s.dead, let p = s.pendingIndication, p.deadline <= now else { continue }
             s.dead = true
             s.pendingIndication = nil
-            sessions[id] = s
+            clientStates[id] = s
             events.append(.indicationTimedOut(id, handle: p.handle))
         }
         return events
@@ -545,7 +545,7 @@ public struct ATTServer: Sendable {
     public mutating func receive(from client: ATTServerClientID, pdu bytes: UnsafeRawBufferPointer, now: UInt64,
                                  into respond: inout ATTServerOutput) -> [ATTServerEvent] {
         respond.removeAll()
-        guard var s = sessions[client], !s.dead else { return [] }
+        guard var s = clientStates[client], !s.dead else { return [] }
         guard let first = bytes.first else { return fault(client, "empty ATT PDU") }
         let opcode = ATTOpcode(rawValue: first)
         // Requests want an answer; commands, confirmations and client-bound PDUs never get one.
@@ -570,10 +570,10 @@ public struct ATTServer: Sendable {
             if isRequest, opcode != .exchangeMTURequest, !Self.readsDatabaseHash(pdu) {
                 if s.outOfSyncSent {
                     s.changeAware = true
-                    sessions[client] = s
+                    clientStates[client] = s
                 } else {
                     s.outOfSyncSent = true
-                    sessions[client] = s
+                    clientStates[client] = s
                     return error(opcode, 0, .databaseOutOfSync, &respond)
                 }
             }

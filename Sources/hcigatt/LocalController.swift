@@ -90,23 +90,23 @@ struct ControllerSettings: Sendable {
 
 /// An open controller (the library's ``BluetoothOptions/openController()``), with the snoop
 /// file if asked for.
-struct Session: Sendable {
+struct LocalController: Sendable {
     let host: HCIHost
     let snoop: SnoopSink?
     let transportName: String
 
-    static func open(_ args: Arguments) async throws -> Session {
+    static func open(_ args: Arguments) async throws -> LocalController {
         try await open(ControllerSettings(args))
     }
 
-    static func open(_ settings: ControllerSettings) async throws -> Session {
+    static func open(_ settings: ControllerSettings) async throws -> LocalController {
         var options = settings.options
         options.transport = try ControllerOptions.transportSpec(options.transport).description
         let snoop = try settings.snoopPath.map { try SnoopSink(path: $0) }
         if let snoop { options.packetObserver = { packet, sent in snoop.record(packet, sent: sent) } }
         do throws(BluetoothError) {
             let opened = try await options.openController()
-            return Session(host: opened.host, snoop: snoop, transportName: opened.transportName)
+            return LocalController(host: opened.host, snoop: snoop, transportName: opened.transportName)
         } catch {
             try? snoop?.close()
             if error.kind == .invalidRequest { throw UsageError(error.message) }
