@@ -27,7 +27,11 @@ struct CoCLink {
             case .event(let e):
                 events.append((s, e))
                 if consume, case .received(let h, let cid, _, let frames) = e {
-                    queue += (s == "a" ? a.consumed(handle: h, cid: cid, frames: frames) : b.consumed(handle: h, cid: cid, frames: frames)).map { (s, $0) }
+                    var ids = nextID
+                    let next = { ids &+= 1; return ids }
+                    queue += (s == "a" ? a.consumed(handle: h, cid: cid, frames: frames, nextIdentifier: next)
+                        : b.consumed(handle: h, cid: cid, frames: frames, nextIdentifier: next)).map { (s, $0) }
+                    nextID = ids
                 }
             case .send(_, let frame):
                 if s == "a" { framesAtoB.append(frame) } else { framesBtoA.append(frame) }
@@ -92,8 +96,13 @@ struct CoCLink {
         #expect(link.received("b") == [[1], [2]], "two credits: two SDUs, the rest waits on A")
         #expect(link.a.credits(handle: 1, cid: ca)?.tx == 0)
         // The application takes one: one credit back, one more SDU comes.
-        link.run(link.b.consumed(handle: 1, cid: cb, frames: 1), from: "b")
+        link.run(link.b.consumed(handle: 1, cid: cb, frames: 1, nextIdentifier: { 77 }), from: "b")
         #expect(link.received("b") == [[1], [2], [3]])
+        // LE Flow Control Credit Ind (0x16) takes the link's next identifier, as every
+        // command does (it used to be 1 always, the first request's too).
+        let credits = link.framesBtoA.filter { $0[2] == 5 && $0[4] == 0x16 }
+        #expect(credits.last?[5] == 77)
+        #expect(Set(credits.map { $0[5] }).count == credits.count && !credits.contains { $0[5] == 1 })
     }
 
     @Test func refusalsSayWhy() throws {

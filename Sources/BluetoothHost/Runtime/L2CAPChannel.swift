@@ -108,7 +108,8 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
         connection.driver.post(.run({ [self] d in
             // A closed channel's CID may belong to a newer channel by now.
             guard d.isCurrent(self) else { return }
-            d.execute(d.creditChannels.consumed(handle: info.handle, cid: info.localCID, frames: frames))
+            d.execute(d.creditChannels.consumed(handle: info.handle, cid: info.localCID, frames: frames,
+                                                nextIdentifier: { d.signalingIdentifier(info.handle) }))
         }, refused: { _ in }))
     }
 

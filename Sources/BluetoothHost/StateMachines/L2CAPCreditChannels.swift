@@ -360,7 +360,7 @@ public struct L2CAPCreditChannels: Sendable {
             let more = (expected - c.rxSDU.count + Int(c.local.mps) - 1) / Int(c.local.mps)
             c.rxCredits += more
             channels[i] = c
-            out.append(signalCredits(i, more))
+            out.append(signalCredits(i, more, nextIdentifier))
         }
         if c.rxSDU.count == expected {
             out.append(.event(.received(handle: handle, cid: c.localCID, sdu: c.rxSDU, frames: c.rxFrames)))
@@ -374,17 +374,19 @@ public struct L2CAPCreditChannels: Sendable {
 
     /// The application took an SDU that came in `frames` K-frames: the peer gets that many
     /// credits back, so it can send as fast as it is read and no faster.
-    public mutating func consumed(handle: UInt16, cid: UInt16, frames: Int) -> [L2CAPChannelAction] {
+    public mutating func consumed(handle: UInt16, cid: UInt16, frames: Int, nextIdentifier: () -> UInt8) -> [L2CAPChannelAction] {
         guard frames > 0, let i = channels.firstIndex(where: { $0.handle == handle && $0.localCID == cid && $0.phase == .open }) else { return [] }
         let grant = min(frames, Int(channels[i].local.credits) - channels[i].rxCredits)
         guard grant > 0 else { return [] }
         channels[i].rxCredits += grant
-        return [signalCredits(i, grant)]
+        return [signalCredits(i, grant, nextIdentifier)]
     }
 
-    private func signalCredits(_ i: Int, _ n: Int) -> L2CAPChannelAction {
-        // The identifier of an indication is not answered; any nonzero value does.
-        signal(channels[i].handle, .flowControlCreditIndication(identifier: 1, cid: L2CAPChannelID(rawValue: channels[i].localCID),
+    /// Core Vol 3 Part A §4: each command the link sends has an identifier of its own, an
+    /// indication too (a peer's Command Reject names it), from the link's one sequence.
+    private func signalCredits(_ i: Int, _ n: Int, _ nextIdentifier: () -> UInt8) -> L2CAPChannelAction {
+        signal(channels[i].handle, .flowControlCreditIndication(identifier: nextIdentifier(),
+                                                                cid: L2CAPChannelID(rawValue: channels[i].localCID),
                                                                 credits: UInt16(n)))
     }
 
