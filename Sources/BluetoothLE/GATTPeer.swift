@@ -120,11 +120,12 @@ public struct GATTPeer: Sendable {
         try await discoverDatabase(client, link: connection, bonds: bonds, reuseCache: reuseCache)
     }
 
-    /// Whether the database will come from the bond's cache (a bonded link, the cache asked
-    /// for): a program says "discovering..." otherwise.
+    /// Whether the database may come from the bond's cache (a bonded link with a database
+    /// kept, the cache asked for; the Database Hash still decides): a program says
+    /// "discovering..." otherwise.
     public func mayReuseCache(_ reuseCache: Bool = true) -> Bool {
-        guard reuseCache, bonds != nil, let connection else { return false }
-        return (try? connection.storedBond()) != nil
+        guard reuseCache, let bonds, let connection, (try? connection.storedBond()) != nil else { return false }
+        return bonds.contains(connection.peerIdentity, kind: GATTDatabaseCacheFile.kind)
     }
 
     /// Closes the client and disconnects our link.

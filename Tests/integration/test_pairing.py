@@ -88,7 +88,13 @@ class PairTests(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertIn('"secret"', out)
             self.assertIn('with the stored bond', err)
+            # Bonded, but no database kept yet: it says it discovers (and keeps it).
+            self.assertIn('discovering...', err.splitlines())
             self.assertIsNone(peer.events.wait_event('paired', 2), 'paired again instead of encrypting')
+            rc, out, err = hcigatt('read', ADDR, SECRET, '--bond-dir', bonds, '--transport', peer.transport, timeout=60)
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn('discovering...', err.splitlines(), 'the database kept with the bond is used')
+            self.assertTrue(any(l.startswith('cached') for l in err.splitlines()), err)
             # Forgotten: the next read pairs again.
             rc, out, err = hcigatt('unpair', ADDR, '--bond-dir', bonds)
             self.assertEqual(rc, 0, err)

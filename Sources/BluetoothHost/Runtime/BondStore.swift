@@ -158,6 +158,11 @@ public final class BondStore: Sendable {
         return k
     }
 
+    /// Whether a file of `kind` is kept for `identity` (read or not).
+    public func contains(_ identity: LEAddress, kind: String) -> Bool {
+        access(path(for: identity, kind: kind), F_OK) == 0
+    }
+
     /// Removes the peer's file of `kind` (none is fine).
     public func remove(_ identity: LEAddress, kind: String) throws(BondStoreError) {
         let p = path(for: identity, kind: kind)
