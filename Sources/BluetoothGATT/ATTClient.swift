@@ -229,25 +229,18 @@ public struct ATTClient: Sendable {
             // The peer's client asks (§3.4.2): answer with our Rx MTU and apply the minimum.
             actions.append(.send([ATTOpcode.exchangeMTUResponse.rawValue, UInt8(maximumMTU & 0xFF), UInt8(maximumMTU >> 8)]))
             setMTU(clientRx: maximumMTU, serverRx: r.clientRxMTU, into: &actions)
-        case .findInformationRequest(let r): actions.append(notSupported(.findInformationRequest, r.startHandle))
-        case .findByTypeValueRequest(let r): actions.append(notSupported(.findByTypeValueRequest, r.startHandle))
-        case .readByTypeRequest(let r): actions.append(notSupported(.readByTypeRequest, r.startHandle))
-        case .readRequest(let r): actions.append(notSupported(.readRequest, r.handle))
-        case .readBlobRequest(let r): actions.append(notSupported(.readBlobRequest, r.handle))
-        case .readMultipleRequest(let r): actions.append(notSupported(.readMultipleRequest, r.handles.first ?? 0))
-        case .readMultipleVariableRequest(let r):
-            actions.append(notSupported(.readMultipleVariableRequest, r.handles.first ?? 0))
-        case .readByGroupTypeRequest(let r): actions.append(notSupported(.readByGroupTypeRequest, r.startHandle))
-        case .writeRequest(let r): actions.append(notSupported(.writeRequest, r.handle))
-        case .prepareWriteRequest(let r): actions.append(notSupported(.prepareWriteRequest, r.handle))
-        case .executeWriteRequest: actions.append(notSupported(.executeWriteRequest, 0))
+        case .findInformationRequest, .findByTypeValueRequest, .readByTypeRequest, .readRequest, .readBlobRequest,
+             .readMultipleRequest, .readMultipleVariableRequest, .readByGroupTypeRequest, .writeRequest,
+             .prepareWriteRequest, .executeWriteRequest:
+            // A client-only bearer has no database to answer from.
+            actions.append(notSupported(opcode))
         case .writeCommand, .signedWriteCommand:
             break // commands we do not support are ignored (§3.4.5.3)
         case .handleValueConfirmation:
             return fault("Handle Value Confirmation received, but we sent no indication")
         case .unknown(let op, _):
             if op.isCommand { return fault("unknown command \(op) ignored") }
-            actions.append(notSupported(op, 0))
+            actions.append(notSupported(op))
         case .errorResponse, .exchangeMTUResponse, .findInformationResponse, .findByTypeValueResponse,
              .readByTypeResponse, .readResponse, .readBlobResponse, .readMultipleResponse,
              .readByGroupTypeResponse, .readMultipleVariableResponse, .writeResponse,
@@ -289,9 +282,10 @@ public struct ATTClient: Sendable {
         return [.peerFault(detail)]
     }
 
-    private func notSupported(_ request: ATTOpcode, _ handle: UInt16) -> ATTClientAction {
-        .send([ATTOpcode.errorResponse.rawValue, request.rawValue, UInt8(handle & 0xFF), UInt8(handle >> 8),
-               ATTErrorCode.requestNotSupported.rawValue])
+    /// Core Vol 3 Part F §3.4.1.1: for a request not supported, the Attribute Handle In
+    /// Error is 0x0000 (not the handle the request named; GATT/SR/UNS/BI-01-C).
+    private func notSupported(_ request: ATTOpcode) -> ATTClientAction {
+        .send([ATTOpcode.errorResponse.rawValue, request.rawValue, 0x00, 0x00, ATTErrorCode.requestNotSupported.rawValue])
     }
 
     private mutating func setMTU(clientRx: UInt16, serverRx: UInt16, into actions: inout [ATTClientAction]) {

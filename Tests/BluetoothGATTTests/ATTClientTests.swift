@@ -141,7 +141,7 @@ import Testing
 
     @Test func peerRequestsAreAnsweredRequestNotSupported() {
         var c = ATTClient(maximumMTU: 100)
-        #expect(sent(c.receive([0x0A, 0x03, 0x00], now: 0)) == [[0x01, 0x0A, 0x03, 0x00, 0x06]])
+        #expect(sent(c.receive([0x0A, 0x03, 0x00], now: 0)) == [[0x01, 0x0A, 0x00, 0x00, 0x06]], "Request Not Supported names handle 0x0000")
         // Exchange MTU from the peer: answered, and the MTU applies.
         #expect(sent(c.receive([0x02, 0x40, 0x00], now: 0)) == [[0x03, 100, 0]])
         #expect(c.mtu == 64)
