@@ -12,7 +12,7 @@ import Testing
         actions.compactMap { if case .complete(let id, let r) = $0 { (id, r) } else { nil } }
     }
 
-    @Test func oneOutstandingRequestOthersQueuedInOrder() throws {
+    @Test("GATT/CL/GAR/BV-01-C (part): One request outstanding, the others queued in order") func oneOutstandingRequestOthersQueuedInOrder() throws {
         var c = ATTClient()
         let (a, a1) = c.submit(.read(handle: 3), now: 0)
         let (b, b1) = c.submit(.read(handle: 4), now: 1)
@@ -33,7 +33,7 @@ import Testing
         #expect(c.nextDeadline == nil)
     }
 
-    @Test func exchangeMTUUsesTheMinimumAndAtLeast23() {
+    @Test("GATT/CL/GAC/BV-01-C (part): Exchange MTU takes the minimum, at least 23") func exchangeMTUUsesTheMinimumAndAtLeast23() {
         var c = ATTClient(maximumMTU: 517)
         _ = c.submit(.exchangeMTU(clientRxMTU: 517), now: 0)
         let a = c.receive([0x03, 0xF7, 0x00], now: 1) // server 247
@@ -46,7 +46,7 @@ import Testing
         #expect(d.mtuExchanged)
     }
 
-    @Test func errorResponseIsTypedWithNameOpcodeAndHandle() {
+    @Test("GATT/CL/GAR/BI-04-C: Insufficient Authentication is a typed error with opcode and handle") func errorResponseIsTypedWithNameOpcodeAndHandle() {
         var c = ATTClient()
         let (id, _) = c.submit(.read(handle: 0x0021), now: 0)
         let a = c.receive([0x01, 0x0A, 0x21, 0x00, 0x05], now: 1)
@@ -61,7 +61,7 @@ import Testing
         #expect(c.deadReason == nil)
     }
 
-    @Test func transactionTimeoutKillsTheBearer() {
+    @Test("GATT/CL/GAT/BV-01-C (ATT part): The transaction timeout ends the bearer") func transactionTimeoutKillsTheBearer() {
         var c = ATTClient(transactionTimeout: .milliseconds(100))
         let (a, _) = c.submit(.read(handle: 1), now: 0)
         let (b, _) = c.submit(.read(handle: 2), now: 0)
@@ -119,7 +119,7 @@ import Testing
         #expect(c.deadReason != nil)
     }
 
-    @Test func indicationsConfirmedOnlyWhenAsked() {
+    @Test("GATT/CL/GAI/BV-01-C (part): Indications are confirmed only when asked") func indicationsConfirmedOnlyWhenAsked() {
         var c = ATTClient()
         let a = c.receive([0x1D, 0x05, 0x00, 0x01, 0x02], now: 0)
         #expect(sent(a).isEmpty)
@@ -139,7 +139,7 @@ import Testing
         #expect(m.count == 2)
     }
 
-    @Test func peerRequestsAreAnsweredRequestNotSupported() {
+    @Test("Requests to a client-only bearer: Request Not Supported with handle 0x0000") func peerRequestsAreAnsweredRequestNotSupported() {
         var c = ATTClient(maximumMTU: 100)
         #expect(sent(c.receive([0x0A, 0x03, 0x00], now: 0)) == [[0x01, 0x0A, 0x00, 0x00, 0x06]], "Request Not Supported names handle 0x0000")
         // Exchange MTU from the peer: answered, and the MTU applies.

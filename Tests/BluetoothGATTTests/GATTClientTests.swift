@@ -4,7 +4,7 @@ import Testing
 
 /// The GATT client against an in-memory server (FakeATTServer).
 @Suite struct GATTClientTests {
-    @Test func fullDiscoveryMatchesTheServerHandleByHandle() async throws {
+    @Test("GATT/CL/GAD/BV-01-C, BV-03-C, BV-04-C, BV-06-C: Discover the whole database, handle by handle") func fullDiscoveryMatchesTheServerHandleByHandle() async throws {
         let (server, client, db) = makeClient(mtu: 517)
         let found = try await client.discoverAll()
         #expect(found.services.count == db.expected.services.count)
@@ -30,7 +30,7 @@ import Testing
         #expect(server.writes(to: try #require(sc.cccdHandle)) == [[0x02, 0x00]])
     }
 
-    @Test func discoveryRoundTripsAtMTU23And517() async throws {
+    @Test("GATT/CL/GAD/BV-01-C (part): Discovery round trips at ATT_MTU 23 and 517") func discoveryRoundTripsAtMTU23And517() async throws {
         let (_, small, db) = makeClient(mtu: 23)
         let a = try await small.discoverAll()
         let (_, large, _) = makeClient(mtu: 517)
@@ -47,7 +47,7 @@ import Testing
         #expect(large.roundTrips == 15)
     }
 
-    @Test func individualDiscoveryProcedures() async throws {
+    @Test("GATT/CL/GAD/BV-01-C … BV-04-C, BV-06-C: Each discovery procedure on its own") func individualDiscoveryProcedures() async throws {
         let (server, client, db) = makeClient(mtu: 23)
         let services = try await client.discoverPrimaryServices()
         #expect(services.map(\.uuid) == db.expected.services.filter(\.isPrimary).map(\.uuid))
@@ -67,7 +67,7 @@ import Testing
         #expect(server.requests(.exchangeMTURequest) == 0)
     }
 
-    @Test(arguments: [UInt16(23), 517])
+    @Test("GATT/CL/GAR/BV-04-C, GAW/BV-03-C, GAW/BV-05-C: Read Long and Write Long at ATT_MTU 23 and 517", arguments: [UInt16(23), 517])
     func longReadAndLongWrite(mtu: UInt16) async throws {
         let (server, client, db) = makeClient(mtu: mtu)
         let long = try #require(db.expected.characteristic(uuid: TestDatabase.longValueUUID))
@@ -90,7 +90,7 @@ import Testing
         #expect(server.requests(.prepareWriteRequest) == parts)
     }
 
-    @Test func longWritesDoNotInterleave() async throws {
+    @Test("GATT/CL/GAW/BV-06-C (part): Long writes do not interleave") func longWritesDoNotInterleave() async throws {
         let (server, client, db) = makeClient(mtu: 23)
         let w = try #require(db.expected.characteristic(uuid: TestDatabase.writableUUID)).valueHandle
         let interval = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A21))).valueHandle
@@ -120,7 +120,7 @@ import Testing
         #expect(server.value(interval) == le(90))
     }
 
-    @Test func writeWithoutResponseAndReadsByUUID() async throws {
+    @Test("GATT/CL/GAW/BV-01-C, GAR/BV-03-C, GAR/BV-05-C, GAR/BI-02-C: Write Without Response, Read Using UUID, Read Multiple, Read Not Permitted") func writeWithoutResponseAndReadsByUUID() async throws {
         let (server, client, db) = makeClient(mtu: 23)
         let w = try #require(db.expected.characteristic(uuid: TestDatabase.writableUUID)).valueHandle
         try await client.writeWithoutResponse(handle: w, value: [9, 8, 7])
@@ -147,7 +147,7 @@ import Testing
         }
     }
 
-    @Test func notificationsInOrderAndTwoSubscribersShareOneCCCDWrite() async throws {
+    @Test("GATT/CL/GAN/BV-01-C: Notifications in order; two subscribers share one CCCD write") func notificationsInOrderAndTwoSubscribersShareOneCCCDWrite() async throws {
         let (server, client, db) = makeClient()
         _ = try await client.discoverAll()
         let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
@@ -199,7 +199,7 @@ import Testing
         #expect(server.writes(to: cccd) == [[0x01, 0x00], [0x00, 0x00]])
     }
 
-    @Test func indicationConfirmedOnlyAfterTheConsumerTakesIt() async throws {
+    @Test("GATT/CL/GAI/BV-01-C: An indication is confirmed once the consumer took it") func indicationConfirmedOnlyAfterTheConsumerTakesIt() async throws {
         let (server, client, db) = makeClient()
         _ = try await client.discoverAll()
         let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
@@ -240,7 +240,7 @@ import Testing
         #expect(server.confirmations == 1)
     }
 
-    @Test func timeoutKillsTheBearerAndLaterCallsFail() async throws {
+    @Test("GATT/CL/GAT/BV-01-C: A server that does not answer: the bearer ends, later calls fail") func timeoutKillsTheBearerAndLaterCallsFail() async throws {
         let (server, client, db) = makeClient(timeout: .milliseconds(100))
         _ = try await client.exchangeMTU()
         server.setFault(.neverAnswer)
@@ -320,7 +320,7 @@ import Testing
         }
     }
 
-    @Test func serviceChangedTriggersRediscovery() async throws {
+    @Test("GATT/CL/GAS/BV-01-C: Service Changed: the changed range is discovered again") func serviceChangedTriggersRediscovery() async throws {
         var db = TestDatabase.make()
         let (server, client, _) = makeClient(db: db)
         let before = try await client.discoverAll()

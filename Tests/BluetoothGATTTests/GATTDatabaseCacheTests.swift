@@ -19,7 +19,7 @@ import Testing
     let hashA: [UInt8] = Array(0 ..< 16)
     let hashB: [UInt8] = Array(100 ..< 116)
 
-    @Test func anUnchangedHashReusesTheCacheInOneRequest() async throws {
+    @Test("GATT/CL/GAS/BV-02-C: An unchanged Database Hash reuses the cache in one request") func anUnchangedHashReusesTheCacheInOneRequest() async throws {
         let (_, first, db) = makeClient(db: hashed(hashA))
         let d = try await first.discoverAll(reusing: nil)
         #expect(d.source == .discovered && d.database == db.expected)
@@ -30,7 +30,7 @@ import Testing
         #expect(again.roundTrips == 2 && server.requests(.readByTypeRequest) == 1, "Exchange MTU and one Read By Type")
     }
 
-    @Test func aChangedHashDiscoversAgain() async throws {
+    @Test("GATT/CL/GAS/BV-02-C (part): A changed Database Hash discovers again") func aChangedHashDiscoversAgain() async throws {
         let (_, first, _) = makeClient(db: hashed(hashA))
         let d = try await first.discoverAll(reusing: nil)
         let (_, again, db) = makeClient(db: hashed(hashB))

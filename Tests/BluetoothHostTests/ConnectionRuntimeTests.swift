@@ -121,7 +121,7 @@ func connectingController(model: FakeControllerModel = .init(), handle: UInt16 =
         #expect(rec.closed.count == 1)  // called once
     }
 
-    @Test func localDisconnectWithReason() async throws {
+    @Test("GAP/CONN/TERM/BV-01-C: Terminate Connection procedure") func localDisconnectWithReason() async throws {
         let fake = connectingController()
         let host = try await HCIHost.open(transport: fake)
         let conn = try await host.connect(to: peerA)
@@ -168,7 +168,7 @@ func connectingController(model: FakeControllerModel = .init(), handle: UInt16 =
         #expect(await attempt.value?.kind == .transportClosed)
     }
 
-    @Test func peerParameterRequestAnsweredOverACL() async throws {
+    @Test("GAP/CONN/CPUP/BV-04-C: Valid parameters from the peripheral, central responds") func peerParameterRequestAnsweredOverACL() async throws {
         let fake = connectingController()
         let host = try await HCIHost.open(transport: fake)
         _ = try await host.connect(to: peerA)
@@ -187,7 +187,7 @@ func connectingController(model: FakeControllerModel = .init(), handle: UInt16 =
         await host.close()
     }
 
-    @Test func connectionUpdateOnRequestReturnsTheParametersInForce() async throws {
+    @Test("GAP/CONN/CPUP/BV-06-C: Connection update by the central") func connectionUpdateOnRequestReturnsTheParametersInForce() async throws {
         let fake = FakeControllerTransport(onCommand: { opcode, fake in
             switch opcode {
             case .leCreateConnection: fake.injectEvent(connectionCompleteEvent(handle: 0x40))

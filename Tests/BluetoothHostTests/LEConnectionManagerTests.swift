@@ -72,7 +72,7 @@ extension [ConnectionAction] {
         return m
     }
 
-    @Test func connectSendsCreateConnectionAndCompletes() throws {
+    @Test("GAP/CONN/DCEP/BV-03-C (part): Direct connection establishment") func connectSendsCreateConnectionAndCompletes() throws {
         var m = LEConnectionManager()
         var a = m.connect(ConnectRequestID(rawValue: 1), to: peerA, timeout: 5 * second, now: 0)
         #expect(a.commands == [.leCreateConnection])
@@ -241,7 +241,7 @@ extension [ConnectionAction] {
         #expect(a.commands == [.disconnect])
     }
 
-    @Test func disconnectWithReasonAndPeerReasons() {
+    @Test("GAP/CONN/TERM/BV-01-C (part): Disconnect with our reason; the peer's reasons") func disconnectWithReasonAndPeerReasons() {
         var m = connected(0x40)
         let a = m.disconnect(0x40, reason: .remoteUserTerminatedConnection)
         guard case .sendCommand(let c, .disconnect(handle: 0x40)) = a.first, let d = c as? DisconnectCommand else {
@@ -379,7 +379,7 @@ extension [ConnectionAction] {
         #expect(m.statistics.unmatchedSignalingResponses == 4)
     }
 
-    @Test func smpPairingRequestIsRefusedOthersIgnored() {
+    @Test("GAP/BOND/NBON/BV-03-C (part): Without a Security Manager a Pairing Request is refused") func smpPairingRequestIsRefusedOthersIgnored() {
         var m = connected(0x40)
         let req: [UInt8] = [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07]
         let a = req.withUnsafeBytes { m.receivedSMP(handle: 0x40, payload: $0) }
@@ -435,7 +435,7 @@ extension [ConnectionAction] {
         }
     }
 
-    @Test func connectionUpdateProcedureEndsWithTheEventOrTheRefusal() throws {
+    @Test("GAP/CONN/CPUP/BV-06-C (part): Connection update ends with the event or the refusal") func connectionUpdateProcedureEndsWithTheEventOrTheRefusal() throws {
         var m = connected(0x40)
         _ = try m.updateParameters(0x40, L2CAPConnectionParameters(intervalMin: 6, intervalMax: 12, peripheralLatency: 1,
                                                                   timeoutMultiplier: 100))

@@ -28,7 +28,7 @@ extension [AdvertisingAction] {
         return a
     }
 
-    @Test func startSendsParametersDataScanResponseEnableInOrder() throws {
+    @Test("GAP/DISC/GENM/BV-04-C (part): Advertising parameters, data, scan response, enable in order") func startSendsParametersDataScanResponseEnableInOrder() throws {
         var a = Advertiser()
         let actions = try a.start(config)
         guard case .send(let p, _) = actions[0], let params = p as? LESetAdvertisingParametersCommand else {
@@ -267,7 +267,7 @@ func answered(_ opcode: HCIOpcode, _ parameters: [UInt8] = [0]) -> Result<Comman
         FakeControllerTransport(model: model, onCommand: { _, _ in })
     }
 
-    @Test func incomingLinksAreStreamedWithRoleAndAdvertisingRestarts() async throws {
+    @Test("GAP/CONN/UCON/BV-02-C (part): Incoming links streamed with their role; advertising restarts") func incomingLinksAreStreamedWithRoleAndAdvertisingRestarts() async throws {
         let fake = controller()
         let host = try await HCIHost.open(transport: fake)
         try await host.startAdvertising(AdvertisingConfiguration(advertisingData: [2, 1, 6], maximumConnections: 2))

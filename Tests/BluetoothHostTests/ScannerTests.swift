@@ -13,7 +13,7 @@ import BluetoothWire
         }
     }
 
-    @Test func legacyEventWithTwoReports() {
+    @Test("GAP/DISC/GENP/BV-01-C (part): One advertising report event with two reports") func legacyEventWithTwoReports() {
         var s = Scanner(configuration: .init(scanResponseWait: .zero), extended: false)
         let events = feed(&s, legacyReportEvent([
             LR(eventType: .advInd, address: addr(1), data: ad(name: "Alpha", services16: [0x180D]), rssi: -40),
@@ -80,7 +80,7 @@ import BluetoothWire
         #expect(s.statistics.droppedOverflow == 1)  // 8 × 229 = 1832 > 1650
     }
 
-    @Test func scanResponseIsMergedAndKeptSeparately() {
+    @Test("GAP/BROB/OBSV/BV-02-C (part): Active scanning: the scan response merged, kept apart") func scanResponseIsMergedAndKeptSeparately() {
         var s = Scanner(configuration: .init(), extended: false)
         let adv = ad(services16: [0x180F])
         let rsp = ad(name: "Gamma", flags: nil)
@@ -278,7 +278,7 @@ import BluetoothWire
         #expect(s.flush().isEmpty)
     }
 
-    @Test func passiveOrNonScannableIsReportedAtOnce() {
+    @Test("GAP/BROB/OBSV/BV-01-C (part): Passive scanning or non-scannable: reported at once") func passiveOrNonScannableIsReportedAtOnce() {
         var passive = Scanner(configuration: .init(active: false), extended: false)
         #expect(feed(&passive, legacyReportEvent([LR(eventType: .advInd, address: addr(1), data: ad(name: "P"), rssi: -40)])).count == 1)
         var active = Scanner(configuration: .init(), extended: false)
@@ -303,7 +303,7 @@ import BluetoothWire
         #expect(e.count == 1)
     }
 
-    @Test func passiveScanIgnoresScanResponses() {
+    @Test("GAP/BROB/OBSV/BV-01-C (part): A passive scan ignores scan responses") func passiveScanIgnoresScanResponses() {
         var s = Scanner(configuration: .init(active: false), extended: false)
         #expect(feed(&s, legacyReportEvent([LR(eventType: .advNonconnInd, address: addr(3), data: ad(name: "A"), rssi: -40)])).count == 1)
         #expect(feed(&s, legacyReportEvent([LR(eventType: .scanRsp, address: addr(3), data: ad(name: "B", flags: nil), rssi: -40)])).isEmpty)
