@@ -354,9 +354,12 @@ extension [ConnectionAction] {
                 == .leCreditBasedConnectionRequest)
         #expect(routedCode(&m, 0x40, signalingPayload(0x16, 3, le16(0x40) + le16(1))) == .flowControlCreditIndication)
         #expect(routedCode(&m, 0x40, signalingPayload(0x06, 4, le16(0x40) + le16(0x41))) == .disconnectionRequest)
-        // Enhanced credit-based channels (0x17) are not offered: refused here, one null CID each.
+        // Enhanced credit-based channels are not offered: their requests (0x17, 0x19) get Command
+        // Reject, not understood (L2CAP/LE/REJ/BI-02-C).
         let a = signaling(&m, 0x40, signalingPayload(0x17, 5, le16(0x80) + le16(100) + le16(100) + le16(5) + le16(0x40) + le16(0x41)))
-        #expect(a.l2capFrames.first?.1 == [16, 0, 5, 0] + signalingPayload(0x18, 5, le16(0) + le16(0) + le16(0) + le16(2) + le16(0) + le16(0)))
+        #expect(a.l2capFrames.first?.1 == [6, 0, 5, 0] + signalingPayload(0x01, 5, [0, 0]))
+        let b = signaling(&m, 0x40, signalingPayload(0x19, 6, le16(100) + le16(100) + le16(0x40)))
+        #expect(b.l2capFrames.first?.1 == [6, 0, 5, 0] + signalingPayload(0x01, 6, [0, 0]))
         #expect(m.statistics.unmatchedSignalingResponses == 0)
     }
 

@@ -579,14 +579,11 @@ public struct LEConnectionManager: Sendable {
             }
             links[handle] = link
             return .creditChannels(command)
-        case .creditBasedConnectionRequest(let id, let r):
-            // Enhanced credit-based channels (§4.25) are not offered.
-            var refused = L2CAPChannelIDList()
-            for _ in r.sourceCIDs { refused.append(.null) }
-            return .handled(signaling(handle, .creditBasedConnectionResponse(identifier: id, L2CAPCreditBasedConnectionResponse(
-                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported, destinationCIDs: refused))))
-        case .creditBasedReconfigureRequest(let id, _):
-            return .handled(signaling(handle, .creditBasedReconfigureResponse(identifier: id, result: .invalidDestinationCID)))
+        case .creditBasedConnectionRequest(let id, _), .creditBasedReconfigureRequest(let id, _):
+            // Enhanced credit-based channels (§4.25) are not offered: their commands are not
+            // understood here (L2CAP/LE/REJ/BI-02-C; the kernel without enable_ecred does so too).
+            statistics.rejectedSignaling += 1
+            return .handled(signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood)))
         case .connectionParameterUpdateResponse, .creditBasedConnectionResponse, .creditBasedReconfigureResponse:
             // Answers to requests this host never sends.
             statistics.unmatchedSignalingResponses += 1
