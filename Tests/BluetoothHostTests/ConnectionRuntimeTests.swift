@@ -168,7 +168,7 @@ func connectingController(model: FakeControllerModel = .init(), handle: UInt16 =
         #expect(await attempt.value?.kind == .transportClosed)
     }
 
-    @Test("GAP/CONN/CPUP/BV-04-C: Valid parameters from the peripheral, central responds") func peerParameterRequestAnsweredOverACL() async throws {
+    @Test("GAP/CONN/CPUP/BV-04-C, L2CAP/LE/CPU/BV-02-C: Valid parameters from the peripheral, central responds") func peerParameterRequestAnsweredOverACL() async throws {
         let fake = connectingController()
         let host = try await HCIHost.open(transport: fake)
         _ = try await host.connect(to: peerA)

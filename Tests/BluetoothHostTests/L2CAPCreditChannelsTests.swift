@@ -74,7 +74,7 @@ struct CoCLink {
         return (mine.localCID, theirs.localCID)
     }
 
-    @Test func sdusLargerThanMPSAndThanOneCreditWindowArriveWhole() throws {
+    @Test("L2CAP/COS/CFC/BV-01-C, BV-03-C: SDUs larger than the MPS and one credit window arrive whole") func sdusLargerThanMPSAndThanOneCreditWindowArriveWhole() throws {
         var link = CoCLink()
         guard let (ca, _) = opened(&link, b: L2CAPChannelParameters(mtu: 2000, mps: 50, credits: 3)) else { return }
         let big = (0 ..< 1500).map { UInt8(truncatingIfNeeded: $0 * 7) }
@@ -88,7 +88,7 @@ struct CoCLink {
         #expect(sent == [1, 2])
     }
 
-    @Test func nothingBeyondTheCreditsGoesUntilTheApplicationReads() throws {
+    @Test("L2CAP/LE/CFC/BV-06-C (part), BV-07-C: Nothing beyond the credits goes until the application reads") func nothingBeyondTheCreditsGoesUntilTheApplicationReads() throws {
         var link = CoCLink()
         link.consume = false
         guard let (ca, cb) = opened(&link, b: L2CAPChannelParameters(mtu: 100, mps: 100, credits: 2)) else { return }
@@ -105,7 +105,7 @@ struct CoCLink {
         #expect(Set(credits.map { $0[5] }).count == credits.count && !credits.contains { $0[5] == 1 })
     }
 
-    @Test func refusalsSayWhy() throws {
+    @Test("L2CAP/LE/CFC/BV-04-C, BV-05-C, BV-10-C, BV-11-C: Refusals say why (unsupported SPSM, insufficient authentication)") func refusalsSayWhy() throws {
         var link = CoCLink()
         link.run(link.a.connect(handle: 1, spsm: 0x0081, parameters: .init(), identifier: link.id(), request: 1), from: "a")
         link.b.listen(spsm: 0x0082, parameters: .init(), security: .encryption)
@@ -118,7 +118,7 @@ struct CoCLink {
         #expect(link.a.openChannels.isEmpty && link.b.openChannels.isEmpty)
     }
 
-    @Test func eitherSideDisconnectsAndBothHearOfIt() throws {
+    @Test("L2CAP/LE/CFC/BV-08-C, BV-09-C: Either side disconnects and both hear of it") func eitherSideDisconnectsAndBothHearOfIt() throws {
         var link = CoCLink()
         guard let (ca, cb) = opened(&link) else { return }
         link.run(link.b.disconnect(handle: 1, cid: cb, identifier: link.id()), from: "b")
@@ -128,7 +128,7 @@ struct CoCLink {
         #expect(throws: HostError.self) { try link.a.send(handle: 1, cid: ca, sdu: [1], token: 1) }
     }
 
-    @Test func aPeerBreakingTheRulesIsDisconnected() throws {
+    @Test("L2CAP/LE/CFC/BV-26-C, BV-27-C, BI-01-C: A peer breaking the rules is disconnected") func aPeerBreakingTheRulesIsDisconnected() throws {
         // An SDU over our MTU, a K-frame over our MPS, a K-frame without credit, credits past 65535.
         for rule in 0 ..< 4 {
             var link = CoCLink()

@@ -300,7 +300,7 @@ extension [ConnectionAction] {
         ParamCase(min: 80, max: 80, latency: 4, timeout: 101, accept: true),
     ]
 
-    @Test(arguments: paramCases)
+    @Test("L2CAP/LE/CPU/BV-02-C, BI-01-C; GAP/CONN/CPUP/BV-04-C, BV-05-C (part): Parameter update requests accepted or rejected", arguments: paramCases)
     func parameterUpdateRequestAcceptedOrRejected(_ c: ParamCase) {
         var m = connected(0x40)
         let a = signaling(&m, 0x40, signalingPayload(0x12, 7, le16(c.min) + le16(c.max) + le16(c.latency) + le16(c.timeout)))
@@ -327,13 +327,13 @@ extension [ConnectionAction] {
         }
     }
 
-    @Test func parameterUpdateRequestToAPeripheralIsRejectedAsNotUnderstood() {
+    @Test("L2CAP/LE/CPU/BI-02-C: A parameter update request to a peripheral is rejected") func parameterUpdateRequestToAPeripheralIsRejectedAsNotUnderstood() {
         var m = connected(0x40, role: .peripheral)
         let a = signaling(&m, 0x40, signalingPayload(0x12, 3, le16(24) + le16(40) + le16(0) + le16(400)))
         #expect(a.l2capFrames.first?.1 == [6, 0, 5, 0] + signalingPayload(0x01, 3, [0, 0]))
     }
 
-    @Test func unknownSignalingCodesGetCommandReject() {
+    @Test("L2CAP/LE/REJ/BI-02-C (part): Unknown signaling codes get Command Reject") func unknownSignalingCodesGetCommandReject() {
         var m = connected(0x40)
         // Echo request (BR/EDR only) and a reserved code.
         for code: UInt8 in [0x08, 0x7F] {
@@ -363,7 +363,7 @@ extension [ConnectionAction] {
         #expect(m.statistics.unmatchedSignalingResponses == 0)
     }
 
-    @Test func responsesReachTheChannelsOnlyForTheirRequests() {
+    @Test("L2CAP/COS/CED/BI-29-C (part): Responses reach the channels only for their requests") func responsesReachTheChannelsOnlyForTheirRequests() {
         var m = connected(0x40)
         guard let id = m.allocateSignalingIdentifier(handle: 0x40) else { Issue.record("no link"); return }
         #expect(id == 1)

@@ -49,7 +49,7 @@ import Testing
         return (fake, peer)
     }
 
-    @Test(arguments: [false, true])
+    @Test("SM/CEN/JW/BV-01-C; SC: SM/CEN/SCJW/BV-01-C (part): A central pairs, encrypts, and the link says so", arguments: [false, true])
     func aCentralPairsEncryptsAndTheLinkSaysSo(sc: Bool) async throws {
         let (fake, peer) = world(SMPConfiguration(secureConnections: sc, identityResolvingKey: 7, identityAddress: peerA))
         let host = try await HCIHost.open(transport: fake, options: HostOptions(security: SMPConfiguration(secureConnections: sc)))
@@ -64,7 +64,7 @@ import Testing
         await host.close()
     }
 
-    @Test func aRefusingPeerFailsPairingWithItsReason() async throws {
+    @Test("SM/CEN/JW/BV-05-C (part): A refusing peer fails pairing with its reason") func aRefusingPeerFailsPairingWithItsReason() async throws {
         var strict = SMPConfiguration()
         strict.secureConnectionsOnly = true
         let (fake, _) = world(strict)
@@ -120,7 +120,7 @@ import Testing
         }
     }
 
-    @Test func aPeripheralMakesACentralThatFailedItsCheckWait() async throws {
+    @Test("SM/PER/SCPK/BI-03-C (part): A central that failed its check must wait") func aPeripheralMakesACentralThatFailedItsCheckWait() async throws {
         let central = Central(passkey: 999_999)
         let shown = Mutex<[UInt32]>([])
         let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in

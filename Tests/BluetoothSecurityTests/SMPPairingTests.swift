@@ -99,7 +99,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
 }
 
 @Suite struct SMPPairingTests {
-    @Test(arguments: [false, true])
+    @Test("SM/CEN/JW/BV-01-C, SM/PER/JW/BV-02-C; SC: SM/CEN/SCJW/BV-01-C, SM/PER/SCJW/BV-02-C; KDU (part): Just Works, both sides agree on the keys", arguments: [false, true])
     func justWorksPairsAndBothSidesAgreeOnTheKeys(sc: Bool) {
         var link = PairingLink(central: config(.noInputNoOutput, sc: sc), peripheral: config(.noInputNoOutput, sc: sc))
         link.run()
@@ -121,7 +121,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         }
     }
 
-    @Test(arguments: [false, true])
+    @Test("SM/PER/PKE/BV-02-C; SC: SM/PER/SCPK/BV-02-C (part): Passkey Entry, shown on one side and typed on the other", arguments: [false, true])
     func passkeyEntryShownOnTheKeyboardlessSideAndTyped(sc: Bool) {
         var link = PairingLink(central: config(.keyboardOnly, mitm: true, sc: sc), peripheral: config(.displayOnly, sc: sc))
         link.run()
@@ -138,7 +138,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         }
     }
 
-    @Test(arguments: [false, true])
+    @Test("SM/PER/SCPK/BV-02-C (keypress clause, part): Keypress notifications only when both asked for them", arguments: [false, true])
     func keypressesReachTheDisplayingSideOnlyWhenBothAskedForThem(both: Bool) {
         var c = config(.keyboardOnly, mitm: true), p = config(.displayOnly)
         c.keypressNotifications = true
@@ -156,7 +156,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         }
     }
 
-    @Test(arguments: [false, true])
+    @Test("SM/PER/PKE/BI-03-C; SC: SM/PER/SCPK/BI-03-C: A wrong passkey fails with Confirm Value Failed", arguments: [false, true])
     func aWrongPasskeyFailsWithConfirmValueFailed(sc: Bool) {
         var link = PairingLink(central: config(.keyboardOnly, mitm: true, sc: sc), peripheral: config(.displayOnly, sc: sc))
         link.typed = 999_999
@@ -169,7 +169,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(failedPDUs == [[0x05, 0x04]])
     }
 
-    @Test func numericComparisonShowsTheSameNumberOnBothSides() {
+    @Test("SM/CEN/SCJW/BV-01-C, SM/PER/SCJW/BV-02-C (Numeric Comparison, part): The same number on both sides") func numericComparisonShowsTheSameNumberOnBothSides() {
         var link = PairingLink(central: config(.displayYesNo, mitm: true), peripheral: config(.keyboardDisplay, mitm: true))
         link.run()
         guard case .success(let c)? = link.centralResult, case .success? = link.peripheralResult else {
@@ -188,7 +188,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(link.encryptedWith == nil)
     }
 
-    @Test func aKeyBelowTheMinimumIsRefusedWithEncryptionKeySize() {
+    @Test("SM/CEN/EKS/BI-01-C; SM/CEN/EKS/BV-01-C (part): A key size below the minimum is refused") func aKeyBelowTheMinimumIsRefusedWithEncryptionKeySize() {
         var strict = config(.noInputNoOutput)
         strict.minimumKeySize = 16
         var link = PairingLink(central: strict, peripheral: config(.noInputNoOutput, keys: 10))
@@ -254,7 +254,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
     func sent(_ a: [SMPAction]) -> [[UInt8]] { a.compactMap { if case .send(let p) = $0 { p } else { nil } } }
     func failure(_ a: [SMPAction]) -> SMPFailure? { a.lazy.compactMap { if case .failed(let f) = $0 { f } else { nil } }.first }
 
-    @Test func theResponseNarrowsKeysAndAuthToWhatBothSupport() {
+    @Test("SM/PER/SCJW/BV-02-C (step 2, part): The Pairing Response narrows keys and AuthReq") func theResponseNarrowsKeysAndAuthToWhatBothSupport() {
         var m = responder()
         let out = sent(feed(&m, request))
         // IO NoInputNoOutput, no OOB, bonding + SC, 16 bytes; keys: what both offer.
@@ -262,7 +262,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
     }
 
     @Test func aConfirmBeforeThePublicKeyIsOutOfTurn() {
-        // SM/PER/PROT/BV-02-C-like: a PDU out of order ends pairing with Unspecified Reason.
+        // A PDU out of order (no PTS case of its own) ends pairing with Unspecified Reason.
         var m = responder()
         _ = feed(&m, request)
         let a = feed(&m, [0x03] + [UInt8](repeating: 0, count: 16))
@@ -271,7 +271,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(feed(&m, [0x04] + [UInt8](repeating: 0, count: 16)).isEmpty, "nothing after a failure")
     }
 
-    @Test func aPublicKeyOffTheCurveIsRefusedWithDHKeyCheckFailed() throws {
+    @Test("SM/PER/KDU/BI-04-C (round 3, part): A public key off the curve fails with DHKey Check Failed") func aPublicKeyOffTheCurveIsRefusedWithDHKeyCheckFailed() throws {
         var m = responder()
         _ = feed(&m, request)
         let key = try P256.PrivateKey.generate().publicKey
@@ -282,7 +282,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(failure(a)?.reason == .dhKeyCheckFailed)
     }
 
-    @Test func malformedPDUsAreInvalidParametersAndUnknownCodesNotSupported() {
+    @Test("SM/PER/EKS/BI-02-C (part): Malformed PDUs are Invalid Parameters, unknown codes Command Not Supported") func malformedPDUsAreInvalidParametersAndUnknownCodesNotSupported() {
         var m = responder()
         #expect(sent(feed(&m, [0x01, 0x03, 0x00])) == [[0x05, 0x0A]])           // truncated Pairing Request
         var k = responder()
@@ -292,7 +292,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(sent(feed(&u, [0x7F, 0x01])) == [[0x05, 0x07]])
     }
 
-    @Test func theTimerEndsPairingAndSilencesTheChannel() {
+    @Test("SM/PER/PROT/BV-02-C: SMP timeout, IUT responder: pairing ends, the channel goes quiet") func theTimerEndsPairingAndSilencesTheChannel() {
         var m = responder()
         _ = feed(&m, request, now: 0)
         #expect(m.deadline == 30_000_000_000)
@@ -302,7 +302,7 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(feed(&m, request, now: 31_000_000_000).isEmpty, "no SMP on this link any more (Core Vol 3 Part H §3.4)")
     }
 
-    @Test func thePeersPairingFailedEndsItWithTheirReason() {
+    @Test("SM/PER/SCPK/BI-04-C (part): The peer's Pairing Failed ends pairing with its reason") func thePeersPairingFailedEndsItWithTheirReason() {
         var m = responder()
         _ = feed(&m, request)
         let a = feed(&m, [0x05, 0x01])
