@@ -25,11 +25,11 @@ extension ATTServer {
     @discardableResult
     mutating func notify(_ client: ATTServerClientID, handle: UInt16, value: [UInt8],
                          _ sent: (UnsafeRawBufferPointer) -> Void) throws(ATTServerError) -> Bool {
-        try ATTServerOutput.withOutput { (o) throws(ATTServerError) in
-            let cut = try notify(client, handle: handle, value: value, into: &o)
-            if !o.isEmpty { sent(o.pdu) }
-            return cut
+        var result: Result<Bool, ATTServerError> = .success(false)
+        value.withUnsafeBytes { b in
+            result = Result { () throws(ATTServerError) in try notify(client, handle: handle, value: b, sent) }
         }
+        return try result.get()
     }
 
     @discardableResult
