@@ -64,7 +64,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 116 ..< 122:
             if !received.isEmpty {
                 let r = received.removeFirst()
-                check(m.consumed(handle: handle, cid: r.cid, frames: r.frames, nextIdentifier: next))
+                check(m.consumed(handle: handle, cid: r.cid, frames: r.frames, indicationIdentifier: next))
             }
         case 122 ..< 124:
             if let c = m.openChannels.last { check(m.disconnect(handle: c.handle, cid: c.localCID, identifier: next())) }

@@ -29,8 +29,8 @@ struct CoCLink {
                 if consume, case .received(let h, let cid, _, let frames) = e {
                     var ids = nextID
                     let next = { ids &+= 1; return ids }
-                    queue += (s == "a" ? a.consumed(handle: h, cid: cid, frames: frames, nextIdentifier: next)
-                        : b.consumed(handle: h, cid: cid, frames: frames, nextIdentifier: next)).map { (s, $0) }
+                    queue += (s == "a" ? a.consumed(handle: h, cid: cid, frames: frames, indicationIdentifier: next)
+                        : b.consumed(handle: h, cid: cid, frames: frames, indicationIdentifier: next)).map { (s, $0) }
                     nextID = ids
                 }
             case .send(_, let frame):
@@ -96,7 +96,7 @@ struct CoCLink {
         #expect(link.received("b") == [[1], [2]], "two credits: two SDUs, the rest waits on A")
         #expect(link.a.credits(handle: 1, cid: ca)?.tx == 0)
         // The application takes one: one credit back, one more SDU comes.
-        link.run(link.b.consumed(handle: 1, cid: cb, frames: 1, nextIdentifier: { 77 }), from: "b")
+        link.run(link.b.consumed(handle: 1, cid: cb, frames: 1, indicationIdentifier: { 77 }), from: "b")
         #expect(link.received("b") == [[1], [2], [3]])
         // LE Flow Control Credit Ind (0x16) takes the link's next identifier, as every
         // command does (it used to be 1 always, the first request's too).

@@ -377,9 +377,14 @@ extension [ConnectionAction] {
         // A Command Reject of a request the channels sent is theirs.
         guard let next = m.allocateSignalingIdentifier(handle: 0x40) else { return }
         #expect(routedCode(&m, 0x40, signalingPayload(0x01, next, [0, 0])) == .commandReject)
+        // An indication's identifier is the link's next one but awaits nothing: a reject of it
+        // is not the channels'.
+        guard let indication = m.allocateSignalingIdentifier(handle: 0x40, awaitingResponse: false) else { return }
+        #expect(indication == next + 1)
+        #expect(routedCode(&m, 0x40, signalingPayload(0x01, indication, [0, 0])) == nil)
         // Answers to requests this host never sends.
         _ = signaling(&m, 0x40, signalingPayload(0x13, 9, le16(0)))
-        #expect(m.statistics.unmatchedSignalingResponses == 4)
+        #expect(m.statistics.unmatchedSignalingResponses == 5)
     }
 
     @Test("GAP/BOND/NBON/BV-03-C (part): Without a Security Manager a Pairing Request is refused") func smpPairingRequestIsRefusedOthersIgnored() {

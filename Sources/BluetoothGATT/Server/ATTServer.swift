@@ -449,6 +449,7 @@ public struct ATTServer: Sendable {
     /// Indicates Service Changed with the affected handle range (Core Vol 3 Part G §7.1).
     public mutating func serviceChangedIndication(to client: ATTServerClientID, range: ClosedRange<UInt16> = 0x0001 ... 0xFFFF,
                                                   now: UInt64, into send: inout ATTServerOutput) throws(ATTServerError) {
+        send.removeAll()
         guard let handle = table.serviceChangedHandle else { throw .invalidHandle(0) }
         let v: [UInt8] = [UInt8(range.lowerBound & 0xFF), UInt8(range.lowerBound >> 8),
                           UInt8(range.upperBound & 0xFF), UInt8(range.upperBound >> 8)]

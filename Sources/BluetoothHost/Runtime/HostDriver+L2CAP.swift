@@ -40,6 +40,11 @@ extension HostDriver {
         connections.allocateSignalingIdentifier(handle: handle) ?? 1
     }
 
+    /// The link's next signaling identifier for an indication (no response awaited).
+    func indicationIdentifier(_ handle: UInt16) -> UInt8 {
+        connections.allocateSignalingIdentifier(handle: handle, awaitingResponse: false) ?? 1
+    }
+
     /// A frame of the LE signaling channel: the connection manager owns it and hands the
     /// credit-based channels' commands to their machine.
     func signalingReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {

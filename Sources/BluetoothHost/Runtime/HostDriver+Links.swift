@@ -129,7 +129,8 @@ extension HostDriver {
             signalingReceived(handle, payload)
         case .creditBased(let cid):
             execute(creditChannels.received(handle: handle, cid: cid, payload: payload, now: Sys.now(),
-                                            nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
+                                            nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) },
+                                            indicationIdentifier: { [unowned self] in self.indicationIdentifier(handle) }))
         case .smp:
             if security == nil {
                 execute(connections.receivedSMP(handle: handle, payload: payload))  // refused

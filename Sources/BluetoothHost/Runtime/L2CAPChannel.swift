@@ -109,7 +109,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
             // A closed channel's CID may belong to a newer channel by now.
             guard d.isCurrent(self) else { return }
             d.execute(d.creditChannels.consumed(handle: info.handle, cid: info.localCID, frames: frames,
-                                                nextIdentifier: { d.signalingIdentifier(info.handle) }))
+                                                indicationIdentifier: { d.indicationIdentifier(info.handle) }))
         }, refused: { _ in }))
     }
 

@@ -328,8 +328,11 @@ public struct L2CAPCreditChannels: Sendable {
     // MARK: Data
 
     /// A K-frame payload on dynamic `cid` of `handle` (Core Vol 3 Part A §3.4).
+    /// `nextIdentifier` gives identifiers for requests (a disconnection), and
+    /// `indicationIdentifier` (else `nextIdentifier`) for credit indications.
     public mutating func received(handle: UInt16, cid: UInt16, payload: UnsafeRawBufferPointer,
-                                  now: UInt64 = 0, nextIdentifier: () -> UInt8) -> [L2CAPChannelAction] {
+                                  now: UInt64 = 0, nextIdentifier: () -> UInt8,
+                                  indicationIdentifier: (() -> UInt8)? = nil) -> [L2CAPChannelAction] {
         self.now = now
         guard let i = channels.firstIndex(where: { $0.handle == handle && $0.localCID == cid && $0.phase == .open }) else { return [] }
         var c = channels[i]
@@ -360,7 +363,11 @@ public struct L2CAPCreditChannels: Sendable {
             let more = (expected - c.rxSDU.count + Int(c.local.mps) - 1) / Int(c.local.mps)
             c.rxCredits += more
             channels[i] = c
-            out.append(signalCredits(i, more, nextIdentifier))
+            if let indicationIdentifier {
+                out.append(signalCredits(i, more, indicationIdentifier))
+            } else {
+                out.append(signalCredits(i, more, nextIdentifier))
+            }
         }
         if c.rxSDU.count == expected {
             out.append(.event(.received(handle: handle, cid: c.localCID, sdu: c.rxSDU, frames: c.rxFrames)))
@@ -374,12 +381,14 @@ public struct L2CAPCreditChannels: Sendable {
 
     /// The application took an SDU that came in `frames` K-frames: the peer gets that many
     /// credits back, so it can send as fast as it is read and no faster.
-    public mutating func consumed(handle: UInt16, cid: UInt16, frames: Int, nextIdentifier: () -> UInt8) -> [L2CAPChannelAction] {
+    /// `indicationIdentifier` gives the link's next signaling identifier for the credit
+    /// indication (a command no response answers).
+    public mutating func consumed(handle: UInt16, cid: UInt16, frames: Int, indicationIdentifier: () -> UInt8) -> [L2CAPChannelAction] {
         guard frames > 0, let i = channels.firstIndex(where: { $0.handle == handle && $0.localCID == cid && $0.phase == .open }) else { return [] }
         let grant = min(frames, Int(channels[i].local.credits) - channels[i].rxCredits)
         guard grant > 0 else { return [] }
         channels[i].rxCredits += grant
-        return [signalCredits(i, grant, nextIdentifier)]
+        return [signalCredits(i, grant, indicationIdentifier)]
     }
 
     /// Core Vol 3 Part A §4: each command the link sends has an identifier of its own, an

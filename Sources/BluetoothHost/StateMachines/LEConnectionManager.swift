@@ -594,14 +594,15 @@ public struct LEConnectionManager: Sendable {
         }
     }
 
-    /// A fresh signaling identifier (1...255) for a request the credit-based channels send
-    /// (a connection or a disconnection request); its response is routed back to them. nil
-    /// when the link is gone.
-    public mutating func allocateSignalingIdentifier(handle: UInt16) -> UInt8? {
+    /// A fresh signaling identifier (1...255) for a command the credit-based channels send:
+    /// a connection or a disconnection request, whose response is routed back to them; or,
+    /// not `awaitingResponse`, a credit indication, which nothing answers. nil when the link
+    /// is gone.
+    public mutating func allocateSignalingIdentifier(handle: UInt16, awaitingResponse: Bool = true) -> UInt8? {
         guard var link = links[handle] else { return nil }
         let id = link.nextSignalingIdentifier
         link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
-        link.pendingSignaling.insert(id)
+        if awaitingResponse { link.pendingSignaling.insert(id) }
         links[handle] = link
         return id
     }
