@@ -369,10 +369,8 @@ enum GATTDumpCommand {
     }
 }
 
-func describeGATT(_ error: any Error) -> String {
-    if let e = error as? RuntimeError { return e.message }
-    return LinkText.describe(error)
-}
+/// A GATT command's failure as one line (the library's wording, with its hints).
+func describeGATT(_ error: any Error) -> String { LinkText.describe(error) }
 
 /// Finds the characteristic an AttributeRef names (by value handle or UUID).
 func resolveCharacteristic(_ ref: AttributeRef, _ p: ConnectedPeer, _ args: Arguments) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
