@@ -310,6 +310,29 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(failure(a) == SMPFailure(reason: .passkeyEntryFailed, origin: .peer, message: "the peer ended pairing: \(SMPPairingFailedReason.passkeyEntryFailed)"))
     }
 
+    @Test func aSecondConfirmWhileTheUserTypesIsOutOfTurn() {
+        // Legacy Passkey Entry, our side types: the central's Mconfirm is kept until the
+        // passkey is in; a second one must not replace it.
+        var m = responder(config(.keyboardOnly, mitm: true, sc: false))
+        let a = feed(&m, [0x01, 0x00, 0x00, 0x05, 0x10, 0x07, 0x07])
+        #expect(a.contains { if case .requestPasskey = $0 { true } else { false } })
+        #expect(feed(&m, [0x03] + [UInt8](repeating: 1, count: 16)).isEmpty)
+        let b = feed(&m, [0x03] + [UInt8](repeating: 2, count: 16))
+        #expect(sent(b) == [[0x05, 0x08]] && failure(b)?.reason == .unspecifiedReason)
+        #expect(m.passkeyEntered(123_456, now: 0).isEmpty, "the failed pairing takes no passkey")
+    }
+
+    @Test("SM/PER/EKS/BI-02-C (after a pairing, part): A new request below the minimum key size is refused with Pairing Failed") func aRefusedSecondPairingIsReportedToThePeer() {
+        var strict = config(.noInputNoOutput)
+        strict.minimumKeySize = 16
+        var link = PairingLink(central: config(.noInputNoOutput), peripheral: strict)
+        link.run()
+        guard case .success? = link.peripheralResult else { Issue.record("first pairing: \(String(describing: link.peripheralResult))"); return }
+        let a = feed(&link.peripheral, [0x01, 0x03, 0x00, 0x09, 0x0A, 0x07, 0x07])
+        #expect(sent(a) == [[0x05, 0x06]], "the central learns why (Encryption Key Size)")
+        #expect(failure(a)?.reason == .encryptionKeySize)
+    }
+
     @Test func keysBeforeEncryptionAreRefused() {
         var m = responder(config(.noInputNoOutput, sc: false))
         _ = feed(&m, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
