@@ -17,15 +17,13 @@ extension HostDriver {
                 initializer = nil
             }
             if scan != nil { stopScan(continuation: nil) }
-            if advertiser.isActive {
+            if let quiet = advertising.quietCommand {
                 // Leave the controller quiet: no advertising once the host is gone.
                 disabling += 1
-                if submit(advertiser.quietCommand(), waiter: .scanDisable(continuation: nil)) != nil {
+                if submit(quiet, waiter: .scanDisable(continuation: nil)) != nil {
                     disabling -= 1
                 }
-                execute(advertiser.closeAll(.hostClosed))
-                for w in advertisingStops { w.continuation.resume() }
-                advertisingStops = []
+                send(advertising.close(.hostClosed))
             }
             // Fail connects still waiting; take the links down (their closes follow).
             for action in connections.closeAll(.hostClosed) {
@@ -79,9 +77,7 @@ extension HostDriver {
         }
         for c in connectWaiters.values { c.resume(returning: .failure(error)) }
         connectWaiters.removeAll()
-        execute(advertiser.closeAll(error))
-        for w in advertisingStops { w.continuation.resume() }
-        advertisingStops = []
+        send(advertising.close(error))
         incoming.finish()
         pairingEvents.finish()
         finishListeners()

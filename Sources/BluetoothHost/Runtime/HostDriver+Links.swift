@@ -31,9 +31,9 @@ extension HostDriver {
             case .linkOpened(let state):
                 let conn = openLink(state)
                 // The address the central connected to (set 0's; a rotated RPA may differ later).
-                conn.localRandomAddress = advertiser.configuration(0)?.ownAddress.randomAddress
+                conn.localRandomAddress = advertising.advertiser.configuration(0)?.ownAddress.randomAddress
                 incoming.yield(conn)
-                execute(advertiser.peripheralLinkOpened(handle: state.handle))
+                send(advertising.peripheralLink(opened: state.handle))
             case .linkUpdated(let state):
                 links[state.handle]?.connection.update(state)
             case .linkClosed(let state, let reason):
@@ -84,7 +84,7 @@ extension HostDriver {
         pairingLinkClosed(conn.handle, HostError(.disconnected(reason), text))
         execute(creditChannels.linkClosed(conn.handle))
         deferredDisconnects[conn.handle] = nil
-        if record.connection.role == .peripheral { execute(advertiser.peripheralLinkClosed(handle: conn.handle)) }
+        if record.connection.role == .peripheral { send(advertising.peripheralLink(closed: conn.handle)) }
         for c in record.disconnectWaiters { c.resume() }
         for c in record.updateWaiters { c.resume(returning: .failure(HostError(.disconnected(reason), text))) }
     }

@@ -61,7 +61,7 @@ extension HostDriver {
                 guard let events = scan?.scanner.handle(meta, now: Sys.now()) else { return }
                 deliver(events)
             case .advertisingSetTerminated(let e):
-                execute(advertiser.advertisingSetTerminated(e))
+                send(advertising.setTerminated(e))
             case .longTermKeyRequest(let e):
                 longTermKeyRequested(e)
             default:

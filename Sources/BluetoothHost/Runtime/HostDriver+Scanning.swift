@@ -77,7 +77,7 @@ extension HostDriver {
     func shouldPauseReading() -> Bool {
         guard let backlog = scan?.backlog else { return false }  // the field only: no copy of the scanner
         guard transport.holdsUnreadData, !closing, flow.isIdle, disabling == 0, connectWaiters.isEmpty,
-              links.isEmpty, advertisingStarts.isEmpty, advertisingStops.isEmpty, !advertiser.hasConnectableSets,
+              links.isEmpty, !advertising.awaitsEvents,
               !hasPending else {
             if readingPaused { backlog.release() }
             return false

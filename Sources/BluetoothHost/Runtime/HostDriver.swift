@@ -241,11 +241,7 @@ final class HostDriver: @unchecked Sendable {
     /// Incoming links (we are peripheral), for ``HCIHost/incomingConnections``.
     let incoming: AsyncStream<LEConnection>.Continuation
     let incomingStream: AsyncStream<LEConnection>
-    var advertiser = Advertiser()
-    /// Starts in progress, by advertising set.
-    var advertisingStarts: [UInt8: CheckedContinuation<Result<AdvertisingSetInfo, HostError>, Never>] = [:]
-    /// Stops in progress: the sets each still waits for.
-    var advertisingStops: [(sets: Set<UInt8>, continuation: CheckedContinuation<Void, Never>)] = []
+    var advertising = AdvertisingRuntime()
 
     init(transport: any HCITransport, options: HostOptions) throws(HostError) {
         switch Sys.wakePipe() {
@@ -610,7 +606,7 @@ final class HostDriver: @unchecked Sendable {
             aclFlow = ACLFlowControl(bufferLength: info.aclBufferLength, bufferCount: info.aclBufferCount,
                                      maximumQueuedBytesPerLink: 2 * LEConnection.maximumQueuedBytes)
             connections.useExtendedCreate = LEConnectionManager.supportsExtendedCreate(info)
-            advertiser = Advertiser(capabilities: AdvertisingCapabilities(info))
+            advertising.controllerReady(info)
             initializer = nil
             initContinuation?.resume(returning: .success(info))
             initContinuation = nil
@@ -654,7 +650,7 @@ final class HostDriver: @unchecked Sendable {
             }
             maybeFinishClose()
         case .advertising(let purpose):
-            execute(advertiser.commandAnswered(purpose, result))
+            send(advertising.answered(purpose, result))
         case .security(let handle):
             securityCommandAnswered(handle, result)
         case .connection(let purpose):
