@@ -16,7 +16,7 @@ extension HostDriver {
                 self.initContinuation = nil
                 initializer = nil
             }
-            if scan != nil { stopScan(continuation: nil) }
+            if scanning.isRunning(nil) { stopScan(continuation: nil) }
             if let quiet = advertising.quietCommand {
                 // Leave the controller quiet: no advertising once the host is gone.
                 disabling += 1
@@ -68,10 +68,7 @@ extension HostDriver {
             initContinuation.resume(returning: .failure(error))
             self.initContinuation = nil
         }
-        if let s = scan {
-            scan = nil
-            s.continuation.finish(throwing: error)
-        }
+        _ = scanning.stop(error)  // the transport is gone: nothing to disable
         for action in connections.closeAll(error) {
             if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
         }

@@ -57,9 +57,7 @@ extension HostDriver {
         case .leMeta(let meta):
             switch meta {
             case .advertisingReport, .extendedAdvertisingReport, .directedAdvertisingReport, .scanTimeout:
-                // Mutate in place through the optional: copying the scanner would copy its table.
-                guard let events = scan?.scanner.handle(meta, now: Sys.now()) else { return }
-                deliver(events)
+                deliver(scanning.handle(meta, now: Sys.now()))
             case .advertisingSetTerminated(let e):
                 send(advertising.setTerminated(e))
             case .longTermKeyRequest(let e):

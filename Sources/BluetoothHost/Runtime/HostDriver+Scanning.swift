@@ -3,66 +3,49 @@ import BluetoothWire
 import Glibc
 import Synchronization
 
-// Scanning on the driver thread: the Scanner state machine, its enable/disable commands and
-// the event stream (bounded; what it drops is counted).
+// Scanning on the driver thread: requests go to the ScanRuntime, its enable and disable
+// commands to the controller (counted while in flight: close waits for them).
 extension HostDriver {
     // MARK: Scanning
 
     func startScan(id: UInt64, _ config: ScanConfiguration,
                    _ continuation: AsyncThrowingStream<ScanEvent, any Error>.Continuation, backlog: ScanBacklog) {
-        if scan != nil {
-            continuation.finish(throwing: HostError(.notSupported, "a scan is already running on this host; stop it before starting another"))
-            return
-        }
         guard !closing, let info else {
             continuation.finish(throwing: HostError.hostClosed)
             return
         }
         let extended = config.useExtendedScanning ?? info.supportsExtendedScanning
-        let scanner = Scanner(configuration: config, extended: extended)
-        let commands = scanner.enableCommands()
-        scan = ActiveScan(id: id, scanner: scanner, continuation: continuation, backlog: backlog, enabling: commands.count)
-        for command in commands {
+        for command in scanning.start(id: id, config, extended: extended, continuation, backlog: backlog) {
             if let error = submit(command, waiter: .scanEnable(id: id)) {
-                scan = nil
-                continuation.finish(throwing: error)
+                _ = scanning.stop(error)
                 return
             }
         }
     }
 
     func stopScan(continuation: CheckedContinuation<Result<Void, HostError>, Never>?) {
-        guard let s = scan else {
+        guard scanning.isRunning(nil) else {
             continuation?.resume(returning: .success(()))
             return
         }
-        scan = nil
-        s.continuation.finish()
+        disable(scanning.stop(), continuation: continuation)
+    }
+
+    func scanEnableAnswered(id: UInt64, _ result: CommandResult) {
+        disable(scanning.enableAnswered(id: id, result), continuation: nil)
+    }
+
+    /// Sends a scan's disable commands; `continuation` (if any) waits for the first one.
+    private func disable(_ commands: [any HCICommandEncodable], continuation: CheckedContinuation<Result<Void, HostError>, Never>?) {
+        if commands.isEmpty { continuation?.resume(returning: .success(())) }
         var first = true
-        for command in s.scanner.disableCommands() {
+        for command in commands {
             disabling += 1
             if let error = submit(command, waiter: .scanDisable(continuation: first ? continuation : nil)) {
                 disabling -= 1
                 if first { continuation?.resume(returning: .failure(error)) }
             }
             first = false
-        }
-    }
-
-    func scanEnableAnswered(id: UInt64, _ result: CommandResult) {
-        guard let s = scan, s.id == id else { return }
-        switch result {
-        case .success:
-            scan?.enabling -= 1
-        case .failure(var error):
-            error.message = "cannot start scanning: " + error.message
-            scan = nil
-            s.continuation.finish(throwing: error)
-            // Make sure the controller is not left half-enabled.
-            for command in s.scanner.disableCommands() {
-                disabling += 1
-                if submit(command, waiter: .scanDisable(continuation: nil)) != nil { disabling -= 1 }
-            }
         }
     }
 
@@ -75,7 +58,7 @@ extension HostDriver {
     /// otherwise never drain. Nor with bytes waiting to be written (the descriptor is
     /// polled for them).
     func shouldPauseReading() -> Bool {
-        guard let backlog = scan?.backlog else { return false }  // the field only: no copy of the scanner
+        guard let backlog = scanning.backlog else { return false }  // the field only: no copy of the scanner
         guard transport.holdsUnreadData, !closing, flow.isIdle, disabling == 0, connectWaiters.isEmpty,
               links.isEmpty, !advertising.awaitsEvents,
               !hasPending else {

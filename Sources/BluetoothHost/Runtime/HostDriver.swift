@@ -125,16 +125,7 @@ final class HostDriver: @unchecked Sendable {
     }
     var waiters: [CommandToken: Waiter] = [:]
 
-    struct ActiveScan {
-        var id: UInt64
-        var scanner: Scanner
-        var continuation: AsyncThrowingStream<ScanEvent, any Error>.Continuation
-        /// Events in the stream not yet taken by the consumer.
-        var backlog: ScanBacklog
-        /// Enable commands still unanswered; reports are delivered meanwhile.
-        var enabling: Int
-    }
-    var scan: ActiveScan?
+    var scanning = ScanRuntime()
     /// What the transport's reader is doing.
     enum Reader {
         /// Waiting in poll(2) for the descriptor.
@@ -374,22 +365,7 @@ final class HostDriver: @unchecked Sendable {
     }
 
     func deliver(_ events: [ScanEvent]) {
-        guard !events.isEmpty, let continuation = scan?.continuation else { return }
-        let backlog = scan?.backlog
-        for var e in events {
-            if !resolver.isEmpty, let identity = resolver.resolve(e.device.address) {
-                switch e {
-                case .discovered(var d): d.identity = identity; e = .discovered(d)
-                case .updated(var d): d.identity = identity; e = .updated(d)
-                }
-            }
-            switch continuation.yield(e) {
-            case .enqueued: backlog?.added()
-            case .dropped: stats.droppedScanEvents += 1
-            case .terminated: break
-            @unknown default: break
-            }
-        }
+        stats.droppedScanEvents += scanning.deliver(events) { resolver.isEmpty ? nil : resolver.resolve($0) }
     }
 
     /// The identity behind a peer's address: the controller's resolution (identity address
@@ -411,7 +387,7 @@ final class HostDriver: @unchecked Sendable {
 
     func pollTimeout(now: UInt64) -> Int32 {
         let stall = stalledSince.map { $0 &+ Self.writeStallTimeout }
-        let deadlines = [flow.nextDeadline, scan?.scanner.nextDeadline, connections.nextDeadline, stall,
+        let deadlines = [flow.nextDeadline, scanning.nextDeadline, connections.nextDeadline, stall,
                          nextPairingDeadline, deferredDisconnects.values.map(\.deadline).min(), creditChannels.nextDeadline].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
@@ -430,10 +406,7 @@ final class HostDriver: @unchecked Sendable {
             stats.commandTimeouts = flow.timeouts
             execute(actions)
         }
-        if let d = scan?.scanner.nextDeadline, d <= now,
-           let events = scan?.scanner.timerFired(now: now) {  // in place: no copy of the device table
-            deliver(events)
-        }
+        deliver(scanning.timerFired(now: now))
         if let d = connections.nextDeadline, d <= now {
             execute(connections.timerFired(now: now))
         }
@@ -452,12 +425,7 @@ final class HostDriver: @unchecked Sendable {
     }
 
     func publishStatistics() {
-        if let s = scan {
-            let st = s.scanner.statistics
-            stats.reports = st.reports
-            stats.droppedFragments = st.droppedTruncated + st.droppedOverflow + st.droppedInterrupted
-            stats.devices = s.scanner.deviceCount
-        }
+        scanning.count(into: &stats)
         stats.unmatchedCommandAnswers = flow.unmatchedAnswers
         stats.connection = connections.statistics
         stats.links = links.count
@@ -501,7 +469,7 @@ final class HostDriver: @unchecked Sendable {
         case .startScan(let id, let config, let continuation, let backlog):
             startScan(id: id, config, continuation, backlog: backlog)
         case .stopScan(let id, let c):
-            guard let s = scan, id == nil || id == s.id else {
+            guard scanning.isRunning(id) else {
                 c?.resume(returning: .success(()))
                 return
             }
