@@ -77,7 +77,7 @@ extension HostDriver {
         send(advertising.close(error))
         incoming.finish()
         pairingEvents.finish()
-        finishListeners()
+        creditChannels.finishListeners()
         for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
         let actions = flow.failAll(error)
         pending.removeAll()

@@ -2,38 +2,145 @@ import BluetoothSecurity
 import BluetoothWire
 
 /// The driver's side of LE credit-based channels: who waits for what.
-struct L2CAPRuntime {
+/// Credit-based channels' part of the driver: the sans-I/O machine (L2CAPCreditChannels),
+/// the channel objects, their listeners and the callers waiting to open or send. It answers
+/// those itself from the machine's events and hands the driver the frames to send.
+struct CreditChannelRuntime {
     struct Key: Hashable {
         var handle: UInt16
         var cid: UInt16
     }
-    var nextToken: UInt64 = 1
-    var opens: [UInt64: (connection: LEConnection, continuation: CheckedContinuation<Result<L2CAPChannel, HostError>, Never>)] = [:]
-    var sends: [UInt64: (key: Key, continuation: CheckedContinuation<Result<Void, HostError>, Never>)] = [:]
-    var channels: [Key: L2CAPChannel] = [:]
-    var listeners: [UInt16: AsyncStream<L2CAPChannel>.Continuation] = [:]
+    typealias Open = CheckedContinuation<Result<L2CAPChannel, HostError>, Never>
+    typealias Send = CheckedContinuation<Result<Void, HostError>, Never>
+    /// A frame for a link's L2CAP.
+    typealias Frame = (handle: UInt16, frame: [UInt8])
 
-    mutating func token() -> UInt64 {
-        defer { nextToken &+= 1 }
-        return nextToken
+    /// The machine: the driver hands it signaling, K-frames and time, and passes what it
+    /// returns to ``perform(_:connection:identifier:)``.
+    var machine = L2CAPCreditChannels()
+    private var nextRequest: UInt64 = 1
+    private var opens: [UInt64: (connection: LEConnection, continuation: Open)] = [:]
+    private var sends: [UInt64: (key: Key, continuation: Send)] = [:]
+    private var channels: [Key: L2CAPChannel] = [:]
+    private var listeners: [UInt16: AsyncStream<L2CAPChannel>.Continuation] = [:]
+
+    /// True while `channel` is the open channel its link and CID name (not a closed one
+    /// whose CID went to a newer channel).
+    func isCurrent(_ channel: L2CAPChannel) -> Bool {
+        channels[Key(handle: channel.info.handle, cid: channel.info.localCID)] === channel
+    }
+
+    /// Opens a channel on `conn` (signaling `identifier`); `c` resumes when it opened or failed.
+    mutating func open(_ conn: LEConnection, psm: UInt16, parameters: L2CAPChannelParameters, identifier: UInt8,
+                       now: UInt64, _ c: Open) -> [L2CAPChannelAction] {
+        let request = nextRequest
+        nextRequest &+= 1
+        opens[request] = (conn, c)
+        return machine.connect(handle: conn.handle, spsm: psm, parameters: parameters, identifier: identifier, request: request, now: now)
+    }
+
+    /// Queues an SDU; `c` resumes when all of it left (or the channel closed).
+    mutating func send(_ info: L2CAPChannelInfo, _ sdu: [UInt8], token: UInt64, _ c: Send) -> [L2CAPChannelAction] {
+        do throws(HostError) {
+            let actions = try machine.send(handle: info.handle, cid: info.localCID, sdu: sdu, token: token)
+            sends[token] = (Key(handle: info.handle, cid: info.localCID), c)
+            return actions
+        } catch {
+            c.resume(returning: .failure(error))
+            return []
+        }
+    }
+
+    /// The caller of send `token` left (cancelled); the SDU stays queued.
+    mutating func sendCancelled(_ token: UInt64) {
+        sends.removeValue(forKey: token)?.continuation.resume(returning: .failure(HostError(.cancelled, "sending on the L2CAP channel was cancelled")))
+    }
+
+    /// Channels to `psm` are accepted into `listener` (a previous listener's stream ends).
+    mutating func listen(psm: UInt16, parameters: L2CAPChannelParameters, security: L2CAPChannelSecurity,
+                         _ listener: AsyncStream<L2CAPChannel>.Continuation) {
+        listeners[psm]?.finish()
+        listeners[psm] = listener
+        machine.listen(spsm: psm, parameters: parameters, security: security)
+    }
+
+    mutating func stopListening(psm: UInt16) {
+        machine.stopListening(spsm: psm)
+        listeners.removeValue(forKey: psm)?.finish()
+    }
+
+    /// Every listener's stream ends (the host stops).
+    mutating func finishListeners() {
+        for l in listeners.values { l.finish() }
+        listeners = [:]
+    }
+
+    /// The machine's actions: its events answered here (callers, channel objects,
+    /// listeners), its frames returned for the driver to send, in order. `connection` names
+    /// a link's connection; `identifier` allocates a signaling identifier on a link.
+    mutating func perform(_ actions: [L2CAPChannelAction], connection: (UInt16) -> LEConnection?,
+                          identifier: (UInt16) -> UInt8) -> [Frame] {
+        var frames: [Frame] = []
+        for action in actions {
+            switch action {
+            case .send(let handle, let frame):
+                frames.append((handle, frame))
+            case .event(let e):
+                frames += perform(event(e, connection: connection, identifier: identifier), connection: connection, identifier: identifier)
+            }
+        }
+        return frames
+    }
+
+    /// One event; what it makes the machine do next (a channel nobody takes is closed again).
+    private mutating func event(_ e: L2CAPChannelEvent, connection: (UInt16) -> LEConnection?,
+                                identifier: (UInt16) -> UInt8) -> [L2CAPChannelAction] {
+        switch e {
+        case .opened(let request, let info):
+            guard let waiter = opens.removeValue(forKey: request) else { return [] }
+            let channel = L2CAPChannel(info: info, connection: waiter.connection)
+            channels[Key(handle: info.handle, cid: info.localCID)] = channel
+            waiter.continuation.resume(returning: .success(channel))
+        case .openFailed(let request, let end):
+            opens.removeValue(forKey: request)?.continuation.resume(returning: .failure(Self.channelError(end)))
+        case .accepted(let info):
+            guard let conn = connection(info.handle) else { return [] }
+            let key = Key(handle: info.handle, cid: info.localCID)
+            let channel = L2CAPChannel(info: info, connection: conn)
+            channels[key] = channel
+            // Nobody takes it any more (the listener's stream ended): close it again.
+            guard let listener = listeners[info.spsm], case .enqueued = listener.yield(channel) else {
+                channels[key] = nil
+                return machine.disconnect(handle: info.handle, cid: info.localCID, identifier: identifier(info.handle))
+            }
+        case .received(let handle, let cid, let sdu, let frames):
+            channels[Key(handle: handle, cid: cid)]?.deliver(sdu, frames: frames)
+        case .sent(_, _, let token):
+            sends.removeValue(forKey: token)?.continuation.resume(returning: .success(()))
+        case .closed(let handle, let cid, let end):
+            let key = Key(handle: handle, cid: cid)
+            channels.removeValue(forKey: key)?.finish(end)
+            for (token, s) in sends where s.key == key {
+                sends[token] = nil
+                s.continuation.resume(returning: .failure(HostError(.disconnected(nil), "the L2CAP channel closed: \(end)")))
+            }
+        }
+        return []
+    }
+
+    static func channelError(_ end: L2CAPChannelEnd) -> HostError {
+        switch end {
+        case .refused(let r): HostError(.l2capRefused(r.rawValue), "the L2CAP channel was \(end)")
+        case .linkClosed: HostError(.disconnected(nil), "the link closed before the L2CAP channel opened")
+        default: HostError(.notSupported, "the L2CAP channel did not open: \(end)")
+        }
     }
 }
 
 // Credit-based channels on the driver thread: signaling of that family goes to the
-// sans-I/O machine (L2CAPCreditChannels), its frames to the link, its events to the
-// channel objects and the callers waiting on them.
+// CreditChannelRuntime's machine, its frames to the link.
 extension HostDriver {
-    /// True while `channel` is the open channel its link and CID name (not a closed one
-    /// whose CID went to a newer channel).
-    func isCurrent(_ channel: L2CAPChannel) -> Bool {
-        channelRuntime.channels[L2CAPRuntime.Key(handle: channel.info.handle, cid: channel.info.localCID)] === channel
-    }
-
-    /// Every listener's stream ends (the host stops).
-    func finishListeners() {
-        for l in channelRuntime.listeners.values { l.finish() }
-        channelRuntime.listeners = [:]
-    }
+    func isCurrent(_ channel: L2CAPChannel) -> Bool { creditChannels.isCurrent(channel) }
 
     /// The link's next signaling identifier (shared with the connection manager's requests).
     func signalingIdentifier(_ handle: UInt16) -> UInt8 {
@@ -53,62 +160,14 @@ extension HostDriver {
             execute(actions)
         case .creditChannels(let command):
             guard let conn = links[handle]?.connection else { return }
-            execute(creditChannels.signaling(handle: handle, command, security: conn.security, now: Sys.now(),
-                                             nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
+            execute(creditChannels.machine.signaling(handle: handle, command, security: conn.security, now: Sys.now(),
+                                                     nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
         }
     }
 
     func execute(_ actions: [L2CAPChannelAction]) {
-        for action in actions {
-            switch action {
-            case .send(let handle, let frame):
-                sendFrame(frame, handle: handle, accounted: false)
-            case .event(let e):
-                channelEvent(e)
-            }
-        }
-    }
-
-    private func channelEvent(_ e: L2CAPChannelEvent) {
-        switch e {
-        case .opened(let request, let info):
-            guard let waiter = channelRuntime.opens.removeValue(forKey: request) else { return }
-            let channel = L2CAPChannel(info: info, connection: waiter.connection)
-            channelRuntime.channels[L2CAPRuntime.Key(handle: info.handle, cid: info.localCID)] = channel
-            waiter.continuation.resume(returning: .success(channel))
-        case .openFailed(let request, let end):
-            guard let waiter = channelRuntime.opens.removeValue(forKey: request) else { return }
-            waiter.continuation.resume(returning: .failure(Self.channelError(end)))
-        case .accepted(let info):
-            guard let conn = links[info.handle]?.connection else { return }
-            let channel = L2CAPChannel(info: info, connection: conn)
-            channelRuntime.channels[L2CAPRuntime.Key(handle: info.handle, cid: info.localCID)] = channel
-            // Nobody takes it any more (the listener's stream ended): close it again.
-            guard let listener = channelRuntime.listeners[info.spsm], case .enqueued = listener.yield(channel) else {
-                channelRuntime.channels[L2CAPRuntime.Key(handle: info.handle, cid: info.localCID)] = nil
-                execute(creditChannels.disconnect(handle: info.handle, cid: info.localCID, identifier: signalingIdentifier(info.handle)))
-                return
-            }
-        case .received(let handle, let cid, let sdu, let frames):
-            channelRuntime.channels[L2CAPRuntime.Key(handle: handle, cid: cid)]?.deliver(sdu, frames: frames)
-        case .sent(_, _, let token):
-            channelRuntime.sends.removeValue(forKey: token)?.continuation.resume(returning: .success(()))
-        case .closed(let handle, let cid, let end):
-            let key = L2CAPRuntime.Key(handle: handle, cid: cid)
-            channelRuntime.channels.removeValue(forKey: key)?.finish(end)
-            for (token, s) in channelRuntime.sends where s.key == key {
-                channelRuntime.sends[token] = nil
-                s.continuation.resume(returning: .failure(HostError(.disconnected(nil), "the L2CAP channel closed: \(end)")))
-            }
-        }
-    }
-
-    static func channelError(_ end: L2CAPChannelEnd) -> HostError {
-        switch end {
-        case .refused(let r): HostError(.l2capRefused(r.rawValue), "the L2CAP channel was \(end)")
-        case .linkClosed: HostError(.disconnected(nil), "the link closed before the L2CAP channel opened")
-        default: HostError(.notSupported, "the L2CAP channel did not open: \(end)")
-        }
+        let frames = creditChannels.perform(actions, connection: { links[$0]?.connection }, identifier: { signalingIdentifier($0) })
+        for (handle, frame) in frames { sendFrame(frame, handle: handle, accounted: false) }
     }
 
     func openChannel(_ conn: LEConnection, psm: UInt16, parameters: L2CAPChannelParameters,
@@ -117,19 +176,11 @@ extension HostDriver {
             c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
             return
         }
-        let request = channelRuntime.token()
-        channelRuntime.opens[request] = (conn, c)
-        execute(creditChannels.connect(handle: conn.handle, spsm: psm, parameters: parameters, identifier: id, request: request, now: Sys.now()))
+        execute(creditChannels.open(conn, psm: psm, parameters: parameters, identifier: id, now: Sys.now(), c))
     }
 
     func sendSDU(_ info: L2CAPChannelInfo, _ sdu: [UInt8], token: UInt64, _ c: CheckedContinuation<Result<Void, HostError>, Never>) {
-        channelRuntime.sends[token] = (L2CAPRuntime.Key(handle: info.handle, cid: info.localCID), c)
-        do throws(HostError) {
-            execute(try creditChannels.send(handle: info.handle, cid: info.localCID, sdu: sdu, token: token))
-        } catch {
-            channelRuntime.sends[token] = nil
-            c.resume(returning: .failure(error))
-        }
+        execute(creditChannels.send(info, sdu, token: token, c))
     }
 }
 
@@ -183,18 +234,13 @@ extension HCIHost {
                             security: L2CAPChannelSecurity = .none) -> AsyncStream<L2CAPChannel> {
         let (stream, continuation) = AsyncStream<L2CAPChannel>.makeStream()
         driver.post(.run({ d in
-            d.channelRuntime.listeners[psm]?.finish()
-            d.channelRuntime.listeners[psm] = continuation
-            d.creditChannels.listen(spsm: psm, parameters: parameters, security: security)
+            d.creditChannels.listen(psm: psm, parameters: parameters, security: security, continuation)
         }, refused: { _ in continuation.finish() }))
         return stream
     }
 
     /// Refuses new channels to `psm` again; open channels stay open.
     public func stopListeningL2CAP(psm: UInt16) {
-        driver.post(.run({ d in
-            d.creditChannels.stopListening(spsm: psm)
-            d.channelRuntime.listeners.removeValue(forKey: psm)?.finish()
-        }, refused: { _ in }))
+        driver.post(.run({ d in d.creditChannels.stopListening(psm: psm) }, refused: { _ in }))
     }
 }

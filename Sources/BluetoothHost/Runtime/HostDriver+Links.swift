@@ -82,7 +82,7 @@ extension HostDriver {
         record.attClient?.closed(reason, text)
         record.attServer?.closed(reason, text)
         pairingLinkClosed(conn.handle, HostError(.disconnected(reason), text))
-        execute(creditChannels.linkClosed(conn.handle))
+        execute(creditChannels.machine.linkClosed(conn.handle))
         deferredDisconnects[conn.handle] = nil
         if record.connection.role == .peripheral { send(advertising.peripheralLink(closed: conn.handle)) }
         for c in record.disconnectWaiters { c.resume() }
@@ -128,7 +128,7 @@ extension HostDriver {
         case .leSignaling:
             signalingReceived(handle, payload)
         case .creditBased(let cid):
-            execute(creditChannels.received(handle: handle, cid: cid, payload: payload, now: Sys.now(),
+            execute(creditChannels.machine.received(handle: handle, cid: cid, payload: payload, now: Sys.now(),
                                             nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) },
                                             indicationIdentifier: { [unowned self] in self.indicationIdentifier(handle) }))
         case .smp:

@@ -207,8 +207,7 @@ final class HostDriver: @unchecked Sendable {
     /// Pairing in progress or done, per link (HostDriver+Security.swift).
     var pairings: [UInt16: PairingRecord] = [:]
     /// LE credit-based channels (HostDriver+L2CAP.swift).
-    var creditChannels = L2CAPCreditChannels()
-    var channelRuntime = L2CAPRuntime()
+    var creditChannels = CreditChannelRuntime()
     /// Tokens of SDUs sent (any thread: a cancelled send names its own).
     let channelTokens = Atomic<UInt64>(1 << 40)
     let security: SMPConfiguration?
@@ -388,7 +387,7 @@ final class HostDriver: @unchecked Sendable {
     func pollTimeout(now: UInt64) -> Int32 {
         let stall = stalledSince.map { $0 &+ Self.writeStallTimeout }
         let deadlines = [flow.nextDeadline, scanning.nextDeadline, connections.nextDeadline, stall,
-                         nextPairingDeadline, deferredDisconnects.values.map(\.deadline).min(), creditChannels.nextDeadline].compactMap { $0 }
+                         nextPairingDeadline, deferredDisconnects.values.map(\.deadline).min(), creditChannels.machine.nextDeadline].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
@@ -411,7 +410,7 @@ final class HostDriver: @unchecked Sendable {
             execute(connections.timerFired(now: now))
         }
         if let d = nextPairingDeadline, d <= now { pairingTimersFired(now: now) }
-        if let d = creditChannels.nextDeadline, d <= now { execute(creditChannels.timerFired(now: now)) }
+        if let d = creditChannels.machine.nextDeadline, d <= now { execute(creditChannels.machine.timerFired(now: now)) }
         flushDeferredDisconnects(now: now)
     }
 

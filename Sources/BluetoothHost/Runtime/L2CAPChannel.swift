@@ -108,7 +108,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
         connection.driver.post(.run({ [self] d in
             // A closed channel's CID may belong to a newer channel by now.
             guard d.isCurrent(self) else { return }
-            d.execute(d.creditChannels.consumed(handle: info.handle, cid: info.localCID, frames: frames,
+            d.execute(d.creditChannels.machine.consumed(handle: info.handle, cid: info.localCID, frames: frames,
                                                 indicationIdentifier: { d.indicationIdentifier(info.handle) }))
         }, refused: { _ in }))
     }
@@ -159,7 +159,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
             }
         } onCancel: {
             driver.post(.run({ d in
-                d.channelRuntime.sends.removeValue(forKey: token)?.continuation.resume(returning: .failure(HostError(.cancelled, "sending on the L2CAP channel was cancelled")))
+                d.creditChannels.sendCancelled(token)
             }, refused: { _ in }))
         }
         try result.get()
@@ -172,7 +172,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             connection.driver.post(.run({ [self] d in
                 if d.isCurrent(self), let id = d.connections.allocateSignalingIdentifier(handle: info.handle) {
-                    d.execute(d.creditChannels.disconnect(handle: info.handle, cid: info.localCID, identifier: id, now: Sys.now()))
+                    d.execute(d.creditChannels.machine.disconnect(handle: info.handle, cid: info.localCID, identifier: id, now: Sys.now()))
                 }
                 c.resume()
             }, refused: { _ in c.resume() }))
