@@ -48,7 +48,9 @@ extension SMPPairing {
         return out
     }
 
-    /// One key PDU from the peer: only the keys agreed, each once, in the order of §3.6.1.
+    /// One key PDU from the peer: only the keys agreed, each once; Central Identification
+    /// after Encryption Information and Identity Address after Identity Information (the
+    /// pairs of §3.6.1; the order between the kinds is not enforced, as BlueZ and Zephyr).
     mutating func key(_ p: SMPPDU, now: UInt64) throws(SMPStepError) -> [SMPAction] {
         guard case .keyDistribution(var d) = state else { throw .unexpected("key distribution before encryption") }
         switch p {

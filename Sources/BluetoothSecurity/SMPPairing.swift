@@ -99,15 +99,16 @@ public struct SMPPairing: Sendable {
         case legacyConfirm(Legacy)
         /// Both confirms exchanged; the random values are checked against them.
         case legacyRandom(Legacy, peerConfirm: UInt128)
-        /// Waiting for the peer's public key; `sent` is the key of ours that went out
-        /// (the initiator's; the responder makes its own when the initiator's arrives).
+        /// Waiting for the peer's public key; `sent` is our private key whose public half
+        /// went out (the initiator's; the responder makes its own when the initiator's arrives).
         case publicKey(Features, sent: P256.PrivateKey?)
         /// Secure Connections Passkey Entry: the user types the passkey the peer shows.
         case scPasskeyEntry(KeyExchange, peerConfirm: UInt128?)
         /// A round's commitment: the initiator's went out (Passkey Entry), or the
         /// initiator waits for Cb (Just Works, Numeric Comparison), or the responder waits.
         case scConfirm(KeyExchange, Round)
-        /// A round's nonces are exchanged and checked against the commitments.
+        /// A round's nonces are exchanged; each side checks the other's against its commitment
+        /// (in Just Works and Numeric Comparison only the initiator checks: only Cb exists).
         case scRandom(KeyExchange, Round)
         /// The user compares the numbers; a responder keeps the initiator's Ea meanwhile.
         case numericComparison(Check, heldCheck: UInt128?)
@@ -118,9 +119,11 @@ public struct SMPPairing: Sendable {
         case encryption(Features, key: UInt128)
         case keyDistribution(Distribution)
         case done(Features)
-        case failed
+        /// Ended by a failure; what the features had settled, if they got that far (the
+        /// key size of an encryption the controller still reports).
+        case failed(Features?)
         /// The SMP timer expired: no SMP on this link any more (§3.4).
-        case timedOut
+        case timedOut(Features?)
     }
 
     /// Initiator (central) or responder (peripheral).
@@ -172,7 +175,8 @@ public struct SMPPairing: Sendable {
     /// What the feature exchange settled, from then until the pairing ends.
     var features: Features? {
         switch state {
-        case .idle, .featureExchange, .failed, .timedOut: nil
+        case .idle, .featureExchange: nil
+        case .failed(let f), .timedOut(let f): f
         case .legacyPasskeyEntry(let f, _, _), .publicKey(let f, _), .encryption(let f, _), .done(let f): f
         case .legacyConfirm(let l), .legacyRandom(let l, _): l.features
         case .scPasskeyEntry(let x, _), .scConfirm(let x, _), .scRandom(let x, _): x.features
@@ -181,11 +185,12 @@ public struct SMPPairing: Sendable {
         }
     }
 
-    /// The method both sides' features chose (nil until the features were exchanged).
+    /// The method both sides' features chose (nil until the features were exchanged; kept
+    /// after the pairing ended, until the next one starts).
     public var method: SMPPairingMethod? { features?.method }
     /// LE Secure Connections was chosen (both offered it).
     public var secureConnections: Bool { features?.secureConnections ?? false }
-    /// The encryption key size both settled on (0 until then).
+    /// The encryption key size both settled on (0 until then; kept like ``method``).
     public var keySize: UInt8 { features?.keySize ?? 0 }
 
     // MARK: Starting
@@ -285,7 +290,7 @@ public struct SMPPairing: Sendable {
     public mutating func timerFired(now: UInt64) -> [SMPAction] {
         guard let d = deadline, now >= d, isActive else { return [] }
         deadline = nil
-        state = .timedOut
+        state = .timedOut(features)
         return [.failed(SMPFailure(reason: .unspecifiedReason, origin: .timeout,
                                    message: "pairing timed out: no answer within \(configuration.timeout / 1_000_000_000) s (SMP timeout, Core Vol 3 Part H §3.4)"))]
     }
@@ -305,7 +310,7 @@ public struct SMPPairing: Sendable {
         switch p {
         case .pairingFailed(let reason):
             guard isActive else { return [] }
-            state = .failed
+            state = .failed(features)
             deadline = nil
             return [.failed(SMPFailure(reason: reason, origin: .peer, message: "the peer ended pairing: \(reason)"))]
         case .pairingRequest(let params):
@@ -405,7 +410,7 @@ public struct SMPPairing: Sendable {
         case .done, .failed, .timedOut: report = false
         default: report = true
         }
-        state = .failed
+        state = .failed(features)
         deadline = nil
         var out: [SMPAction] = []
         if report { out.append(.send(pdu(.pairingFailed(reason: reason)))) }

@@ -333,6 +333,56 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(failure(a)?.reason == .encryptionKeySize)
     }
 
+    /// Shuttles PDUs between a real initiator and `peripheral` until the initiator sends a
+    /// PDU `stop` picks; returns it undelivered. The initiator's user confirms numbers at
+    /// once; the peripheral's user never answers.
+    func exchange(_ c: SMPConfiguration, _ peripheral: inout SMPPairing, until stop: ([UInt8]) -> Bool) -> [UInt8]? {
+        var central = SMPPairing(role: .initiator, configuration: c, localAddress: centralAddress,
+                                 peerAddress: peripheralAddress, random: counter(3))
+        var toPeripheral = sent(central.start(now: 0))
+        for _ in 0..<50 {
+            var toCentral: [[UInt8]] = []
+            for pdu in toPeripheral {
+                if stop(pdu) { return pdu }
+                toCentral += sent(feed(&peripheral, pdu))
+            }
+            toPeripheral = []
+            for pdu in toCentral {
+                let a = feed(&central, pdu)
+                toPeripheral += sent(a)
+                if a.contains(where: { if case .confirmNumber = $0 { true } else { false } }) {
+                    toPeripheral += sent(central.numericComparisonConfirmed(true, now: 0))
+                }
+            }
+        }
+        return nil
+    }
+
+    @Test func aSecondConfirmWhileTheUserTypesIsOutOfTurnInSecureConnections() {
+        // SC Passkey Entry, our side types: the central's Cai is kept; a second one is refused.
+        var m = responder(config(.keyboardOnly, mitm: true))
+        guard let cai = exchange(config(.displayOnly, mitm: true), &m, until: { $0.first == 0x03 }) else {
+            Issue.record("the central never committed")
+            return
+        }
+        #expect(feed(&m, cai).isEmpty, "kept until the passkey is typed")
+        let b = feed(&m, cai)
+        #expect(sent(b) == [[0x05, 0x08]] && failure(b)?.reason == .unspecifiedReason)
+    }
+
+    @Test func aSecondDHKeyCheckWhileTheUserComparesIsOutOfTurn() {
+        // Numeric Comparison: the central's Ea waits for our user; a second Ea is refused.
+        var m = responder(config(.displayYesNo, mitm: true))
+        guard let ea = exchange(config(.displayYesNo, mitm: true), &m, until: { $0.first == 0x0D }) else {
+            Issue.record("the central never sent its DHKey check")
+            return
+        }
+        #expect(feed(&m, ea).isEmpty, "held until the user answers")
+        let b = feed(&m, ea)
+        #expect(sent(b) == [[0x05, 0x08]] && failure(b)?.reason == .unspecifiedReason)
+        #expect(m.numericComparisonConfirmed(true, now: 0).isEmpty, "the failed pairing takes no answer")
+    }
+
     @Test func keysBeforeEncryptionAreRefused() {
         var m = responder(config(.noInputNoOutput, sc: false))
         _ = feed(&m, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
