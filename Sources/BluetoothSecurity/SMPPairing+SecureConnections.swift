@@ -30,7 +30,9 @@ extension SMPPairing {
             key = try privateKey()
             out.append(sendPublicKey(key, now: now))
         }
-        guard peer != key.publicKey else {
+        // Our x with either y is our key reflected: f4, f5 and the DHKey use x alone, so
+        // (x, p − y) would pass a comparison of the whole point (CVE-2020-26558).
+        guard peer.x != key.publicKey.x else {
             throw SMPStepError(reason: .dhKeyCheckFailed, message: "the peer sent our own public key back")
         }
         let dhKey: [UInt8]

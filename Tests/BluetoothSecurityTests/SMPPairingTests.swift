@@ -383,6 +383,31 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(m.numericComparisonConfirmed(true, now: 0).isEmpty, "the failed pairing takes no answer")
     }
 
+    @Test("SM/CEN/KDU/BI-04-C (round 5) and SM/PER/KDU/BI-04-C: our own public key sent back, with either y, is refused", arguments: [false, true])
+    func ourOwnPublicKeyReflectedIsRefused(negatedY: Bool) throws {
+        let key = try P256.PrivateKey(rawValue: [UInt8](repeating: 0x22, count: 32))
+        var m = SMPPairing(role: .responder, configuration: config(.noInputNoOutput), localAddress: peripheralAddress,
+                           peerAddress: centralAddress, privateKey: key, random: counter(7))
+        _ = feed(&m, request)
+        // p − y: the same x, the other point of the curve with it.
+        // p = 2^256 − 2^224 + 2^192 + 2^96 − 1 (FIPS 186-4 D.1.2.3), big-endian.
+        let p: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x01] + [UInt8](repeating: 0, count: 12)
+            + [UInt8](repeating: 0xFF, count: 12)
+        var y = key.publicKey.y
+        if negatedY {
+            var borrow = 0
+            for i in (0..<32).reversed() {
+                let d = Int(p[i]) - Int(y[i]) - borrow
+                y[i] = UInt8((d + 256) % 256)
+                borrow = d < 0 ? 1 : 0
+            }
+            #expect(P256.PublicKey(x: key.publicKey.x, y: y).isValid, "(x, p − y) is a point of the curve")
+        }
+        let a = feed(&m, [0x0C] + SMPUInt256(bigEndianBytes: key.publicKey.x).wireBytes + SMPUInt256(bigEndianBytes: y).wireBytes)
+        #expect(sent(a).last == [0x05, 0x0B], "DHKey Check Failed")
+        #expect(failure(a)?.message == "the peer sent our own public key back")
+    }
+
     @Test func keysBeforeEncryptionAreRefused() {
         var m = responder(config(.noInputNoOutput, sc: false))
         _ = feed(&m, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
