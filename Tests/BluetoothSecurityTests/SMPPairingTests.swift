@@ -240,6 +240,27 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
     }
 }
 
+/// The peripheral starting it (Security Request, Core Vol 3 Part H §2.4.6, §3.6.7).
+@Suite struct SMPSecurityRequestTests {
+    @Test("SM/PER/PIS/BV-01-C (part): the peripheral asks with a Security Request carrying its AuthReq; the central is told")
+    func theResponderAsksTheCentralToPair() {
+        let settings = config(.displayYesNo, mitm: true)
+        var p = SMPPairing(role: .responder, configuration: settings, localAddress: peripheralAddress, peerAddress: centralAddress)
+        let a = p.requestSecurity(now: 0)
+        guard case .send(let pdu)? = a.first, a.count == 1 else { Issue.record("\(a)"); return }
+        #expect(pdu == [0x0B, settings.authenticationRequirements.rawValue])
+        #expect(settings.authenticationRequirements.contains(.mitm) && settings.authenticationRequirements.contains(.bonding))
+        #expect(p.deadline == nil && !p.isActive, "no timer: the central may answer by encrypting with its bond")
+        var c = SMPPairing(role: .initiator, configuration: config(.displayYesNo, mitm: true), localAddress: centralAddress, peerAddress: peripheralAddress)
+        let told = pdu.withUnsafeBytes { c.received($0, now: 0) }
+        guard case .securityRequested(let auth)? = told.first else { Issue.record("\(told)"); return }
+        #expect(auth == settings.authenticationRequirements)
+        // The central's answer, a Pairing Request, runs the pairing as ever.
+        #expect(!p.requestSecurity(now: 0).isEmpty, "asking again before an answer is allowed")
+        #expect(c.requestSecurity(now: 0).isEmpty, "only a peripheral sends a Security Request")
+    }
+}
+
 /// A hostile or broken central against our responder, PDU by PDU (PTS SM/PER/... where one fits).
 @Suite struct SMPResponderHostileTests {
     func responder(_ c: SMPConfiguration = config(.noInputNoOutput)) -> SMPPairing {
@@ -452,5 +473,88 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(actions.contains { if case .failed(let f) = $0 { f.reason == .unspecifiedReason } else { false } })
         link.central = central
         link.peripheral = peripheral
+    }
+}
+
+/// Runs a pairing between a central and a peripheral like ``PairingLink``, with every PDU
+/// passing through `tamper` (fromPeripheral, PDU) first; returns each side's actions.
+func tamperedPairing(central: SMPConfiguration, peripheral: SMPConfiguration,
+                     tamper: (Bool, [UInt8]) -> [UInt8]) -> (central: [SMPAction], peripheral: [SMPAction]) {
+    var c = SMPPairing(role: .initiator, configuration: central, localAddress: centralAddress, peerAddress: peripheralAddress, random: counter(11))
+    var p = SMPPairing(role: .responder, configuration: peripheral, localAddress: peripheralAddress, peerAddress: centralAddress, random: counter(12))
+    var seenByCentral: [SMPAction] = [], seenByPeripheral: [SMPAction] = []
+    var queue: [(fromPeripheral: Bool, SMPAction)] = c.start(now: 0).map { (false, $0) }
+    var steps = 0
+    while !queue.isEmpty, steps < 1_000 {
+        steps += 1
+        let (fromPeripheral, action) = queue.removeFirst()
+        if fromPeripheral { seenByPeripheral.append(action) } else { seenByCentral.append(action) }
+        switch action {
+        case .send(let pdu):
+            let bytes = tamper(fromPeripheral, pdu)
+            let out = bytes.withUnsafeBytes { fromPeripheral ? c.received($0, now: 0) : p.received($0, now: 0) }
+            queue += out.map { (!fromPeripheral, $0) }
+        case .encrypt(let key):
+            guard p.keyForEncryption(ediv: key.ediv, rand: key.rand) == key.key else { continue }
+            queue += p.encryptionChanged(encrypted: true, now: 0).map { (true, $0) }
+            queue += c.encryptionChanged(encrypted: true, now: 0).map { (false, $0) }
+        default:
+            break
+        }
+    }
+    return (seenByCentral, seenByPeripheral)
+}
+
+/// Legacy Just Works against a peer whose confirm does not match its random value.
+@Suite struct SMPJustWorksFailureTests {
+    func failures(_ a: [SMPAction]) -> [SMPFailure] { a.compactMap { if case .failed(let f) = $0 { f } else { nil } } }
+    func sent(_ a: [SMPAction]) -> [[UInt8]] { a.compactMap { if case .send(let p) = $0 { p } else { nil } } }
+
+    @Test("SM/CEN/JW/BI-01-C: Just Works, the responder's confirm is wrong: Confirm Value Failed after its random")
+    func aWrongResponderConfirmFailsTheCentral() {
+        let (c, p) = tamperedPairing(central: config(.noInputNoOutput, sc: false), peripheral: config(.noInputNoOutput, sc: false)) { fromPeripheral, pdu in
+            fromPeripheral && pdu.first == 0x03 ? [0x03] + pdu.dropFirst().map { $0 ^ 0x5A } : pdu
+        }
+        #expect(sent(c).last == [0x05, 0x04], "Pairing Failed, Confirm Value Failed")
+        #expect(failures(c).map(\.reason) == [.confirmValueFailed])
+        #expect(!c.contains { if case .encrypt = $0 { true } else { false } }, "never encrypted with the STK")
+        #expect(failures(p).map(\.origin) == [.peer])
+    }
+
+    @Test("SM/PER/JW/BI-02-C: Just Works, the initiator's confirm is wrong: Confirm Value Failed after its random")
+    func aWrongInitiatorConfirmFailsThePeripheral() {
+        let (c, p) = tamperedPairing(central: config(.noInputNoOutput, sc: false), peripheral: config(.noInputNoOutput, sc: false)) { fromPeripheral, pdu in
+            !fromPeripheral && pdu.first == 0x03 ? [0x03] + pdu.dropFirst().map { $0 ^ 0xA5 } : pdu
+        }
+        #expect(sent(p).last == [0x05, 0x04])
+        #expect(failures(p).map(\.reason) == [.confirmValueFailed])
+        // The peripheral answered Mconfirm with Sconfirm and checked only once Mrand came.
+        #expect(sent(p).filter { $0.first == 0x04 }.isEmpty, "no Srand after a wrong Mconfirm")
+        #expect(failures(c).map(\.origin) == [.peer])
+    }
+
+    @Test("SM/CEN/JW/BI-04-C: reserved AuthReq bits in the Pairing Response are ignored, and c1 takes the PDU as sent")
+    func reservedAuthReqBitsInTheResponseAreTolerated() throws {
+        // The tester is the responder: every reserved AuthReq bit set (0xC0), bonding, no
+        // keys; its confirm covers the Pairing Response exactly as it sent it.
+        var c = SMPPairing(role: .initiator, configuration: config(.noInputNoOutput, sc: false), localAddress: centralAddress,
+                           peerAddress: peripheralAddress, random: counter(5))
+        guard let preq = sent(c.start(now: 0)).first else { Issue.record("no Pairing Request"); return }
+        let pres: [UInt8] = [0x02, 0x03, 0x00, 0xC1, 0x10, 0x00, 0x00]
+        func feed(_ pdu: [UInt8]) -> [SMPAction] { pdu.withUnsafeBytes { c.received($0, now: 0) } }
+        func c1(_ r: UInt128) throws -> [UInt8] {
+            try SecurityFunctions.c1(k: [UInt8](repeating: 0, count: 16), r: r.bigEndianBytes, preq: preq, pres: pres,
+                                     iat: centralAddress.smpType, ia: centralAddress.addressBytes,
+                                     rat: peripheralAddress.smpType, ra: peripheralAddress.addressBytes)
+        }
+        guard let mconfirm = sent(feed(pres)).first, mconfirm.first == 0x03 else { Issue.record("no Mconfirm"); return }
+        let srand: UInt128 = 0x1122_3344_5566_7788_99AA_BBCC_DDEE_FF00
+        let sconfirm = try c1(srand)
+        guard let mrand = sent(feed([0x03] + sconfirm.reversed())).first, mrand.first == 0x04 else { Issue.record("no Mrand"); return }
+        #expect(Array(mconfirm.dropFirst()) == (try c1(UInt128(bigEndianBytes: mrand.dropFirst().reversed()))).reversed(),
+                "the central's confirm covers the response as received")
+        let a = feed([0x04] + srand.bigEndianBytes.reversed())
+        #expect(failures(a).isEmpty, "\(failures(a))")
+        #expect(a.contains { if case .encrypt = $0 { true } else { false } }, "encrypts with the STK")
     }
 }
