@@ -30,7 +30,7 @@ extension SMPPairing {
     /// Responder: Pairing Request in, Pairing Response out, then the first step of the method.
     mutating func respond(to params: SMPPairingParameters, now: UInt64) throws(SMPStepError) -> [SMPAction] {
         generation += 1
-        state = .idle
+        state = .idle  // a new pairing: a refusal from here on is reported to the peer
         let mine = localParameters(peer: params)
         let f = try settle(request: params, response: mine, preq: pdu(.pairingRequest(params)), pres: pdu(.pairingResponse(mine)))
         let out = [send(f.pres, now: now)]

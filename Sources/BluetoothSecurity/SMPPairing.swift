@@ -160,9 +160,15 @@ public struct SMPPairing: Sendable {
 
     /// Pairing runs (started, not finished or failed).
     public var isActive: Bool {
+        if case .idle = state { return false }
+        return !hasEnded
+    }
+
+    /// A pairing ran and ended here: finished, failed or timed out.
+    private var hasEnded: Bool {
         switch state {
-        case .idle, .done, .failed, .timedOut: false
-        default: true
+        case .done, .failed, .timedOut: true
+        default: false
         }
     }
 
@@ -216,12 +222,8 @@ public struct SMPPairing: Sendable {
 
     /// One SMP PDU from the peer (the L2CAP payload on CID 0x0006).
     public mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> [SMPAction] {
-        let ended: Bool
-        switch state {
-        case .timedOut: return []
-        case .done, .failed: ended = true
-        default: ended = false
-        }
+        if timedOut { return [] }
+        let ended = hasEnded
         // Finished or failed: only a new pairing (or a Security Request) is looked at.
         if ended, bytes.first != SMPCode.pairingRequest.rawValue, bytes.first != SMPCode.securityRequest.rawValue {
             return []
@@ -405,11 +407,8 @@ public struct SMPPairing: Sendable {
     }
 
     private mutating func fail(_ reason: SMPPairingFailedReason, _ message: String, now: UInt64) -> [SMPAction] {
-        let report: Bool
-        switch state {
-        case .done, .failed, .timedOut: report = false
-        default: report = true
-        }
+        // Once a pairing ended, nothing more is said to the peer.
+        let report = !hasEnded
         state = .failed(features)
         deadline = nil
         var out: [SMPAction] = []
