@@ -122,10 +122,10 @@ public final class HCIHost: Sendable {
             bufferingPolicy: .bufferingNewest(ScanBacklog.capacity))
         let driver = self.driver
         continuation.onTermination = { termination in
-            if case .cancelled = termination { driver.post(.stopScan(id: id, nil)) }
+            if case .cancelled = termination { driver.post(.scan(.stop(id: id, nil))) }
         }
         let backlog = ScanBacklog { [weak driver] in driver?.wake() }
-        driver.post(.startScan(id: id, config, continuation, backlog))
+        driver.post(.scan(.start(id: id, config, continuation, backlog)))
         var events = ScanEventStream(base: stream, backlog: backlog)
         events.scanID = id
         return events
@@ -135,7 +135,7 @@ public final class HCIHost: Sendable {
     func stopScan(id: UInt64) async {
         let driver = self.driver
         _ = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
-            driver.post(.stopScan(id: id, c))
+            driver.post(.scan(.stop(id: id, c)))
         }
     }
 
@@ -143,7 +143,7 @@ public final class HCIHost: Sendable {
     public func stopScan() async throws(HostError) {
         let driver = self.driver
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
-            driver.post(.stopScan(id: nil, c))
+            driver.post(.scan(.stop(id: nil, c)))
         }
         try result.get()
     }
@@ -161,10 +161,10 @@ public final class HCIHost: Sendable {
         let id = ConnectRequestID(rawValue: driver.nextToken().rawValue)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Result<LEConnection, HostError>, Never>) in
-                driver.post(.connect(id, peer, parameters, timeout: timeout.nanoseconds, c))
+                driver.post(.link(.connect(id, peer, parameters, timeout: timeout.nanoseconds, c)))
             }
         } onCancel: {
-            driver.post(.cancelConnect(id))
+            driver.post(.link(.cancelConnect(id)))
         }
         return try result.get()
     }
@@ -187,7 +187,7 @@ public final class HCIHost: Sendable {
         try configuration.validate(for: advertisingCapabilities)
         let driver = self.driver
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<AdvertisingSetInfo, HostError>, Never>) in
-            driver.post(.run({ $0.startAdvertising(configuration, c) }, refused: { c.resume(returning: .failure($0)) }))
+            driver.post(.advertising(.start(configuration, c)))
         }
         return try result.get()
     }
@@ -196,7 +196,7 @@ public final class HCIHost: Sendable {
     public func stopAdvertising(set: UInt8? = nil) async {
         let driver = self.driver
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            driver.post(.run({ $0.stopAdvertising(set, c) }, refused: { _ in c.resume() }))
+            driver.post(.advertising(.stop(set, c)))
         }
     }
 

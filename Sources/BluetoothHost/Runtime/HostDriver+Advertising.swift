@@ -3,6 +3,13 @@ import BluetoothWire
 // Advertising on the driver thread: requests go to the AdvertisingRuntime, its commands to
 // the controller, their answers back to it.
 extension HostDriver {
+    func handle(_ request: AdvertisingRequest) {
+        switch request {
+        case .start(let config, let c): startAdvertising(config, c)
+        case .stop(let set, let c): stopAdvertising(set, c)
+        }
+    }
+
     func startAdvertising(_ config: AdvertisingConfiguration, _ c: CheckedContinuation<Result<AdvertisingSetInfo, HostError>, Never>) {
         guard !closing, info != nil else {
             c.resume(returning: .failure(.hostClosed))

@@ -100,7 +100,7 @@ extension HostDriver {
         }
         let error = mailbox.withLock { $0.terminalError } ?? .hostClosed
         for r in late {
-            if case .close(let c) = r { c?.resume() } else { Self.refuse(r, error) }
+            r.refuse(error)
         }
         Sys.close(wakeFD)
         Sys.close(wakeWriteFD)

@@ -140,7 +140,36 @@ struct CreditChannelRuntime {
 // Credit-based channels on the driver thread: signaling of that family goes to the
 // CreditChannelRuntime's machine, its frames to the link.
 extension HostDriver {
-    func isCurrent(_ channel: L2CAPChannel) -> Bool { creditChannels.isCurrent(channel) }
+    func handle(_ request: ChannelRequest) {
+        switch request {
+        case .open(let conn, let psm, let parameters, let c):
+            openChannel(conn, psm: psm, parameters: parameters, c)
+        case .send(let channel, let sdu, let token, let c):
+            // A closed channel's CID may belong to a newer channel by now.
+            guard creditChannels.isCurrent(channel) else {
+                c.resume(returning: .failure(HostError(.disconnected(nil), "the L2CAP channel is closed")))
+                return
+            }
+            execute(creditChannels.send(channel.info, sdu, token: token, c))
+        case .sendCancelled(let token):
+            creditChannels.sendCancelled(token)
+        case .consumed(let channel, let frames):
+            guard creditChannels.isCurrent(channel) else { return }
+            let info = channel.info
+            execute(creditChannels.machine.consumed(handle: info.handle, cid: info.localCID, frames: frames,
+                                                    indicationIdentifier: { indicationIdentifier(info.handle) }))
+        case .close(let channel, let c):
+            let info = channel.info
+            if creditChannels.isCurrent(channel), let id = connections.allocateSignalingIdentifier(handle: info.handle) {
+                execute(creditChannels.machine.disconnect(handle: info.handle, cid: info.localCID, identifier: id, now: Sys.now()))
+            }
+            c.resume()
+        case .listen(let psm, let parameters, let security, let listener):
+            creditChannels.listen(psm: psm, parameters: parameters, security: security, listener)
+        case .stopListening(let psm):
+            creditChannels.stopListening(psm: psm)
+        }
+    }
 
     /// The link's next signaling identifier (shared with the connection manager's requests).
     func signalingIdentifier(_ handle: UInt16) -> UInt8 {
@@ -177,10 +206,6 @@ extension HostDriver {
             return
         }
         execute(creditChannels.open(conn, psm: psm, parameters: parameters, identifier: id, now: Sys.now(), c))
-    }
-
-    func sendSDU(_ info: L2CAPChannelInfo, _ sdu: [UInt8], token: UInt64, _ c: CheckedContinuation<Result<Void, HostError>, Never>) {
-        execute(creditChannels.send(info, sdu, token: token, c))
     }
 }
 
@@ -220,7 +245,7 @@ extension LEConnection {
         if let error = disconnectError { throw error }
         let driver = self.driver
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<L2CAPChannel, HostError>, Never>) in
-            driver.post(.run({ $0.openChannel(self, psm: psm, parameters: parameters, c) }, refused: { c.resume(returning: .failure($0)) }))
+            driver.post(.channel(.open(self, psm: psm, parameters, c)))
         }
         return try result.get()
     }
@@ -233,14 +258,12 @@ extension HCIHost {
     public func listenL2CAP(psm: UInt16, parameters: L2CAPChannelParameters = .init(),
                             security: L2CAPChannelSecurity = .none) -> AsyncStream<L2CAPChannel> {
         let (stream, continuation) = AsyncStream<L2CAPChannel>.makeStream()
-        driver.post(.run({ d in
-            d.creditChannels.listen(psm: psm, parameters: parameters, security: security, continuation)
-        }, refused: { _ in continuation.finish() }))
+        driver.post(.channel(.listen(psm: psm, parameters, security, continuation)))
         return stream
     }
 
     /// Refuses new channels to `psm` again; open channels stay open.
     public func stopListeningL2CAP(psm: UInt16) {
-        driver.post(.run({ d in d.creditChannels.stopListening(psm: psm) }, refused: { _ in }))
+        driver.post(.channel(.stopListening(psm: psm)))
     }
 }

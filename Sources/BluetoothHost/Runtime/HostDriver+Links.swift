@@ -7,6 +7,73 @@ import Synchronization
 // links opened and closed, L2CAP frames routed to the ATT consumers, ACL flow control and
 // the non-blocking pending-write queue.
 extension HostDriver {
+    func handle(_ request: LinkRequest) {
+        switch request {
+        case .connect(let id, let peer, let parameters, let timeout, let c):
+            guard !closing, info != nil else {
+                c.resume(returning: .failure(.hostClosed))
+                return
+            }
+            connectWaiters[id] = c
+            execute(connections.connect(id, to: peer, parameters: parameters, timeout: timeout, now: Sys.now()))
+        case .cancelConnect(let id):
+            execute(connections.cancelConnect(id, now: Sys.now()))
+        case .disconnect(let conn, let reason, let c):
+            guard links[conn.handle]?.connection === conn else {
+                c.resume()
+                return
+            }
+            links[conn.handle]?.disconnectWaiters.append(c)
+            // Data still waiting for controller buffers or not yet reported sent (Number Of
+            // Completed Packets) goes first: HCI_Disconnect would overtake or flush it (the
+            // last keys of a pairing, a final write). At most 2 s.
+            if (aclFlow.map { $0.queuedPackets(conn.handle) + $0.inFlight(conn.handle) } ?? 0) > 0 {
+                deferredDisconnects[conn.handle] = (reason, Sys.now() &+ 2_000_000_000)
+            } else {
+                execute(connections.disconnect(conn.handle, reason: reason))
+            }
+        case .startATT(let conn, let role, let received, let closed):
+            guard var record = links[conn.handle], record.connection === conn else {
+                let why = conn.closeInfo
+                closed(why.reason, why.message)
+                return
+            }
+            let consumer = ATTConsumer(received: received, closed: closed)
+            switch role {
+            case .client: record.attClient = consumer
+            case .server: record.attServer = consumer
+            }
+            // Hand over what waited for this side (for the client: everything, unless a server is there).
+            var mine: [[UInt8]] = []
+            var rest: [[UInt8]] = []
+            for pdu in record.buffered {
+                let toServer = pdu.first.map { ATTOpcode(rawValue: $0).isClientToServer } ?? false
+                if role == .server ? toServer : (!toServer || record.attServer == nil) { mine.append(pdu) } else { rest.append(pdu) }
+            }
+            record.buffered = rest
+            links[conn.handle] = record
+            for pdu in mine { pdu.withUnsafeBytes { received($0) } }
+        case .updateParameters(let conn, let parameters, let c):
+            guard links[conn.handle]?.connection === conn else {
+                c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
+                return
+            }
+            do throws(HostError) {
+                let actions = try connections.updateParameters(conn.handle, parameters)
+                links[conn.handle]?.updateWaiters.append(c)
+                execute(actions)
+            } catch {
+                c.resume(returning: .failure(error))
+            }
+        case .sendACL(let conn, let frame):
+            guard links[conn.handle]?.connection === conn else {
+                conn.bytesLeft(frame.count)
+                return
+            }
+            sendFrame(frame, handle: conn.handle, accounted: true)
+        }
+    }
+
     // MARK: Connections
 
     func execute(_ actions: [ConnectionAction]) {
@@ -59,7 +126,7 @@ extension HostDriver {
 
     func openLink(_ state: LELinkState) -> LEConnection {
         let conn = LEConnection(driver: self, link: state)
-        if let id = identity(of: state.peer) { conn.setIdentity(id) }
+        if let id = security.identity(of: state.peer) { conn.setIdentity(id) }
         links[state.handle] = LinkRecord(connection: conn)
         aclFlow?.addLink(state.handle)
         l2cap.resetLink(state.handle)
@@ -132,7 +199,7 @@ extension HostDriver {
                                             nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) },
                                             indicationIdentifier: { [unowned self] in self.indicationIdentifier(handle) }))
         case .smp:
-            if security == nil {
+            if pairingConfiguration == nil {
                 execute(connections.receivedSMP(handle: handle, payload: payload))  // refused
             } else {
                 smpReceived(handle, payload)

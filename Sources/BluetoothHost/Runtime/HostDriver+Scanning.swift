@@ -6,7 +6,18 @@ import Synchronization
 // Scanning on the driver thread: requests go to the ScanRuntime, its enable and disable
 // commands to the controller (counted while in flight: close waits for them).
 extension HostDriver {
-    // MARK: Scanning
+    func handle(_ request: ScanRequest) {
+        switch request {
+        case .start(let id, let config, let continuation, let backlog):
+            startScan(id: id, config, continuation, backlog: backlog)
+        case .stop(let id, let c):
+            guard scanning.isRunning(id) else {
+                c?.resume(returning: .success(()))
+                return
+            }
+            stopScan(continuation: c)
+        }
+    }
 
     func startScan(id: UInt64, _ config: ScanConfiguration,
                    _ continuation: AsyncThrowingStream<ScanEvent, any Error>.Continuation, backlog: ScanBacklog) {

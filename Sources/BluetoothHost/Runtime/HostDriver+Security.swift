@@ -3,33 +3,31 @@ import BluetoothTransport
 import BluetoothWire
 import Glibc
 
-/// Pairing on one link: the sans-I/O machine, who answers for the user, who waits.
-struct PairingRecord {
-    var machine: SMPPairing
-    var agent: PairingAgent
-    var waiters: [CheckedContinuation<Result<SMPPairingResult, HostError>, Never>] = []
-}
-
 // The Security Manager on the driver thread: SMP PDUs (CID 6) into each link's pairing
-// machine, its actions out (PDUs, LE Enable Encryption, the user's agent), the
-// controller's encryption events (Encryption Change, Key Refresh, LE Long Term Key
-// Request) into it and into the link's security, which the ATT server's checks read.
+// machine in the SecurityRuntime, its actions out (PDUs, LE Enable Encryption, the user's
+// agent), the controller's encryption events (Encryption Change, Key Refresh, LE Long Term
+// Key Request) into it and into the link's security, which the ATT server's checks read.
 extension HostDriver {
-    var nextPairingDeadline: UInt64? { pairings.values.compactMap(\.machine.deadline).min() }
+    func handle(_ request: SecurityRequest) {
+        switch request {
+        case .pair(let conn, let configuration, let agent, let c): startPairing(conn, configuration, agent, c)
+        case .encrypt(let conn, let bond, let c): startEncryption(conn, bond, c)
+        case .answered(let conn, let generation, let answer): userAnswered(conn, generation: generation, answer)
+        }
+    }
 
     func pairingTimersFired(now: UInt64) {
-        for handle in pairings.keys.sorted() {
-            guard var r = pairings[handle], let d = r.machine.deadline, d <= now else { continue }
-            let actions = r.machine.timerFired(now: now)
-            pairings[handle] = r
+        for handle in security.pairings.keys.sorted() {
+            guard let d = security.pairings[handle]?.machine.deadline, d <= now,
+                  let actions = security.pairings[handle]?.machine.timerFired(now: now) else { continue }
             executeSMP(handle, actions)
         }
     }
 
     /// A machine for the link, made on first use with the host's configuration.
     private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?, peerStarted: Bool = false) -> Bool {
-        if pairings[handle] != nil { return true }
-        guard let conn = links[handle]?.connection, var config = configuration ?? security else { return false }
+        if security.pairings[handle] != nil { return true }
+        guard let conn = links[handle]?.connection, var config = configuration ?? pairingConfiguration else { return false }
         if peerStarted, let bond = try? bondStore?.bond(for: conn.peerIdentity) {
             // A pairing the peer starts may not replace its bond with a weaker one: an
             // impostor with the peer's address would get in with Just Works. What the bond
@@ -50,38 +48,34 @@ extension HostDriver {
             config.identityAddress = LEAddress(info?.address ?? .zero, type: .public)
         }
         let role: SMPRole = conn.role == .central ? .initiator : .responder
-        pairings[handle] = PairingRecord(machine: SMPPairing(role: role, configuration: config, localAddress: own, peerAddress: conn.address),
-                                         agent: agent ?? pairingAgent)
+        security.pairings[handle] = SecurityRuntime.Pairing(
+            machine: SMPPairing(role: role, configuration: config, localAddress: own, peerAddress: conn.address),
+            agent: agent ?? pairingAgent)
         return true
     }
 
     /// ``LEConnection/pair(configuration:agent:)``: starts pairing as central, or asks the
     /// central to (Security Request) as peripheral; resumes with the result.
     func startPairing(_ conn: LEConnection, _ configuration: SMPConfiguration?, _ agent: PairingAgent?,
-                      _ c: CheckedContinuation<Result<SMPPairingResult, HostError>, Never>) {
+                      _ c: SecurityRuntime.PairingWaiter) {
         guard links[conn.handle]?.connection === conn else {
             c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
             return
         }
-        if let r = pairings[conn.handle], !r.machine.isActive, configuration != nil || agent != nil {
+        let timedOut = HostError(.pairingFailed(.unspecifiedReason), "SMP timed out on this link; it needs a new connection (Core Vol 3 Part H §3.4)")
+        if let r = security.pairings[conn.handle], !r.machine.isActive, configuration != nil || agent != nil {
             // A new pairing with other settings replaces a finished one.
-            if r.machine.timedOut {
-                c.resume(returning: .failure(HostError(.pairingFailed(.unspecifiedReason), "SMP timed out on this link; it needs a new connection (Core Vol 3 Part H §3.4)")))
-                return
-            }
-            pairings[conn.handle] = nil
+            if r.machine.timedOut { return c.resume(returning: .failure(timedOut)) }
+            security.pairings[conn.handle] = nil
         }
-        guard machine(conn.handle, configuration: configuration, agent: agent), var r = pairings[conn.handle] else {
+        guard machine(conn.handle, configuration: configuration, agent: agent), var r = security.pairings[conn.handle] else {
             c.resume(returning: .failure(HostError(.notSupported, "pairing is turned off on this host (HostOptions.security is nil)")))
             return
         }
-        if r.machine.timedOut {
-            c.resume(returning: .failure(HostError(.pairingFailed(.unspecifiedReason), "SMP timed out on this link; it needs a new connection (Core Vol 3 Part H §3.4)")))
-            return
-        }
+        if r.machine.timedOut { return c.resume(returning: .failure(timedOut)) }
         let now = Sys.now()
         if !r.machine.isActive {
-            let wait = repeatedAttemptsRemaining(conn, now: now)
+            let wait = security.attempts.remaining(conn.peerIdentity, now: now)
             if wait > 0 {
                 c.resume(returning: .failure(HostError(.pairingFailed(.repeatedAttempts),
                     "pairing with \(conn.address) failed its checks just before: wait \((wait + 999_999_999) / 1_000_000_000) s (Repeated Attempts, Core Vol 3 Part H §2.3.6)")))
@@ -90,153 +84,130 @@ extension HostDriver {
         }
         r.waiters.append(c)
         let actions = r.machine.isActive ? [] : (r.machine.role == .initiator ? r.machine.start(now: now) : r.machine.requestSecurity(now: now))
-        pairings[conn.handle] = r
+        security.pairings[conn.handle] = r
         executeSMP(conn.handle, actions)
     }
 
-    /// How long a peer waits after `failures` failed checks in a row: 2, 4, 8 ... 64 s
-    /// (doubling, as §2.3.6 asks, from BlueZ's and Zephyr's order of magnitude).
-    static func repeatedAttemptsWait(_ failures: Int) -> UInt64 {
-        UInt64(1) << UInt64(min(failures, 6)) * 1_000_000_000
-    }
-
-    /// Nanoseconds the peer on `conn` must still wait before pairing again (0: none).
-    func repeatedAttemptsRemaining(_ conn: LEConnection, now: UInt64) -> UInt64 {
-        guard let b = pairingBackoff[conn.peerIdentity], b.until > now else { return 0 }
-        return b.until - now
-    }
-
     func smpReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {
-        guard machine(handle, configuration: nil, agent: nil, peerStarted: true), var r = pairings[handle] else { return }
+        guard machine(handle, configuration: nil, agent: nil, peerStarted: true), let m = security.pairings[handle]?.machine else { return }
         // A new Pairing Request (we respond) or Security Request (we would start) from a
         // peer still waiting out failed attempts: Pairing Failed, Repeated Attempts.
-        if !r.machine.isActive, let code = payload.first,
-           (code == SMPCode.pairingRequest.rawValue && r.machine.role == .responder)
-            || (code == SMPCode.securityRequest.rawValue && r.machine.role == .initiator),
-           let conn = links[handle]?.connection, repeatedAttemptsRemaining(conn, now: Sys.now()) > 0 {
-            if let frame = try? L2CAPChannels.frame(.smp, [SMPCode.pairingFailed.rawValue, SMPPairingFailedReason.repeatedAttempts.rawValue]) {
-                sendFrame(frame, handle: handle, accounted: false)
-            }
+        if !m.isActive, let code = payload.first,
+           (code == SMPCode.pairingRequest.rawValue && m.role == .responder)
+            || (code == SMPCode.securityRequest.rawValue && m.role == .initiator),
+           let conn = links[handle]?.connection, security.attempts.remaining(conn.peerIdentity, now: Sys.now()) > 0 {
+            sendSMP([SMPCode.pairingFailed.rawValue, SMPPairingFailedReason.repeatedAttempts.rawValue], handle: handle)
             return
         }
-        let actions = r.machine.received(payload, now: Sys.now())
-        pairings[handle] = r
+        guard let actions = security.pairings[handle]?.machine.received(payload, now: Sys.now()) else { return }
         executeSMP(handle, actions)
+    }
+
+    private func sendSMP(_ pdu: [UInt8], handle: UInt16) {
+        if let frame = try? L2CAPChannels.frame(.smp, pdu) { sendFrame(frame, handle: handle, accounted: false) }
+    }
+
+    private func enableEncryption(_ handle: UInt16, _ key: SMPLongTermKey) -> HostError? {
+        submit(LEEnableEncryptionCommand(connectionHandle: handle, randomNumber: key.rand, encryptedDiversifier: key.ediv,
+                                         longTermKey: SMP.bytes(key.key)), waiter: .security(handle: handle))
     }
 
     func executeSMP(_ handle: UInt16, _ actions: [SMPAction]) {
         guard let conn = links[handle]?.connection else { return }
+        let agent = security.pairings[handle]?.agent ?? pairingAgent
+        let generation = security.pairings[handle]?.machine.generation ?? 0
         for action in actions {
             switch action {
             case .send(let pdu):
-                if let frame = try? L2CAPChannels.frame(.smp, pdu) { sendFrame(frame, handle: handle, accounted: false) }
+                sendSMP(pdu, handle: handle)
             case .encrypt(let key):
-                let command = LEEnableEncryptionCommand(connectionHandle: handle, randomNumber: key.rand,
-                                                        encryptedDiversifier: key.ediv, longTermKey: SMP.bytes(key.key))
-                if let error = submit(command, waiter: .security(handle: handle)) { securityCommandAnswered(handle, .failure(error)) }
+                if let error = enableEncryption(handle, key) { securityCommandAnswered(handle, .failure(error)) }
             case .displayPasskey(let v):
-                let agent = pairings[handle]?.agent ?? pairingAgent
                 agent.displayPasskey(conn, v)
             case .requestPasskey:
-                let agent = pairings[handle]?.agent ?? pairingAgent
-                let g = pairings[handle]?.machine.generation ?? 0
                 Task { [weak self] in
                     let v = await agent.enterPasskey(conn)
-                    self?.post(.run({ $0.userAnswered(handle, conn, g) { m, now in m.passkeyEntered(v, now: now) } }, refused: { _ in }))
+                    self?.post(.security(.answered(conn, generation: generation, .passkey(v))))
                 }
             case .confirmNumber(let n):
-                let agent = pairings[handle]?.agent ?? pairingAgent
-                let g = pairings[handle]?.machine.generation ?? 0
                 Task { [weak self] in
                     let ok = await agent.confirmNumber(conn, n)
-                    self?.post(.run({ $0.userAnswered(handle, conn, g) { m, now in m.numericComparisonConfirmed(ok, now: now) } }, refused: { _ in }))
+                    self?.post(.security(.answered(conn, generation: generation, .confirmed(ok))))
                 }
             case .keypress(let type):
-                (pairings[handle]?.agent ?? pairingAgent).keypress(conn, type)
+                agent.keypress(conn, type)
             case .securityRequested:
                 // A peripheral asks: encrypt with its bond when there is one, else pair.
                 if conn.security.encrypted { break }
                 if let bond = try? bondStore?.bond(for: conn.peerIdentity), let key = bond.centralKey {
-                    bondedSecurity[handle] = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
-                                                          secureConnections: bond.secureConnections, bonded: true)
-                    let command = LEEnableEncryptionCommand(connectionHandle: handle, randomNumber: key.rand,
-                                                            encryptedDiversifier: key.ediv, longTermKey: SMP.bytes(key.key))
-                    _ = submit(command, waiter: .security(handle: handle))
-                } else if var r = pairings[handle], r.machine.role == .initiator, !r.machine.isActive {
-                    let more = r.machine.start(now: Sys.now())
-                    pairings[handle] = r
+                    security.encrypting(handle, with: bond)
+                    _ = enableEncryption(handle, key)
+                } else if let m = security.pairings[handle]?.machine, m.role == .initiator, !m.isActive,
+                          let more = security.pairings[handle]?.machine.start(now: Sys.now()) {
                     executeSMP(handle, more)
                 }
             case .paired(let claimed):
-                let result = Self.checkedIdentity(claimed, on: conn)
-                pairingBackoff[conn.peerIdentity] = nil
-                if let id = result.peerIdentityAddress {
-                    conn.setIdentity(id)
-                    if let irk = result.peerIdentityResolvingKey, result.bonded { learnIdentity(irk: irk, identity: id) }
-                }
-                conn.setSecurity(LinkSecurity(encrypted: true, keySize: Int(result.keySize), authenticated: result.authenticated,
-                                              secureConnections: result.secureConnections, bonded: result.bonded))
-                let waiters = pairings[handle]?.waiters ?? []
-                pairings[handle]?.waiters = []
-                pairingEvents.yield(.paired(conn, result))
-                for c in waiters { c.resume(returning: .success(result)) }
-                if waiters.isEmpty, result.bonded, let store = bondStore {
-                    // The peer started it: nobody awaits pair(), so the host files the bond.
-                    let bond = Bond(identity: conn.peerIdentity, result: result, created: Int64(time(nil)))
-                    let events = pairingEvents
-                    Task {
-                        let saved: Result<Void, BondStoreError> = await runOnOwnThread {
-                            do throws(BondStoreError) { try store.saveUnlessWeaker(bond); return .success(()) } catch { return .failure(error) }
-                        }
-                        if case .failure(let e) = saved { events.yield(.bondNotStored(conn, HostError(.bondStore, e.description))) }
-                    }
-                }
+                paired(conn, claimed)
             case .failed(let f):
                 if f.origin == .local, [.confirmValueFailed, .dhKeyCheckFailed].contains(f.reason) {
                     // Our check failed: a wrong passkey, or someone guessing; the next attempt waits.
-                    let now = Sys.now()
-                    if pairingBackoff.count >= 256 { pairingBackoff = pairingBackoff.filter { $0.value.until > now } }
-                    let n = (pairingBackoff[conn.peerIdentity]?.failures ?? 0) + 1
-                    pairingBackoff[conn.peerIdentity] = (n, now &+ Self.repeatedAttemptsWait(n))
+                    security.checkFailed(conn.peerIdentity, now: Sys.now())
                 }
-                let waiters = pairings[handle]?.waiters ?? []
-                pairings[handle]?.waiters = []
                 let detail = f.origin == .local ? "\(f.message) (Pairing Failed: \(f.reason))" : f.message
-                let error = HostError(.pairingFailed(f.reason), "pairing with \(conn.address) failed: \(detail)")
-                pairingEvents.yield(.failed(conn, error))
-                for c in waiters { c.resume(returning: .failure(error)) }
+                pairingFailed(conn, HostError(.pairingFailed(f.reason), "pairing with \(conn.address) failed: \(detail)"))
             }
         }
     }
 
-    /// The identity a pairing may claim on this link (Core Vol 3 Part H §2.4.2.1, as BlueZ
-    /// checks it): a peer that connected from its identity address must distribute that
-    /// one, a peer behind a resolvable private address an IRK that resolves it. Anything
-    /// else is dropped (the bond is kept under the address it connected from), so a new
-    /// peer cannot take over a bonded device's identity with a key of its own.
-    static func checkedIdentity(_ r: SMPPairingResult, on conn: LEConnection) -> SMPPairingResult {
-        guard let claimed = r.peerIdentityAddress else { return r }
-        let a = conn.address
-        let ok: Bool
-        if ResolvablePrivateAddress.isResolvable(a) {
-            ok = r.peerIdentityResolvingKey.map { $0 != 0 && ResolvablePrivateAddress.resolves(a.address, irk: $0) } ?? false
-        } else {
-            let base = LEAddress(a.address, type: a.type == .publicIdentity ? .public : (a.type == .randomIdentity ? .random : a.type))
-            ok = base == claimed
+    /// The pairing's keys are all exchanged: the link takes the identity it may claim and
+    /// its security; a bond the peer started is filed.
+    private func paired(_ conn: LEConnection, _ claimed: SMPPairingResult) {
+        let result = SecurityRuntime.admittedIdentity(claimed, from: conn.address)
+        security.paired(conn.peerIdentity)
+        if let id = result.peerIdentityAddress {
+            conn.setIdentity(id)
+            if let irk = result.peerIdentityResolvingKey, result.bonded, security.learn(irk: irk, identity: id) {
+                resolvableIdentities.withLock { _ = $0.insert(id.address) }
+            }
         }
-        if ok { return r }
-        var out = r
-        out.peerIdentityAddress = nil
-        out.peerIdentityResolvingKey = nil
-        return out
+        conn.setSecurity(LinkSecurity(encrypted: true, keySize: Int(result.keySize), authenticated: result.authenticated,
+                                      secureConnections: result.secureConnections, bonded: result.bonded))
+        let waiters = security.pairings[conn.handle]?.waiters ?? []
+        security.pairings[conn.handle]?.waiters = []
+        pairingEvents.yield(.paired(conn, result))
+        for c in waiters { c.resume(returning: .success(result)) }
+        if waiters.isEmpty, result.bonded, let store = bondStore {
+            // The peer started it: nobody awaits pair(), so the host files the bond.
+            let bond = Bond(identity: conn.peerIdentity, result: result, created: Int64(time(nil)))
+            let events = pairingEvents
+            Task {
+                let saved: Result<Void, BondStoreError> = await runOnOwnThread {
+                    do throws(BondStoreError) { try store.saveUnlessWeaker(bond); return .success(()) } catch { return .failure(error) }
+                }
+                if case .failure(let e) = saved { events.yield(.bondNotStored(conn, HostError(.bondStore, e.description))) }
+            }
+        }
     }
 
-    func userAnswered(_ handle: UInt16, _ conn: LEConnection, _ generation: Int, _ body: (inout SMPPairing, UInt64) -> [SMPAction]) {
-        // An answer to an earlier pairing's question is ignored.
-        guard links[handle]?.connection === conn, var r = pairings[handle], r.machine.generation == generation else { return }
-        let actions = body(&r.machine, Sys.now())
-        pairings[handle] = r
-        executeSMP(handle, actions)
+    private func pairingFailed(_ conn: LEConnection, _ error: HostError) {
+        let waiters = security.pairings[conn.handle]?.waiters ?? []
+        security.pairings[conn.handle]?.waiters = []
+        pairingEvents.yield(.failed(conn, error))
+        for c in waiters { c.resume(returning: .failure(error)) }
+    }
+
+    /// The user's answer to a passkey or number question; one to an earlier pairing's
+    /// question (another generation) is ignored.
+    func userAnswered(_ conn: LEConnection, generation: Int, _ answer: SecurityRequest.Answer) {
+        let handle = conn.handle
+        guard links[handle]?.connection === conn, security.pairings[handle]?.machine.generation == generation else { return }
+        let now = Sys.now()
+        let actions: [SMPAction]?
+        switch answer {
+        case .passkey(let v): actions = security.pairings[handle]?.machine.passkeyEntered(v, now: now)
+        case .confirmed(let ok): actions = security.pairings[handle]?.machine.numericComparisonConfirmed(ok, now: now)
+        }
+        executeSMP(handle, actions ?? [])
     }
 
     func securityCommandAnswered(_ handle: UInt16, _ result: CommandResult) {
@@ -245,8 +216,8 @@ extension HostDriver {
     }
 
     /// ``LEConnection/encryptWithBond()``: LE Enable Encryption with the bond's key.
-    func startEncryption(_ conn: LEConnection, _ bond: Bond, _ c: CheckedContinuation<Result<Void, HostError>, Never>) {
-        if pairings[conn.handle]?.machine.isActive == true {
+    func startEncryption(_ conn: LEConnection, _ bond: Bond, _ c: SecurityRuntime.EncryptionWaiter) {
+        if security.pairings[conn.handle]?.machine.isActive == true {
             c.resume(returning: .failure(HostError(.busy, "pairing runs on this link; encrypting with the bond waits for it")))
             return
         }
@@ -254,46 +225,22 @@ extension HostDriver {
             c.resume(returning: .failure(conn.disconnectError ?? HostError(.bondStore, "the bond of \(conn.address) has no key for a central")))
             return
         }
-        bondedSecurity[conn.handle] = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
-                                                   secureConnections: bond.secureConnections, bonded: true)
-        encryptionWaiters[conn.handle, default: []].append(c)
-        let command = LEEnableEncryptionCommand(connectionHandle: conn.handle, randomNumber: key.rand,
-                                                encryptedDiversifier: key.ediv, longTermKey: SMP.bytes(key.key))
-        if let error = submit(command, waiter: .security(handle: conn.handle)) {
-            encryptionWaiters[conn.handle] = nil
-            c.resume(returning: .failure(error))
+        security.encrypting(conn.handle, with: bond, waiter: c)
+        if let error = enableEncryption(conn.handle, key) {
+            for w in security.encryptionNotStarted(conn.handle) { w.resume(returning: .failure(error)) }
         }
     }
 
     /// Encryption Change / Key Refresh Complete.
     func encryptionChanged(_ handle: UInt16, status: HCIErrorCode, enabled: Bool, keySize: UInt8?) {
         guard let conn = links[handle]?.connection else { return }
+        let (changed, waiters) = security.encryptionChanged(handle, status: status, enabled: enabled, keySize: keySize, current: conn.security)
+        if let changed { conn.setSecurity(changed) }
         let ok = status == .success && enabled
-        if let waiters = encryptionWaiters.removeValue(forKey: handle) {
-            let result: Result<Void, HostError> = ok ? .success(())
-                : .failure(HostError(.pairingFailed(.unspecifiedReason), "encrypting with the bond of \(conn.address) failed: \(status) (the device may have lost the bond: pair again)"))
-            if ok, let s = bondedSecurity.removeValue(forKey: handle) {
-                conn.setSecurity(LinkSecurity(encrypted: true, keySize: keySize.map(Int.init) ?? s.keySize, authenticated: s.authenticated,
-                                              secureConnections: s.secureConnections, bonded: true))
-            }
-            bondedSecurity[handle] = nil
-            for c in waiters { c.resume(returning: result) }
-            if ok && pairings[handle]?.machine.isActive != true { return }
-        }
-        if !ok { bondedSecurity[handle] = nil }
-        if ok, let s = bondedSecurity.removeValue(forKey: handle) {
-            conn.setSecurity(s)
-        } else if ok {
-            var s = conn.security
-            let size = keySize.map(Int.init) ?? (s.keySize > 0 ? s.keySize : Int(pairings[handle]?.machine.keySize ?? 16))
-            s = LinkSecurity(encrypted: true, keySize: size, authenticated: s.authenticated, secureConnections: s.secureConnections, bonded: s.bonded)
-            conn.setSecurity(s)
-        } else if status == .success {
-            conn.setSecurity(.unencrypted)
-        }
-        guard var r = pairings[handle] else { return }
-        let actions = r.machine.encryptionChanged(encrypted: ok, now: Sys.now())
-        pairings[handle] = r
+        let result: Result<Void, HostError> = ok ? .success(())
+            : .failure(HostError(.pairingFailed(.unspecifiedReason), "encrypting with the bond of \(conn.address) failed: \(status) (the device may have lost the bond: pair again)"))
+        for c in waiters { c.resume(returning: result) }
+        guard let actions = security.pairings[handle]?.machine.encryptionChanged(encrypted: ok, now: Sys.now()) else { return }
         executeSMP(handle, actions)
     }
 
@@ -301,14 +248,13 @@ extension HostDriver {
     /// reply (the controller would otherwise wait and drop the link).
     func longTermKeyRequested(_ e: LELongTermKeyRequest) {
         let handle = e.connectionHandle
-        guard links[handle] != nil else { return }
-        var key = pairings[handle]?.machine.keyForEncryption(ediv: e.encryptedDiversifier, rand: e.randomNumber)
-        if key == nil, let conn = links[handle]?.connection, let bond = try? bondStore?.bond(for: conn.peerIdentity),
+        guard let conn = links[handle]?.connection else { return }
+        var key = security.pairings[handle]?.machine.keyForEncryption(ediv: e.encryptedDiversifier, rand: e.randomNumber)
+        if key == nil, let bond = try? bondStore?.bond(for: conn.peerIdentity),
            let k = bond.peripheralKey(ediv: e.encryptedDiversifier, rand: e.randomNumber) {
             // A bonded central re-encrypts: the link has the bond's security once encrypted.
             key = k
-            bondedSecurity[handle] = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
-                                                  secureConnections: bond.secureConnections, bonded: true)
+            security.encrypting(handle, with: bond)
         }
         if let key {
             _ = submit(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: SMP.bytes(key)), waiter: .security(handle: handle))
@@ -318,16 +264,15 @@ extension HostDriver {
     }
 
     func pairingLinkClosed(_ handle: UInt16, _ error: HostError) {
-        bondedSecurity[handle] = nil
-        if let waiters = encryptionWaiters.removeValue(forKey: handle) { for c in waiters { c.resume(returning: .failure(error)) } }
-        guard let r = pairings.removeValue(forKey: handle) else { return }
-        for c in r.waiters { c.resume(returning: .failure(error)) }
+        let (pairings, encryptions) = security.linkClosed(handle)
+        for c in encryptions { c.resume(returning: .failure(error)) }
+        for c in pairings { c.resume(returning: .failure(error)) }
     }
 }
 
 extension LEConnection {
     /// The host's pairing settings (``HostOptions/security``).
-    public var hostSecurity: SMPConfiguration? { driver.security }
+    public var hostSecurity: SMPConfiguration? { driver.pairingConfiguration }
 
     /// The bond kept for this peer, if the host has a bond store and one.
     public func storedBond() throws(HostError) -> Bond? {
@@ -345,7 +290,7 @@ extension LEConnection {
         if let error = disconnectError { throw error }
         let driver = self.driver
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
-            driver.post(.run({ $0.startEncryption(self, bond, c) }, refused: { c.resume(returning: .failure($0)) }))
+            driver.post(.security(.encrypt(self, bond, c)))
         }
         try result.get()
         return true
@@ -360,7 +305,7 @@ extension LEConnection {
         if let error = disconnectError { throw error }
         let driver = self.driver
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<SMPPairingResult, HostError>, Never>) in
-            driver.post(.run({ $0.startPairing(self, configuration, agent, c) }, refused: { c.resume(returning: .failure($0)) }))
+            driver.post(.security(.pair(self, configuration, agent, c)))
         }
         let r = try result.get()
         // A bond is kept when both asked for it (and the host has a store).

@@ -60,29 +60,6 @@ public struct HostStatistics: Sendable, Equatable {
 
 typealias CommandResult = Result<CommandReturn, HostError>
 
-/// Requests from the API to the driver thread.
-enum DriverRequest: @unchecked Sendable {
-    case initialize(CheckedContinuation<Result<ControllerInfo, HostError>, Never>)
-    case command(packet: [UInt8], opcode: HCIOpcode, token: CommandToken, timeout: UInt64?,
-                 CheckedContinuation<CommandResult, Never>)
-    case cancelCommand(CommandToken)
-    case startScan(id: UInt64, ScanConfiguration, AsyncThrowingStream<ScanEvent, any Error>.Continuation, ScanBacklog)
-    /// id nil: whatever scan runs (stopScan()); otherwise only that scan (stream ended).
-    case stopScan(id: UInt64?, CheckedContinuation<Result<Void, HostError>, Never>?)
-    case close(CheckedContinuation<Void, Never>?)
-    case connect(ConnectRequestID, LEAddress, LEConnectParameters, timeout: UInt64,
-                 CheckedContinuation<Result<LEConnection, HostError>, Never>)
-    case cancelConnect(ConnectRequestID)
-    case disconnect(LEConnection, HCIErrorCode, CheckedContinuation<Void, Never>)
-    case startATT(LEConnection, ATTRole, @Sendable (UnsafeRawBufferPointer) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
-    /// A feature's own work (its code lives in a HostDriver extension, not in this enum):
-    /// `body` runs on the driver thread; `refused` runs instead once the driver has stopped,
-    /// and fails the caller's continuation.
-    case run(@Sendable (HostDriver) -> Void, refused: @Sendable (HostError) -> Void)
-    case sendACL(LEConnection, [UInt8])
-    case updateParameters(LEConnection, L2CAPConnectionParameters, CheckedContinuation<Result<LELinkState, HostError>, Never>)
-}
-
 /// Owns the transport and the state machines; runs on its own thread: a poll(2) loop on
 /// the transport descriptor and a wake pipe that the API signals after queueing a request.
 /// The poll timeout is the nearest state machine deadline.
@@ -204,30 +181,21 @@ final class HostDriver: @unchecked Sendable {
     var links: [UInt16: LinkRecord] = [:]
     /// Disconnects waiting for the link's queued ACL data to leave (reason, deadline).
     var deferredDisconnects: [UInt16: (reason: HCIErrorCode, deadline: UInt64)] = [:]
-    /// Pairing in progress or done, per link (HostDriver+Security.swift).
-    var pairings: [UInt16: PairingRecord] = [:]
+    /// Pairing, encryption with bonds, repeated attempts and bonded IRKs (HostDriver+Security.swift).
+    var security: SecurityRuntime
     /// LE credit-based channels (HostDriver+L2CAP.swift).
     var creditChannels = CreditChannelRuntime()
     /// Tokens of SDUs sent (any thread: a cancelled send names its own).
     let channelTokens = Atomic<UInt64>(1 << 40)
-    let security: SMPConfiguration?
+    let pairingConfiguration: SMPConfiguration?
     let pairingAgent: PairingAgent
     let bondStore: BondStore?
     /// This host's IRK, distributed when bonding (privacy).
     let localIdentityResolvingKey: UInt128?
-    /// Bonded peers' IRKs: their resolvable private addresses to identities (driver thread).
-    var resolver: AddressResolver
-    /// The identities in `resolver`, for any thread (``HCIHost/findDevice(_:timeout:)``).
+    /// The identities the security runtime resolves, for any thread (``HCIHost/findDevice(_:timeout:)``).
     let resolvableIdentities: Mutex<Set<BluetoothAddress>>
     let pairingEvents: AsyncStream<PairingEvent>.Continuation
     let pairingEventStream: AsyncStream<PairingEvent>
-    /// Callers of ``LEConnection/encryptWithBond()`` waiting for Encryption Change.
-    var encryptionWaiters: [UInt16: [CheckedContinuation<Result<Void, HostError>, Never>]] = [:]
-    /// The security a link gets once an encryption with a bond's key completes.
-    var bondedSecurity: [UInt16: LinkSecurity] = [:]
-    /// Repeated Attempts (Core Vol 3 Part H §2.3.6): per peer, the pairings that failed our
-    /// checks in a row and until when the next is refused.
-    var pairingBackoff: [LEAddress: (failures: Int, until: UInt64)] = [:]
     /// Incoming links (we are peripheral), for ``HCIHost/incomingConnections``.
     let incoming: AsyncStream<LEConnection>.Continuation
     let incomingStream: AsyncStream<LEConnection>
@@ -243,12 +211,12 @@ final class HostDriver: @unchecked Sendable {
         self.transport = transport
         self.transportName = transport.description
         self.observer = options.packetObserver
-        self.security = options.security
+        self.pairingConfiguration = options.security
         self.pairingAgent = options.pairingAgent
         self.bondStore = options.bondStore
         self.localIdentityResolvingKey = options.identityResolvingKey
         let entries = options.bondStore?.resolvingEntries() ?? []
-        self.resolver = AddressResolver(entries)
+        self.security = SecurityRuntime(resolving: entries)
         self.resolvableIdentities = Mutex(Set(entries.map(\.identity.address)))
         self.flow = HCICommandFlow(defaultTimeout: options.commandTimeout.nanoseconds)
         (incomingStream, incoming) = AsyncStream<LEConnection>.makeStream()
@@ -271,31 +239,8 @@ final class HostDriver: @unchecked Sendable {
             Sys.signal(wakePipe: wakeWriteFD)
             return nil
         }
-        if let refused { Self.refuse(request, refused) }
+        if let refused { request.refuse(refused) }
         return refused
-    }
-
-    static func refuse(_ request: DriverRequest, _ error: HostError) {
-        switch request {
-        case .initialize(let c): c.resume(returning: .failure(error))
-        case .command(_, _, _, _, let c): c.resume(returning: .failure(error))
-        case .cancelCommand: break
-        case .startScan(_, _, let c, _): c.finish(throwing: error)
-        case .stopScan(_, let c): c?.resume(returning: .success(()))
-        case .close(let c): c?.resume()
-        case .connect(_, _, _, _, let c): c.resume(returning: .failure(error))
-        case .cancelConnect, .sendACL: break
-        case .disconnect(let conn, _, let c):
-            conn.markClosed(nil, HostError.disconnectMessage(nil))
-            c.resume()
-        case .updateParameters(_, _, let c):
-            c.resume(returning: .failure(error))
-        case .startATT(let conn, _, _, let closed):
-            conn.markClosed(nil, HostError.disconnectMessage(nil))
-            let why = conn.closeInfo
-            closed(why.reason, why.message)
-        case .run(_, let refused): refused(error)
-        }
     }
 
     var statistics: HostStatistics { mailbox.withLock { $0.statistics } }
@@ -364,30 +309,13 @@ final class HostDriver: @unchecked Sendable {
     }
 
     func deliver(_ events: [ScanEvent]) {
-        stats.droppedScanEvents += scanning.deliver(events) { resolver.isEmpty ? nil : resolver.resolve($0) }
-    }
-
-    /// The identity behind a peer's address: the controller's resolution (identity address
-    /// types), else a bonded peer's IRK resolving it.
-    func identity(of address: LEAddress) -> LEAddress? {
-        switch address.type {
-        case .publicIdentity: LEAddress(address.address, type: .public)
-        case .randomIdentity: LEAddress(address.address, type: .random)
-        default: resolver.resolve(address)
-        }
-    }
-
-    /// A peer's IRK learned from pairing: its later private addresses resolve to `identity`.
-    func learnIdentity(irk: UInt128, identity: LEAddress) {
-        guard irk != 0 else { return }  // all zeros: the peer does not use private addresses
-        resolver.add(AddressResolver.Entry(irk: irk, identity: identity))
-        resolvableIdentities.withLock { _ = $0.insert(identity.address) }
+        stats.droppedScanEvents += scanning.deliver(events) { security.resolve($0) }
     }
 
     func pollTimeout(now: UInt64) -> Int32 {
         let stall = stalledSince.map { $0 &+ Self.writeStallTimeout }
         let deadlines = [flow.nextDeadline, scanning.nextDeadline, connections.nextDeadline, stall,
-                         nextPairingDeadline, deferredDisconnects.values.map(\.deadline).min(), creditChannels.machine.nextDeadline].compactMap { $0 }
+                         security.nextDeadline, deferredDisconnects.values.map(\.deadline).min(), creditChannels.machine.nextDeadline].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
@@ -409,7 +337,7 @@ final class HostDriver: @unchecked Sendable {
         if let d = connections.nextDeadline, d <= now {
             execute(connections.timerFired(now: now))
         }
-        if let d = nextPairingDeadline, d <= now { pairingTimersFired(now: now) }
+        if let d = security.nextDeadline, d <= now { pairingTimersFired(now: now) }
         if let d = creditChannels.machine.nextDeadline, d <= now { execute(creditChannels.machine.timerFired(now: now)) }
         flushDeferredDisconnects(now: now)
     }
@@ -447,7 +375,7 @@ final class HostDriver: @unchecked Sendable {
             return r
         }
         for request in requests {
-            guard running else { Self.refuse(request, .hostClosed); continue }
+            guard running else { request.refuse(.hostClosed); continue }
             handle(request)
         }
     }
@@ -465,81 +393,14 @@ final class HostDriver: @unchecked Sendable {
             submit(packet, opcode: opcode, token: token, timeout: timeout)
         case .cancelCommand(let token):
             execute(flow.cancel(token, error: HostError(.cancelled, "the command was cancelled before it was sent")))
-        case .startScan(let id, let config, let continuation, let backlog):
-            startScan(id: id, config, continuation, backlog: backlog)
-        case .stopScan(let id, let c):
-            guard scanning.isRunning(id) else {
-                c?.resume(returning: .success(()))
-                return
-            }
-            stopScan(continuation: c)
         case .close(let c):
             if let c { closeContinuations.append(c) }
             beginClose()
-        case .connect(let id, let peer, let parameters, let timeout, let c):
-            guard !closing, info != nil else {
-                c.resume(returning: .failure(.hostClosed))
-                return
-            }
-            connectWaiters[id] = c
-            execute(connections.connect(id, to: peer, parameters: parameters, timeout: timeout, now: Sys.now()))
-        case .cancelConnect(let id):
-            execute(connections.cancelConnect(id, now: Sys.now()))
-        case .disconnect(let conn, let reason, let c):
-            guard links[conn.handle]?.connection === conn else {
-                c.resume()
-                return
-            }
-            links[conn.handle]?.disconnectWaiters.append(c)
-            // Data still waiting for controller buffers or not yet reported sent (Number Of
-            // Completed Packets) goes first: HCI_Disconnect would overtake or flush it (the
-            // last keys of a pairing, a final write). At most 2 s.
-            if (aclFlow.map { $0.queuedPackets(conn.handle) + $0.inFlight(conn.handle) } ?? 0) > 0 {
-                deferredDisconnects[conn.handle] = (reason, Sys.now() &+ 2_000_000_000)
-            } else {
-                execute(connections.disconnect(conn.handle, reason: reason))
-            }
-        case .startATT(let conn, let role, let received, let closed):
-            guard var record = links[conn.handle], record.connection === conn else {
-                let why = conn.closeInfo
-                closed(why.reason, why.message)
-                return
-            }
-            let consumer = ATTConsumer(received: received, closed: closed)
-            switch role {
-            case .client: record.attClient = consumer
-            case .server: record.attServer = consumer
-            }
-            // Hand over what waited for this side (for the client: everything, unless a server is there).
-            var mine: [[UInt8]] = []
-            var rest: [[UInt8]] = []
-            for pdu in record.buffered {
-                let toServer = pdu.first.map { ATTOpcode(rawValue: $0).isClientToServer } ?? false
-                if role == .server ? toServer : (!toServer || record.attServer == nil) { mine.append(pdu) } else { rest.append(pdu) }
-            }
-            record.buffered = rest
-            links[conn.handle] = record
-            for pdu in mine { pdu.withUnsafeBytes { received($0) } }
-        case .run(let body, _):
-            body(self)
-        case .updateParameters(let conn, let parameters, let c):
-            guard links[conn.handle]?.connection === conn else {
-                c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
-                return
-            }
-            do throws(HostError) {
-                let actions = try connections.updateParameters(conn.handle, parameters)
-                links[conn.handle]?.updateWaiters.append(c)
-                execute(actions)
-            } catch {
-                c.resume(returning: .failure(error))
-            }
-        case .sendACL(let conn, let frame):
-            guard links[conn.handle]?.connection === conn else {
-                conn.bytesLeft(frame.count)
-                return
-            }
-            sendFrame(frame, handle: conn.handle, accounted: true)
+        case .scan(let r): handle(r)
+        case .link(let r): handle(r)
+        case .security(let r): handle(r)
+        case .channel(let r): handle(r)
+        case .advertising(let r): handle(r)
         }
     }
 

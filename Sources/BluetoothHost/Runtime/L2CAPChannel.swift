@@ -104,13 +104,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
 
     /// The application took an SDU of `frames` K-frames: the peer may send that many more.
     private func credit(_ frames: Int) {
-        let info = self.info
-        connection.driver.post(.run({ [self] d in
-            // A closed channel's CID may belong to a newer channel by now.
-            guard d.isCurrent(self) else { return }
-            d.execute(d.creditChannels.machine.consumed(handle: info.handle, cid: info.localCID, frames: frames,
-                                                indicationIdentifier: { d.indicationIdentifier(info.handle) }))
-        }, refused: { _ in }))
+        connection.driver.post(.channel(.consumed(self, frames: frames)))
     }
 
     /// Driver thread: an SDU arrived.
@@ -144,23 +138,15 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
     public func send(_ sdu: [UInt8]) async throws(HostError) {
         if let end { throw HostError(.disconnected(nil), "the L2CAP channel is closed: \(end)") }
         if Task.isCancelled { throw HostError(.cancelled, "sending on the L2CAP channel was cancelled") }
-        let info = self.info, driver = connection.driver
+        let driver = connection.driver
         let token = driver.channelTokens.wrappingAdd(1, ordering: .relaxed).oldValue
         // Cancelled while waiting for credits: the caller goes on (the SDU stays queued).
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
-                driver.post(.run({ [self] d in
-                    guard d.isCurrent(self) else {
-                        c.resume(returning: .failure(HostError(.disconnected(nil), "the L2CAP channel is closed")))
-                        return
-                    }
-                    d.sendSDU(info, sdu, token: token, c)
-                }, refused: { c.resume(returning: .failure($0)) }))
+                driver.post(.channel(.send(self, sdu, token: token, c)))
             }
         } onCancel: {
-            driver.post(.run({ d in
-                d.creditChannels.sendCancelled(token)
-            }, refused: { _ in }))
+            driver.post(.channel(.sendCancelled(token: token)))
         }
         try result.get()
     }
@@ -168,14 +154,8 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
     /// Disconnects the channel (the link stays).
     public func close() async {
         if end != nil { return }
-        let info = self.info
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            connection.driver.post(.run({ [self] d in
-                if d.isCurrent(self), let id = d.connections.allocateSignalingIdentifier(handle: info.handle) {
-                    d.execute(d.creditChannels.machine.disconnect(handle: info.handle, cid: info.localCID, identifier: id, now: Sys.now()))
-                }
-                c.resume()
-            }, refused: { _ in c.resume() }))
+            connection.driver.post(.channel(.close(self, c)))
         }
     }
 }

@@ -114,7 +114,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         if !isConnected { return }
         let driver = self.driver
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            driver.post(.disconnect(self, reason, c))
+            driver.post(.link(.disconnect(self, reason, c)))
         }
     }
 
@@ -128,7 +128,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         if let error = disconnectError { throw error }
         let driver = self.driver
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<LELinkState, HostError>, Never>) in
-            driver.post(.updateParameters(self, parameters, c))  // a refused post resumes c itself
+            driver.post(.link(.updateParameters(self, parameters, c)))  // a refused post resumes c itself
         }
         return try result.get()
     }
@@ -155,7 +155,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
             }
         }
         precondition(first, "startATT(role: \(role)) called twice on \(self)")
-        driver.post(.startATT(self, role, received, closed))
+        driver.post(.link(.startATT(self, role, received, closed)))
     }
 
     /// Queues one ATT PDU for the peer in an L2CAP frame on CID 4, fragmented and
@@ -172,7 +172,7 @@ public final class LEConnection: Sendable, CustomStringConvertible {
             queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
             throw HostError(.sendQueueFull, "\(Self.maximumQueuedBytes) bytes already wait to be sent on \(self)")
         }
-        if let refused = driver.post(.sendACL(self, frame)) {
+        if let refused = driver.post(.link(.sendACL(self, frame))) {
             queuedBytes.wrappingSubtract(frame.count, ordering: .relaxed)
             throw refused
         }
