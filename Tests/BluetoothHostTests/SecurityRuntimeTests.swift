@@ -196,4 +196,64 @@ import Testing
         #expect(link.peerIdentity == peerA)
         await host.close()
     }
+
+    @Test("Identity takeover: an impostor behind an RPA of its own cannot claim a bonded identity")
+    func anImpostorCannotTakeABondedIdentity() async throws {
+        var template = Array("/tmp/hcigatt-takeover-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let store = BondStore(directory: dir)
+        let victim = SecurityRulesTests.victim
+        try store.save(SecurityRulesTests.bond(victim, irk: SecurityRulesTests.irkV))
+        func files() throws -> [String: [UInt8]] {
+            var out: [String: [UInt8]] = [:]
+            guard let d = opendir(dir) else { return out }
+            defer { closedir(d) }
+            while let e = readdir(d) {
+                let name = withUnsafeBytes(of: e.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                if name.hasPrefix(".") { continue }
+                out[name] = try store.readBytes(path: dir + "/" + name)
+            }
+            return out
+        }
+        let before = try files()
+        // The impostor: an IRK of its own, an RPA made with it, the victim's identity claimed.
+        let from = try SecurityRulesTests.rpa(SecurityRulesTests.irkX)
+        let impostor = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput, identityResolvingKey: SecurityRulesTests.irkX,
+                                                                    identityAddress: victim), address: from)
+        let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in
+            let (_, _, l2cap) = aclParts(bytes)
+            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
+            let pdu = Array(l2cap[4...])
+            impostor.run(pdu.withUnsafeBytes { b in impostor.machine.withLock { $0.received(b, now: 0) } }, fake)
+        })
+        let host = try await HCIHost.open(transport: fake, options: HostOptions(bondStore: store))
+        var events = host.pairingEvents.makeAsyncIterator()
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        fake.injectEvent(connectionCompleteEvent(handle: 0x41, peer: from, role: .peripheral))
+        let link = try #require(await incoming.next())
+        impostor.run(impostor.machine.withLock { $0.start(now: 0) }, fake)
+        // The impostor encrypts with the new key: the host's LTK reply, then Encryption Change.
+        #expect(await eventually { impostor.outcomes.withLock { $0.contains { if case .encrypt = $0 { true } else { false } } } })
+        fake.injectEvent([0x3E, 13, 0x05, 0x41, 0x00] + [UInt8](repeating: 0, count: 10))
+        #expect(await eventually { fake.commands.contains(.leLongTermKeyRequestReply) })
+        // The impostor first: the host's keys follow its Encryption Change at once.
+        impostor.run(impostor.machine.withLock { $0.encryptionChanged(encrypted: true, now: 0) }, fake)
+        fake.injectEvent([0x08, 4, 0x00, 0x41, 0x00, 0x01])
+        guard case .failed(_, let error) = await events.next() else {
+            Issue.record("the pairing stood")
+            await host.close()
+            return
+        }
+        #expect(error.message.contains("refused") && error.message.contains("\(victim)"), "\(error)")
+        #expect(await eventually { fake.commands.contains(.disconnect) }, "the impostor's link goes")
+        #expect(link.peerIdentity != victim)
+        #expect(try files() == before, "the victim's bond is byte for byte as it was")
+        // The victim, from a new RPA made with its own IRK: still recognised.
+        let real = try SecurityRulesTests.rpa(SecurityRulesTests.irkV, 0x2A_0001)
+        fake.injectEvent(connectionCompleteEvent(handle: 0x42, peer: real, role: .peripheral))
+        #expect(await incoming.next()?.peerIdentity == victim, "IRK_V still resolves the victim")
+        await host.close()
+        _ = try? store.remove(victim)
+        rmdir(dir)
+    }
 }

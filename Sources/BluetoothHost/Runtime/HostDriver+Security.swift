@@ -159,10 +159,26 @@ extension HostDriver {
         }
     }
 
-    /// The pairing's keys are all exchanged: the link takes the identity it may claim and
-    /// its security; a bond the peer started is filed.
+    /// The pairing's keys are all exchanged: the identity it claims is checked against the
+    /// bonds, then the link takes it and its security; a bond the peer started is filed.
     private func paired(_ conn: LEConnection, _ claimed: SMPPairingResult) {
-        let result = SecurityRuntime.admittedIdentity(claimed, from: conn.address)
+        let bonded: Result<Bond?, BondStoreError>
+        if let id = claimed.peerIdentityAddress, let store = bondStore {
+            do throws(BondStoreError) { bonded = .success(try store.bond(for: id)) } catch { bonded = .failure(error) }
+        } else {
+            bonded = .success(nil)
+        }
+        let result: SMPPairingResult
+        switch SecurityRuntime.admittedIdentity(claimed, from: conn.address, bonded: bonded) {
+        case .admitted(let r):
+            result = r
+        case .refused(let why):
+            // Nothing of the existing bond, the resolver or the server's state changes; the
+            // link, encrypted with the impostor's key, goes.
+            pairingFailed(conn, HostError(.pairingFailed(.unspecifiedReason), "pairing with \(conn.address) refused: \(why)"))
+            execute(connections.disconnect(conn.handle, reason: .authenticationFailure))
+            return
+        }
         security.paired(conn.peerIdentity)
         if let id = result.peerIdentityAddress {
             conn.setIdentity(id)

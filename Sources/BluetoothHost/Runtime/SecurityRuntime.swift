@@ -64,24 +64,45 @@ struct SecurityRuntime {
         return true
     }
 
-    /// The identity a pairing may claim on this link (Core Vol 3 Part H §2.4.2.1, as BlueZ
-    /// checks it): a peer that connected from its identity address must distribute that
-    /// one, a peer behind a resolvable private address an IRK that resolves it. Anything
-    /// else is dropped (the bond is kept under the address it connected from), so a new
-    /// peer cannot take over a bonded device's identity with a key of its own.
-    static func admittedIdentity(_ r: SMPPairingResult, from address: LEAddress) -> SMPPairingResult {
-        guard let claimed = r.peerIdentityAddress else { return r }
-        let ok: Bool
-        if ResolvablePrivateAddress.isResolvable(address) {
-            ok = r.peerIdentityResolvingKey.map { $0 != 0 && ResolvablePrivateAddress.resolves(address.address, irk: $0) } ?? false
-        } else {
-            ok = address.identityBase == claimed
+    /// What a pairing that distributed an identity may keep of it (Core Vol 3 Part H
+    /// §2.4.2.1, §3.6.4). `address` is where the peer connected from; `bonded` the bond
+    /// already kept under the identity it claims (looked up by the caller), or why it could
+    /// not be read.
+    /// - A claim that is not an identity address (public, or static random) is dropped.
+    /// - From an identity address, the claim must be that address; from a resolvable
+    ///   private address, the IRK distributed must resolve it. Otherwise the claim is
+    ///   dropped and the bond is kept under the address the peer came from (as BlueZ).
+    /// - A claimed identity that is bonded already must be proven by that bond: the peer
+    ///   came from the identity address itself, or the bond's IRK resolves its address.
+    ///   Otherwise the pairing is refused: a peer with an IRK of its own must not take a
+    ///   bonded device's identity, its bond, its resolving key or its server state.
+    static func admittedIdentity(_ r: SMPPairingResult, from address: LEAddress,
+                                 bonded: Result<Bond?, BondStoreError>) -> IdentityAdmission {
+        guard let claimed = r.peerIdentityAddress else { return .admitted(r) }
+        var dropped = r
+        dropped.peerIdentityAddress = nil
+        dropped.peerIdentityResolvingKey = nil
+        guard claimed.type == .public || (claimed.type == .random && claimed.kind == .randomStatic) else {
+            return .admitted(dropped)
         }
-        if ok { return r }
-        var out = r
-        out.peerIdentityAddress = nil
-        out.peerIdentityResolvingKey = nil
-        return out
+        let fromPrivate = ResolvablePrivateAddress.isResolvable(address)
+        if fromPrivate {
+            guard let irk = r.peerIdentityResolvingKey, irk != 0, ResolvablePrivateAddress.resolves(address.address, irk: irk) else {
+                return .admitted(dropped)
+            }
+        } else if address.identityBase != claimed {
+            return .admitted(dropped)
+        }
+        switch bonded {
+        case .failure(let e):
+            return .refused("it claims the identity \(claimed), whose bond cannot be read to prove it: \(e)")
+        case .success(nil):
+            return .admitted(r)
+        case .success(let bond?):
+            if !fromPrivate { return .admitted(r) }
+            if let irk = bond.peerIRK, irk != 0, ResolvablePrivateAddress.resolves(address.address, irk: irk) { return .admitted(r) }
+            return .refused("it claims the identity of bonded \(claimed), but that bond's IRK does not resolve its address \(address.address) (an impostor, or the device lost its bond: `hcigatt unpair \(claimed.address)`)")
+        }
     }
 
     // MARK: Encryption
@@ -136,6 +157,15 @@ struct SecurityRuntime {
         let p = pairings.removeValue(forKey: handle)?.waiters ?? []
         return (p, e)
     }
+}
+
+/// What ``SecurityRuntime/admittedIdentity(_:from:bonded:)`` decided.
+enum IdentityAdmission: Equatable {
+    /// The pairing stands with this result (its identity claim dropped where it was not
+    /// the peer's to make).
+    case admitted(SMPPairingResult)
+    /// The pairing is refused: why.
+    case refused(String)
 }
 
 /// Repeated Attempts (Core Vol 3 Part H §2.3.6): per peer, the pairings that failed our
