@@ -26,17 +26,16 @@ extension HostDriver {
                 send(advertising.close(.hostClosed))
             }
             // Fail connects still waiting; take the links down (their closes follow).
-            for action in connections.closeAll(.hostClosed) {
-                if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
-            }
-            for (handle, record) in links.sorted(by: { $0.key < $1.key }) {
+            links.closeAll(.hostClosed)
+            for conn in links.connections {
+                let handle = conn.handle
                 // Counted before it goes, so that no answer can find the count short.
                 countClosingDisconnects(+1)
                 if submit(DisconnectCommand(connectionHandle: handle, reason: .remoteUserTerminatedConnection),
                           waiter: .connection(.disconnect(handle: handle))) != nil {
                     countClosingDisconnects(-1)
                 }
-                closeLink(record.connection, reason: nil)
+                closeLink(conn, reason: nil)
             }
         }
         maybeFinishClose()
@@ -69,16 +68,12 @@ extension HostDriver {
             self.initContinuation = nil
         }
         _ = scanning.stop(error)  // the transport is gone: nothing to disable
-        for action in connections.closeAll(error) {
-            if case .connectFailed(let id, let e) = action { connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(e)) }
-        }
-        for c in connectWaiters.values { c.resume(returning: .failure(error)) }
-        connectWaiters.removeAll()
+        links.closeAll(error)
         send(advertising.close(error))
         incoming.finish()
         pairingEvents.finish()
         creditChannels.finishListeners()
-        for record in links.values { closeLink(record.connection, reason: nil, message: "disconnected: \(error.message)") }
+        for conn in links.connections { closeLink(conn, reason: nil, message: "disconnected: \(error.message)") }
         let actions = flow.failAll(error)
         pending.removeAll()
         pendingHead = 0

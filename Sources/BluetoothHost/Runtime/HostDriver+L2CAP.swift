@@ -160,7 +160,7 @@ extension HostDriver {
                                                     indicationIdentifier: { indicationIdentifier(info.handle) }))
         case .close(let channel, let c):
             let info = channel.info
-            if creditChannels.isCurrent(channel), let id = connections.allocateSignalingIdentifier(handle: info.handle) {
+            if creditChannels.isCurrent(channel), let id = links.manager.allocateSignalingIdentifier(handle: info.handle) {
                 execute(creditChannels.machine.disconnect(handle: info.handle, cid: info.localCID, identifier: id, now: Sys.now()))
             }
             c.resume()
@@ -173,35 +173,35 @@ extension HostDriver {
 
     /// The link's next signaling identifier (shared with the connection manager's requests).
     func signalingIdentifier(_ handle: UInt16) -> UInt8 {
-        connections.allocateSignalingIdentifier(handle: handle) ?? 1
+        links.manager.allocateSignalingIdentifier(handle: handle) ?? 1
     }
 
     /// The link's next signaling identifier for an indication (no response awaited).
     func indicationIdentifier(_ handle: UInt16) -> UInt8 {
-        connections.allocateSignalingIdentifier(handle: handle, awaitingResponse: false) ?? 1
+        links.manager.allocateSignalingIdentifier(handle: handle, awaitingResponse: false) ?? 1
     }
 
     /// A frame of the LE signaling channel: the connection manager owns it and hands the
     /// credit-based channels' commands to their machine.
     func signalingReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {
-        switch connections.receivedSignaling(handle: handle, payload: payload) {
+        switch links.manager.receivedSignaling(handle: handle, payload: payload) {
         case .handled(let actions):
             execute(actions)
         case .creditChannels(let command):
-            guard let conn = links[handle]?.connection else { return }
+            guard let conn = links.connection(handle) else { return }
             execute(creditChannels.machine.signaling(handle: handle, command, security: conn.security, now: Sys.now(),
                                                      nextIdentifier: { [unowned self] in self.signalingIdentifier(handle) }))
         }
     }
 
     func execute(_ actions: [L2CAPChannelAction]) {
-        let frames = creditChannels.perform(actions, connection: { links[$0]?.connection }, identifier: { signalingIdentifier($0) })
+        let frames = creditChannels.perform(actions, connection: { links.connection($0) }, identifier: { signalingIdentifier($0) })
         for (handle, frame) in frames { sendFrame(frame, handle: handle, accounted: false) }
     }
 
     func openChannel(_ conn: LEConnection, psm: UInt16, parameters: L2CAPChannelParameters,
                      _ c: CheckedContinuation<Result<L2CAPChannel, HostError>, Never>) {
-        guard links[conn.handle]?.connection === conn, let id = connections.allocateSignalingIdentifier(handle: conn.handle) else {
+        guard links.isCurrent(conn), let id = links.manager.allocateSignalingIdentifier(handle: conn.handle) else {
             c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
             return
         }

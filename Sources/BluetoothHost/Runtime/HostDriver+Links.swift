@@ -14,63 +14,60 @@ extension HostDriver {
                 c.resume(returning: .failure(.hostClosed))
                 return
             }
-            connectWaiters[id] = c
-            execute(connections.connect(id, to: peer, parameters: parameters, timeout: timeout, now: Sys.now()))
+            execute(links.connect(id, to: peer, parameters: parameters, timeout: timeout, now: Sys.now(), c))
         case .cancelConnect(let id):
-            execute(connections.cancelConnect(id, now: Sys.now()))
+            execute(links.manager.cancelConnect(id, now: Sys.now()))
         case .disconnect(let conn, let reason, let c):
-            guard links[conn.handle]?.connection === conn else {
+            guard links.isCurrent(conn) else {
                 c.resume()
                 return
             }
-            links[conn.handle]?.disconnectWaiters.append(c)
+            links.waitForDisconnect(conn, c)
             // Data still waiting for controller buffers or not yet reported sent (Number Of
             // Completed Packets) goes first: HCI_Disconnect would overtake or flush it (the
-            // last keys of a pairing, a final write). At most 2 s.
-            if (aclFlow.map { $0.queuedPackets(conn.handle) + $0.inFlight(conn.handle) } ?? 0) > 0 {
-                deferredDisconnects[conn.handle] = (reason, Sys.now() &+ 2_000_000_000)
+            // last keys of a pairing, a final write).
+            if queuedACL(conn.handle) > 0 {
+                links.deferDisconnect(conn.handle, reason: reason, now: Sys.now())
             } else {
-                execute(connections.disconnect(conn.handle, reason: reason))
+                execute(links.manager.disconnect(conn.handle, reason: reason))
             }
         case .startATT(let conn, let role, let received, let closed):
-            guard var record = links[conn.handle], record.connection === conn else {
+            guard let waiting = links.attach(conn, role, LinkRuntime.ATTConsumer(received: received, closed: closed)) else {
                 let why = conn.closeInfo
                 closed(why.reason, why.message)
                 return
             }
-            let consumer = ATTConsumer(received: received, closed: closed)
-            switch role {
-            case .client: record.attClient = consumer
-            case .server: record.attServer = consumer
-            }
-            // Hand over what waited for this side (for the client: everything, unless a server is there).
-            var mine: [[UInt8]] = []
-            var rest: [[UInt8]] = []
-            for pdu in record.buffered {
-                let toServer = pdu.first.map { ATTOpcode(rawValue: $0).isClientToServer } ?? false
-                if role == .server ? toServer : (!toServer || record.attServer == nil) { mine.append(pdu) } else { rest.append(pdu) }
-            }
-            record.buffered = rest
-            links[conn.handle] = record
-            for pdu in mine { pdu.withUnsafeBytes { received($0) } }
+            for pdu in waiting { pdu.withUnsafeBytes { received($0) } }
         case .updateParameters(let conn, let parameters, let c):
-            guard links[conn.handle]?.connection === conn else {
+            guard links.isCurrent(conn) else {
                 c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
                 return
             }
             do throws(HostError) {
-                let actions = try connections.updateParameters(conn.handle, parameters)
-                links[conn.handle]?.updateWaiters.append(c)
+                let actions = try links.manager.updateParameters(conn.handle, parameters)
+                links.waitForUpdate(conn.handle, c)
                 execute(actions)
             } catch {
                 c.resume(returning: .failure(error))
             }
         case .sendACL(let conn, let frame):
-            guard links[conn.handle]?.connection === conn else {
+            guard links.isCurrent(conn) else {
                 conn.bytesLeft(frame.count)
                 return
             }
             sendFrame(frame, handle: conn.handle, accounted: true)
+        }
+    }
+
+    /// ACL packets of the link queued or not yet reported sent.
+    func queuedACL(_ handle: UInt16) -> Int {
+        aclFlow.map { $0.queuedPackets(handle) + $0.inFlight(handle) } ?? 0
+    }
+
+    /// Sends the deferred disconnects whose data left (or whose time is up).
+    func flushDeferredDisconnects(now: UInt64) {
+        for d in links.disconnectsDue(now: now, queued: { queuedACL($0) }) {
+            execute(links.manager.disconnect(d.handle, reason: d.reason))
         }
     }
 
@@ -81,20 +78,18 @@ extension HostDriver {
             switch action {
             case .sendCommand(let command, let purpose):
                 if let error = submit(command, waiter: .connection(purpose)) {
-                    execute(connections.commandAnswered(purpose, .failure(error), now: Sys.now()))
+                    execute(links.manager.commandAnswered(purpose, .failure(error), now: Sys.now()))
                 }
             case .sendL2CAP(let handle, let frame):
                 sendFrame(frame, handle: handle, accounted: false)
             case .connected(let id, let state):
                 let conn = openLink(state)
-                if let c = connectWaiters.removeValue(forKey: id) {
-                    c.resume(returning: .success(conn))
-                } else {
+                if !links.connected(id, .success(conn)) {
                     // The caller is gone (cannot happen: the manager disconnects abandoned links).
-                    execute(connections.disconnect(state.handle))
+                    execute(links.manager.disconnect(state.handle))
                 }
             case .connectFailed(let id, let error):
-                connectWaiters.removeValue(forKey: id)?.resume(returning: .failure(error))
+                _ = links.connected(id, .failure(error))
             case .linkOpened(let state):
                 let conn = openLink(state)
                 // The address the central connected to (set 0's; a rotated RPA may differ later).
@@ -102,24 +97,18 @@ extension HostDriver {
                 incoming.yield(conn)
                 send(advertising.peripheralLink(opened: state.handle))
             case .linkUpdated(let state):
-                links[state.handle]?.connection.update(state)
+                links.connection(state.handle)?.update(state)
             case .linkClosed(let state, let reason):
-                if let record = links[state.handle] {
-                    closeLink(record.connection, reason: reason)
+                if let conn = links.connection(state.handle) {
+                    closeLink(conn, reason: reason)
                 } else {
                     // A link the manager adopted to disconnect it (never handed out).
                     aclFlowRemove(state.handle)
                 }
             case .disconnectFailed(let handle, _):
-                if let waiters = links[handle]?.disconnectWaiters {
-                    links[handle]?.disconnectWaiters = []
-                    for c in waiters { c.resume() }
-                }
+                for c in links.disconnectFailed(handle) { c.resume() }
             case .parametersUpdated(let handle, let result):
-                if let waiters = links[handle]?.updateWaiters {
-                    links[handle]?.updateWaiters = []
-                    for c in waiters { c.resume(returning: result) }
-                }
+                for c in links.parametersUpdated(handle) { c.resume(returning: result) }
             }
         }
     }
@@ -127,7 +116,7 @@ extension HostDriver {
     func openLink(_ state: LELinkState) -> LEConnection {
         let conn = LEConnection(driver: self, link: state)
         if let id = security.identity(of: state.peer) { conn.setIdentity(id) }
-        links[state.handle] = LinkRecord(connection: conn)
+        links.opened(conn)
         aclFlow?.addLink(state.handle)
         l2cap.resetLink(state.handle)
         return conn
@@ -140,8 +129,7 @@ extension HostDriver {
 
     /// The link is down: fail everything pending on it with the reason.
     func closeLink(_ conn: LEConnection, reason: HCIErrorCode?, message: String? = nil) {
-        guard let record = links[conn.handle], record.connection === conn else { return }
-        links[conn.handle] = nil
+        guard let record = links.closed(conn) else { return }
         let text = message ?? HostError.disconnectMessage(reason)
         conn.markClosed(reason, text)
         conn.bytesLeft(conn.queuedBytes.load(ordering: .relaxed))
@@ -150,8 +138,7 @@ extension HostDriver {
         record.attServer?.closed(reason, text)
         pairingLinkClosed(conn.handle, HostError(.disconnected(reason), text))
         execute(creditChannels.machine.linkClosed(conn.handle))
-        deferredDisconnects[conn.handle] = nil
-        if record.connection.role == .peripheral { send(advertising.peripheralLink(closed: conn.handle)) }
+        if conn.role == .peripheral { send(advertising.peripheralLink(closed: conn.handle)) }
         for c in record.disconnectWaiters { c.resume() }
         for c in record.updateWaiters { c.resume(returning: .failure(HostError(.disconnected(reason), text))) }
     }
@@ -162,7 +149,7 @@ extension HostDriver {
             if let packets = try aclFlow?.enqueue(frame, handle: handle, accounted: accounted) { writeACL(packets) }
         } catch {
             stats.unroutedFrames += 1
-            if accounted { links[handle]?.connection.bytesLeft(frame.count) }
+            if accounted { links.connection(handle)?.bytesLeft(frame.count) }
         }
     }
 
@@ -171,26 +158,24 @@ extension HostDriver {
             stats.aclPacketsOut += 1
             write(p.packet)
             if p.accountedBytes > 0 {
-                links[p.handle]?.connection.bytesLeft(p.accountedBytes)
+                links.connection(p.handle)?.bytesLeft(p.accountedBytes)
             }
         }
     }
 
     /// A complete L2CAP frame of a registered channel. Must not touch `l2cap`.
     func dispatchFrame(_ handle: UInt16, _ consumer: L2CAPChannelConsumer, _ payload: UnsafeRawBufferPointer) {
-        guard let record = links[handle] else {
+        guard links.connection(handle) != nil else {
             stats.unroutedFrames += 1
             return
         }
         switch consumer {
         case .att:
-            let toServer = payload.first.map { ATTOpcode(rawValue: $0).isClientToServer } ?? false
-            if let consumer = toServer ? (record.attServer ?? record.attClient) : record.attClient {
-                consumer.received(payload)  // a view: the receiver copies what it keeps
-            } else if record.buffered.count < LEConnection.bufferedATTLimit {
-                links[handle]?.buffered.append(Array(payload))
-            } else {
-                stats.droppedATT += 1
+            switch links.routeATT(handle, payload) {
+            case .consumer(let c): c.received(payload)  // a view: the receiver copies what it keeps
+            case .buffered: break
+            case .dropped: stats.droppedATT += 1
+            case .noLink: stats.unroutedFrames += 1
             }
         case .leSignaling:
             signalingReceived(handle, payload)
@@ -200,7 +185,7 @@ extension HostDriver {
                                             indicationIdentifier: { [unowned self] in self.indicationIdentifier(handle) }))
         case .smp:
             if pairingConfiguration == nil {
-                execute(connections.receivedSMP(handle: handle, payload: payload))  // refused
+                execute(links.manager.receivedSMP(handle: handle, payload: payload))  // refused
             } else {
                 smpReceived(handle, payload)
             }

@@ -63,17 +63,17 @@ extension HostDriver {
             case .longTermKeyRequest(let e):
                 longTermKeyRequested(e)
             default:
-                execute(connections.handle(meta, now: Sys.now()))
+                execute(links.manager.handle(meta, now: Sys.now()))
             }
         case .disconnectionComplete:
-            execute(connections.handle(event, now: Sys.now()))
+            execute(links.manager.handle(event, now: Sys.now()))
         case .encryptionChange(let e):
             encryptionChanged(e.connectionHandle, status: e.status, enabled: e.encryptionEnabled.rawValue != 0, keySize: e.encryptionKeySize)
         case .encryptionKeyRefreshComplete(let e):
             encryptionChanged(e.connectionHandle, status: e.status, enabled: true, keySize: nil)
         case .numberOfCompletedPackets(let n):
             if let packets = aclFlow?.handle(n) { writeACL(packets) }
-            if !deferredDisconnects.isEmpty { flushDeferredDisconnects(now: Sys.now()) }
+            if links.hasDeferredDisconnects { flushDeferredDisconnects(now: Sys.now()) }
         default:
             break
         }

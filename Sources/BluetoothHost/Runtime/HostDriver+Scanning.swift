@@ -70,7 +70,7 @@ extension HostDriver {
     /// polled for them).
     func shouldPauseReading() -> Bool {
         guard let backlog = scanning.backlog else { return false }  // the field only: no copy of the scanner
-        guard transport.holdsUnreadData, !closing, flow.isIdle, disabling == 0, connectWaiters.isEmpty,
+        guard transport.holdsUnreadData, !closing, flow.isIdle, disabling == 0, links.awaitsNoConnection,
               links.isEmpty, !advertising.awaitsEvents,
               !hasPending else {
             if readingPaused { backlog.release() }

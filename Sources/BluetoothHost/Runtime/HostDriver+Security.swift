@@ -27,7 +27,7 @@ extension HostDriver {
     /// A machine for the link, made on first use with the host's configuration.
     private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?, peerStarted: Bool = false) -> Bool {
         if security.pairings[handle] != nil { return true }
-        guard let conn = links[handle]?.connection, var config = configuration ?? pairingConfiguration else { return false }
+        guard let conn = links.connection(handle), var config = configuration ?? pairingConfiguration else { return false }
         if peerStarted, let bond = try? bondStore?.bond(for: conn.peerIdentity) {
             // A pairing the peer starts may not replace its bond with a weaker one: an
             // impostor with the peer's address would get in with Just Works. What the bond
@@ -58,7 +58,7 @@ extension HostDriver {
     /// central to (Security Request) as peripheral; resumes with the result.
     func startPairing(_ conn: LEConnection, _ configuration: SMPConfiguration?, _ agent: PairingAgent?,
                       _ c: SecurityRuntime.PairingWaiter) {
-        guard links[conn.handle]?.connection === conn else {
+        guard links.isCurrent(conn) else {
             c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
             return
         }
@@ -95,7 +95,7 @@ extension HostDriver {
         if !m.isActive, let code = payload.first,
            (code == SMPCode.pairingRequest.rawValue && m.role == .responder)
             || (code == SMPCode.securityRequest.rawValue && m.role == .initiator),
-           let conn = links[handle]?.connection, security.attempts.remaining(conn.peerIdentity, now: Sys.now()) > 0 {
+           let conn = links.connection(handle), security.attempts.remaining(conn.peerIdentity, now: Sys.now()) > 0 {
             sendSMP([SMPCode.pairingFailed.rawValue, SMPPairingFailedReason.repeatedAttempts.rawValue], handle: handle)
             return
         }
@@ -113,7 +113,7 @@ extension HostDriver {
     }
 
     func executeSMP(_ handle: UInt16, _ actions: [SMPAction]) {
-        guard let conn = links[handle]?.connection else { return }
+        guard let conn = links.connection(handle) else { return }
         let agent = security.pairings[handle]?.agent ?? pairingAgent
         let generation = security.pairings[handle]?.machine.generation ?? 0
         for action in actions {
@@ -176,7 +176,7 @@ extension HostDriver {
             // Nothing of the existing bond, the resolver or the server's state changes; the
             // link, encrypted with the impostor's key, goes.
             pairingFailed(conn, HostError(.pairingFailed(.unspecifiedReason), "pairing with \(conn.address) refused: \(why)"))
-            execute(connections.disconnect(conn.handle, reason: .authenticationFailure))
+            execute(links.manager.disconnect(conn.handle, reason: .authenticationFailure))
             return
         }
         security.paired(conn.peerIdentity)
@@ -216,7 +216,7 @@ extension HostDriver {
     /// question (another generation) is ignored.
     func userAnswered(_ conn: LEConnection, generation: Int, _ answer: SecurityRequest.Answer) {
         let handle = conn.handle
-        guard links[handle]?.connection === conn, security.pairings[handle]?.machine.generation == generation else { return }
+        guard links.isCurrent(conn), security.pairings[handle]?.machine.generation == generation else { return }
         let now = Sys.now()
         let actions: [SMPAction]?
         switch answer {
@@ -237,7 +237,7 @@ extension HostDriver {
             c.resume(returning: .failure(HostError(.busy, "pairing runs on this link; encrypting with the bond waits for it")))
             return
         }
-        guard links[conn.handle]?.connection === conn, let key = bond.centralKey else {
+        guard links.isCurrent(conn), let key = bond.centralKey else {
             c.resume(returning: .failure(conn.disconnectError ?? HostError(.bondStore, "the bond of \(conn.address) has no key for a central")))
             return
         }
@@ -249,7 +249,7 @@ extension HostDriver {
 
     /// Encryption Change / Key Refresh Complete.
     func encryptionChanged(_ handle: UInt16, status: HCIErrorCode, enabled: Bool, keySize: UInt8?) {
-        guard let conn = links[handle]?.connection else { return }
+        guard let conn = links.connection(handle) else { return }
         let (changed, waiters) = security.encryptionChanged(handle, status: status, enabled: enabled, keySize: keySize, current: conn.security)
         if let changed { conn.setSecurity(changed) }
         let ok = status == .success && enabled
@@ -264,7 +264,7 @@ extension HostDriver {
     /// reply (the controller would otherwise wait and drop the link).
     func longTermKeyRequested(_ e: LELongTermKeyRequest) {
         let handle = e.connectionHandle
-        guard let conn = links[handle]?.connection else { return }
+        guard let conn = links.connection(handle) else { return }
         var key = security.pairings[handle]?.machine.keyForEncryption(ediv: e.encryptedDiversifier, rand: e.randomNumber)
         if key == nil, let bond = try? bondStore?.bond(for: conn.peerIdentity),
            let k = bond.peripheralKey(ediv: e.encryptedDiversifier, rand: e.randomNumber) {

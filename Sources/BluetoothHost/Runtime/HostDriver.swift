@@ -148,8 +148,8 @@ final class HostDriver: @unchecked Sendable {
     static let writeStallTimeout: UInt64 = 5_000_000_000
     var hasPending: Bool { pendingHead < pending.count }
 
-    // Connections (driver thread).
-    var connections = LEConnectionManager()
+    // Links (driver thread).
+    var links = LinkRuntime()
     var aclFlow: ACLFlowControl?
     /// L2CAP: reassembly and routing by channel; the fixed channels are registered below.
     var l2cap: L2CAPChannels = {
@@ -159,28 +159,6 @@ final class HostDriver: @unchecked Sendable {
         c.register(.smp, to: .smp)
         return c
     }()
-    var connectWaiters: [ConnectRequestID: CheckedContinuation<Result<LEConnection, HostError>, Never>] = [:]
-
-    /// One consumer of a link's ATT channel (client or server side).
-    struct ATTConsumer {
-        var received: @Sendable (UnsafeRawBufferPointer) -> Void
-        var closed: @Sendable (HCIErrorCode?, String) -> Void
-    }
-
-    struct LinkRecord {
-        var connection: LEConnection
-        /// ATT PDUs go by direction (``ATTOpcode/isClientToServer``): requests, commands and
-        /// confirmations to the server side, the rest to the client side. With no server
-        /// attached the client side gets everything (it refuses requests itself).
-        var attClient: ATTConsumer?
-        var attServer: ATTConsumer?
-        var buffered: [[UInt8]] = []
-        var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
-        var updateWaiters: [CheckedContinuation<Result<LELinkState, HostError>, Never>] = []
-    }
-    var links: [UInt16: LinkRecord] = [:]
-    /// Disconnects waiting for the link's queued ACL data to leave (reason, deadline).
-    var deferredDisconnects: [UInt16: (reason: HCIErrorCode, deadline: UInt64)] = [:]
     /// Pairing, encryption with bonds, repeated attempts and bonded IRKs (HostDriver+Security.swift).
     var security: SecurityRuntime
     /// LE credit-based channels (HostDriver+L2CAP.swift).
@@ -314,8 +292,8 @@ final class HostDriver: @unchecked Sendable {
 
     func pollTimeout(now: UInt64) -> Int32 {
         let stall = stalledSince.map { $0 &+ Self.writeStallTimeout }
-        let deadlines = [flow.nextDeadline, scanning.nextDeadline, connections.nextDeadline, stall,
-                         security.nextDeadline, deferredDisconnects.values.map(\.deadline).min(), creditChannels.machine.nextDeadline].compactMap { $0 }
+        let deadlines = [flow.nextDeadline, scanning.nextDeadline, links.nextDeadline, stall,
+                         security.nextDeadline, creditChannels.machine.nextDeadline].compactMap { $0 }
         guard let deadline = deadlines.min() else { return -1 }
         if deadline <= now { return 0 }
         let ms = (deadline - now + 999_999) / 1_000_000
@@ -334,27 +312,18 @@ final class HostDriver: @unchecked Sendable {
             execute(actions)
         }
         deliver(scanning.timerFired(now: now))
-        if let d = connections.nextDeadline, d <= now {
-            execute(connections.timerFired(now: now))
+        if let d = links.manager.nextDeadline, d <= now {
+            execute(links.manager.timerFired(now: now))
         }
         if let d = security.nextDeadline, d <= now { pairingTimersFired(now: now) }
         if let d = creditChannels.machine.nextDeadline, d <= now { execute(creditChannels.machine.timerFired(now: now)) }
         flushDeferredDisconnects(now: now)
     }
 
-    /// Sends the deferred disconnects whose data left (or whose time is up).
-    func flushDeferredDisconnects(now: UInt64) {
-        for (handle, d) in deferredDisconnects.sorted(by: { $0.key < $1.key })
-        where (aclFlow.map { $0.queuedPackets(handle) + $0.inFlight(handle) } ?? 0) == 0 || d.deadline <= now {
-            deferredDisconnects[handle] = nil
-            execute(connections.disconnect(handle, reason: d.reason))
-        }
-    }
-
     func publishStatistics() {
         scanning.count(into: &stats)
         stats.unmatchedCommandAnswers = flow.unmatchedAnswers
-        stats.connection = connections.statistics
+        stats.connection = links.manager.statistics
         stats.links = links.count
         // A syscall: at most every 100 ms.
         let now = Sys.now()
@@ -433,7 +402,7 @@ final class HostDriver: @unchecked Sendable {
             self.info = info
             aclFlow = ACLFlowControl(bufferLength: info.aclBufferLength, bufferCount: info.aclBufferCount,
                                      maximumQueuedBytesPerLink: 2 * LEConnection.maximumQueuedBytes)
-            connections.useExtendedCreate = LEConnectionManager.supportsExtendedCreate(info)
+            links.manager.useExtendedCreate = LEConnectionManager.supportsExtendedCreate(info)
             advertising.controllerReady(info)
             initializer = nil
             initContinuation?.resume(returning: .success(info))
@@ -487,7 +456,7 @@ final class HostDriver: @unchecked Sendable {
                 maybeFinishClose()
                 return
             }
-            execute(connections.commandAnswered(purpose, result, now: Sys.now()))
+            execute(links.manager.commandAnswered(purpose, result, now: Sys.now()))
         }
     }
 
