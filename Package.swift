@@ -113,14 +113,17 @@ let package = Package(
         ),
         .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),
         .testTarget(name: "BluetoothTransportTests", dependencies: ["BluetoothTransport"]),
-        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport", "BluetoothSecurity"]),
+        // A fake controller behind a socketpair, and the packet helpers of the tests that drive
+        // a host through it (the host's and the application layer's tests).
+        .target(name: "FakeController", dependencies: ["BluetoothHost", "BluetoothTransport", "BluetoothWire"], path: "Tests/FakeController"),
+        .testTarget(name: "BluetoothHostTests", dependencies: ["BluetoothHost", "BluetoothTransport", "BluetoothSecurity", "FakeController"]),
         .testTarget(name: "BluetoothProfilesTests", dependencies: ["BluetoothProfiles"]),
         .testTarget(name: "BluetoothGATTTests", dependencies: ["BluetoothGATT", "BluetoothHost", "BluetoothTransport", "BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothCryptoTests", dependencies: ["BluetoothCrypto", "CCrypto"]),
         .testTarget(name: "BluetoothSecurityTests", dependencies: ["BluetoothSecurity", "BluetoothCrypto", "BluetoothWire"]),
         .testTarget(name: "HCIGATTGatewayTests",
                     dependencies: ["HCIGATTGateway", "HCIGATTFormat", "BluetoothLE", "BluetoothGATT", "BluetoothHost", "BluetoothProfiles", "BluetoothWire"]),
-        .testTarget(name: "BluetoothLETests", dependencies: ["BluetoothLE"]),
+        .testTarget(name: "BluetoothLETests", dependencies: ["BluetoothLE", "BluetoothHost", "BluetoothGATT", "BluetoothSecurity", "BluetoothWire", "FakeController"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost", "BluetoothGATT", "BluetoothLE"]),
     ]
 )

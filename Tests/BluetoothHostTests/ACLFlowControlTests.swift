@@ -1,3 +1,4 @@
+import FakeController
 import Testing
 @testable import BluetoothHost
 import BluetoothWire
@@ -6,21 +7,6 @@ import BluetoothWire
 func l2capFrame(cid: UInt16 = 4, payloadLength: Int) -> [UInt8] {
     [UInt8(payloadLength & 0xFF), UInt8(payloadLength >> 8), UInt8(cid & 0xFF), UInt8(cid >> 8)]
         + (0 ..< payloadLength).map { UInt8(truncatingIfNeeded: $0) }
-}
-
-/// An HCI_Number_Of_Completed_Packets event packet (no H4 indicator).
-func nocpEvent(_ entries: [(UInt16, UInt16)]) -> [UInt8] {
-    var p: [UInt8] = [UInt8(entries.count)]
-    for (h, n) in entries { p += [UInt8(h & 0xFF), UInt8(h >> 8), UInt8(n & 0xFF), UInt8(n >> 8)] }
-    return [0x13, UInt8(p.count)] + p
-}
-
-/// (handle, PB flag, data) of an H4 ACL packet.
-func aclParts(_ packet: [UInt8]) -> (UInt16, UInt8, [UInt8]) {
-    let hf = UInt16(packet[1]) | UInt16(packet[2]) << 8
-    let n = Int(UInt16(packet[3]) | UInt16(packet[4]) << 8)
-    #expect(packet.count == 5 + n)
-    return (hf & 0x0FFF, UInt8(hf >> 12) & 3, Array(packet[5...]))
 }
 
 @Suite struct ACLFlowControlTests {

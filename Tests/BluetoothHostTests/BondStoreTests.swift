@@ -1,3 +1,4 @@
+import FakeController
 import BluetoothSecurity
 import BluetoothWire
 import Glibc

@@ -1,3 +1,4 @@
+import FakeController
 import Testing
 @testable import BluetoothHost
 import BluetoothTransport
@@ -18,15 +19,6 @@ final class ATTRecorder: Sendable {
         conn.startATT(received: { pdu in self.state.withLock { $0.pdus.append(Array(pdu)) } },
                       closed: { r, m in self.state.withLock { $0.closed.append((r, m)) } })
     }
-}
-
-/// Polls `condition` every 5 ms for up to 2 s.
-func eventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0 ..< 400 {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
 }
 
 /// A fake controller that completes LE Create Connection with handle 0x40 and answers
@@ -271,7 +263,3 @@ func connectingController(model: FakeControllerModel = .init(), handle: UInt16 =
     }
 }
 
-/// A basic L2CAP frame around `payload`.
-func l2capFrameBytes(cid: UInt16, _ payload: [UInt8]) -> [UInt8] {
-    le16(UInt16(payload.count)) + le16(cid) + payload
-}

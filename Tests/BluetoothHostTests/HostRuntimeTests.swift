@@ -1,3 +1,4 @@
+import FakeController
 import Testing
 @testable import BluetoothHost
 import BluetoothTransport

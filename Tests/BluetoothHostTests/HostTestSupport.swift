@@ -1,10 +1,6 @@
+import FakeController
 @testable import BluetoothHost
 import BluetoothWire
-
-/// An HCI event packet (no H4 indicator) for an encodable event.
-func eventBytes(_ e: some HCIEventParameters) -> [UInt8] {
-    do { return try e.encoded() } catch { preconditionFailure("cannot encode test event: \(error)") }
-}
 
 /// Parses `bytes` as an event and runs `body` on it while the buffer is alive.
 func withEvent<R>(_ bytes: [UInt8], _ body: (HCIEvent) -> R) -> R {
@@ -13,22 +9,8 @@ func withEvent<R>(_ bytes: [UInt8], _ body: (HCIEvent) -> R) -> R {
     }
 }
 
-func commandComplete(_ opcode: HCIOpcode, credits: UInt8 = 1, _ params: [UInt8] = [0]) -> [UInt8] {
-    eventBytes(HCICommandComplete.Owned(numHCICommandPackets: credits, commandOpcode: opcode, returnParameters: params))
-}
-
-func commandStatus(_ opcode: HCIOpcode, credits: UInt8 = 1, status: HCIErrorCode = .success) -> [UInt8] {
-    eventBytes(HCICommandStatus(status: status, numHCICommandPackets: credits, commandOpcode: opcode))
-}
-
 func h4(_ command: some HCICommandEncodable) -> [UInt8] {
     do { return try command.encodedH4() } catch { preconditionFailure("cannot encode test command: \(error)") }
-}
-
-/// The opcode of an H4 command packet.
-func opcodeOf(_ packet: [UInt8]) -> HCIOpcode? {
-    guard packet.count >= 4, packet[0] == 0x01 else { return nil }
-    return HCIOpcode(rawValue: UInt16(packet[1]) | UInt16(packet[2]) << 8)
 }
 
 extension [FlowAction] {

@@ -1,3 +1,4 @@
+import FakeController
 import BluetoothWire
 import Testing
 @testable import BluetoothHost

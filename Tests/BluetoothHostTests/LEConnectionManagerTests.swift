@@ -1,27 +1,12 @@
+import FakeController
 import Testing
 @testable import BluetoothHost
 import BluetoothWire
-
-let peerA = LEAddress(BluetoothAddress(0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x01), type: .public)
-let peerB = LEAddress(BluetoothAddress(0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x02), type: .random)
-
-func connectionCompleteEvent(status: HCIErrorCode = .success, handle: UInt16, peer: LEAddress = peerA,
-                             role: LEConnectionRole = .central, interval: UInt16 = 40) -> [UInt8] {
-    eventBytes(LEConnectionComplete(status: status, connectionHandle: handle, role: role, peerAddress: peer,
-                                    connectionInterval: interval, peripheralLatency: 0, supervisionTimeout: 400,
-                                    centralClockAccuracy: LEClockAccuracy(rawValue: 0)))
-}
-
-func disconnectionCompleteEvent(handle: UInt16, reason: HCIErrorCode, status: HCIErrorCode = .success) -> [UInt8] {
-    eventBytes(HCIDisconnectionComplete(status: status, connectionHandle: handle, reason: reason))
-}
 
 /// Signaling C-frame payload: code, identifier, length, data.
 func signalingPayload(_ code: UInt8, _ id: UInt8, _ data: [UInt8]) -> [UInt8] {
     [code, id, UInt8(data.count & 0xFF), UInt8(data.count >> 8)] + data
 }
-
-func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
 
 extension [ConnectionAction] {
     var commands: [HCIOpcode] {

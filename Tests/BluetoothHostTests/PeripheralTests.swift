@@ -1,3 +1,4 @@
+import FakeController
 import BluetoothTransport
 import BluetoothWire
 import Synchronization

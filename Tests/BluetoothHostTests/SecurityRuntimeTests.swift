@@ -1,3 +1,4 @@
+import FakeController
 import BluetoothSecurity
 import BluetoothTransport
 import BluetoothWire

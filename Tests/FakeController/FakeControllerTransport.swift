@@ -1,5 +1,5 @@
 import BluetoothTransport
-@testable import BluetoothHost
+import BluetoothHost
 import BluetoothWire
 import Glibc
 import Synchronization
@@ -8,24 +8,24 @@ import Synchronization
 /// SOCK_STREAM). The host side is the transport; commands written by the host are answered
 /// at once (written to the controller end) from a ``FakeControllerModel``. Tests inject
 /// events or close the controller end to simulate a controller going away.
-final class FakeControllerTransport: HCITransport, @unchecked Sendable {
+public final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     private let hostFD: Int32
     private let controllerFD: Int32
     private var deframer = H4Deframer()
     private struct State {
         var model: FakeControllerModel
-        var commands: [HCIOpcode] = []
-        var commandPackets: [[UInt8]] = []
+        public var commands: [HCIOpcode] = []
+        public var commandPackets: [[UInt8]] = []
         /// ACL packets written by the host (H4 indicator included).
-        var acl: [[UInt8]] = []
+        public var acl: [[UInt8]] = []
         var controllerOpen = true
         var hostClosed = false
     }
     private let state: Mutex<State>
     /// Called (on the driver thread) after the answer to each command, with its opcode.
-    let onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)?
+    public let onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)?
 
-    init(model: FakeControllerModel = .init(), completesPackets: Bool = true, holdsUnreadData: Bool = true,
+    public init(model: FakeControllerModel = .init(), completesPackets: Bool = true, holdsUnreadData: Bool = true,
          onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)? = nil,
          onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)? = nil) {
         self.completesPackets = completesPackets
@@ -47,20 +47,20 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
         _ = Glibc.close(controllerFD)
     }
 
-    var fileDescriptor: Int32 { hostFD }
-    var description: String { "fake:socketpair" }
-    var commands: [HCIOpcode] { state.withLock { $0.commands } }
-    var commandPackets: [[UInt8]] { state.withLock { $0.commandPackets } }
-    var acl: [[UInt8]] { state.withLock { $0.acl } }
+    public var fileDescriptor: Int32 { hostFD }
+    public var description: String { "fake:socketpair" }
+    public var commands: [HCIOpcode] { state.withLock { $0.commands } }
+    public var commandPackets: [[UInt8]] { state.withLock { $0.commandPackets } }
+    public var acl: [[UInt8]] { state.withLock { $0.acl } }
     /// Answer every ACL packet with Number Of Completed Packets (a controller that keeps up).
-    let completesPackets: Bool
+    public let completesPackets: Bool
     /// A socketpair holds what the host does not read (the injecting writer waits), like
     /// TCP; false makes the host treat it like a kernel socket (no back-pressure).
-    let holdsUnreadData: Bool
+    public let holdsUnreadData: Bool
     /// Called (on the driver thread) for each ACL packet the host writes.
-    let onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)?
+    public let onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)?
 
-    func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
+    public func readAvailable(_ body: (UnsafeRawBufferPointer) -> Void) throws(TransportError) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = buffer.withUnsafeMutableBytes { Glibc.read(hostFD, $0.baseAddress, $0.count) }
         if n == 0 { return false }
@@ -81,7 +81,7 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
         return true
     }
 
-    func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) {
+    public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) {
         let bytes = Array(packet)
         if bytes.first == 0x02, bytes.count >= 5 {
             state.withLock { $0.acl.append(bytes) }
@@ -113,7 +113,7 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
 
     /// Writes raw bytes from the controller side (the host reads them). Waits while the
     /// socket is full, as a controller behind TCP would.
-    func inject(_ bytes: [UInt8]) {
+    public func inject(_ bytes: [UInt8]) {
         guard state.withLock({ $0.controllerOpen }) else { return }
         writing.withLock { _ in
             var offset = 0
@@ -125,17 +125,17 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
         }
     }
 
-    func injectEvent(_ event: [UInt8]) { inject([0x04] + event) }
+    public func injectEvent(_ event: [UInt8]) { inject([0x04] + event) }
 
     /// Injects an ACL packet from the controller (PB 0b10 first flushable by default).
-    func injectACL(handle: UInt16, pb: UInt8 = 0b10, _ data: [UInt8]) {
+    public func injectACL(handle: UInt16, pb: UInt8 = 0b10, _ data: [UInt8]) {
         let hf = handle | UInt16(pb) << 12
         inject([0x02, UInt8(hf & 0xFF), UInt8(hf >> 8), UInt8(data.count & 0xFF), UInt8(data.count >> 8)] + data)
     }
 
     /// The controller goes away: the host sees end of stream (a write blocked on the full
     /// socket fails; the descriptor is closed when the fake goes).
-    func closeController() {
+    public func closeController() {
         state.withLock { s in
             guard s.controllerOpen else { return }
             s.controllerOpen = false
@@ -143,7 +143,7 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
         }
     }
 
-    func close() {
+    public func close() {
         state.withLock { s in
             guard !s.hostClosed else { return }
             s.hostClosed = true
@@ -151,5 +151,5 @@ final class FakeControllerTransport: HCITransport, @unchecked Sendable {
         }
     }
 
-    var isClosed: Bool { state.withLock { $0.hostClosed } }
+    public var isClosed: Bool { state.withLock { $0.hostClosed } }
 }
