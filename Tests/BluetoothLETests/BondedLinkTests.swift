@@ -1,0 +1,69 @@
+import BluetoothHost
+import BluetoothLE
+import BluetoothSecurity
+import BluetoothWire
+import FakeController
+import Glibc
+import Testing
+
+/// Pairing and bonds between two hosts of ours on a FakeAir, each with its own SMP and bond
+/// store: the application layer's pair, the reconnection encrypted with the bond, and the
+/// device that forgot it (BLESA).
+@Suite struct BondedLinkTests {
+    final class Store: @unchecked Sendable {
+        let dir: String
+        let bonds: BondStore
+        init() {
+            var template = Array("/tmp/hcigatt-bondedlink-XXXXXX".utf8CString)
+            dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+            bonds = BondStore(directory: dir)
+        }
+        deinit {
+            for b in (try? bonds.all()) ?? [] { _ = try? bonds.remove(b.identity) }
+            rmdir(dir)
+        }
+    }
+
+    @Test func aBondMadeByPairingEncryptsTheNextLinkAndAForgottenBondStopsIt() async throws {
+        let air = FakeAir()
+        let centralStore = Store(), deviceStore = Store()
+        let device = try await HCIHost.open(transport: air.peripheral, options: HostOptions(bondStore: deviceStore.bonds))
+        let central = try await HCIHost.open(transport: air.central, options: HostOptions(bondStore: centralStore.bonds))
+        let advertise = AdvertisingConfiguration(advertisingData: [2, 0x01, 0x06])
+        let settings = ConnectSettings(timeout: .seconds(2))
+
+        // First link: no bond, nothing encrypted; pairing bonds both sides.
+        _ = try await device.startAdvertising(advertise)
+        let first = try await CentralLink.open(on: central, to: air.peripheralLEAddress, settings)
+        #expect(first.bondSecurity == nil && !first.connection.security.encrypted)
+        let result = try await CentralLink.pair(first.connection)
+        #expect(result.bonded && result.secureConnections && result.method == .justWorks)
+        #expect(first.connection.security.encrypted && first.connection.security.bonded)
+        #expect(try centralStore.bonds.bond(for: air.peripheralLEAddress) != nil)
+        #expect(await eventually { (try? deviceStore.bonds.bond(for: air.centralLEAddress)) != nil }, "the device filed its bond")
+        await first.connection.disconnect()
+        #expect(await eventually { !air.isConnected })
+
+        // Second link: encrypted with the bond at once, no pairing.
+        _ = try? await device.startAdvertising(advertise)
+        let second = try await CentralLink.open(on: central, to: air.peripheralLEAddress, settings)
+        let bonded = try #require(second.bondSecurity)
+        #expect(bonded.encrypted && bonded.bonded && bonded.secureConnections && bonded.keySize == 16)
+        await second.connection.disconnect()
+        #expect(await eventually { !air.isConnected })
+
+        // The device forgets the bond: our key is refused, the link dropped, .security.
+        _ = try deviceStore.bonds.remove(air.centralLEAddress)
+        _ = try? await device.startAdvertising(advertise)
+        do {
+            let third = try await CentralLink.open(on: central, to: air.peripheralLEAddress, settings)
+            Issue.record("opened with \(third.connection.security)")
+        } catch {
+            #expect(error.kind == .security, "\(error)")
+        }
+        #expect(await eventually { !air.isConnected }, "the link is dropped, not used in clear")
+        #expect(try centralStore.bonds.bond(for: air.peripheralLEAddress) != nil, "our bond stays until the user removes it")
+        await central.close()
+        await device.close()
+    }
+}
