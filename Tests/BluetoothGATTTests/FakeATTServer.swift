@@ -113,6 +113,8 @@ final class FakeATTServer: ATTBearer, Sendable {
         case closeAfter(Int)
         /// The next request gets an Error Response with this code.
         case errorNext(ATTErrorCode)
+        /// Prepare Write Responses echo the value with its first byte changed.
+        case corruptEcho
     }
 
     enum Delivery: Sendable {
@@ -222,10 +224,11 @@ final class FakeATTServer: ATTBearer, Sendable {
             case .errorNext(let code):
                 s.fault = .none
                 return [.pdu(error(op, 0, code))]
-            case .none, .malformNext: break
+            case .none, .malformNext, .corruptEcho: break
             }
         }
         guard var response = respond(pdu, &s) else { return [] }
+        if case .corruptEcho = s.fault, response[0] == 0x17, response.count > 5 { response[5] ^= 0xFF }
         if case .malformNext = s.fault {
             s.fault = .none
             if [0x05, 0x07, 0x09, 0x11].contains(response[0]) { response.removeLast() } else { response = [0x01, op] }
@@ -304,6 +307,17 @@ final class FakeATTServer: ATTBearer, Sendable {
                 let h = u16(i)
                 guard let attr = s.attributes.first(where: { $0.handle == h }) else { return error(op, h, .invalidHandle) }
                 out += attr.value
+                i += 2
+            }
+            return Array(out.prefix(mtu))
+        case 0x20: // Read Multiple Variable: Length + value for each, cut at the MTU
+            var out: [UInt8] = [0x21]
+            var i = 1
+            while i + 1 < pdu.count {
+                let h = u16(i)
+                guard let attr = s.attributes.first(where: { $0.handle == h }) else { return error(op, h, .invalidHandle) }
+                guard attr.readable else { return error(op, h, .readNotPermitted) }
+                out += le(UInt16(attr.value.count)) + attr.value
                 i += 2
             }
             return Array(out.prefix(mtu))
