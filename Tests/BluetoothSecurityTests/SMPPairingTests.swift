@@ -323,6 +323,25 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(feed(&m, request, now: 31_000_000_000).isEmpty, "no SMP on this link any more (Core Vol 3 Part H §3.4)")
     }
 
+    @Test("SM/CEN/PROT/BV-01-C: SMP timeout, IUT initiator: a Pairing Response after it is ignored, nothing is sent")
+    func aLateResponseAfterTheTimeoutIsIgnored() {
+        var central = SMPPairing(role: .initiator, configuration: config(.noInputNoOutput), localAddress: centralAddress,
+                                 peerAddress: peripheralAddress, random: counter(3))
+        let start = central.start(now: 0)
+        let preq = sent(start).first ?? []
+        #expect(preq.first == 0x01 && central.deadline == 30_000_000_000)
+        // The tester answers only after 30 s.
+        let timeout = central.timerFired(now: 30_000_000_000)
+        #expect(failure(timeout)?.origin == .timeout && sent(timeout).isEmpty)
+        var tester = responder()
+        let pres = sent(feed(&tester, preq)).first ?? []
+        #expect(pres.first == 0x02)
+        let late = feed(&central, pres, now: 31_000_000_000)
+        #expect(late.isEmpty, "no Pairing Confirm, no Pairing Failed: the link's SMP is done (Core Vol 3 Part H §3.4)")
+        #expect(central.start(now: 32_000_000_000).isEmpty, "and no new pairing on this link")
+        #expect(central.deadline == nil)
+    }
+
     @Test("SM/PER/SCPK/BI-04-C (part): The peer's Pairing Failed ends pairing with its reason") func thePeersPairingFailedEndsItWithTheirReason() {
         var m = responder()
         _ = feed(&m, request)
