@@ -151,7 +151,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             if let h = g.links.sorted().first {
                 if step & 0x10 != 0 {
                     let p = L2CAPConnectionParameters(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 400)
-                    if let actions = try? g.connections.updateParameters(h, p) { g.run(actions) }
+                    if let actions = try? g.connections.updateParameters(h, p, now: g.now) { g.run(actions) }
                 } else {
                     _ = try? g.acl.enqueue([UInt8](repeating: 0, count: Int(step)), handle: h)
                 }

@@ -312,6 +312,54 @@ extension [ConnectionAction] {
         }
     }
 
+    static let wished = L2CAPConnectionParameters(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 400)
+
+    @Test("L2CAP/LE/CPU/BV-01-C: as peripheral, parameters are asked for with Connection Parameter Update Request")
+    func aPeripheralAsksTheCentralOverL2CAP() throws {
+        var m = connected(0x40, role: .peripheral)
+        let a = try m.updateParameters(0x40, Self.wished, now: 0)
+        #expect(a.commands.isEmpty, "no LE Connection Update from the peripheral")
+        let request = try #require(a.l2capFrames.first?.1)
+        let id = request[5]
+        #expect(request == [12, 0, 5, 0] + signalingPayload(0x12, id, le16(24) + le16(40) + le16(0) + le16(400)))
+        #expect(throws: HostError.self, "one request at a time") { _ = try m.updateParameters(0x40, Self.wished, now: 0) }
+        // Accepted: nothing yet; the central's update ends it.
+        #expect(signaling(&m, 0x40, signalingPayload(0x13, id, le16(0))).isEmpty)
+        let done = feed(&m, eventBytes(LEConnectionUpdateComplete(status: .success, connectionHandle: 0x40, connectionInterval: 40,
+                                                                  peripheralLatency: 0, supervisionTimeout: 400)))
+        guard case .parametersUpdated(0x40, .success(let state))? = done.last else {
+            Issue.record("\(done)")
+            return
+        }
+        #expect(state.interval == 40 && state.supervisionTimeout == 400)
+        #expect(m.nextDeadline == nil, "nothing left pending")
+        // A response nobody asked for is counted, not acted on.
+        #expect(signaling(&m, 0x40, signalingPayload(0x13, id, le16(0))).isEmpty && m.statistics.unmatchedSignalingResponses == 1)
+    }
+
+    @Test("L2CAP/LE/CPU/BV-01-C (refused): rejected, not understood or never answered: the update fails with why")
+    func aPeripheralsRequestRefusedOrUnansweredFails() throws {
+        for answer in ["rejected", "reject command", "nothing"] {
+            var m = connected(0x40, role: .peripheral)
+            let id = try #require(try m.updateParameters(0x40, Self.wished, now: 5).l2capFrames.first?.1[5])
+            let out: [ConnectionAction]
+            switch answer {
+            case "rejected": out = signaling(&m, 0x40, signalingPayload(0x13, id, le16(1)))
+            case "reject command": out = signaling(&m, 0x40, signalingPayload(0x01, id, [0, 0]))
+            default:
+                #expect(m.nextDeadline == 5 + LEConnectionManager.parameterRequestTimeout)
+                #expect(m.timerFired(now: 4 + LEConnectionManager.parameterRequestTimeout).isEmpty)
+                out = m.timerFired(now: 5 + LEConnectionManager.parameterRequestTimeout)
+            }
+            guard case .parametersUpdated(0x40, .failure(let e))? = out.first, out.count == 1 else {
+                Issue.record("\(answer): \(out)")
+                continue
+            }
+            #expect(e.message.contains(answer == "nothing" ? "did not happen" : "central"), "\(answer): \(e)")
+            #expect(try !m.updateParameters(0x40, Self.wished, now: 6).isEmpty, "\(answer): another request may follow")
+        }
+    }
+
     @Test("L2CAP/LE/CPU/BI-02-C: A parameter update request to a peripheral is rejected") func parameterUpdateRequestToAPeripheralIsRejectedAsNotUnderstood() {
         var m = connected(0x40, role: .peripheral)
         let a = signaling(&m, 0x40, signalingPayload(0x12, 3, le16(24) + le16(40) + le16(0) + le16(400)))
@@ -416,22 +464,22 @@ extension [ConnectionAction] {
     @Test func connectionUpdateOnRequestWithinTheSpecLimits() throws {
         var m = connected(0x40)
         let a = try m.updateParameters(0x40, L2CAPConnectionParameters(intervalMin: 6, intervalMax: 12, peripheralLatency: 0,
-                                                                      timeoutMultiplier: 100))
+                                                                      timeoutMultiplier: 100), now: 0)
         #expect(a.commands == [.leConnectionUpdate])
         #expect(throws: HostError.self) {
             _ = try m.updateParameters(0x40, L2CAPConnectionParameters(intervalMin: 12, intervalMax: 6, peripheralLatency: 0,
-                                                                      timeoutMultiplier: 100))
+                                                                      timeoutMultiplier: 100), now: 0)
         }
         #expect(throws: HostError.self) {
             _ = try m.updateParameters(0x99, L2CAPConnectionParameters(intervalMin: 6, intervalMax: 12, peripheralLatency: 0,
-                                                                      timeoutMultiplier: 100))
+                                                                      timeoutMultiplier: 100), now: 0)
         }
     }
 
     @Test("GAP/CONN/CPUP/BV-06-C (part): Connection update ends with the event or the refusal") func connectionUpdateProcedureEndsWithTheEventOrTheRefusal() throws {
         var m = connected(0x40)
         _ = try m.updateParameters(0x40, L2CAPConnectionParameters(intervalMin: 6, intervalMax: 12, peripheralLatency: 1,
-                                                                  timeoutMultiplier: 100))
+                                                                  timeoutMultiplier: 100), now: 0)
         // Success: the link's new parameters, then the procedure's result with the same state.
         var a = feed(&m, eventBytes(LEConnectionUpdateComplete(status: .success, connectionHandle: 0x40, connectionInterval: 12,
                                                                peripheralLatency: 1, supervisionTimeout: 100)))

@@ -94,6 +94,12 @@ public final class FakeAir: @unchecked Sendable {
             if state.withLock({ s in defer { s.connected = false }; return s.connected }) {
                 disconnected(central: .connectionTerminatedByLocalHost, peripheral: .remoteUserTerminatedConnection)
             }
+        case .leConnectionUpdate:
+            // The update happens at once: LE Connection Update Complete on both sides.
+            guard let p = fake.commandPackets.last, p.count >= 14, state.withLock({ $0.connected }) else { return }
+            let event: [UInt8] = [0x3E, 10, 0x03, 0x00, UInt8(Self.handle & 0xFF), UInt8(Self.handle >> 8)] + Array(p[8 ..< 14])
+            fake.injectEvent(event)
+            peripheral.injectEvent(event)
         case .leEnableEncryption:
             guard let p = fake.commandPackets.last, p.count >= 32, state.withLock({ $0.connected }) else { return }
             state.withLock { $0.pendingKey = Array(p[16 ..< 32]) }

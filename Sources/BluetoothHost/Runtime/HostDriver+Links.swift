@@ -44,7 +44,7 @@ extension HostDriver {
                 return
             }
             do throws(HostError) {
-                let actions = try links.manager.updateParameters(conn.handle, parameters)
+                let actions = try links.manager.updateParameters(conn.handle, parameters, now: Sys.now())
                 links.waitForUpdate(conn.handle, c)
                 execute(actions)
             } catch {

@@ -80,7 +80,27 @@ public struct LEConnectionManager: Sendable {
         var nextSignalingIdentifier: UInt8 = 1
         /// Identifiers of requests the credit-based channels sent, awaiting a response.
         var pendingSignaling: Set<UInt8> = []
+        /// Our Connection Parameter Update Request (we are peripheral), until the update.
+        var parameterRequest: ParameterRequest?
     }
+
+    /// A peripheral's L2CAP Connection Parameter Update Request (Core Vol 3 Part A §4.20),
+    /// from sent to the link's update; `deadline` bounds the whole (the signaling RTX).
+    enum ParameterRequest: Sendable {
+        case sent(identifier: UInt8, deadline: UInt64)
+        /// The central accepted; its LE Connection Update Complete ends it.
+        case accepted(deadline: UInt64)
+
+        var deadline: UInt64 {
+            switch self {
+            case .sent(_, let d), .accepted(let d): d
+            }
+        }
+    }
+
+    /// How long a peripheral's parameter request may take, answer and update together
+    /// (Core Vol 3 Part A §6.2.1: the RTX ends at 60 s at most; 30 s as for ATT and SMP).
+    public static let parameterRequestTimeout: UInt64 = 30_000_000_000
 
     private var waiting: [PendingConnect] = []
     private var create = Create.idle
@@ -115,12 +135,14 @@ public struct LEConnectionManager: Sendable {
 
     /// The earliest deadline of the connection attempt (its timeout, the cancel grace period).
     public var nextDeadline: UInt64? {
-        switch create {
+        let connecting: UInt64? = switch create {
         case .idle, .stale: nil
         case .clearing(let r, let deadline, _): min(deadline, r.deadline)
         case .creating(let r): r.deadline
         case .cancelling(_, let deadline, _): deadline
         }
+        let requests = links.values.compactMap(\.parameterRequest?.deadline).min()
+        return [connecting, requests].compactMap { $0 }.min()
     }
 
     // MARK: Connect
@@ -199,6 +221,12 @@ public struct LEConnectionManager: Sendable {
     /// Deadlines that passed by `now`: timed-out connects and requests fail, stale cancels clear.
     public mutating func timerFired(now: UInt64) -> [ConnectionAction] {
         var actions: [ConnectionAction] = []
+        for handle in links.keys.sorted() {
+            guard let r = links[handle]?.parameterRequest, r.deadline <= now else { continue }
+            links[handle]?.parameterRequest = nil
+            actions.append(.parametersUpdated(handle: handle, .failure(HostError(.commandTimeout,
+                "the connection parameter update did not happen within \(Self.parameterRequestTimeout / 1_000_000_000) s (the central did not answer or update)"))))
+        }
         switch create {
         case .creating(let r) where r.deadline <= now:
             create = .cancelling(r, deadline: now &+ cancelGracePeriod, .timedOut)
@@ -307,6 +335,7 @@ public struct LEConnectionManager: Sendable {
                 statistics.unknownHandleEvents += 1
                 return []
             }
+            links[e.connectionHandle]?.parameterRequest = nil
             guard e.status == .success else {
                 return [.parametersUpdated(handle: e.connectionHandle, .failure(HostError(
                     .commandFailed(e.status), "the connection update failed: \(e.status)")))]
@@ -479,14 +508,36 @@ public struct LEConnectionManager: Sendable {
     /// Asks the controller to change a link's parameters (LE Connection Update, Core Vol 4
     /// Part E §7.8.18); the result arrives as LE Connection Update Complete (`.linkUpdated`).
     /// Throws for values outside the spec's limits or an unknown link.
-    public mutating func updateParameters(_ handle: UInt16, _ p: L2CAPConnectionParameters) throws(HostError) -> [ConnectionAction] {
-        guard links[handle] != nil else {
+    public mutating func updateParameters(_ handle: UInt16, _ p: L2CAPConnectionParameters,
+                                          now: UInt64) throws(HostError) -> [ConnectionAction] {
+        guard var link = links[handle] else {
             throw HostError(.disconnected(nil), "no link with handle 0x\(hex(handle, 4))")
         }
         guard Self.isAcceptable(p) else {
             throw HostError(.notSupported, "connection parameters outside the spec's limits: interval \(p.intervalMin)...\(p.intervalMax) ×1.25 ms, latency \(p.peripheralLatency), timeout \(p.timeoutMultiplier) ×10 ms")
         }
-        return [Self.connectionUpdate(handle, p)]
+        guard link.state.role == .peripheral else { return [Self.connectionUpdate(handle, p)] }
+        // A peripheral asks the central over L2CAP, which every central takes (Core Vol 3
+        // Part A §4.20); the LL procedure needs both controllers to have it.
+        guard link.parameterRequest == nil else {
+            throw HostError(.busy, "a connection parameter update is already asked for on this link")
+        }
+        let id = link.nextSignalingIdentifier
+        link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
+        link.parameterRequest = .sent(identifier: id, deadline: now &+ Self.parameterRequestTimeout)
+        links[handle] = link
+        return signaling(handle, .connectionParameterUpdateRequest(identifier: id, p))
+    }
+
+    /// The central's answer to our parameter request (a response, or a Command Reject).
+    private mutating func parameterRequestAnswered(_ handle: UInt16, accepted: Bool?, _ why: String) -> [ConnectionAction] {
+        guard case .sent(_, let deadline)? = links[handle]?.parameterRequest else { return [] }
+        if accepted == true {
+            links[handle]?.parameterRequest = .accepted(deadline: deadline)
+            return []
+        }
+        links[handle]?.parameterRequest = nil
+        return [.parametersUpdated(handle: handle, .failure(HostError(.l2capRefused(accepted == nil ? 0xFFFF : 1), why)))]
     }
 
     private static func connectionUpdate(_ handle: UInt16, _ p: L2CAPConnectionParameters) -> ConnectionAction {
@@ -571,6 +622,16 @@ public struct LEConnectionManager: Sendable {
             // LE credit-based channels: their machine answers (a Disconnection Request names
             // one of its channels, or it rejects the CIDs).
             return .creditChannels(command)
+        case .connectionParameterUpdateResponse(let id, let result):
+            guard case .sent(id, _)? = link.parameterRequest else {
+                statistics.unmatchedSignalingResponses += 1
+                return .handled([])
+            }
+            return .handled(parameterRequestAnswered(handle, accepted: result == .accepted,
+                                                     "the central rejected the connection parameters (Connection Parameter Update Response: rejected)"))
+        case .commandReject(let id, _) where { if case .sent(id, _)? = link.parameterRequest { true } else { false } }():
+            return .handled(parameterRequestAnswered(handle, accepted: nil,
+                                                     "the central does not take Connection Parameter Update Request (Command Reject)"))
         case .leCreditBasedConnectionResponse(let id, _), .disconnectionResponse(let id, _, _), .commandReject(let id, _):
             // Only an answer to a request the channels sent goes to them.
             guard link.pendingSignaling.remove(id) != nil else {
@@ -584,7 +645,7 @@ public struct LEConnectionManager: Sendable {
             // understood here (L2CAP/LE/REJ/BI-02-C; the kernel without enable_ecred does so too).
             statistics.rejectedSignaling += 1
             return .handled(signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood)))
-        case .connectionParameterUpdateResponse, .creditBasedConnectionResponse, .creditBasedReconfigureResponse:
+        case .creditBasedConnectionResponse, .creditBasedReconfigureResponse:
             // Answers to requests this host never sends.
             statistics.unmatchedSignalingResponses += 1
             return .handled([])
