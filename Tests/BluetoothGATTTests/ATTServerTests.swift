@@ -82,6 +82,12 @@ struct ServerHarness {
         send(bytes(hex), from: client, now: now).map { $0.map { String($0, radix: 16, uppercase: true).leftPad() }.joined(separator: " ") }
     }
 
+    /// A bonded, encrypted link's security.
+    static let encrypted = LinkSecurity(encrypted: true, keySize: 16, authenticated: false, secureConnections: true, bonded: true)
+
+    /// `client`'s link is now encrypted (the 128-bit characteristic needs it to be read).
+    mutating func encrypt(_ client: ATTServerClientID) { server.setSecurity(Self.encrypted, for: client) }
+
     mutating func takeEvents() -> [ATTServerEvent] {
         defer { events = [] }
         return events
@@ -489,6 +495,10 @@ func hexString(_ b: [UInt8]) -> String { b.map { String($0, radix: 16, uppercase
         #expect(throws: ATTServerError.notSubscribed(h.a, handle: 0x16)) {
             _ = try h.server.notify(h.a, handle: 0x16, value: value) { _ in }
         }
+        // Its read needs encryption: so does subscribing (Insufficient Encryption on a plain link).
+        #expect(h.send("12 17 00 01 00") == "01 12 17 00 0F")
+        #expect(h.takeEvents().isEmpty && h.send("0A 17 00") == "0B 00 00")
+        h.encrypt(h.a)
         #expect(h.send("12 17 00 01 00") == "13")
         #expect(h.takeEvents() == [.subscriptionChanged(h.a, valueHandle: 0x16, .notify)])
         #expect(h.send("0A 17 00") == "0B 01 00")
@@ -504,11 +514,34 @@ func hexString(_ b: [UInt8]) -> String { b.map { String($0, radix: 16, uppercase
         #expect(h.server.subscribers(of: 0x16).map(\.0) == [h.a])
     }
 
+    @Test("A value whose read needs encryption is never notified in clear, a kept subscription included")
+    func protectedValuesAreNotSentOnAPlainLink() throws {
+        var h = try ServerHarness()
+        h.encrypt(h.a)
+        #expect(h.send("12 17 00 01 00") == "13")
+        #expect(h.send("12 0B 00 04") == "13")  // Multiple Handle Value Notifications
+        // The same client later on a plain link (the subscription as a bonded client's came back).
+        h.server.setSecurity(.unencrypted, for: h.a)
+        #expect(throws: ATTServerError.insufficientSecurity(h.a, handle: 0x16, .insufficientEncryption)) {
+            _ = try h.server.notify(h.a, handle: 0x16, value: [1]) { _ in Issue.record("sent in clear") }
+        }
+        #expect(throws: ATTServerError.insufficientSecurity(h.a, handle: 0x16, .insufficientEncryption)) {
+            _ = try h.server.notifyMultiple(h.a, [(0x16, [1])]) { _ in Issue.record("sent in clear") }
+        }
+        // A key too short counts as well (minimum 16 here).
+        var strict = try ServerHarness(options: ATTServer.Options(minimumKeySize: 16))
+        strict.server.setSecurity(LinkSecurity(encrypted: true, keySize: 7), for: strict.a)
+        #expect(strict.send("12 17 00 01 00") == "01 12 17 00 0C", "Encryption Key Size")
+        // Turning notifications off never needs security.
+        #expect(h.send("12 17 00 00 00") == "13")
+    }
+
     @Test("GATT/SR/GAN/BV-02-C: Multiple Handle Value Notification; a value that cannot fit sends nothing")
     func multipleHandleValueNotifications() throws {
         var h = try ServerHarness()
         // Client Supported Features: Multiple Handle Value Notifications (bit 2).
         #expect(h.send("12 0B 00 04") == "13")
+        h.encrypt(h.a)
         #expect(h.send("12 17 00 01 00") == "13")
         var sent: [[UInt8]] = []
         #expect(try h.server.notifyMultiple(h.a, [(0x16, [1, 2, 3])]) { sent.append(Array($0)) } == 1)
@@ -555,6 +588,7 @@ func hexString(_ b: [UInt8]) -> String { b.map { String($0, radix: 16, uppercase
     @Test("CCCD: a bit the characteristic does not support is CCCD Improperly Configured; bad length is 0x0D")
     func cccdChecks() throws {
         var h = try ServerHarness()
+        h.encrypt(h.a)
         #expect(h.send("12 11 00 01 00") == "01 12 11 00 FD")
         #expect(h.send("12 17 00 02 00") == "01 12 17 00 FD")
         #expect(h.send("12 17 00 01") == "01 12 17 00 0D")
@@ -846,6 +880,7 @@ enum SpecExampleDatabase {
     @Test("GATT/SR/GAN/BV-03-C, GAI/BV-02-C: a bonded client's CCCDs come back on its next connection")
     func cccdsComeBack() throws {
         var h = try ServerHarness()
+        h.encrypt(h.a)
         #expect(h.send("12 17 00 01 00") == "13")   // notify the 128-bit characteristic
         #expect(h.send("12 09 00 02 00") == "13")   // Service Changed indications
         #expect(h.send("12 0B 00 01") == "13")      // robust caching
@@ -854,7 +889,7 @@ enum SpecExampleDatabase {
         #expect(kept.features == .robustCaching && kept.changeAware && kept.databaseHash == h.server.table.hash)
         h.server.disconnect(h.a)
         // The next connection: nothing until the bond is back.
-        h.server.connect(h.a)
+        h.server.connect(h.a, security: ServerHarness.encrypted)
         #expect(h.server.subscribers(of: 0x0016).isEmpty)
         let due = h.server.restore(h.a, kept)
         #expect(!due, "same database: no Service Changed due")
@@ -868,6 +903,7 @@ enum SpecExampleDatabase {
     @Test("A bonded client that missed a change is change-unaware and gets Service Changed")
     func aMissedChange() throws {
         var h = try ServerHarness()
+        h.encrypt(h.a)
         #expect(h.send("12 17 00 01 00") == "13")
         #expect(h.send("12 09 00 02 00") == "13")
         let kept = try #require(h.server.bondedState(of: h.a))
@@ -877,7 +913,7 @@ enum SpecExampleDatabase {
             GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], value: .stored([99])),
         ]), at: 2)
         _ = h.server.replaceTable(try GATTAttributeTable(services: services))
-        h.server.connect(h.a)
+        h.server.connect(h.a, security: ServerHarness.encrypted)
         let due = h.server.restore(h.a, kept)
         #expect(due, "Service Changed is due")
         #expect(h.server.isChangeAware(h.a) == false)

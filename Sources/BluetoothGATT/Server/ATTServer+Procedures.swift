@@ -317,6 +317,9 @@ extension ATTServer {
         case .cccd(let valueHandle, let properties):
             guard value.count == 2 else { return .failure(.invalidAttributeValueLength) }
             let bits = (UInt16(value[0]) | UInt16(value[1]) << 8) & 0x0003
+            // Subscribing needs what reading the value needs (Core Vol 3 Part G §3.3.3.3
+            // leaves it to the server; BlueZ and Zephyr ask the same), in PTS order.
+            if bits != 0, let code = valueSecurityError(valueHandle, s.security) { return .failure(code) }
             if bits & 1 != 0 && !properties.contains(.notify) || bits & 2 != 0 && !properties.contains(.indicate) {
                 return .failure(.cccdImproperlyConfigured)
             }

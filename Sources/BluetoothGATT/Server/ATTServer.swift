@@ -93,6 +93,10 @@ public enum ATTServerError: Error, Sendable, Equatable, CustomStringConvertible 
     case indicationPending(ATTServerClientID, handle: UInt16)
     /// The client did not say it supports this (Client Supported Features).
     case notSupportedByClient(ATTServerClientID, String)
+    /// The client's link lacks the security reading the value needs (`code`: Insufficient
+    /// Authentication, Encryption or Encryption Key Size): its value does not go out in
+    /// clear, whatever the client subscribed to on an earlier, encrypted link.
+    case insufficientSecurity(ATTServerClientID, handle: UInt16, ATTErrorCode)
 
     public var description: String {
         switch self {
@@ -102,6 +106,7 @@ public enum ATTServerError: Error, Sendable, Equatable, CustomStringConvertible 
         case .notSubscribed(let c, let h): "\(c) has not subscribed to handle 0x\(hex(h, 4))"
         case .indicationPending(let c, let h): "\(c) has not confirmed the indication of 0x\(hex(h, 4)) yet"
         case .notSupportedByClient(let c, let what): "\(c) does not support \(what)"
+        case .insufficientSecurity(let c, let h, let code): "\(c) may not receive handle 0x\(hex(h, 4)): \(code)"
         }
     }
 }
@@ -472,6 +477,7 @@ public struct ATTServer: Sendable {
             guard configuration(of: client, valueHandle: v.handle).contains(.notify) else {
                 throw .notSubscribed(client, handle: v.handle)
             }
+            if let code = valueSecurityError(v.handle, s.security) { throw .insufficientSecurity(client, handle: v.handle, code) }
         }
         var sent = 0
         emit(&send, capacity: s.mtu) { (w) throws(WireError) in
@@ -500,6 +506,7 @@ public struct ATTServer: Sendable {
         guard let cccd = cccdHandle(ofValue: handle) else { throw .invalidHandle(handle) }
         let bit = indication ? GATTClientConfiguration.indicate.rawValue : GATTClientConfiguration.notify.rawValue
         guard (s.cccd[cccd] ?? 0) & bit != 0 else { throw .notSubscribed(client, handle: handle) }
+        if let code = valueSecurityError(handle, s.security) { throw .insufficientSecurity(client, handle: handle, code) }
         if let confirmationDeadline {
             if let p = s.pendingIndication { throw .indicationPending(client, handle: p.handle) }
             s.pendingIndication = (handle, confirmationDeadline)
@@ -659,12 +666,25 @@ public struct ATTServer: Sendable {
         } else {
             guard permissions.contains(.readable) else { return .readNotPermitted }
         }
+        return checkSecurity(permissions, write: write, security)
+    }
+
+    /// The security part of ``check(_:write:_:)`` alone.
+    func checkSecurity(_ permissions: GATTPermissions, write: Bool, _ security: LinkSecurity) -> ATTErrorCode? {
         let needAuthentication = permissions.contains(write ? .writeAuthenticationRequired : .readAuthenticationRequired)
         let needEncryption = needAuthentication || permissions.contains(write ? .writeEncryptionRequired : .readEncryptionRequired)
         if needAuthentication && !(security.encrypted && security.authenticated) { return .insufficientAuthentication }
         if needEncryption && !security.encrypted { return .insufficientEncryption }
         if needEncryption && security.keySize < options.minimumKeySize { return .encryptionKeySizeTooShort }
         return nil
+    }
+
+    /// What reading the value at `valueHandle` needs of the link, checked where its value
+    /// leaves otherwise (notifications, indications) and where a client subscribes to them:
+    /// a value a plain link may not read is not sent to it either (as Zephyr and BlueZ).
+    func valueSecurityError(_ valueHandle: UInt16, _ security: LinkSecurity) -> ATTErrorCode? {
+        guard let i = table.index(of: valueHandle) else { return nil }
+        return checkSecurity(table.attributes[i].permissions, write: false, security)
     }
 
     /// Handle range checks shared by the Find and Read By (Group) Type requests (Core Vol 3
