@@ -31,8 +31,13 @@ public final class BTSnoopWriter {
         self.system = system
         self.clock = clock
         let flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
-        switch system.valueOrErrno({ path.withCString { system.open($0, flags, 0o644) } }) {
-        case .success(let f): fd = f
+        // 0600, as the bond store: a capture holds the keys that pairing and encryption
+        // carry (LE Enable Encryption, LTK replies, SMP key distribution).
+        switch system.valueOrErrno({ path.withCString { system.open($0, flags, 0o600) } }) {
+        case .success(let f):
+            fd = f
+            // An older capture truncated in place keeps its mode otherwise.
+            _ = fchmod(f, 0o600)
         case .failure(let e):
             let kind: TransportError.Kind = (e == .accessDenied || e == .permissionDenied) ? .permissionDenied
                 : e == .noSuchFile ? .notFound : .io

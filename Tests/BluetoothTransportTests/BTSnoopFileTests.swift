@@ -35,6 +35,24 @@ func temporaryPath(_ name: String) -> String {
         return out
     }
 
+    @Test("A capture holds keys: it is made 0600, an older 0644 one it replaces too")
+    func capturesAreReadableByTheOwnerOnly() throws {
+        for existing in [false, true] {
+            let path = temporaryPath("mode.btsnoop")
+            defer { unlink(path) }
+            if existing {
+                let fd = open(path, O_WRONLY | O_CREAT, 0o644)
+                #expect(fd >= 0)
+                _ = fchmod(fd, 0o644)
+                close(fd)
+            }
+            try write(path)
+            var st = stat()
+            #expect(stat(path, &st) == 0)
+            #expect(st.st_mode & 0o777 == 0o600, "existing \(existing): \(String(st.st_mode & 0o777, radix: 8))")
+        }
+    }
+
     @Test(arguments: [64 * 1024, 1]) func writtenFileParsesBack(_ bufferSize: Int) throws {
         let path = temporaryPath("roundtrip.btsnoop")
         defer { unlink(path) }
