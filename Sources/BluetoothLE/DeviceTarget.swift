@@ -13,8 +13,14 @@ public enum DeviceTarget: Sendable, Hashable, CustomStringConvertible {
     /// The first device advertising this service.
     case service(BluetoothUUID)
 
-    /// `AA:BB:CC:DD:EE:FF`, `AA:BB:CC:DD:EE:FF/public` or `/random`, else a name.
+    /// `AA:BB:CC:DD:EE:FF`, `AA:BB:CC:DD:EE:FF/public` or `/random`, an address as this
+    /// package prints it (`AA:BB:CC:DD:EE:FF (random-static)`, what `hcigatt bonds` lists),
+    /// else a name.
     public init(parsing text: String) throws(BluetoothError) {
+        if text.hasSuffix(")"), text.contains(" ("), let typed = LEAddress(text) {
+            self = .address(typed)
+            return
+        }
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         if let first = parts.first, first.filter({ $0 == ":" }).count == 5, let a = BluetoothAddress(first) {
             guard parts.count == 2 else {

@@ -246,24 +246,43 @@ enum UnpairCommand {
             help: """
             Usage: hcigatt unpair AA:BB:CC:DD:EE:FF[/public|/random] [--bond-dir DIR]
 
-            Removes the device's bond (its identity address; public unless /random).
+            Removes the device's bond and what was kept with it. Without a type, the bond at
+            that address whatever its type (when both types are bonded, name one). An
+            address as `bonds` prints it ("AA:BB:CC:DD:EE:FF (random-static)") is taken too.
             """,
             spec: Arguments.Spec(flags: [], options: ["bond-dir"]),
             run: { args in try run(args) })
     }
 
     static func run(_ args: Arguments) throws -> Int32 {
-        guard args.positional.count == 1 else { throw UsageError("expected the device's identity address") }
-        let target = try DeviceTarget(argument: args.positional[0])
+        // `bonds` prints "ADDR (kind)": unquoted, the shell makes two arguments of it.
+        let text = args.positional.joined(separator: " ")
+        guard !args.positional.isEmpty, args.positional.count == 1 || args.positional[1].hasPrefix("(") else {
+            throw UsageError("expected the device's identity address")
+        }
+        let target = try DeviceTarget(argument: text)
         guard let a = target.address else { throw UsageError("unpair takes an address (AA:BB:CC:DD:EE:FF[/random]), not a name") }
-        let identity = if case .address(let typed) = target { typed } else { LEAddress(a, type: .public) }
         let store = SecurityOptions.bondStore(args)
         do {
+            let identity: LEAddress
+            if case .address(let typed) = target {
+                identity = typed
+            } else {
+                let bonded = try store.identities(at: a)
+                guard bonded.count < 2 else {
+                    throw RuntimeError("\(a) is bonded as \(bonded.map(\.description).joined(separator: " and as ")): "
+                                       + "name the one to forget (\(a)/public or \(a)/random)")
+                }
+                guard let only = bonded.first else { throw RuntimeError("no bond for \(a) (of either type) in \(store.directory)") }
+                identity = only
+            }
             if try store.remove(identity) {
                 Console.err("forgot \(identity)")
                 return 0
             }
-        } catch { throw RuntimeError(error.description) }
-        throw RuntimeError("no bond for \(identity) in \(store.directory)")
+            let other = try store.identities(at: a)
+            throw RuntimeError("no bond for \(identity) in \(store.directory)"
+                               + (other.isEmpty ? "" : " (there is one for \(other.map(\.description).joined(separator: ", ")))"))
+        } catch let error as BondStoreError { throw RuntimeError(error.description) }
     }
 }

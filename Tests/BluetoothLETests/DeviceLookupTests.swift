@@ -26,6 +26,10 @@ private let second: UInt64 = 1_000_000_000
         #expect(try DeviceTarget(parsing: "f0:f1:f2:f3:f4:01/public") == .address(LEAddress(a, type: .public)))
         #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4:01/Random") == .address(LEAddress(a, type: .random)))
         #expect(try DeviceTarget(parsing: "Thermo-1") == .name("Thermo-1"))
+        // As this package prints addresses (hcigatt bonds, scan): the kind names the type.
+        #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4:01 (random-static)") == .address(LEAddress(a, type: .random)))
+        #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4:01 (public)") == .address(LEAddress(a, type: .public)))
+        #expect(try DeviceTarget(parsing: "Kitchen (left)") == .name("Kitchen (left)"), "a name with brackets stays a name")
         // Not an address: a name (a name may look like anything).
         #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4") == .name("F0:F1:F2:F3:F4"))
         #expect(try DeviceTarget(parsing: "F0:F1:F2:F3:F4:01").query == .address(a))

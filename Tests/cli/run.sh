@@ -45,6 +45,29 @@ run global-before 1 "$bin" --transport tcp:127.0.0.1:1 scan --duration 1 && expe
 run global-before-eq 1 "$bin" --transport=tcp:127.0.0.1:1 info && expect_err global-before-eq "nothing listens on port 1"
 run global-bond-dir 0 "$bin" --bond-dir "$tmp/no-bonds" bonds && expect_err global-bond-dir "no bonds in $tmp/no-bonds"
 run global-ignored 0 "$bin" --transport tcp:127.0.0.1:1 decode ad 020106 && expect_out global-ignored "Flags"
+# unpair: an address without its type finds the bond whatever its type; what bonds prints is input.
+bond_file() {  # bond_file DIR ADDR TYPE
+  local name; name=$(tr -d ':' <<<"$2")
+  mkdir -p "$1"; chmod 700 "$1"
+  printf 'version=1\nidentity=%s/%s\nsecure_connections=1\nauthenticated=0\nkey_size=16\nltk=000102030405060708090a0b0c0d0e0f\nltk_ediv=0\nltk_rand=0\n' "$2" "$3" >"$1/$name-$3.bond"
+  chmod 600 "$1/$name-$3.bond"
+}
+B="$tmp/unpair"
+bond_file "$B" C0:DE:00:00:00:07 random
+run bonds-list 0 "$bin" bonds --bond-dir "$B" && expect_out bonds-list "C0:DE:00:00:00:07 (random-static)"
+run unpair-untyped 0 "$bin" unpair C0:DE:00:00:00:07 --bond-dir "$B" && expect_err unpair-untyped "forgot C0:DE:00:00:00:07 (random-static)"
+run unpair-gone 1 "$bin" unpair C0:DE:00:00:00:07 --bond-dir "$B" && expect_err unpair-gone "no bond for C0:DE:00:00:00:07 (of either type)"
+bond_file "$B" C0:DE:00:00:00:07 random
+run unpair-as-listed 0 "$bin" unpair "C0:DE:00:00:00:07 (random-static)" --bond-dir "$B" && expect_err unpair-as-listed "forgot"
+bond_file "$B" C0:DE:00:00:00:07 random
+run unpair-as-listed-unquoted 0 "$bin" unpair C0:DE:00:00:00:07 "(random-static)" --bond-dir "$B" && expect_err unpair-as-listed-unquoted "forgot"
+bond_file "$B" C0:DE:00:00:00:07 random
+run unpair-wrong-type 1 "$bin" unpair C0:DE:00:00:00:07/public --bond-dir "$B" && expect_err unpair-wrong-type "there is one for C0:DE:00:00:00:07 (random-static)"
+bond_file "$B" C0:DE:00:00:00:07 public
+run unpair-both-types 1 "$bin" unpair C0:DE:00:00:00:07 --bond-dir "$B" && expect_err unpair-both-types "name the one to forget"
+run unpair-typed 0 "$bin" unpair C0:DE:00:00:00:07/random --bond-dir "$B" && expect_err unpair-typed "forgot C0:DE:00:00:00:07 (random-static)"
+run unpair-left 0 "$bin" bonds --bond-dir "$B" && expect_out unpair-left "C0:DE:00:00:00:07 (public)"
+run unpair-name 2 "$bin" unpair Thermo --bond-dir "$B" && expect_err unpair-name "not a name"
 run global-unknown 2 "$bin" --frob scan && expect_err global-unknown "unknown global option --frob"
 run global-no-value 2 "$bin" --transport && expect_err global-no-value "needs a value"
 run global-no-command 2 "$bin" --transport tcp:127.0.0.1:1 && expect_err global-no-command "no command"

@@ -222,6 +222,18 @@ public final class BondStore: Sendable {
         }
     }
 
+    /// The identities bonded at `address`, of either type (a user who names an address
+    /// without its type means whichever is bonded; both can be, rarely). A file that is
+    /// there but cannot be read is an error naming it.
+    public func identities(at address: BluetoothAddress) throws(BondStoreError) -> [LEAddress] {
+        var found: [LEAddress] = []
+        for type in [LEAddressType.public, .random] {
+            let identity = LEAddress(address, type: type)
+            if try bond(for: identity) != nil { found.append(identity) }
+        }
+        return found
+    }
+
     func read(path: String) throws(BondStoreError) -> Bond {
         try Self.parse(readBytes(path: path), path: path)
     }
