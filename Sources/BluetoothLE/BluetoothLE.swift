@@ -42,12 +42,16 @@ public struct BluetoothOptions: Sendable {
     /// Sees every packet both ways (`true`: sent), on the host's driver thread (a btsnoop
     /// writer); it must not block.
     public var packetObserver: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)?
+    /// A bonded peer may pair again without MITM protection (``HostOptions/allowsRepairing``).
+    public var allowsRepairing: Bool
 
-    /// The defaults: `$HCIGATT_TRANSPORT` or the first adapter, nothing stored, Just Works.
+    /// The defaults: `$HCIGATT_TRANSPORT` or the first adapter, nothing stored, Just Works,
+    /// re-pairing over a bond refused without MITM.
     public init(transport: String? = nil, bringDown: Bool = false, bondDirectory: String? = nil,
                 pairingAgent: PairingAgent = .justWorks, commandTimeout: Duration = .seconds(5),
                 security: SMPConfiguration = SMPConfiguration(), privacy: Bool = false,
-                packetObserver: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)? = nil) {
+                packetObserver: (@Sendable (UnsafeRawBufferPointer, Bool) -> Void)? = nil, allowsRepairing: Bool = false) {
+        self.allowsRepairing = allowsRepairing
         self.transport = transport
         self.bringDown = bringDown
         self.bondDirectory = bondDirectory
@@ -112,7 +116,7 @@ public struct BluetoothOptions: Sendable {
         do {
             let host = try await HCIHost.open(transport: t, options: HostOptions(
                 commandTimeout: commandTimeout, packetObserver: packetObserver, security: security,
-                pairingAgent: pairingAgent, bondStore: store, identityResolvingKey: irk))
+                pairingAgent: pairingAgent, bondStore: store, identityResolvingKey: irk, allowsRepairing: allowsRepairing))
             return OpenedController(host: host, transportName: name)
         } catch {
             throw BluetoothError("\(name): controller initialisation failed: \(error)", underlying: error)

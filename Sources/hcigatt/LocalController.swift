@@ -83,7 +83,8 @@ struct ControllerSettings: Sendable {
             transport: given, bringDown: args.flag("bring-down"),
             bondDirectory: SecurityOptions.bondStore(args).directory, pairingAgent: try SecurityOptions.agent(args),
             commandTimeout: try ControllerOptions.seconds(args, "command-timeout", default: 5, range: 0.05 ... 600),
-            security: try SecurityOptions.configuration(args), privacy: args.flag("privacy"))
+            security: try SecurityOptions.configuration(args), privacy: args.flag("privacy"),
+            allowsRepairing: args.flag("allow-repairing"))
         snoopPath = args.option("snoop")
     }
 }

@@ -9,7 +9,7 @@ import HCIGATTFormat
 
 /// Pairing options every command that connects or serves takes.
 enum SecurityOptions {
-    static let flags: Set<String> = ["mitm", "sc-only", "legacy-pairing", "no-bond"]
+    static let flags: Set<String> = ["mitm", "sc-only", "legacy-pairing", "no-bond", "allow-repairing"]
     static let options: Set<String> = ["io-capability", "passkey", "confirm", "min-key-size", "bond-dir"]
 
     static let help = """
@@ -24,6 +24,10 @@ enum SecurityOptions {
       --legacy-pairing       do not offer LE Secure Connections
       --min-key-size N       smallest encryption key accepted (7-16, default 16)
       --no-bond              pair without bonding
+      --allow-repairing      a bonded device that pairs again may do so without MITM
+                             protection (Just Works), replacing its bond; by default such a
+                             pairing is refused (anyone with its address could take the
+                             bond over) and `unpair` lifts it for one device
       --bond-dir DIR         where bonds are kept (default $HCIGATT_BOND_DIR, else
                              /var/lib/hcigatt/bonds): a bonded device is encrypted with its
                              stored key instead of pairing again

@@ -151,4 +151,18 @@ import Testing
         let now = s.identity(of: try Self.rpa(Self.irkX))
         #expect(now == peerA)
     }
+
+    @Test func aPeerStartedPairingOverABondMustBeAsStrongAndAuthenticatedUnlessAllowed() {
+        let plain = SMPConfiguration()
+        var jw = Self.bond(Self.victim, irk: nil)
+        jw.authenticated = false
+        jw.secureConnections = false
+        #expect(SecurityRuntime.repairing(plain, over: jw, allowsRepairing: false).mitm, "Just Works over a bond: refused")
+        #expect(!SecurityRuntime.repairing(plain, over: jw, allowsRepairing: true).mitm, "allowed: Just Works again")
+        var strong = jw
+        strong.authenticated = true
+        strong.secureConnections = true
+        let c = SecurityRuntime.repairing(plain, over: strong, allowsRepairing: true)
+        #expect(c.mitm && c.secureConnectionsOnly, "never weaker than the bond, allowed or not")
+    }
 }

@@ -257,4 +257,92 @@ import Testing
         _ = try? store.remove(victim)
         rmdir(dir)
     }
+
+    /// Our host as peripheral with a bond store holding a Just Works bond of `peerA`, and a
+    /// central on the far side pairing as `central` says.
+    func bondedPeripheral(_ central: Central, allowsRepairing: Bool = false, bondFile: String? = nil)
+        async throws -> (HCIHost, BondStore, String, FakeControllerTransport) {
+        var template = Array("/tmp/hcigatt-repair-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let store = BondStore(directory: dir)
+        try store.save(Bond(identity: peerA, result: SMPPairingResult(method: .justWorks, secureConnections: false, authenticated: false,
+                                                                      keySize: 16, bonded: true, peerLTK: SMPLongTermKey(key: 77)), created: 0))
+        if let bondFile {
+            let fd = open(dir + "/F0F1F2F3F401-public.bond", O_WRONLY | O_TRUNC)
+            _ = bondFile.withCString { write(fd, $0, strlen($0)) }
+            close(fd)
+        }
+        let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in
+            let (_, _, l2cap) = aclParts(bytes)
+            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
+            let pdu = Array(l2cap[4...])
+            central.run(pdu.withUnsafeBytes { b in central.machine.withLock { $0.received(b, now: 0) } }, fake)
+        })
+        let host = try await HCIHost.open(transport: fake, options: HostOptions(bondStore: store, allowsRepairing: allowsRepairing))
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
+        _ = await incoming.next()
+        return (host, store, dir, fake)
+    }
+
+    func cleanUp(_ store: BondStore, _ dir: String) {
+        _ = try? store.remove(peerA)
+        unlink(dir + "/F0F1F2F3F401-public.bond")
+        rmdir(dir)
+    }
+
+    @Test("Re-pairing over a Just Works bond: refused without MITM unless allowed; the old bond stays")
+    func justWorksOverAJustWorksBondIsRefused() async throws {
+        let impostor = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
+        let (host, store, dir, fake) = try await bondedPeripheral(impostor)
+        let before = try store.readBytes(path: dir + "/F0F1F2F3F401-public.bond")
+        impostor.run(impostor.machine.withLock { $0.start(now: 0) }, fake)
+        #expect(await eventually { !impostor.failures.isEmpty })
+        #expect(impostor.failures.first?.reason == .authenticationRequirements, "\(impostor.failures)")
+        #expect(try store.readBytes(path: dir + "/F0F1F2F3F401-public.bond") == before, "the bond is as it was")
+        await host.close()
+        cleanUp(store, dir)
+    }
+
+    @Test func reParingAllowedReplacesTheBondOnceItIsComplete() async throws {
+        let central = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
+        let (host, store, dir, fake) = try await bondedPeripheral(central, allowsRepairing: true)
+        var events = host.pairingEvents.makeAsyncIterator()
+        central.run(central.machine.withLock { $0.start(now: 0) }, fake)
+        // The central encrypts with the new key: our LTK reply, then Encryption Change.
+        #expect(await eventually { central.outcomes.withLock { $0.contains { if case .encrypt = $0 { true } else { false } } } })
+        fake.injectEvent([0x3E, 13, 0x05, 0x41, 0x00] + [UInt8](repeating: 0, count: 10))
+        #expect(await eventually { fake.commands.contains(.leLongTermKeyRequestReply) })
+        central.run(central.machine.withLock { $0.encryptionChanged(encrypted: true, now: 0) }, fake)
+        fake.injectEvent([0x08, 4, 0x00, 0x41, 0x00, 0x01])
+        guard case .paired(_, let r)? = await events.next() else {
+            Issue.record("not paired")
+            await host.close()
+            cleanUp(store, dir)
+            return
+        }
+        #expect(r.method == .justWorks && r.secureConnections)
+        #expect(await eventually { (try? store.bond(for: peerA))?.secureConnections == true }, "the new bond replaced the old")
+        await host.close()
+        cleanUp(store, dir)
+    }
+
+    @Test("An unreadable bond is not \"no bond\": a pairing over it is refused and the file named")
+    func anUnreadableBondStopsThePairing() async throws {
+        let central = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
+        let (host, store, dir, fake) = try await bondedPeripheral(central, allowsRepairing: true, bondFile: "version=1\ngarbage\n")
+        var events = host.pairingEvents.makeAsyncIterator()
+        central.run(central.machine.withLock { $0.start(now: 0) }, fake)
+        #expect(await eventually { !central.failures.isEmpty })
+        #expect(central.failures.first?.reason == .unspecifiedReason)
+        guard case .failed(_, let error)? = await events.next() else {
+            Issue.record("no failure event")
+            await host.close()
+            return
+        }
+        #expect(error.kind == .bondStore && error.message.contains("F0F1F2F3F401-public.bond"), "\(error)")
+        #expect(try store.readBytes(path: dir + "/F0F1F2F3F401-public.bond") == Array("version=1\ngarbage\n".utf8), "left as it was")
+        await host.close()
+        cleanUp(store, dir)
+    }
 }

@@ -364,7 +364,8 @@ public final class BondStore: Sendable {
     /// refusing our key so we pair again), never replaces it; `unpair` first to do that.
     /// A new bond's SignCounters start over (its CSRKs are new).
     public func saveUnlessWeaker(_ bond: Bond) throws(BondStoreError) {
-        if let old = try? self.bond(for: bond.identity),
+        // An unreadable file is not "no bond": it stays, and the error names it.
+        if let old = try self.bond(for: bond.identity),
            (old.authenticated && !bond.authenticated) || (old.secureConnections && !bond.secureConnections) || bond.keySize < old.keySize {
             throw BondStoreError(path: path(for: bond.identity),
                                  message: "kept: the stored bond is stronger (\(old.authenticated ? "authenticated" : "unauthenticated"), \(old.secureConnections ? "Secure Connections" : "legacy"), \(old.keySize)-byte key) than this pairing; hcigatt unpair first to replace it")

@@ -26,12 +26,21 @@ public struct HostOptions: Sendable {
     /// recognise this host behind the resolvable private addresses it advertises from
     /// (``AdvertisingConfiguration/OwnAddress/resolvablePrivate(_:)``). nil: none is given.
     public var identityResolvingKey: UInt128?
+    /// Whether a pairing a bonded peer starts may replace its bond without MITM protection.
+    /// False (the default, as BlueZ's `JustWorksRepairing=never` and Zephyr): anyone with
+    /// the peer's address could otherwise pair Just Works and take the bond over, so such a
+    /// pairing must be authenticated (and as strong as the bond), else it fails with
+    /// Authentication Requirements and the old bond stays. `hcigatt unpair` lifts it for one
+    /// device; `serve --allow-repairing` sets this.
+    public var allowsRepairing: Bool
 
-    /// The defaults: 5 s per command, no observer, Just Works pairing, nothing stored.
+    /// The defaults: 5 s per command, no observer, Just Works pairing, nothing stored,
+    /// re-pairing over a bond refused without MITM.
     public init(commandTimeout: Duration = .seconds(5),
                 packetObserver: (@Sendable (_ packet: UnsafeRawBufferPointer, _ sent: Bool) -> Void)? = nil,
                 security: SMPConfiguration? = SMPConfiguration(), pairingAgent: PairingAgent = .justWorks,
-                bondStore: BondStore? = nil, identityResolvingKey: UInt128? = nil) {
+                bondStore: BondStore? = nil, identityResolvingKey: UInt128? = nil, allowsRepairing: Bool = false) {
+        self.allowsRepairing = allowsRepairing
         self.commandTimeout = commandTimeout
         self.packetObserver = packetObserver
         self.security = security

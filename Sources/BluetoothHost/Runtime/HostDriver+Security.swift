@@ -24,19 +24,23 @@ extension HostDriver {
         }
     }
 
-    /// A machine for the link, made on first use with the host's configuration.
+    /// The peer's bond, or nil; a bond file that cannot be read fails what asked for it
+    /// with the error naming the file (it is not "no bond", which would let a pairing
+    /// overwrite it).
+    private func storedBond(_ conn: LEConnection) -> Result<Bond?, HostError> {
+        guard let store = bondStore else { return .success(nil) }
+        do throws(BondStoreError) { return .success(try store.bond(for: conn.peerIdentity)) } catch {
+            return .failure(HostError(.bondStore, "the bond of \(conn.peerIdentity) cannot be read: \(error)"))
+        }
+    }
+
+    /// A machine for the link, made on first use with the host's configuration. One the
+    /// peer starts over its bond must meet ``SecurityRuntime/repairing(_:over:allowsRepairing:)``.
     private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?, peerStarted: Bool = false) -> Bool {
         if security.pairings[handle] != nil { return true }
         guard let conn = links.connection(handle), var config = configuration ?? pairingConfiguration else { return false }
-        if peerStarted, let bond = try? bondStore?.bond(for: conn.peerIdentity) {
-            // A pairing the peer starts may not replace its bond with a weaker one: an
-            // impostor with the peer's address would get in with Just Works. What the bond
-            // had is required (Zephyr refuses the same way); `hcigatt unpair` lifts it.
-            if bond.authenticated { config.mitm = true }
-            if bond.secureConnections {
-                config.secureConnections = true
-                config.secureConnectionsOnly = true
-            }
+        if peerStarted, case .success(let bond?) = storedBond(conn) {
+            config = SecurityRuntime.repairing(config, over: bond, allowsRepairing: allowsRepairing)
         }
         var own = LEAddress(info?.address ?? .zero, type: .public)
         if conn.role == .peripheral, let a = conn.localRandomAddress {
@@ -89,6 +93,13 @@ extension HostDriver {
     }
 
     func smpReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {
+        if security.pairings[handle] == nil, payload.first == SMPCode.pairingRequest.rawValue, let conn = links.connection(handle),
+           case .failure(let error) = storedBond(conn) {
+            // The peer's bond is there but unreadable: no pairing may replace it unseen.
+            sendSMP([SMPCode.pairingFailed.rawValue, SMPPairingFailedReason.unspecifiedReason.rawValue], handle: handle)
+            pairingEvents.yield(.failed(conn, error))
+            return
+        }
         guard machine(handle, configuration: nil, agent: nil, peerStarted: true), let m = security.pairings[handle]?.machine else { return }
         // A new Pairing Request (we respond) or Security Request (we would start) from a
         // peer still waiting out failed attempts: Pairing Failed, Repeated Attempts.
@@ -139,7 +150,12 @@ extension HostDriver {
             case .securityRequested:
                 // A peripheral asks: encrypt with its bond when there is one, else pair.
                 if conn.security.encrypted { break }
-                if let bond = try? bondStore?.bond(for: conn.peerIdentity), let key = bond.centralKey {
+                let stored = storedBond(conn)
+                if case .failure(let error) = stored {
+                    pairingFailed(conn, error)
+                    break
+                }
+                if case .success(let bond?) = stored, let key = bond.centralKey {
                     security.encrypting(handle, with: bond)
                     _ = enableEncryption(handle, key)
                 } else if let m = security.pairings[handle]?.machine, m.role == .initiator, !m.isActive,

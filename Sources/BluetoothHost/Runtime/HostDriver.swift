@@ -168,6 +168,7 @@ final class HostDriver: @unchecked Sendable {
     let pairingConfiguration: SMPConfiguration?
     let pairingAgent: PairingAgent
     let bondStore: BondStore?
+    let allowsRepairing: Bool
     /// This host's IRK, distributed when bonding (privacy).
     let localIdentityResolvingKey: UInt128?
     /// The identities the security runtime resolves, for any thread (``HCIHost/findDevice(_:timeout:)``).
@@ -192,6 +193,7 @@ final class HostDriver: @unchecked Sendable {
         self.pairingConfiguration = options.security
         self.pairingAgent = options.pairingAgent
         self.bondStore = options.bondStore
+        self.allowsRepairing = options.allowsRepairing
         self.localIdentityResolvingKey = options.identityResolvingKey
         let entries = options.bondStore?.resolvingEntries() ?? []
         self.security = SecurityRuntime(resolving: entries)

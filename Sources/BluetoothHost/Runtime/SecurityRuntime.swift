@@ -105,6 +105,22 @@ struct SecurityRuntime {
         }
     }
 
+    /// What a pairing the peer starts must meet when the peer is bonded already: what the
+    /// bond had (an impostor with the peer's address must not get in with Just Works over
+    /// an authenticated or Secure Connections bond; Zephyr refuses the same way), and MITM
+    /// protection over any bond unless `allowsRepairing` (BlueZ's `JustWorksRepairing=never`).
+    /// A pairing that cannot meet it fails with Authentication Requirements; the old bond
+    /// stays until a new one is complete.
+    static func repairing(_ config: SMPConfiguration, over bond: Bond, allowsRepairing: Bool) -> SMPConfiguration {
+        var c = config
+        if bond.authenticated || !allowsRepairing { c.mitm = true }
+        if bond.secureConnections {
+            c.secureConnections = true
+            c.secureConnectionsOnly = true
+        }
+        return c
+    }
+
     // MARK: Encryption
 
     /// An encryption with `bond`'s key starts on the link (`waiter`: who awaits it).
