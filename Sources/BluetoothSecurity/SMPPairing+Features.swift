@@ -61,6 +61,10 @@ extension SMPPairing {
     /// Key size, legacy or Secure Connections, the method (both sides decide alike).
     private func settle(request req: SMPPairingParameters, response rsp: SMPPairingParameters,
                         preq: [UInt8], pres: [UInt8]) throws(SMPStepError) -> Features {
+        // Values 0x05-0xFF are reserved (Core Vol 3 Part H §3.5.1): not taken as Just Works.
+        for (side, io) in [("request", req.ioCapability), ("response", rsp.ioCapability)] where io.rawValue > SMPIOCapability.keyboardDisplay.rawValue {
+            throw SMPStepError(reason: .invalidParameters, message: "the Pairing \(side) has the reserved IO capability 0x\(hex(io.rawValue, 2))")
+        }
         let keySize = min(req.maximumEncryptionKeySize, rsp.maximumEncryptionKeySize)
         guard keySize >= max(configuration.minimumKeySize, 7) else {
             throw SMPStepError(reason: .encryptionKeySize,

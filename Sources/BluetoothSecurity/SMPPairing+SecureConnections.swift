@@ -16,11 +16,22 @@ extension SMPPairing {
         send(pdu(.pairingPublicKey(x: SMPUInt256(bigEndianBytes: key.publicKey.x), y: SMPUInt256(bigEndianBytes: key.publicKey.y))), now: now)
     }
 
+    /// The x coordinate of the debug public key (Core Vol 3 Part H §2.3.5.6.1), most
+    /// significant octet first.
+    static let debugPublicKeyX: [UInt8] = [
+        0x20, 0xB0, 0x03, 0xD2, 0xF2, 0x97, 0xBE, 0x2C, 0x5E, 0x2C, 0x83, 0xA7, 0xE9, 0xF9, 0xA5, 0xB9,
+        0xEF, 0xF4, 0x91, 0x11, 0xAC, 0xF4, 0xFD, 0xDB, 0xCC, 0x03, 0x01, 0x48, 0x0E, 0x35, 0x9D, 0xE6,
+    ]
+
     mutating func publicKey(_ peer: P256.PublicKey, now: UInt64) throws(SMPStepError) -> [SMPAction] {
         guard case .publicKey(let f, let sent) = state else { throw .unexpected("Pairing Public Key") }
         // An invalid key, or our own reflected back, is refused and never used (§2.3.5.6.1).
         guard peer.isValid else {
             throw SMPStepError(reason: .dhKeyCheckFailed, message: "the peer's public key is not a point of P-256")
+        }
+        guard configuration.allowsDebugKeys || peer.x != Self.debugPublicKeyX else {
+            throw SMPStepError(reason: .authenticationRequirements,
+                               message: "the peer uses the Secure Connections debug key, whose private key is public: anyone could decrypt the link (allow it with --allow-debug-keys)")
         }
         var out: [SMPAction] = []
         let key: P256.PrivateKey

@@ -92,6 +92,11 @@ public struct SMPConfiguration: Sendable {
     public var timeout: UInt64
     /// Ask for Keypress Notifications during Passkey Entry (§3.5.8): used when both ask.
     public var keypressNotifications: Bool = false
+    /// Accept a peer that uses the Secure Connections debug key (Core Vol 3 Part H
+    /// §2.3.5.6.1): its private key is published, so anyone in range can decrypt such a link.
+    /// Off by default (a debug key is refused with Authentication Requirements); for
+    /// sniffing one's own devices with `--allow-debug-keys`.
+    public var allowsDebugKeys: Bool = false
 
     /// The defaults: no input or output (Just Works), bonding, Secure Connections offered,
     /// 16-byte keys, every key distributed and asked for, 30 s timeout.

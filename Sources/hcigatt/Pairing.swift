@@ -9,7 +9,7 @@ import HCIGATTFormat
 
 /// Pairing options every command that connects or serves takes.
 enum SecurityOptions {
-    static let flags: Set<String> = ["mitm", "sc-only", "legacy-pairing", "no-bond", "allow-repairing"]
+    static let flags: Set<String> = ["mitm", "sc-only", "legacy-pairing", "no-bond", "allow-repairing", "allow-debug-keys"]
     static let options: Set<String> = ["io-capability", "passkey", "confirm", "min-key-size", "bond-dir"]
 
     static let help = """
@@ -28,6 +28,8 @@ enum SecurityOptions {
                              protection (Just Works), replacing its bond; by default such a
                              pairing is refused (anyone with its address could take the
                              bond over) and `unpair` lifts it for one device
+      --allow-debug-keys     accept a peer using the Secure Connections debug key (its
+                             private key is public: for sniffing your own devices)
       --bond-dir DIR         where bonds are kept (default $HCIGATT_BOND_DIR, else
                              /var/lib/hcigatt/bonds): a bonded device is encrypted with its
                              stored key instead of pairing again
@@ -60,6 +62,7 @@ enum SecurityOptions {
         c.secureConnectionsOnly = args.flag("sc-only")
         c.secureConnections = !args.flag("legacy-pairing")
         c.bonding = !args.flag("no-bond")
+        c.allowsDebugKeys = args.flag("allow-debug-keys")
         // With a display, a device typing our passkey may report its keys (shown on stderr).
         c.keypressNotifications = [.displayOnly, .displayYesNo, .keyboardDisplay].contains(c.ioCapability)
         _ = try passkey(args)

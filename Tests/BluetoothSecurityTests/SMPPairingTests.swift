@@ -323,6 +323,40 @@ func config(_ io: SMPIOCapability, mitm: Bool = false, sc: Bool = true, keys: UI
         #expect(feed(&m, request, now: 31_000_000_000).isEmpty, "no SMP on this link any more (Core Vol 3 Part H §3.4)")
     }
 
+    @Test("A reserved IO capability is Invalid Parameters, not Just Works")
+    func aReservedIOCapabilityIsInvalidParameters() {
+        for io: UInt8 in [0x05, 0xFF] {
+            var m = responder()
+            let a = feed(&m, [0x01, io, 0x00, 0x09, 0x10, 0x07, 0x07])
+            #expect(sent(a) == [[0x05, 0x0A]] && failure(a)?.reason == .invalidParameters, "IO 0x\(String(io, radix: 16)): \(a)")
+        }
+    }
+
+    /// The Secure Connections debug key (Core Vol 3 Part H §2.3.5.6.1) as a Pairing Public Key
+    /// PDU (coordinates least significant octet first).
+    static let debugKeyPDU: [UInt8] = {
+        let x: [UInt8] = [0x20, 0xB0, 0x03, 0xD2, 0xF2, 0x97, 0xBE, 0x2C, 0x5E, 0x2C, 0x83, 0xA7, 0xE9, 0xF9, 0xA5, 0xB9,
+                          0xEF, 0xF4, 0x91, 0x11, 0xAC, 0xF4, 0xFD, 0xDB, 0xCC, 0x03, 0x01, 0x48, 0x0E, 0x35, 0x9D, 0xE6]
+        let y: [UInt8] = [0xDC, 0x80, 0x9C, 0x49, 0x65, 0x2A, 0xEB, 0x6D, 0x63, 0x32, 0x9A, 0xBF, 0x5A, 0x52, 0x15, 0x5C,
+                          0x76, 0x63, 0x45, 0xC2, 0x8F, 0xED, 0x30, 0x24, 0x74, 0x1C, 0x8E, 0xD0, 0x15, 0x89, 0xD2, 0x8B]
+        return [0x0C] + x.reversed() + y.reversed()
+    }()
+
+    @Test("The Secure Connections debug key is refused unless allowed")
+    func theDebugKeyIsRefusedUnlessAllowed() {
+        var m = responder()
+        _ = feed(&m, request)
+        let a = feed(&m, Self.debugKeyPDU)
+        #expect(sent(a) == [[0x05, 0x03]] && failure(a)?.reason == .authenticationRequirements, "\(a)")
+        #expect(failure(a)?.message.contains("debug key") == true)
+        var open = config(.noInputNoOutput)
+        open.allowsDebugKeys = true
+        var allowed = responder(open)
+        _ = feed(&allowed, request)
+        let b = feed(&allowed, Self.debugKeyPDU)
+        #expect(failure(b) == nil && sent(b).first?.first == 0x0C, "allowed: our public key answers it")
+    }
+
     @Test("SM/CEN/PROT/BV-01-C: SMP timeout, IUT initiator: a Pairing Response after it is ignored, nothing is sent")
     func aLateResponseAfterTheTimeoutIsIgnored() {
         var central = SMPPairing(role: .initiator, configuration: config(.noInputNoOutput), localAddress: centralAddress,
