@@ -125,4 +125,18 @@ import Testing
         _ = m.connect(handle: 1, spsm: 0x0080, parameters: .init(), identifier: 10, request: 5)
         #expect(signal(&m, 0x01, 77, [0x00, 0x00]).isEmpty && m.nextDeadline != nil)
     }
+
+    @Test("A secured listener refuses a key below the minimum (Insufficient Encryption Key Size)")
+    func aShortKeyIsRefusedBySecuredListeners() throws {
+        var m = L2CAPCreditChannels(minimumKeySize: 16)
+        m.listen(spsm: 0x0080, parameters: .init(), security: .encryption)
+        m.listen(spsm: 0x0081, parameters: .init())
+        let short = LinkSecurity(encrypted: true, keySize: 7, bonded: true)
+        #expect(responseResult(signal(&m, 0x14, 1, Self.request(scid: 0x0040), security: short))
+                == L2CAPCreditBasedConnectionResult.encryptionKeySizeTooShort.rawValue)
+        #expect(responseResult(signal(&m, 0x14, 2, Self.request(spsm: 0x0081, scid: 0x0041), security: short)) == 0, "an open listener asks nothing")
+        var lax = L2CAPCreditChannels(minimumKeySize: 7)
+        lax.listen(spsm: 0x0080, parameters: .init(), security: .encryption)
+        #expect(responseResult(signal(&lax, 0x14, 1, Self.request(scid: 0x0040), security: short)) == 0)
+    }
 }

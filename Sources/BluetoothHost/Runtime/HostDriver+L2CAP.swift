@@ -17,7 +17,10 @@ struct CreditChannelRuntime {
 
     /// The machine: the driver hands it signaling, K-frames and time, and passes what it
     /// returns to ``perform(_:connection:identifier:)``.
-    var machine = L2CAPCreditChannels()
+    var machine: L2CAPCreditChannels
+
+    /// `minimumKeySize`: the host's pairing minimum, what secured listeners ask of a link.
+    init(minimumKeySize: Int = 16) { machine = L2CAPCreditChannels(minimumKeySize: minimumKeySize) }
     private var nextRequest: UInt64 = 1
     private var opens: [UInt64: (connection: LEConnection, continuation: Open)] = [:]
     private var sends: [UInt64: (key: Key, continuation: Send)] = [:]

@@ -162,7 +162,7 @@ final class HostDriver: @unchecked Sendable {
     /// Pairing, encryption with bonds, repeated attempts and bonded IRKs (HostDriver+Security.swift).
     var security: SecurityRuntime
     /// LE credit-based channels (HostDriver+L2CAP.swift).
-    var creditChannels = CreditChannelRuntime()
+    var creditChannels: CreditChannelRuntime
     /// Tokens of SDUs sent (any thread: a cancelled send names its own).
     let channelTokens = Atomic<UInt64>(1 << 40)
     let pairingConfiguration: SMPConfiguration?
@@ -191,6 +191,7 @@ final class HostDriver: @unchecked Sendable {
         self.transportName = transport.description
         self.observer = options.packetObserver
         self.pairingConfiguration = options.security
+        self.creditChannels = CreditChannelRuntime(minimumKeySize: Int(options.security?.minimumKeySize ?? 16))
         self.pairingAgent = options.pairingAgent
         self.bondStore = options.bondStore
         self.allowsRepairing = options.allowsRepairing

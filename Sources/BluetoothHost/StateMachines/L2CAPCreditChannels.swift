@@ -182,8 +182,12 @@ public struct L2CAPCreditChannels: Sendable {
     /// Protocol violations by peers (each disconnected the channel).
     public private(set) var violations = 0
 
+    /// The smallest encryption key a listener that asks for security takes (octets; the
+    /// host's pairing minimum).
+    public let minimumKeySize: Int
+
     /// A machine with no channel and no server.
-    public init() {}
+    public init(minimumKeySize: Int = 16) { self.minimumKeySize = minimumKeySize }
 
     // MARK: Servers
 
@@ -308,6 +312,7 @@ public struct L2CAPCreditChannels: Sendable {
         case .authentication:
             if !security.encrypted || !security.authenticated { return refuse(.insufficientAuthentication) }
         }
+        if listener.security != .none && security.keySize < minimumKeySize { return refuse(.encryptionKeySizeTooShort) }
         let scid = r.sourceCID.rawValue
         guard (0x0040 ... 0x007F).contains(scid) else { return refuse(.invalidSourceCID) }
         guard !channels.contains(where: { $0.handle == handle && $0.peerCID == scid }) else { return refuse(.sourceCIDAlreadyAllocated) }
