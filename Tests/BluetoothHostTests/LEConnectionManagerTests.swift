@@ -366,6 +366,21 @@ extension [ConnectionAction] {
         #expect(a.l2capFrames.first?.1 == [6, 0, 5, 0] + signalingPayload(0x01, 3, [0, 0]))
     }
 
+    @Test("A signaling command over our MTUsig (23) gets Command Reject, Signaling MTU Exceeded")
+    func aCommandOverTheSignalingMTUIsRejected() {
+        var m = connected(0x40)
+        let long = signalingPayload(0x14, 9, [UInt8](repeating: 0x41, count: 26))
+        let a = signaling(&m, 0x40, long)
+        #expect(a.l2capFrames.first?.1 == [8, 0, 5, 0] + signalingPayload(0x01, 9, [0x01, 0x00] + le16(23)))
+        #expect(routedCode(&m, 0x40, long) == nil, "not handed to the channels")
+        // A long Command Reject is dropped, not answered.
+        #expect(signaling(&m, 0x40, signalingPayload(0x01, 9, [UInt8](repeating: 0, count: 26))).isEmpty)
+        // Within the MTU, a command is read as ever (ECRED with five CIDs, 22 octets: not understood).
+        let ecred = signalingPayload(0x17, 4, le16(0x80) + le16(100) + le16(100) + le16(5) + (0x40 ..< 0x45).flatMap { le16($0) })
+        #expect(ecred.count == 22)
+        #expect(signaling(&m, 0x40, ecred).l2capFrames.first?.1 == [6, 0, 5, 0] + signalingPayload(0x01, 4, [0, 0]))
+    }
+
     @Test("L2CAP/LE/REJ/BI-02-C (part): Unknown signaling codes get Command Reject") func unknownSignalingCodesGetCommandReject() {
         var m = connected(0x40)
         // Echo request (BR/EDR only) and a reserved code.

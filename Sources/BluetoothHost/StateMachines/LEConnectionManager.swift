@@ -594,6 +594,13 @@ public struct LEConnectionManager: Sendable {
             statistics.unknownHandleEvents += 1
             return .handled([])
         }
+        // A command longer than our signaling MTU is rejected whole, saying our MTU
+        // (Core Vol 3 Part A §4.1); a reject is never answered.
+        if payload.count > Self.signalingMTU {
+            guard payload.count >= 2, payload[0] != L2CAPSignalingCode.commandReject.rawValue, payload[1] != 0 else { return .handled([]) }
+            statistics.rejectedSignaling += 1
+            return .handled(signaling(handle, .commandReject(identifier: payload[1], reason: .signalingMTUExceeded(actualMTU: UInt16(Self.signalingMTU)))))
+        }
         let command: L2CAPSignalingCommand
         do throws(WireError) {
             command = try L2CAPSignalingCommand(parsing: payload)
@@ -654,6 +661,9 @@ public struct LEConnectionManager: Sendable {
             return .handled(signaling(handle, .commandReject(identifier: id, reason: .commandNotUnderstood)))
         }
     }
+
+    /// Our MTUsig on the LE signaling channel: the minimum, 23 octets (Core Vol 3 Part A §4).
+    public static let signalingMTU = 23
 
     /// A fresh signaling identifier (1...255) for a command the credit-based channels send:
     /// a connection or a disconnection request, whose response is routed back to them; or,
