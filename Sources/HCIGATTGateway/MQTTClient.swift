@@ -42,6 +42,23 @@ public struct MQTTOptions: Sendable {
 
     /// TLS is used (an `mqtts://` or `ssl://` URI).
     public var tls: Bool { uri.hasPrefix("mqtts://") || uri.hasPrefix("ssl://") }
+
+    /// The broker's host as the URI names it ("[::1]" → "::1").
+    public var host: String {
+        var rest = Substring(uri)
+        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") { rest = rest[rest.index(colon, offsetBy: 3)...] }
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") { return String(rest[rest.index(after: rest.startIndex) ..< close]) }
+        return String(rest.prefix { $0 != ":" && $0 != "/" })
+    }
+
+    /// A password would cross the network unencrypted: given, no TLS, and a broker that is
+    /// not on this machine. What the gateway warns about once.
+    public var passwordInClear: Bool {
+        guard let password, !password.isEmpty, !tls else { return false }
+        let h = host.lowercased()
+        return !(h == "localhost" || h.hasPrefix("127.") || h == "::1")
+    }
 }
 
 /// What the client reports.

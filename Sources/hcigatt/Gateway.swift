@@ -97,6 +97,9 @@ enum GatewayCommand {
             throw RuntimeError("\(error)")
         }
         Console.err("gateway \(settings.naming.gatewayID): publishing to \(settings.mqtt.uri) (spool \(settings.spoolDirectory), \(waiting) readings waiting)")
+        if settings.mqtt.passwordInClear {
+            Console.err("warning: the MQTT password goes to \(settings.mqtt.host) in clear text: use an mqtts:// URI")
+        }
         var failure: (any Error)?
         do {
             // Only a signal ends this without an error: neither side returns while it can go on.
