@@ -89,7 +89,10 @@ extension HostATTBearer: ATTSecurityRaising {
                 if try await connection.encryptWithBond() { return connection.security.description }
             } catch {
                 if !connection.isConnected { throw ATTSecurityFailure(error.message) }
-                // The device may have lost its bond: pair again below.
+                // A bonded device refusing its key may be an impostor at its address (BLESA):
+                // pairing again here, unasked, would hand it a new bond. It is the user's call.
+                throw ATTSecurityFailure("\(connection.address) refused the stored bond's key (\(error.message)); "
+                                         + "it may have removed its pairing information: remove the bond or pair again explicitly")
             }
         }
         announce(s.encrypted ? "authenticated" : "encrypted")

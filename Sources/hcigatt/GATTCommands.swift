@@ -92,7 +92,7 @@ struct PeerCommandSettings: Sendable {
         let wish = try ConnectionParameterOptions.parse(args)
         // A Signed Write is what an unencrypted link uses: no encryption with the bond then.
         peer = PeerSettings(scanTimeout: scan,
-                            connect: ConnectSettings(timeout: connect, encryptWithBond: !args.flag("signed"), parameters: wish),
+                            connect: ConnectSettings(timeout: connect, encryptWithBond: !args.flag("signed") && !args.flag("repair"), parameters: wish),
                             attTimeout: att, reuseCache: !args.flag("no-cache"))
         transportText = args.option("transport")
         if let spec = transportText, spec.hasPrefix("l2cap:") {

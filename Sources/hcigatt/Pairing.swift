@@ -150,12 +150,18 @@ enum PairCommand {
             the IO capabilities decide; then the link is encrypted and keys are exchanged.
             Prints the method and the keys' properties, never the keys.
 
+            A bonded device is encrypted with its stored key first and paired again over it;
+            one that refuses the key (it removed its pairing information, or it is not the
+            device that bonded) stops the command. --repair pairs without the stored key: the
+            new bond replaces the old one only when it is as strong (else the old is kept).
+
             Options:
               --json                 one JSON object
+              --repair               pair again with a bonded device that no longer knows the key
             \(SecurityOptions.help)
             \(PeerOptions.help)
             """,
-            spec: Arguments.Spec(flags: PeerOptions.flags.union(["json"]), options: PeerOptions.options),
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["json", "repair"]), options: PeerOptions.options),
             run: { args in try await run(args) })
     }
 

@@ -1,9 +1,11 @@
+import BluetoothGATT
 import BluetoothHost
 import BluetoothLE
 import BluetoothSecurity
 import BluetoothWire
 import FakeController
 import Glibc
+import Synchronization
 import Testing
 
 /// Pairing and bonds between two hosts of ours on a FakeAir, each with its own SMP and bond
@@ -63,6 +65,53 @@ import Testing
         }
         #expect(await eventually { !air.isConnected }, "the link is dropped, not used in clear")
         #expect(try centralStore.bonds.bond(for: air.peripheralLEAddress) != nil, "our bond stays until the user removes it")
+        await central.close()
+        await device.close()
+    }
+
+    @Test("BLESA: a protected read whose bond's key is refused fails; nothing pairs behind the user's back")
+    func aRefusedBondIsNotPairedOverOnAProtectedRead() async throws {
+        let air = FakeAir()
+        let centralStore = Store(), deviceStore = Store()
+        let device = try await HCIHost.open(transport: air.peripheral, options: HostOptions(bondStore: deviceStore.bonds))
+        let secret = BluetoothUUID(0x2A19)
+        let server = try GATTServer(services: [
+            GATTLocalService(uuid: BluetoothUUID(0x180F), characteristics: [
+                GATTLocalCharacteristic(uuid: secret, properties: [.read], permissions: [.readable, .readEncryptionRequired], value: .stored([42])),
+            ]),
+        ])
+        let serving = Task { await server.serveIncomingLinks(of: device) }
+        let central = try await HCIHost.open(transport: air.central, options: HostOptions(bondStore: centralStore.bonds))
+        let advertise = AdvertisingConfiguration(advertisingData: [2, 0x01, 0x06])
+        // Bond once, then the device forgets.
+        _ = try await device.startAdvertising(advertise)
+        let first = try await CentralLink.open(on: central, to: air.peripheralLEAddress, ConnectSettings(timeout: .seconds(2)))
+        _ = try await CentralLink.pair(first.connection)
+        await first.connection.disconnect()
+        #expect(await eventually { !air.isConnected })
+        _ = try deviceStore.bonds.remove(air.centralLEAddress)
+
+        // A link not encrypted at connect (as for signed writes); the protected read asks
+        // for encryption, the bond's key is refused: the read fails, no Pairing Request goes.
+        _ = try? await device.startAdvertising(advertise)
+        let said = Mutex<[String]>([])
+        let peer = try await GATTPeer.open(.address(air.peripheralLEAddress), via: .host(central),
+                                           settings: PeerSettings(connect: ConnectSettings(timeout: .seconds(2), encryptWithBond: false)),
+                                           progress: { p in if case .security(let e) = p { said.withLock { $0.append("\(e)") } } })
+        let handle = try #require(server.valueHandle(of: secret))
+        let smpBefore = air.central.acl.filter { aclParts($0).2.count > 4 && aclParts($0).2[2] == 6 }.count
+        do {
+            let v = try await peer.client.read(handle: handle)
+            Issue.record("read \(v) without the bond")
+        } catch {
+            #expect(error.attErrorCode == .insufficientEncryption, "the server's refusal stands: \(error)")
+        }
+        #expect(said.withLock { $0.contains { $0.contains("refused the stored bond's key") } }, "\(said.withLock { $0 })")
+        let smpAfter = air.central.acl.filter { aclParts($0).2.count > 4 && aclParts($0).2[2] == 6 }.count
+        #expect(smpAfter == smpBefore, "no SMP sent: nothing paired")
+        #expect(try centralStore.bonds.bond(for: air.peripheralLEAddress)?.peerLTK != nil, "our bond is as it was")
+        await peer.close()
+        serving.cancel()
         await central.close()
         await device.close()
     }

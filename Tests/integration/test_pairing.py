@@ -119,7 +119,22 @@ class PairTests(unittest.TestCase):
                     self.assertEqual(out, '')
                 self.assertIsNone(stranger.events.wait_event('att', 2), 'an ATT PDU reached a device that refused the key')
                 self.assertIsNone(stranger.events.wait_event('paired', 0.1), 'paired again on its own')
-            self.assertEqual(os.listdir(bonds), ['F0F1F2F3F401-public.bond'], 'the bond is kept (unpair removes it)')
+                # pair without --repair stops at the refused key as well.
+                rc, out, err = hcigatt('pair', ADDR, '--bond-dir', bonds, '--transport', stranger.transport, timeout=60)
+                self.assertEqual(rc, 1, err)
+                self.assertIn("refused the stored bond's key", err)
+                with open(os.path.join(bonds, 'F0F1F2F3F401-public.bond')) as f:
+                    before = f.read()
+                # The user says so: --repair pairs again; Just Works over a Just Works bond is as
+                # strong, so the new bond replaces the old one.
+                rc, out, err = hcigatt('pair', ADDR, '--repair', '--json', '--bond-dir', bonds, '--transport', stranger.transport,
+                                       timeout=60)
+                self.assertEqual(rc, 0, err)
+                self.assertTrue(json.loads(out)['bonded'])
+                self.assertIsNotNone(stranger.events.wait_event('paired', 5))
+                with open(os.path.join(bonds, 'F0F1F2F3F401-public.bond')) as f:
+                    self.assertNotEqual(f.read(), before, 'the new bond replaced the refused one')
+            self.assertEqual(os.listdir(bonds), ['F0F1F2F3F401-public.bond'])
 
     def test_a_private_address_resolves_to_the_bonded_identity(self):
         # The peripheral advertises from a resolvable private address, a new one each run;

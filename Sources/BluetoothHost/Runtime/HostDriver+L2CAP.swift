@@ -227,10 +227,11 @@ extension LEConnection {
             case .insufficientEncryption, .encryptionKeySizeTooShort:
                 // Encryption is what helps; a link encrypted already gains nothing from pairing.
                 guard !s.encrypted else { throw error }
-                if (try? await encryptWithBond()) != true { _ = try await pair() }
+                // A bond's key refused is not paired over unasked (BLESA): encryptWithBond throws.
+                if try await encryptWithBond() != true { _ = try await pair() }
             case .insufficientAuthentication:
                 guard !s.authenticated else { throw error }
-                if !s.encrypted, let bond = try? storedBond(), bond.authenticated, (try? await encryptWithBond()) == true {
+                if !s.encrypted, let bond = try storedBond(), bond.authenticated, try await encryptWithBond() {
                     break
                 }
                 // MITM protection is what the peer wants (fails cleanly when the IO cannot give it).
