@@ -900,6 +900,41 @@ enum SpecExampleDatabase {
         #expect(out == bytes("1B 16 00"))
     }
 
+    @Test("A change-unaware client gets no notifications until it is aware again; then the held values")
+    func updatesWaitForAChangeAwareClient() throws {
+        var h = try ServerHarness()
+        h.encrypt(h.a)
+        #expect(h.send("12 09 00 02 00") == "13")
+        let kept = try #require(h.server.bondedState(of: h.a))
+        h.server.disconnect(h.a)
+        var services = ServerHarness.services()
+        services.insert(GATTLocalService(uuid: BluetoothUUID(0x180F), characteristics: [
+            GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], value: .stored([99])),
+        ]), at: 2)
+        _ = h.server.replaceTable(try GATTAttributeTable(services: services))
+        h.server.connect(h.a, security: ServerHarness.encrypted)
+        let due = h.server.restore(h.a, kept)
+        #expect(due)
+        let level = try #require(h.server.table.layout.characteristic(uuid: BluetoothUUID(0x2A19))?.valueHandle)
+        // It subscribes (its requests are served: it has not asked for robust caching).
+        let subscribed = h.send([0x12, UInt8(level + 1), 0x00, 0x01, 0x00])
+        #expect(subscribed == [0x13])
+        try h.server.setValue([42], for: level)
+        #expect(throws: ATTServerError.changeUnaware(h.a, handle: level)) {
+            _ = try h.server.notify(h.a, handle: level, value: [42]) { _ in Issue.record("sent to a change-unaware client") }
+        }
+        _ = h.takeEvents()
+        // Service Changed goes (it is what makes the client aware); its confirmation ends it.
+        try h.server.serviceChangedIndication(to: h.a, now: 0) { _ in }
+        let confirmed = h.send("1E")
+        #expect(confirmed == nil)
+        let events = h.takeEvents()
+        #expect(events.contains(.changeAware(h.a, held: [level])), "the held update is handed over: \(events)")
+        var out: [UInt8] = []
+        _ = try h.server.notify(h.a, handle: level, value: [43]) { out = Array($0) }
+        #expect(out == [0x1B, UInt8(level), 0x00, 43])
+    }
+
     @Test("A bonded client that missed a change is change-unaware and gets Service Changed")
     func aMissedChange() throws {
         var h = try ServerHarness()

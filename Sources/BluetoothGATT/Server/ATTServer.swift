@@ -60,6 +60,9 @@ public enum ATTServerEvent: Sendable, Equatable {
     /// A Signed Write Command verified: its SignCounter is the last one seen (keep it with
     /// the bond, so a replay after a restart is refused too).
     case signCounterAdvanced(ATTServerClientID, UInt32)
+    /// The client is change-aware again; `held`: the value handles whose updates were held
+    /// meanwhile, to send their current values now (in handle order).
+    case changeAware(ATTServerClientID, held: [UInt16])
 }
 
 /// How a bonded client signs its Signed Write Commands (Core Vol 3 Part H §2.4.5): the
@@ -93,6 +96,10 @@ public enum ATTServerError: Error, Sendable, Equatable, CustomStringConvertible 
     case indicationPending(ATTServerClientID, handle: UInt16)
     /// The client did not say it supports this (Client Supported Features).
     case notSupportedByClient(ATTServerClientID, String)
+    /// The client is change-unaware (the database changed since it last looked, Core Vol 3
+    /// Part G §2.5.2.1): nothing but Service Changed goes to it; the update is held and
+    /// reported by ``ATTServerEvent/changeAware(_:held:)`` once it is aware again.
+    case changeUnaware(ATTServerClientID, handle: UInt16)
     /// The client's link lacks the security reading the value needs (`code`: Insufficient
     /// Authentication, Encryption or Encryption Key Size): its value does not go out in
     /// clear, whatever the client subscribed to on an earlier, encrypted link.
@@ -107,6 +114,7 @@ public enum ATTServerError: Error, Sendable, Equatable, CustomStringConvertible 
         case .indicationPending(let c, let h): "\(c) has not confirmed the indication of 0x\(hex(h, 4)) yet"
         case .notSupportedByClient(let c, let what): "\(c) does not support \(what)"
         case .insufficientSecurity(let c, let h, let code): "\(c) may not receive handle 0x\(hex(h, 4)): \(code)"
+        case .changeUnaware(let c, let h): "\(c) is change-unaware: the update of 0x\(hex(h, 4)) waits until it is aware again"
         }
     }
 }
@@ -251,6 +259,9 @@ public struct ATTServer: Sendable {
         var changeAware = true
         var outOfSyncSent = false
         var signing: ATTSigningKey?
+        /// Values updated while the client was change-unaware: not sent (Core Vol 3 Part G
+        /// §2.5.2.1), handed over once it is change-aware again.
+        var held: Set<UInt16> = []
     }
 
     /// The options it was made with.
@@ -479,6 +490,10 @@ public struct ATTServer: Sendable {
             }
             if let code = valueSecurityError(v.handle, s.security) { throw .insufficientSecurity(client, handle: v.handle, code) }
         }
+        if !s.changeAware, let first = values.first {
+            clientStates[client]?.held.formUnion(values.map(\.handle))
+            throw .changeUnaware(client, handle: first.handle)
+        }
         var sent = 0
         emit(&send, capacity: s.mtu) { (w) throws(WireError) in
             try w.u8(ATTOpcode.multipleHandleValueNotification.rawValue)
@@ -507,6 +522,11 @@ public struct ATTServer: Sendable {
         let bit = indication ? GATTClientConfiguration.indicate.rawValue : GATTClientConfiguration.notify.rawValue
         guard (s.cccd[cccd] ?? 0) & bit != 0 else { throw .notSubscribed(client, handle: handle) }
         if let code = valueSecurityError(handle, s.security) { throw .insufficientSecurity(client, handle: handle, code) }
+        if !s.changeAware && handle != table.serviceChangedHandle {
+            s.held.insert(handle)
+            clientStates[client] = s
+            throw .changeUnaware(client, handle: handle)
+        }
         if let confirmationDeadline {
             if let p = s.pendingIndication { throw .indicationPending(client, handle: p.handle) }
             s.pendingIndication = (handle, confirmationDeadline)
@@ -552,6 +572,16 @@ public struct ATTServer: Sendable {
     /// when this returns (empty otherwise).
     public mutating func receive(from client: ATTServerClientID, pdu bytes: UnsafeRawBufferPointer, now: UInt64,
                                  into respond: inout ATTServerOutput) -> [ATTServerEvent] {
+        let wasAware = clientStates[client]?.changeAware ?? true
+        let events = dispatch(from: client, pdu: bytes, now: now, into: &respond)
+        // A request (robust caching), a Database Hash read or Service Changed's confirmation
+        // made it change-aware: what was held goes now.
+        if !wasAware, clientStates[client]?.changeAware == true { return events + becameChangeAware(client) }
+        return events
+    }
+
+    private mutating func dispatch(from client: ATTServerClientID, pdu bytes: UnsafeRawBufferPointer, now: UInt64,
+                                   into respond: inout ATTServerOutput) -> [ATTServerEvent] {
         respond.removeAll()
         guard var s = clientStates[client], !s.dead else { return [] }
         guard let first = bytes.first else { return fault(client, "empty ATT PDU") }
@@ -677,6 +707,13 @@ public struct ATTServer: Sendable {
         if needEncryption && !security.encrypted { return .insufficientEncryption }
         if needEncryption && security.keySize < options.minimumKeySize { return .encryptionKeySizeTooShort }
         return nil
+    }
+
+    /// The client just became change-aware: the updates held meanwhile, as an event.
+    mutating func becameChangeAware(_ client: ATTServerClientID) -> [ATTServerEvent] {
+        guard let held = clientStates[client]?.held, !held.isEmpty else { return [] }
+        clientStates[client]?.held = []
+        return [.changeAware(client, held: held.sorted())]
     }
 
     /// What reading the value at `valueHandle` needs of the link, checked where its value

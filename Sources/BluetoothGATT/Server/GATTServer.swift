@@ -533,6 +533,20 @@ public final class GATTServer: Sendable {
                 fx.append { bearer.close() }
             case .peerFault(let id, let detail):
                 if let info = s.clients[id]?.info { emit(.peerFault(info, detail), &s) }
+            case .changeAware(let id, let held):
+                // The updates held while the client was change-unaware: their values now.
+                for h in held {
+                    guard let value = s.server.table.storedValue(h) else { continue }
+                    let config = s.server.configuration(of: id, valueHandle: h)
+                    if config.contains(.notify) {
+                        fx.append { [weak self] in _ = self?.notify(h, value: value, to: [id], store: false) }
+                    } else if config.contains(.indicate) {
+                        fx.append { [weak self] in
+                            guard let self else { return }
+                            Task { try? await self.indicate(h, value: value, to: id, store: false) }
+                        }
+                    }
+                }
             case .signCounterAdvanced(let id, let counter):
                 if let clients = bondedClients, let cl = s.clients[id], let identity = cl.bearer.peerIdentity, let key = cl.signingCSRK {
                     fx.append { clients.notePeerSignCounter(counter, for: identity, key: key) }
