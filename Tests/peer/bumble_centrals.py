@@ -170,13 +170,20 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
         if args.subscribe_service_changed and '2A05' in chars:
             values['2A05'] = []
             await peer.subscribe(chars['2A05'], lambda v: values['2A05'].append(bytes(v).hex()), prefer_notify=False)
+        refused = {}
         for uuid, c in chars.items():
             if args.no_subscribe or uuid == '2A05' or not c.properties & 0x30:
                 continue
             values[uuid] = []
-            await peer.subscribe(c, lambda v, u=uuid: values[u].append(bytes(v).hex()),
-                                 prefer_notify=bool(c.properties & 0x10))
+            try:
+                await peer.subscribe(c, lambda v, u=uuid: values[u].append(bytes(v).hex()),
+                                     prefer_notify=bool(c.properties & 0x10))
+            except att.ATT_Error as e:
+                # The CCCD write refused (a protected value on a plain link): say which code.
+                refused[uuid] = e.error_code
+                continue
             subscribed.append(c)
+        result['subscribe_errors'] = refused
         await asyncio.sleep(args.listen)
         if not args.keep_subscribed:
             for c in subscribed:

@@ -1,0 +1,80 @@
+"""Hostile peers against hcigatt (issue: security hardening): Bumble centrals that try what
+an attacker would, each outcome checked in hcigatt's output and its files."""
+import os
+import tempfile
+import unittest
+
+from test_serve import Centrals, Serve
+
+
+class HostileCentralTests(unittest.TestCase):
+    def test_a_plain_central_subscribing_to_protected_values_is_refused_and_hears_nothing(self):
+        # Heart rate notifies every second; with --security encrypted its values need an
+        # encrypted link: subscribing on a plain one is refused (Insufficient Encryption),
+        # and nothing is sent to that central in clear.
+        for pair in (False, True):
+            args = ['--centrals', '1', '--target', 'Pulse-X', '--listen', '2.5', '--record'] + (['--pair'] if pair else [])
+            centrals = Centrals(*args)
+            bonds = tempfile.TemporaryDirectory()
+            try:
+                with Serve(centrals.transport, '--profile', 'heartrate', '--name', 'Pulse-X', '--security', 'encrypted',
+                           '--bond-dir', bonds.name) as serve:
+                    results, log = centrals.results(1)
+                    self.assertEqual(len(results), 1, log)
+                    r = results[0]
+                    self.assertIsNone(r['error'], f'{r["error"]}\n{log}\n{serve.stderr()}')
+                    if not pair:
+                        self.assertEqual(r['subscribe_errors'].get('2A37'), 0x0F, r)
+                        self.assertEqual(r['values'].get('2A37'), [], r)
+                        self.assertEqual(r['received'], [], 'a value went out in clear text')
+                    else:
+                        self.assertEqual(r['subscribe_errors'], {}, r)
+                        self.assertGreater(len(r['values']['2A37']), 0, r)
+                    self.assertEqual(serve.close(), 0, serve.stderr())
+            finally:
+                centrals.close()
+                bonds.cleanup()
+
+    def test_an_impostor_re_pairing_just_works_over_a_bond_is_refused(self):
+        # A central bonds (Just Works, as every bond is with the default IO capability). A
+        # second one with its address and no keys pairs again: refused, the bond file left as
+        # it was; with --allow-repairing it replaces the bond.
+        with tempfile.TemporaryDirectory() as tmp:
+            bonds = os.path.join(tmp, 'bonds')
+
+            def run(keys, *serve_args):
+                centrals = Centrals('--centrals', '1', '--target', 'Bond-X', '--listen', '0.5', '--no-subscribe',
+                                    '--pair', '--keystore', os.path.join(tmp, keys))
+                try:
+                    with Serve(centrals.transport, '--profile', 'battery', '--name', 'Bond-X', '--bond-dir', bonds,
+                               *serve_args) as serve:
+                        results, log = centrals.results(1)
+                        self.assertEqual(len(results), 1, log)
+                        paired = serve.wait('paired', 2)
+                        self.assertEqual(serve.close(), 0, serve.stderr())
+                        return results[0], paired, serve.stderr()
+                finally:
+                    centrals.close()
+
+            def bond_file():
+                with open(os.path.join(bonds, 'D0D1D2D3D401-public.bond')) as f:
+                    return f.read()
+
+            r, paired, err = run('victim.json')
+            self.assertIsNone(r['error'], err)
+            self.assertIsNotNone(paired, err)
+            before = bond_file()
+
+            r, paired, err = run('impostor.json')
+            self.assertIsNotNone(r['error'], 'the impostor paired')
+            self.assertIsNone(paired, err)
+            self.assertEqual(bond_file(), before, 'the bond was replaced')
+
+            r, paired, err = run('impostor.json', '--allow-repairing')
+            self.assertIsNone(r['error'], err)
+            self.assertIsNotNone(paired, err)
+            self.assertNotEqual(bond_file(), before, 'allowed, the new pairing replaces the bond')
+
+
+if __name__ == '__main__':
+    unittest.main()
