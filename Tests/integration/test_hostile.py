@@ -75,6 +75,50 @@ class HostileCentralTests(unittest.TestCase):
             self.assertIsNotNone(paired, err)
             self.assertNotEqual(bond_file(), before, 'allowed, the new pairing replaces the bond')
 
+    def test_an_impostor_claiming_a_bonded_identity_with_its_own_irk_is_refused(self):
+        # The victim bonds from its public address (its IRK goes with the bond). The impostor
+        # connects from a private address of an IRK of its own, pairs Just Works and
+        # distributes (its IRK, the victim's identity): the identity is not proven by the
+        # victim's bond, so the pairing fails, the link goes, and the victim's bond and
+        # server record stay byte for byte.
+        with tempfile.TemporaryDirectory() as tmp:
+            bonds = os.path.join(tmp, 'bonds')
+
+            def run(keys, *central_args):
+                centrals = Centrals('--centrals', '1', '--target', 'Bond-I', '--listen', '0.5', '--pair',
+                                    '--keystore', os.path.join(tmp, keys), *central_args)
+                try:
+                    with Serve(centrals.transport, '--profile', 'heartrate', '--name', 'Bond-I', '--bond-dir', bonds) as serve:
+                        results, log = centrals.results(1)
+                        self.assertEqual(len(results), 1, log)
+                        paired = serve.wait('paired', 2)
+                        failed = serve.wait('pairing-failed', 2)
+                        self.assertEqual(serve.close(), 0, serve.stderr())
+                        return results[0], paired, failed, serve.stderr()
+                finally:
+                    centrals.close()
+
+            def files():
+                out = {}
+                for name in sorted(os.listdir(bonds)):
+                    with open(os.path.join(bonds, name), 'rb') as f:
+                        out[name] = f.read()
+                return out
+
+            r, paired, _, err = run('victim.json')
+            self.assertIsNone(r['error'], err)
+            self.assertIsNotNone(paired, err)
+            self.assertEqual(paired.get('identity', 'D0:D1:D2:D3:D4:01 (public)').split(' ')[0], 'D0:D1:D2:D3:D4:01', paired)
+            before = files()
+            self.assertIn('D0D1D2D3D401-public.bond', before)
+            self.assertIn('irk=', before['D0D1D2D3D401-public.bond'].decode())
+
+            r, paired, failed, err = run('impostor.json', '--claim-identity')
+            self.assertIsNone(paired, f'the impostor paired: {paired}\n{err}')
+            self.assertIsNotNone(failed, err)
+            self.assertIn('does not resolve', failed['message'])
+            self.assertEqual(files(), before, "the victim's bond and server record changed")
+
 
 if __name__ == '__main__':
     unittest.main()

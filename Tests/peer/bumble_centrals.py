@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import logging
+import secrets
 import signal
 import time
 
@@ -75,7 +76,17 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
             await asyncio.sleep(args.stagger)
         try:
             address = await find(device, args.target, args.scan_timeout)
-            connection = await asyncio.wait_for(device.connect(address, own_address_type=hci.OwnAddressType.PUBLIC), 15)
+            own = hci.OwnAddressType.PUBLIC
+            if args.claim_identity:
+                # An impostor: an IRK of its own and a private address made with it; pairing
+                # distributes that IRK with the public address (another device's identity).
+                device.irk = secrets.token_bytes(16)
+                rpa = hci.Address.generate_private_address(device.irk)
+                await device.send_command(hci.HCI_LE_Set_Random_Address_Command(random_address=rpa), check_result=True)
+                device.random_address = rpa
+                own = hci.OwnAddressType.RANDOM
+                result['address'] = str(rpa)
+            connection = await asyncio.wait_for(device.connect(address, own_address_type=own), 15)
         finally:
             turns[index].set()
         if args.l2cap is not None:
@@ -190,7 +201,8 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
                 await peer.unsubscribe(c)
         result['values'] = values
         await connection.disconnect()
-    except Exception as e:  # reported in the result line; the test fails on it
+    except (Exception, asyncio.CancelledError) as e:  # reported in the result line; the test fails on it
+        # (CancelledError: a request whose link hcigatt dropped, as it does to an impostor.)
         result['error'] = f'{type(e).__name__}: {e}'
     return result
 
@@ -212,6 +224,8 @@ async def main() -> None:
                         help="hcigatt's controller claims the extended advertising commands (Bluetooth 5)")
     parser.add_argument('--keystore', default=None, metavar='FILE', help='keep the keys in FILE (JSON)')
     parser.add_argument('--encrypt', action='store_true', help='encrypt with the stored keys instead of pairing')
+    parser.add_argument('--claim-identity', action='store_true',
+                        help='connect from a private address of a new IRK of its own, distributing the public address as identity')
     parser.add_argument('--keep-subscribed', action='store_true', help='leave the CCCDs enabled')
     parser.add_argument('--no-subscribe', action='store_true', help='write no CCCD')
     parser.add_argument('--subscribe-service-changed', action='store_true')
