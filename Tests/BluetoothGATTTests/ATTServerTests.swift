@@ -877,6 +877,20 @@ enum SpecExampleDatabase {
 
 /// A bonded client's configuration across connections (Core Vol 3 Part G §3.3.3.3, §7.1).
 @Suite struct BondedClientStateTests {
+    /// Client A goes, the database gains a Battery service (2A19 notify) before the ones
+    /// it knew, and A comes back encrypted with its bond: whether Service Changed is due.
+    static func backAfterAChange(_ h: inout ServerHarness) throws -> Bool {
+        let kept = try #require(h.server.bondedState(of: h.a))
+        h.server.disconnect(h.a)
+        var services = ServerHarness.services()
+        services.insert(GATTLocalService(uuid: BluetoothUUID(0x180F), characteristics: [
+            GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], value: .stored([99])),
+        ]), at: 2)
+        _ = h.server.replaceTable(try GATTAttributeTable(services: services))
+        h.server.connect(h.a, security: ServerHarness.encrypted)
+        return h.server.restore(h.a, kept)
+    }
+
     @Test("GATT/SR/GAN/BV-03-C, GAI/BV-02-C: a bonded client's CCCDs come back on its next connection")
     func cccdsComeBack() throws {
         var h = try ServerHarness()
@@ -905,15 +919,7 @@ enum SpecExampleDatabase {
         var h = try ServerHarness()
         h.encrypt(h.a)
         #expect(h.send("12 09 00 02 00") == "13")
-        let kept = try #require(h.server.bondedState(of: h.a))
-        h.server.disconnect(h.a)
-        var services = ServerHarness.services()
-        services.insert(GATTLocalService(uuid: BluetoothUUID(0x180F), characteristics: [
-            GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], value: .stored([99])),
-        ]), at: 2)
-        _ = h.server.replaceTable(try GATTAttributeTable(services: services))
-        h.server.connect(h.a, security: ServerHarness.encrypted)
-        let due = h.server.restore(h.a, kept)
+        let due = try Self.backAfterAChange(&h)
         #expect(due)
         let level = try #require(h.server.table.layout.characteristic(uuid: BluetoothUUID(0x2A19))?.valueHandle)
         // It subscribes (its requests are served: it has not asked for robust caching).
@@ -941,15 +947,7 @@ enum SpecExampleDatabase {
         h.encrypt(h.a)
         #expect(h.send("12 17 00 01 00") == "13")
         #expect(h.send("12 09 00 02 00") == "13")
-        let kept = try #require(h.server.bondedState(of: h.a))
-        h.server.disconnect(h.a)
-        var services = ServerHarness.services()
-        services.insert(GATTLocalService(uuid: BluetoothUUID(0x180F), characteristics: [
-            GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read, .notify], value: .stored([99])),
-        ]), at: 2)
-        _ = h.server.replaceTable(try GATTAttributeTable(services: services))
-        h.server.connect(h.a, security: ServerHarness.encrypted)
-        let due = h.server.restore(h.a, kept)
+        let due = try Self.backAfterAChange(&h)
         #expect(due, "Service Changed is due")
         #expect(h.server.isChangeAware(h.a) == false)
         // Only Service Changed's configuration survives: 0x0017 is another attribute now.

@@ -116,6 +116,16 @@ import Testing
                 }
             }
         }
+        /// A fake controller whose SMP traffic from our host (as peripheral, link 0x41) goes to this central.
+        func controller() -> FakeControllerTransport {
+            FakeControllerTransport(onCommand: { _, _ in }, onACL: { [self] bytes, fake in
+                let (_, _, l2cap) = aclParts(bytes)
+                guard l2cap.count >= 4, l2cap[2] == 6 else { return }
+                let pdu = Array(l2cap[4...])
+                run(pdu.withUnsafeBytes { b in machine.withLock { $0.received(b, now: 0) } }, fake)
+            })
+        }
+
         var failures: [SMPFailure] {
             outcomes.withLock { $0.compactMap { if case .failed(let f) = $0 { f } else { nil } } }
         }
@@ -124,12 +134,7 @@ import Testing
     @Test("SM/PER/SCPK/BI-03-C (part): A central that failed its check must wait") func aPeripheralMakesACentralThatFailedItsCheckWait() async throws {
         let central = Central(passkey: 999_999)
         let shown = Mutex<[UInt32]>([])
-        let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in
-            let (_, _, l2cap) = aclParts(bytes)
-            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
-            let pdu = Array(l2cap[4...])
-            central.run(pdu.withUnsafeBytes { b in central.machine.withLock { $0.received(b, now: 0) } }, fake)
-        })
+        let fake = central.controller()
         let agent = PairingAgent.fixed(passkey: nil, confirm: false, display: { _, v in shown.withLock { $0.append(v) } })
         let host = try await HCIHost.open(transport: fake, options: HostOptions(security: SMPConfiguration(ioCapability: .displayOnly),
                                                                                  pairingAgent: agent))
@@ -167,12 +172,7 @@ import Testing
             keySize: 16, bonded: true, peerLTK: SMPLongTermKey(key: 77)), created: 0))
         // An impostor with the central's address and no IO: Just Works only.
         let impostor = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
-        let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in
-            let (_, _, l2cap) = aclParts(bytes)
-            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
-            let pdu = Array(l2cap[4...])
-            impostor.run(pdu.withUnsafeBytes { b in impostor.machine.withLock { $0.received(b, now: 0) } }, fake)
-        })
+        let fake = impostor.controller()
         let host = try await HCIHost.open(transport: fake, options: HostOptions(bondStore: store))
         var incoming = host.incomingConnections.makeAsyncIterator()
         fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
@@ -221,12 +221,7 @@ import Testing
         let from = try SecurityRulesTests.rpa(SecurityRulesTests.irkX)
         let impostor = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput, identityResolvingKey: SecurityRulesTests.irkX,
                                                                     identityAddress: victim), address: from)
-        let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in
-            let (_, _, l2cap) = aclParts(bytes)
-            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
-            let pdu = Array(l2cap[4...])
-            impostor.run(pdu.withUnsafeBytes { b in impostor.machine.withLock { $0.received(b, now: 0) } }, fake)
-        })
+        let fake = impostor.controller()
         let host = try await HCIHost.open(transport: fake, options: HostOptions(bondStore: store))
         var events = host.pairingEvents.makeAsyncIterator()
         var incoming = host.incomingConnections.makeAsyncIterator()
@@ -272,12 +267,7 @@ import Testing
             _ = bondFile.withCString { write(fd, $0, strlen($0)) }
             close(fd)
         }
-        let fake = FakeControllerTransport(onCommand: { _, _ in }, onACL: { bytes, fake in
-            let (_, _, l2cap) = aclParts(bytes)
-            guard l2cap.count >= 4, l2cap[2] == 6 else { return }
-            let pdu = Array(l2cap[4...])
-            central.run(pdu.withUnsafeBytes { b in central.machine.withLock { $0.received(b, now: 0) } }, fake)
-        })
+        let fake = central.controller()
         let host = try await HCIHost.open(transport: fake, options: HostOptions(bondStore: store, allowsRepairing: allowsRepairing))
         var incoming = host.incomingConnections.makeAsyncIterator()
         fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
