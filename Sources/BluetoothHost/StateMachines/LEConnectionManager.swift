@@ -522,8 +522,7 @@ public struct LEConnectionManager: Sendable {
         guard link.parameterRequest == nil else {
             throw HostError(.busy, "a connection parameter update is already asked for on this link")
         }
-        let id = link.nextSignalingIdentifier
-        link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
+        let id = Self.nextIdentifier(&link)
         link.parameterRequest = .sent(identifier: id, deadline: now &+ Self.parameterRequestTimeout)
         links[handle] = link
         return signaling(handle, .connectionParameterUpdateRequest(identifier: id, p))
@@ -662,6 +661,19 @@ public struct LEConnectionManager: Sendable {
         }
     }
 
+    /// The link's next identifier (1...255) that no request still waiting for its response
+    /// holds, so a response (or a Command Reject) names one request only.
+    private static func nextIdentifier(_ link: inout Link) -> UInt8 {
+        var id = link.nextSignalingIdentifier
+        for _ in 0 ..< 255 {
+            let ours: Bool = if case .sent(id, _)? = link.parameterRequest { true } else { false }
+            if !ours && !link.pendingSignaling.contains(id) { break }
+            id = id == 255 ? 1 : id + 1
+        }
+        link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
+        return id
+    }
+
     /// Our MTUsig on the LE signaling channel: the minimum, 23 octets (Core Vol 3 Part A §4).
     public static let signalingMTU = 23
 
@@ -671,8 +683,7 @@ public struct LEConnectionManager: Sendable {
     /// is gone.
     public mutating func allocateSignalingIdentifier(handle: UInt16, awaitingResponse: Bool = true) -> UInt8? {
         guard var link = links[handle] else { return nil }
-        let id = link.nextSignalingIdentifier
-        link.nextSignalingIdentifier = id == 255 ? 1 : id + 1
+        let id = Self.nextIdentifier(&link)
         if awaitingResponse { link.pendingSignaling.insert(id) }
         links[handle] = link
         return id
