@@ -129,7 +129,7 @@ public struct SMPPairing: Sendable {
     /// Initiator (central) or responder (peripheral).
     public let role: SMPRole
     /// What this side asks for and offers.
-    public let configuration: SMPConfiguration
+    public private(set) var configuration: SMPConfiguration
     /// Our address and the peer's as the link uses them (c1, f5, f6).
     public let localAddress: LEAddress
     /// The peer's address as the link uses it.
@@ -209,6 +209,16 @@ public struct SMPPairing: Sendable {
         let preq = pdu(.pairingRequest(p))
         state = .featureExchange(request: p, preq: preq)
         return [send(preq, now: now)]
+    }
+
+    /// Replaces the configuration between pairings (the host raises what a pairing over a
+    /// bond needs just before a Pairing Request is answered); false, and nothing changes,
+    /// while one runs.
+    @discardableResult
+    public mutating func reconfigure(_ c: SMPConfiguration) -> Bool {
+        guard !isActive else { return false }
+        configuration = c
+        return true
     }
 
     /// Responder: asks the central to pair (Security Request, §3.6.7).

@@ -34,14 +34,10 @@ extension HostDriver {
         }
     }
 
-    /// A machine for the link, made on first use with the host's configuration. One the
-    /// peer starts over its bond must meet ``SecurityRuntime/repairing(_:over:allowsRepairing:)``.
-    private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?, peerStarted: Bool = false) -> Bool {
+    /// A machine for the link, made on first use with the host's configuration.
+    private func machine(_ handle: UInt16, configuration: SMPConfiguration?, agent: PairingAgent?) -> Bool {
         if security.pairings[handle] != nil { return true }
         guard let conn = links.connection(handle), var config = configuration ?? pairingConfiguration else { return false }
-        if peerStarted, case .success(let bond?) = storedBond(conn) {
-            config = SecurityRuntime.repairing(config, over: bond, allowsRepairing: allowsRepairing)
-        }
         var own = LEAddress(info?.address ?? .zero, type: .public)
         if conn.role == .peripheral, let a = conn.localRandomAddress {
             own = LEAddress(a, type: .random)  // what the central connected to (c1, f5, f6 use it)
@@ -93,14 +89,24 @@ extension HostDriver {
     }
 
     func smpReceived(_ handle: UInt16, _ payload: UnsafeRawBufferPointer) {
-        if security.pairings[handle] == nil, payload.first == SMPCode.pairingRequest.rawValue, let conn = links.connection(handle),
-           case .failure(let error) = storedBond(conn) {
-            // The peer's bond is there but unreadable: no pairing may replace it unseen.
-            sendSMP([SMPCode.pairingFailed.rawValue, SMPPairingFailedReason.unspecifiedReason.rawValue], handle: handle)
-            pairingEvents.yield(.failed(conn, error))
-            return
+        guard machine(handle, configuration: nil, agent: nil), let m = security.pairings[handle]?.machine,
+              let conn = links.connection(handle) else { return }
+        if payload.first == SMPCode.pairingRequest.rawValue, m.role == .responder, !m.isActive {
+            // Every Pairing Request to answer is checked against the peer's bond, whatever
+            // came before it on the link (a stray PDU, our own Security Request): a bond that
+            // cannot be read stops it, one that can raises what the pairing needs
+            // (``SecurityRuntime/repairing(_:over:allowsRepairing:)``).
+            switch storedBond(conn) {
+            case .failure(let error):
+                sendSMP([SMPCode.pairingFailed.rawValue, SMPPairingFailedReason.unspecifiedReason.rawValue], handle: handle)
+                pairingFailed(conn, error)
+                return
+            case .success(let bond?):
+                security.pairings[handle]?.machine.reconfigure(SecurityRuntime.repairing(m.configuration, over: bond, allowsRepairing: allowsRepairing))
+            case .success(nil):
+                break
+            }
         }
-        guard machine(handle, configuration: nil, agent: nil, peerStarted: true), let m = security.pairings[handle]?.machine else { return }
         // A new Pairing Request (we respond) or Security Request (we would start) from a
         // peer still waiting out failed attempts: Pairing Failed, Repeated Attempts.
         if !m.isActive, let code = payload.first,
@@ -157,7 +163,9 @@ extension HostDriver {
                 }
                 if case .success(let bond?) = stored, let key = bond.centralKey {
                     security.encrypting(handle, with: bond)
-                    _ = enableEncryption(handle, key)
+                    if let error = enableEncryption(handle, key) {
+                        for w in security.encryptionNotStarted(handle) { w.resume(returning: .failure(error)) }
+                    }
                 } else if let m = security.pairings[handle]?.machine, m.role == .initiator, !m.isActive,
                           let more = security.pairings[handle]?.machine.start(now: Sys.now()) {
                     executeSMP(handle, more)
@@ -289,7 +297,10 @@ extension HostDriver {
             security.encrypting(handle, with: bond)
         }
         if let key {
-            _ = submit(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: SMP.bytes(key)), waiter: .security(handle: handle))
+            if let error = submit(LELongTermKeyRequestReplyCommand(connectionHandle: handle, longTermKey: SMP.bytes(key)), waiter: .security(handle: handle)) {
+                // Never sent: the bond's security must not be applied by a later Encryption Change.
+                for w in security.encryptionNotStarted(handle) { w.resume(returning: .failure(error)) }
+            }
         } else {
             _ = submit(LELongTermKeyRequestNegativeReplyCommand(connectionHandle: handle), waiter: .security(handle: handle))
         }

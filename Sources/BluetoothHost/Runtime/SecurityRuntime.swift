@@ -72,10 +72,12 @@ struct SecurityRuntime {
     /// - From an identity address, the claim must be that address; from a resolvable
     ///   private address, the IRK distributed must resolve it. Otherwise the claim is
     ///   dropped and the bond is kept under the address the peer came from (as BlueZ).
-    /// - A claimed identity that is bonded already must be proven by that bond: the peer
+    /// - A claimed identity that is bonded already must be backed by that bond: the peer
     ///   came from the identity address itself, or the bond's IRK resolves its address.
     ///   Otherwise the pairing is refused: a peer with an IRK of its own must not take a
-    ///   bonded device's identity, its bond, its resolving key or its server state.
+    ///   bonded device's identity, its bond, its resolving key or its server state. (Both
+    ///   can be replayed, an address or a heard RPA; what stops a replaying impostor is
+    ///   that a pairing over the bond must be authenticated, ``repairing(_:over:allowsRepairing:)``.)
     static func admittedIdentity(_ r: SMPPairingResult, from address: LEAddress,
                                  bonded: Result<Bond?, BondStoreError>) -> IdentityAdmission {
         guard let claimed = r.peerIdentityAddress else { return .admitted(r) }
@@ -113,6 +115,7 @@ struct SecurityRuntime {
     /// stays until a new one is complete.
     static func repairing(_ config: SMPConfiguration, over bond: Bond, allowsRepairing: Bool) -> SMPConfiguration {
         var c = config
+        c.minimumKeySize = max(c.minimumKeySize, bond.keySize)
         if bond.authenticated || !allowsRepairing { c.mitm = true }
         if bond.secureConnections {
             c.secureConnections = true
