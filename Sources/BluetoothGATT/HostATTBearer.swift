@@ -82,7 +82,10 @@ extension HostATTBearer: ATTSecurityRaising {
         default:
             return nil
         }
-        if !s.encrypted, let bond = try? connection.storedBond(), bond.centralKey != nil,
+        // A bond that cannot be read is not "no bond": pairing over it unasked would replace it.
+        let stored: Bond?
+        do throws(HostError) { stored = try connection.storedBond() } catch { throw ATTSecurityFailure(error.message) }
+        if !s.encrypted, let bond = stored, bond.centralKey != nil,
            error != .insufficientAuthentication || bond.authenticated {
             announce("encrypted (with the stored bond)")
             do throws(HostError) {
