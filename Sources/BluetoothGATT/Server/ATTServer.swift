@@ -377,6 +377,7 @@ public struct ATTServer: Sendable {
             s.prepared = []
             s.changeAware = false
             s.outOfSyncSent = false
+            s.held = []  // handles of the old table
             clientStates[id] = s
             if newSC != nil, scBits & GATTClientConfiguration.indicate.rawValue != 0 { indicate.append(id) }
         }
@@ -490,7 +491,7 @@ public struct ATTServer: Sendable {
             }
             if let code = valueSecurityError(v.handle, s.security) { throw .insufficientSecurity(client, handle: v.handle, code) }
         }
-        if !s.changeAware, let first = values.first {
+        if !s.changeAware, canBecomeAware(s), let first = values.first {
             clientStates[client]?.held.formUnion(values.map(\.handle))
             throw .changeUnaware(client, handle: first.handle)
         }
@@ -522,7 +523,7 @@ public struct ATTServer: Sendable {
         let bit = indication ? GATTClientConfiguration.indicate.rawValue : GATTClientConfiguration.notify.rawValue
         guard (s.cccd[cccd] ?? 0) & bit != 0 else { throw .notSubscribed(client, handle: handle) }
         if let code = valueSecurityError(handle, s.security) { throw .insufficientSecurity(client, handle: handle, code) }
-        if !s.changeAware && handle != table.serviceChangedHandle {
+        if !s.changeAware && handle != table.serviceChangedHandle && canBecomeAware(s) {
             s.held.insert(handle)
             clientStates[client] = s
             throw .changeUnaware(client, handle: handle)
@@ -707,6 +708,15 @@ public struct ATTServer: Sendable {
         if needEncryption && !security.encrypted { return .insufficientEncryption }
         if needEncryption && security.keySize < options.minimumKeySize { return .encryptionKeySizeTooShort }
         return nil
+    }
+
+    /// Whether a change-unaware client has a way back (Core Vol 3 Part G §2.5.2.1): Service
+    /// Changed indications enabled, or robust caching. One with neither would never hear
+    /// anything again if its updates were held; it gets them as before.
+    func canBecomeAware(_ s: ClientState) -> Bool {
+        if s.features.contains(.robustCaching) { return true }
+        guard let sc = table.serviceChangedHandle.flatMap({ cccdHandle(ofValue: $0) }) else { return false }
+        return (s.cccd[sc] ?? 0) & GATTClientConfiguration.indicate.rawValue != 0
     }
 
     /// The client just became change-aware: the updates held meanwhile, as an event.

@@ -534,16 +534,25 @@ public final class GATTServer: Sendable {
             case .peerFault(let id, let detail):
                 if let info = s.clients[id]?.info { emit(.peerFault(info, detail), &s) }
             case .changeAware(let id, let held):
-                // The updates held while the client was change-unaware: their values now.
-                for h in held {
-                    guard let value = s.server.table.storedValue(h) else { continue }
+                // The updates held while the client was change-unaware: the current values,
+                // in handle order (a value that only a read handler makes has none to send).
+                let updates: [(handle: UInt16, value: [UInt8], indicate: Bool)] = held.compactMap { h in
+                    guard let value = s.server.table.storedValue(h) else { return nil }
                     let config = s.server.configuration(of: id, valueHandle: h)
-                    if config.contains(.notify) {
-                        fx.append { [weak self] in _ = self?.notify(h, value: value, to: [id], store: false) }
-                    } else if config.contains(.indicate) {
-                        fx.append { [weak self] in
-                            guard let self else { return }
-                            Task { try? await self.indicate(h, value: value, to: id, store: false) }
+                    if config.contains(.notify) { return (h, value, false) }
+                    if config.contains(.indicate) { return (h, value, true) }
+                    return nil
+                }
+                guard !updates.isEmpty else { continue }
+                fx.append { [weak self] in
+                    guard let self else { return }
+                    Task {
+                        for u in updates {
+                            if u.indicate {
+                                try? await self.indicate(u.handle, value: u.value, to: id, store: false)
+                            } else {
+                                _ = await self.notifyWhenReady(u.handle, value: u.value, to: [id], store: false)
+                            }
                         }
                     }
                 }
