@@ -18,20 +18,21 @@ extension ATTServer {
     }
 
     /// The value of the attribute at index `i` as `client` sees it, after the read permission check.
+    /// The attribute's fields are read in place: binding `table.attributes[i]` to a constant
+    /// copies it (its value, UUID and handlers retained and released) on every read.
     func readValue(_ i: Int, _ client: ATTServerClientID, _ s: ClientState, offset: Int) -> Result<ValueSource, ATTErrorCode> {
-        let a = table.attributes[i]
-        if let e = check(a.permissions, write: false, s.security) { return .failure(e) }
-        switch a.role {
+        if let e = check(table.attributes[i].permissions, write: false, s.security) { return .failure(e) }
+        switch table.attributes[i].role {
         case .cccd:
-            let bits = s.cccd[a.handle] ?? 0
+            let bits = s.cccd[table.attributes[i].handle] ?? 0
             return .success(.owned([UInt8(bits & 0xFF), UInt8(bits >> 8)]))
         case .clientSupportedFeatures:
             return .success(.owned([s.features.rawValue]))
         case .databaseHash:
             return .success(.owned(table.hash.reversed()))  // least significant octet first
         case .service, .include, .characteristicDeclaration, .value, .descriptor:
-            guard let handler = a.read else { return .success(.stored(i)) }
-            let ctx = GATTRequestContext(client: client, handle: a.handle, offset: offset, security: s.security)
+            guard let handler = table.attributes[i].read else { return .success(.stored(i)) }
+            let ctx = GATTRequestContext(client: client, handle: table.attributes[i].handle, offset: offset, security: s.security)
             switch handler(ctx) {
             case .success(let v): return .success(.owned(Array(v.prefix(ATT.maximumAttributeValueLength))))
             case .failure(let e): return .failure(e)
@@ -195,10 +196,10 @@ extension ATTServer {
 
     // MARK: Read, Read Blob (§3.4.4.3, §3.4.4.5)
 
-    mutating func read(_ client: ATTServerClientID, _ opcode: ATTOpcode, _ handle: UInt16, offset: Int,
+    /// `s`: the client's state as the dispatch read it (one copy per PDU, not one per step).
+    mutating func read(_ client: ATTServerClientID, _ s: ClientState, _ opcode: ATTOpcode, _ handle: UInt16, offset: Int,
                        _ respond: inout ATTServerOutput) -> [ATTServerEvent] {
         guard let i = table.index(of: handle) else { return error(opcode, handle, .invalidHandle, &respond) }
-        guard let s = clientStates[client] else { return [] }
         let source: ValueSource
         switch readValue(i, client, s, offset: offset) {
         case .failure(let code): return error(opcode, handle, code, &respond)

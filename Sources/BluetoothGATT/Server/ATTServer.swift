@@ -573,18 +573,20 @@ public struct ATTServer: Sendable {
     /// when this returns (empty otherwise).
     public mutating func receive(from client: ATTServerClientID, pdu bytes: UnsafeRawBufferPointer, now: UInt64,
                                  into respond: inout ATTServerOutput) -> [ATTServerEvent] {
-        let wasAware = clientStates[client]?.changeAware ?? true
-        let events = dispatch(from: client, pdu: bytes, now: now, into: &respond)
+        respond.removeAll()
+        // The client's state is looked up and copied once per PDU (a copy retains and
+        // releases its collections) and handed to the procedure that needs it.
+        guard let s = clientStates[client], !s.dead else { return [] }
+        let events = dispatch(from: client, s, pdu: bytes, now: now, into: &respond)
         // A request (robust caching), a Database Hash read or Service Changed's confirmation
         // made it change-aware: what was held goes now.
-        if !wasAware, clientStates[client]?.changeAware == true { return events + becameChangeAware(client) }
+        if !s.changeAware, clientStates[client]?.changeAware == true { return events + becameChangeAware(client) }
         return events
     }
 
-    private mutating func dispatch(from client: ATTServerClientID, pdu bytes: UnsafeRawBufferPointer, now: UInt64,
+    private mutating func dispatch(from client: ATTServerClientID, _ state: ClientState, pdu bytes: UnsafeRawBufferPointer, now: UInt64,
                                    into respond: inout ATTServerOutput) -> [ATTServerEvent] {
-        respond.removeAll()
-        guard var s = clientStates[client], !s.dead else { return [] }
+        var s = state
         guard let first = bytes.first else { return fault(client, "empty ATT PDU") }
         let opcode = ATTOpcode(rawValue: first)
         // Requests want an answer; commands, confirmations and client-bound PDUs never get one.
@@ -630,9 +632,9 @@ public struct ATTServer: Sendable {
         case .readByGroupTypeRequest(let r):
             return readByGroupType(client, r.startHandle, r.endHandle, r.attributeGroupType, &respond)
         case .readRequest(let r):
-            return read(client, opcode, r.handle, offset: 0, &respond)
+            return read(client, s, opcode, r.handle, offset: 0, &respond)
         case .readBlobRequest(let r):
-            return read(client, opcode, r.handle, offset: Int(r.offset), &respond)
+            return read(client, s, opcode, r.handle, offset: Int(r.offset), &respond)
         case .readMultipleRequest(let r):
             return readMultiple(client, opcode, r.handles, variable: false, &respond)
         case .readMultipleVariableRequest(let r):
