@@ -99,14 +99,10 @@ extension HostATTBearer: ATTSecurityRaising {
             }
         }
         announce(s.encrypted ? "authenticated" : "encrypted")
-        // Authentication needs a MITM-protected method: ask for one (the IO capabilities may not allow it).
-        var config: SMPConfiguration?
-        if error == .insufficientAuthentication, var c = connection.hostSecurity {
-            c.mitm = true
-            config = c
-        }
+        // Authentication needs a MITM-protected method: ask for one (the IO capabilities may
+        // not allow it). Over a bond, what re-pairing over it needs (pairUnasked).
         do throws(HostError) {
-            _ = try await connection.pair(configuration: config)
+            _ = try await connection.pairUnasked(mitm: error == .insufficientAuthentication)
         } catch {
             throw ATTSecurityFailure(error.message)
         }

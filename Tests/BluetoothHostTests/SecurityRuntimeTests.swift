@@ -256,7 +256,7 @@ import Testing
     /// Our host as peripheral with a bond store holding a Just Works bond of `peerA`, and a
     /// central on the far side pairing as `central` says.
     func bondedPeripheral(_ central: Central, allowsRepairing: Bool = false, bondFile: String? = nil)
-        async throws -> (HCIHost, BondStore, String, FakeControllerTransport) {
+        async throws -> (HCIHost, BondStore, String, FakeControllerTransport, LEConnection) {
         var template = Array("/tmp/hcigatt-repair-XXXXXX".utf8CString)
         let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         let store = BondStore(directory: dir)
@@ -271,8 +271,8 @@ import Testing
         let host = try await HCIHost.open(transport: fake, options: HostOptions(bondStore: store, allowsRepairing: allowsRepairing))
         var incoming = host.incomingConnections.makeAsyncIterator()
         fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
-        _ = await incoming.next()
-        return (host, store, dir, fake)
+        let link = try #require(await incoming.next())
+        return (host, store, dir, fake, link)
     }
 
     func cleanUp(_ store: BondStore, _ dir: String) {
@@ -284,7 +284,7 @@ import Testing
     @Test("Re-pairing over a Just Works bond: refused without MITM unless allowed; the old bond stays")
     func justWorksOverAJustWorksBondIsRefused() async throws {
         let impostor = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
-        let (host, store, dir, fake) = try await bondedPeripheral(impostor)
+        let (host, store, dir, fake, _) = try await bondedPeripheral(impostor)
         let before = try store.readBytes(path: dir + "/F0F1F2F3F401-public.bond")
         impostor.run(impostor.machine.withLock { $0.start(now: 0) }, fake)
         #expect(await eventually { !impostor.failures.isEmpty })
@@ -294,9 +294,58 @@ import Testing
         cleanUp(store, dir)
     }
 
+    @Test("Re-pairing over a bond after our own Security Request: its Pairing Request is checked as any other")
+    func ourSecurityRequestOpensNoWayAroundTheBond() async throws {
+        let impostor = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
+        let (host, store, dir, fake, link) = try await bondedPeripheral(impostor)
+        let before = try store.readBytes(path: dir + "/F0F1F2F3F401-public.bond")
+        // We ask (Security Request); the impostor answers with a Just Works Pairing Request
+        // instead of encrypting with the bond.
+        let asked = Task { () -> HostError? in
+            do throws(HostError) { _ = try await link.pair(); return nil } catch { return error }
+        }
+        #expect(await eventually { impostor.outcomes.withLock { $0.contains { if case .securityRequested = $0 { true } else { false } } } })
+        impostor.run(impostor.machine.withLock { $0.start(now: 0) }, fake)
+        #expect(await eventually { !impostor.failures.isEmpty })
+        #expect(impostor.failures.first?.reason == .authenticationRequirements, "\(impostor.failures)")
+        #expect(await asked.value != nil, "our pair() fails with it")
+        #expect(try store.readBytes(path: dir + "/F0F1F2F3F401-public.bond") == before, "the bond is as it was")
+        await host.close()
+        cleanUp(store, dir)
+    }
+
+    @Test("A Security Request over a bond that has no key for us as central: the pairing must meet the bond")
+    func aSecurityRequestOverABondWithoutOurKeyIsCheckedToo() async throws {
+        var template = Array("/tmp/hcigatt-secreq-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let store = BondStore(directory: dir)
+        // A legacy bond made while we were the peripheral: only our LTK, none for a central.
+        try store.save(Bond(identity: peerA, result: SMPPairingResult(method: .justWorks, secureConnections: false, authenticated: false,
+                                                                      keySize: 16, bonded: true, localLTK: SMPLongTermKey(key: 5, ediv: 1, rand: 2)),
+                            created: 0))
+        let path = dir + "/F0F1F2F3F401-public.bond"
+        let before = try store.readBytes(path: path)
+        let (fake, peer) = world(SMPConfiguration(ioCapability: .noInputNoOutput))
+        let host = try await HCIHost.open(transport: fake, options: HostOptions(bondStore: store))
+        var events = host.pairingEvents.makeAsyncIterator()
+        _ = try await host.connect(to: peerA, timeout: .seconds(2))
+        // The device (or one with its address) asks for security: Just Works is all it has.
+        peer.run(peer.machine.withLock { $0.requestSecurity(now: 0) }, fake)
+        guard case .failed(_, let error)? = await events.next() else {
+            Issue.record("the pairing over the bond went ahead")
+            await host.close()
+            return
+        }
+        #expect(error.kind == .pairingFailed(.authenticationRequirements), "\(error)")
+        #expect(try store.readBytes(path: path) == before, "the bond is as it was")
+        await host.close()
+        _ = try? store.remove(peerA)
+        rmdir(dir)
+    }
+
     @Test func reParingAllowedReplacesTheBondOnceItIsComplete() async throws {
         let central = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
-        let (host, store, dir, fake) = try await bondedPeripheral(central, allowsRepairing: true)
+        let (host, store, dir, fake, _) = try await bondedPeripheral(central, allowsRepairing: true)
         var events = host.pairingEvents.makeAsyncIterator()
         central.run(central.machine.withLock { $0.start(now: 0) }, fake)
         // The central encrypts with the new key: our LTK reply, then Encryption Change.
@@ -320,7 +369,7 @@ import Testing
     @Test("An unreadable bond is not \"no bond\": a pairing over it is refused and the file named")
     func anUnreadableBondStopsThePairing() async throws {
         let central = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
-        let (host, store, dir, fake) = try await bondedPeripheral(central, allowsRepairing: true, bondFile: "version=1\ngarbage\n")
+        let (host, store, dir, fake, _) = try await bondedPeripheral(central, allowsRepairing: true, bondFile: "version=1\ngarbage\n")
         var events = host.pairingEvents.makeAsyncIterator()
         central.run(central.machine.withLock { $0.start(now: 0) }, fake)
         #expect(await eventually { !central.failures.isEmpty })

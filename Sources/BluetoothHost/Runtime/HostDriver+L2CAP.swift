@@ -228,16 +228,14 @@ extension LEConnection {
                 // Encryption is what helps; a link encrypted already gains nothing from pairing.
                 guard !s.encrypted else { throw error }
                 // A bond's key refused is not paired over unasked (BLESA): encryptWithBond throws.
-                if try await encryptWithBond() != true { _ = try await pair() }
+                if try await encryptWithBond() != true { _ = try await pairUnasked(mitm: false) }
             case .insufficientAuthentication:
                 guard !s.authenticated else { throw error }
                 if !s.encrypted, let bond = try storedBond(), bond.authenticated, try await encryptWithBond() {
                     break
                 }
                 // MITM protection is what the peer wants (fails cleanly when the IO cannot give it).
-                var c = hostSecurity ?? SMPConfiguration()
-                c.mitm = true
-                _ = try await pair(configuration: c)
+                _ = try await pairUnasked(mitm: true)
             default:
                 throw error
             }

@@ -166,9 +166,14 @@ extension HostDriver {
                     if let error = enableEncryption(handle, key) {
                         for w in security.encryptionNotStarted(handle) { w.resume(returning: .failure(error)) }
                     }
-                } else if let m = security.pairings[handle]?.machine, m.role == .initiator, !m.isActive,
-                          let more = security.pairings[handle]?.machine.start(now: Sys.now()) {
-                    executeSMP(handle, more)
+                } else if let m = security.pairings[handle]?.machine, m.role == .initiator, !m.isActive {
+                    // A bond with no key for us as central (made while we were peripheral):
+                    // the pairing the peer asks for meets what re-pairing over it needs, as
+                    // one it starts with a Pairing Request.
+                    if case .success(let bond?) = stored {
+                        security.pairings[handle]?.machine.reconfigure(SecurityRuntime.repairing(m.configuration, over: bond, allowsRepairing: allowsRepairing))
+                    }
+                    if let more = security.pairings[handle]?.machine.start(now: Sys.now()) { executeSMP(handle, more) }
                 }
             case .paired(let claimed):
                 paired(conn, claimed)
@@ -323,6 +328,19 @@ extension LEConnection {
         do throws(BondStoreError) { return try store.bond(for: peerIdentity) } catch {
             throw HostError(.bondStore, error.description)
         }
+    }
+
+    /// Pairing the stack starts on its own because a server or a channel asked for security
+    /// the link lacks (not the user): over a stored bond it must meet what re-pairing over
+    /// that bond needs, as a pairing the peer starts does; without a bond, the host's
+    /// settings. `mitm`: the peer asked for authentication.
+    public func pairUnasked(mitm: Bool) async throws(HostError) -> SMPPairingResult {
+        guard var c = hostSecurity else { return try await pair() }  // says pairing is off
+        if mitm { c.mitm = true }
+        if let bond = try storedBond() {
+            c = SecurityRuntime.repairing(c, over: bond, allowsRepairing: driver.allowsRepairing)
+        }
+        return try await pair(configuration: c)
     }
 
     /// Central: encrypts the link with the stored bond's key (LE Enable Encryption), no
