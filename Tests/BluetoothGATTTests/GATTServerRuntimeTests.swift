@@ -1,4 +1,6 @@
+import BluetoothHost
 import BluetoothWire
+import Glibc
 import Synchronization
 import Testing
 @testable import BluetoothGATT
@@ -6,6 +8,12 @@ import Testing
 /// A bearer that records what the server sends and has room or not, as a test says.
 final class RoomBearer: ATTBearer, @unchecked Sendable {
     let sent = Mutex<[[UInt8]]>([])
+    let security: LinkSecurity
+    let peerIdentity: LEAddress?
+    init(security: LinkSecurity = .unencrypted, peerIdentity: LEAddress? = nil) {
+        self.security = security
+        self.peerIdentity = peerIdentity
+    }
     private let room = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((true, []))
     private let receiver = Mutex<(@Sendable (UnsafeRawBufferPointer) -> Void)?>(nil)
 
@@ -75,6 +83,56 @@ final class RoomBearer: ATTBearer, @unchecked Sendable {
         let done = await waiter.value
         #expect(done.sent == [client.id] && done.failed.isEmpty)
         #expect(bearer.sent.withLock { $0.last } == [0x1B, UInt8(value), 0x00, 98])
+    }
+
+    /// Polls `condition` every 5 ms for up to 2 s.
+    func soon(_ condition: () -> Bool) async -> Bool {
+        for _ in 0 ..< 400 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
+    }
+
+    @Test("An update held for a change-unaware client goes out with the value stored when it is sent")
+    func heldUpdatesNeverFollowANewerValue() async throws {
+        var template = Array("/tmp/hcigatt-held-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        defer {
+            unlink(dir + "/D0D1D2D3D401-public.gatt-server")
+            rmdir(dir)
+        }
+        let identity = LEAddress(BluetoothAddress(rawValue: 0xD0D1_D2D3_D401), type: .public)
+        let bonded = GATTBondedClients(store: BondStore(directory: dir))
+        let server = try GATTServer(services: [
+            .genericAccess(deviceName: "held"), .genericAttribute(),
+            GATTLocalService(uuid: BluetoothUUID(0x1809), characteristics: [
+                GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A1E), properties: .notify, value: .stored([1])),
+            ]),
+        ], bondedClients: bonded)
+        let sc = try #require(server.valueHandle(of: GATTServerUUID.serviceChanged))
+        let b = try #require(server.valueHandle(of: BluetoothUUID(0x2A1E)))
+        // The client was bonded under another database, with Service Changed indications on.
+        bonded.update(ATTBondedClientState(databaseHash: [UInt8](repeating: 0, count: 16), configurations: [sc + 1: 0x0002],
+                                           serviceChanged: 0x0002, features: [], changeAware: true), for: identity)
+        let bearer = RoomBearer(security: LinkSecurity(encrypted: true, keySize: 16, authenticated: false, secureConnections: true, bonded: true),
+                                peerIdentity: identity)
+        let client = server.attach(bearer)
+        let indication: [UInt8] = [0x1D, UInt8(sc & 0xFF), UInt8(sc >> 8), 0x01, 0x00, 0xFF, 0xFF]
+        #expect(await soon { bearer.sent.withLock { $0.contains(indication) } }, "Service Changed is due")
+        // Change-unaware, it subscribes; the update is held.
+        bearer.deliver([0x12, UInt8(b + 1), 0x00, 0x01, 0x00])
+        #expect(server.notify(b, value: [10]).failed.map(\.1) == [.server(.changeUnaware(client.id, handle: b))])
+        // Confirming Service Changed makes it aware; the release waits for room on the link.
+        bearer.setRoom(false)
+        bearer.deliver([0x1E])
+        #expect(await soon { bearer.waiting == 1 })
+        // Meanwhile the application updates the value (stored; the link has no room for it).
+        #expect(server.notify(b, value: [11]).failed.map(\.1) == [.sendQueueFull(client.id)])
+        bearer.setRoom(true)
+        let ofB: ([[UInt8]]) -> [[UInt8]] = { $0.filter { $0.count == 4 && $0[0] == 0x1B && $0[1] == UInt8(b) } }
+        #expect(await soon { !ofB(bearer.sent.withLock { $0 }).isEmpty }, "the held update is released")
+        #expect(ofB(bearer.sent.withLock { $0 }) == [[0x1B, UInt8(b), 0x00, 11]], "the value stored now, not the one held")
     }
 
     @Test func severalValuesGoInOneMultipleHandleValueNotificationWhenTheClientSupportsIt() throws {

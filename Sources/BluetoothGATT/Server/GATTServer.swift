@@ -243,6 +243,19 @@ public final class GATTServer: Sendable {
         return notify(handle, value: value, to: clients, store: store)
     }
 
+    /// A held update released (the client became change-aware): once `client`'s link has
+    /// room, the value stored at `handle` when the PDU is built, so an update the
+    /// application sent meanwhile is never followed by an older value.
+    private func notifyStoredWhenReady(_ handle: UInt16, to client: ATTServerClientID) async {
+        let found: (any ATTBearer, Int)? = state.withLock { s in
+            guard let bearer = s.clients[client]?.bearer, let v = s.server.table.storedValue(handle) else { return nil }
+            return (bearer, 3 + v.count)
+        }
+        guard let (bearer, bytes) = found else { return }
+        if !bearer.hasRoom(for: bytes) { await bearer.waitForRoom(for: bytes) }
+        _ = send(handle, value: nil, to: [client], store: false)
+    }
+
     /// Stores `value` and sends it as a notification to every client that enabled
     /// notifications of `handle` (or only `clients`). Returns the clients it was sent to;
     /// failures per client are in the second list: `.sendQueueFull` when the client's link
@@ -251,12 +264,20 @@ public final class GATTServer: Sendable {
     @discardableResult
     public func notify(_ handle: UInt16, value: [UInt8], to clients: [ATTServerClientID]? = nil,
                        store: Bool = true) -> (sent: [ATTServerClientID], failed: [(ATTServerClientID, GATTServerError)]) {
+        send(handle, value: value, to: clients, store: store)
+    }
+
+    /// ``notify(_:value:to:store:)``; `given` nil sends the value stored at `handle` when the
+    /// PDU is built (nothing when only a read handler makes it).
+    private func send(_ handle: UInt16, value given: [UInt8]?, to clients: [ATTServerClientID]?,
+                      store: Bool) -> (sent: [ATTServerClientID], failed: [(ATTServerClientID, GATTServerError)]) {
         // PDUs are built under the lock and sent under it when the bearer only queues (our
         // host's links), else after it (a socket's send may block); then concurrent
         // callers' updates may interleave, each one's staying in order.
         var failed: [(ATTServerClientID, GATTServerError)] = []
         var sentNow: [ATTServerClientID] = []
         let outgoing: [(ATTServerClientID, any ATTBearer, [UInt8])] = locked { s, fx in
+            guard let value = given ?? s.server.table.storedValue(handle) else { return [] }
             if store { try? s.server.setValue(value, for: handle) }
             var out: [(ATTServerClientID, any ATTBearer, [UInt8])] = []
             let targets = clients ?? s.server.subscribers(of: handle).filter { $0.1.contains(.notify) }.map(\.0)
@@ -362,8 +383,19 @@ public final class GATTServer: Sendable {
     /// fails: not subscribed, bearer gone, confirmation timeout). One indication is
     /// outstanding per client; later ones wait in order.
     public func indicate(_ handle: UInt16, value: [UInt8], to client: ATTServerClientID, store: Bool = true) async throws(GATTServerError) {
+        try await enqueueIndication(handle, value: value, to: client, store: store)
+    }
+
+    /// ``indicate(_:value:to:store:)``; `given` nil queues the value stored at `handle` now
+    /// (a held update released: an indication the application queues later follows it).
+    private func enqueueIndication(_ handle: UInt16, value given: [UInt8]?, to client: ATTServerClientID,
+                                   store: Bool) async throws(GATTServerError) {
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, GATTServerError>, Never>) in
             locked { s, fx in
+                guard let value = given ?? s.server.table.storedValue(handle) else {
+                    fx.append { c.resume(returning: .success(())) }
+                    return
+                }
                 if store { try? s.server.setValue(value, for: handle) }
                 guard var cl = s.clients[client] else {
                     fx.append { c.resume(returning: .failure(.server(.unknownClient(client)))) }
@@ -534,13 +566,13 @@ public final class GATTServer: Sendable {
             case .peerFault(let id, let detail):
                 if let info = s.clients[id]?.info { emit(.peerFault(info, detail), &s) }
             case .changeAware(let id, let held):
-                // The updates held while the client was change-unaware: the current values,
-                // in handle order (a value that only a read handler makes has none to send).
-                let updates: [(handle: UInt16, value: [UInt8], indicate: Bool)] = held.compactMap { h in
-                    guard let value = s.server.table.storedValue(h) else { return nil }
+                // The updates held while the client was change-unaware, in handle order, each
+                // with the value stored when it goes out (the application may update one
+                // before its turn; a value that only a read handler makes has none to send).
+                let updates: [(handle: UInt16, indicate: Bool)] = held.compactMap { h in
                     let config = s.server.configuration(of: id, valueHandle: h)
-                    if config.contains(.notify) { return (h, value, false) }
-                    if config.contains(.indicate) { return (h, value, true) }
+                    if config.contains(.notify) { return (h, false) }
+                    if config.contains(.indicate) { return (h, true) }
                     return nil
                 }
                 guard !updates.isEmpty else { continue }
@@ -549,9 +581,9 @@ public final class GATTServer: Sendable {
                     Task {
                         for u in updates {
                             if u.indicate {
-                                try? await self.indicate(u.handle, value: u.value, to: id, store: false)
+                                try? await self.enqueueIndication(u.handle, value: nil, to: id, store: false)
                             } else {
-                                _ = await self.notifyWhenReady(u.handle, value: u.value, to: [id], store: false)
+                                await self.notifyStoredWhenReady(u.handle, to: id)
                             }
                         }
                     }
