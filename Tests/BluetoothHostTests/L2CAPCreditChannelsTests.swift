@@ -34,6 +34,8 @@ struct CoCLink {
                         : b.consumed(handle: h, cid: cid, frames: frames, indicationIdentifier: next)).map { (s, $0) }
                     nextID = ids
                 }
+            case .requestExpired:
+                break
             case .send(_, let frame):
                 if s == "a" { framesAtoB.append(frame) } else { framesBtoA.append(frame) }
                 let cid = UInt16(frame[2]) | UInt16(frame[3]) << 8
@@ -160,14 +162,15 @@ struct CoCLink {
         _ = m.connect(handle: 1, spsm: 0x80, parameters: .init(), identifier: 3, request: 9, now: 1_000)
         #expect(m.nextDeadline == 1_000 + L2CAPCreditChannels.responseTimeout)
         #expect(m.timerFired(now: 2_000).isEmpty)
-        #expect(m.timerFired(now: 1_000 + L2CAPCreditChannels.responseTimeout) == [.event(.openFailed(request: 9, .timeout))])
+        #expect(m.timerFired(now: 1_000 + L2CAPCreditChannels.responseTimeout)
+                == [.event(.openFailed(request: 9, .timeout)), .requestExpired(handle: 1, identifier: 3)])
         #expect(m.nextDeadline == nil)
         // A disconnection the peer never answers frees its CID when it times out.
         var link = CoCLink()
         guard let (ca, _) = opened(&link) else { return }
         _ = link.a.disconnect(handle: 1, cid: ca, identifier: 40, now: 5)
         #expect(link.a.credits(handle: 1, cid: ca) != nil)
-        _ = link.a.timerFired(now: 5 + L2CAPCreditChannels.responseTimeout)
+        #expect(link.a.timerFired(now: 5 + L2CAPCreditChannels.responseTimeout) == [.requestExpired(handle: 1, identifier: 40)])
         #expect(link.a.credits(handle: 1, cid: ca) == nil)
     }
 

@@ -435,6 +435,20 @@ extension [ConnectionAction] {
         #expect(m.statistics.unmatchedSignalingResponses == 5)
     }
 
+    @Test func identifiersOfUnansweredRequestsComeBackWhenTheyExpire() {
+        // A peer that answers nothing: 255 requests hold every identifier; one expiring frees
+        // its own, and the next request gets that one, not one still awaited.
+        var m = connected(0x40)
+        var ids: Set<UInt8> = []
+        for _ in 0 ..< 255 { if let id = m.allocateSignalingIdentifier(handle: 0x40) { ids.insert(id) } }
+        #expect(ids.count == 255)
+        m.releaseSignalingIdentifier(handle: 0x40, 77)
+        #expect(m.allocateSignalingIdentifier(handle: 0x40) == 77)
+        // A late answer to an expired request is stray.
+        m.releaseSignalingIdentifier(handle: 0x40, 78)
+        #expect(routedCode(&m, 0x40, signalingPayload(0x15, 78, le16(0x40) + le16(100) + le16(100) + le16(5) + le16(0))) == nil)
+    }
+
     @Test("GAP/BOND/NBON/BV-03-C (part): Without a Security Manager a Pairing Request is refused") func smpPairingRequestIsRefusedOthersIgnored() {
         var m = connected(0x40)
         let req: [UInt8] = [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07]

@@ -90,6 +90,8 @@ struct CreditChannelRuntime {
                 frames.append((handle, frame))
             case .event(let e):
                 frames += perform(event(e, connection: connection, identifier: identifier), connection: connection, identifier: identifier)
+            case .requestExpired:
+                break  // the driver frees the identifier (execute)
             }
         }
         return frames
@@ -198,6 +200,7 @@ extension HostDriver {
     }
 
     func execute(_ actions: [L2CAPChannelAction]) {
+        for case .requestExpired(let handle, let id) in actions { links.manager.releaseSignalingIdentifier(handle: handle, id) }
         let frames = creditChannels.perform(actions, connection: { links.connection($0) }, identifier: { signalingIdentifier($0) })
         for (handle, frame) in frames { sendFrame(frame, handle: handle, accounted: false) }
     }

@@ -116,6 +116,9 @@ public enum L2CAPChannelEvent: Sendable, Hashable {
 public enum L2CAPChannelAction: Sendable, Hashable {
     case send(handle: UInt16, frame: [UInt8])
     case event(L2CAPChannelEvent)
+    /// A request of ours went unanswered past its deadline: its signaling identifier is no
+    /// longer awaited (the link's allocator may hand it out again; a late answer is stray).
+    case requestExpired(handle: UInt16, identifier: UInt8)
 }
 
 /// LE credit-based connection-oriented channels (Core Vol 3 Part A §4.22–4.24, §10.1),
@@ -489,7 +492,15 @@ public struct L2CAPCreditChannels: Sendable {
     public mutating func timerFired(now: UInt64) -> [L2CAPChannelAction] {
         var out: [L2CAPChannelAction] = []
         for c in channels where (c.deadline ?? .max) <= now {
-            if case .connecting(_, let request) = c.phase { out.append(.event(.openFailed(request: request, .timeout))) }
+            switch c.phase {
+            case .connecting(let id, let request):
+                out.append(.event(.openFailed(request: request, .timeout)))
+                out.append(.requestExpired(handle: c.handle, identifier: id))
+            case .disconnecting(let id):
+                out.append(.requestExpired(handle: c.handle, identifier: id))
+            case .open:
+                break
+            }
         }
         channels.removeAll { ($0.deadline ?? .max) <= now }
         return out

@@ -689,6 +689,12 @@ public struct LEConnectionManager: Sendable {
         return id
     }
 
+    /// A request the channels sent will not be answered any more (its deadline passed): its
+    /// identifier is free again, so 255 unanswered requests cannot exhaust the link's.
+    public mutating func releaseSignalingIdentifier(handle: UInt16, _ identifier: UInt8) {
+        links[handle]?.pendingSignaling.remove(identifier)
+    }
+
     private func signaling(_ handle: UInt16, _ command: L2CAPSignalingCommand) -> [ConnectionAction] {
         frame(handle, L2CAPFrame(channelID: .leSignaling, payload: command))
     }
