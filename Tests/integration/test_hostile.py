@@ -4,6 +4,7 @@ import os
 import tempfile
 import unittest
 
+from peer import Peer, hcigatt
 from test_serve import Centrals, Serve
 
 
@@ -118,6 +119,38 @@ class HostileCentralTests(unittest.TestCase):
             self.assertIsNotNone(failed, err)
             self.assertIn('does not resolve', failed['message'])
             self.assertEqual(files(), before, "the victim's bond and server record changed")
+
+
+class HostilePeripheralTests(unittest.TestCase):
+    """`hcigatt pair` against Bumble peripherals whose SMP attacks (bumble_peer's HostileSession)."""
+
+    def pair(self, mode):
+        with tempfile.TemporaryDirectory() as bonds, \
+                Peer('--peripheral', f'Thermo-1,service=1809,gatt=health,pairing={mode}') as peer:
+            rc, out, err = hcigatt('pair', 'F0:F1:F2:F3:F4:01/public', '--json', '--bond-dir', bonds,
+                                   '--transport', peer.transport, timeout=60)
+            paired = peer.events.wait_event('paired', 1)
+            return rc, err, paired, os.listdir(bonds) if os.path.isdir(bonds) else []
+
+    def test_sm_cen_kdu_bi_04_c_our_own_public_key_sent_back_with_either_y_is_refused(self):
+        # The reflection of CVE-2020-26558: the peripheral answers with the central's own
+        # public key, as it is or with p - y. DHKey Check Failed, no key, no bond.
+        for mode in ('reflect', 'reflect-y'):
+            with self.subTest(mode=mode):
+                rc, err, paired, files = self.pair(mode)
+                self.assertEqual(rc, 1, err)
+                self.assertIn('our own public key back', err)
+                self.assertIn('DHKey Check Failed', err)
+                self.assertIsNone(paired, 'the peripheral finished pairing')
+                self.assertEqual([f for f in files if f.endswith('.bond')], [], 'a bond was kept')
+
+    def test_an_smp_pdu_out_of_order_ends_the_pairing(self):
+        # A DHKey Check where the Pairing Confirm belongs: Unspecified Reason, no bond.
+        rc, err, paired, files = self.pair('disorder')
+        self.assertEqual(rc, 1, err)
+        self.assertIn('Unspecified Reason', err)
+        self.assertIsNone(paired)
+        self.assertEqual([f for f in files if f.endswith('.bond')], [], 'a bond was kept')
 
 
 if __name__ == '__main__':

@@ -31,7 +31,7 @@ import signal
 import socket
 import sys
 
-from bumble import hci
+from bumble import hci, smp
 from bumble.controller import Controller
 from bumble.core import AdvertisingData, PhysicalTransport, UUID
 from bumble.device import Device
@@ -137,7 +137,34 @@ def parse_conn_params(value: str) -> tuple:
 
 DEFAULT_CONN_PARAMS = '24,40,0,200'
 
-PAIRING_MODES = ('jw', 'legacy', 'passkey', 'legacy-passkey', 'nc', 'refuse')
+PAIRING_MODES = ('jw', 'legacy', 'passkey', 'legacy-passkey', 'nc', 'refuse', 'reflect', 'reflect-y', 'disorder')
+# Hostile pairing: Secure Connections Just Works from a peripheral whose SMP misbehaves.
+HOSTILE_PAIRING = ('reflect', 'reflect-y', 'disorder')
+# The P-256 field prime (SEC 2): (x, p - y) is the point (x, y) mirrored, on the curve too.
+P256_P = 0xFFFFFFFF00000001000000000000000000000000FFFFFFFFFFFFFFFFFFFFFFFF
+
+
+class HostileSession(smp.Session):
+    """A peripheral's SMP session that attacks as `mode` says: reflect (the central's own
+    public key sent back as ours, CVE-2020-26558's reflection), reflect-y (its x with p - y,
+    which passes a check that compares whole points), disorder (a DHKey Check where our
+    Pairing Confirm belongs)."""
+    mode = None
+
+    def send_public_key_command(self):
+        if self.mode in ('reflect', 'reflect-y'):
+            y = self.peer_public_key_y
+            if self.mode == 'reflect-y':
+                y = (P256_P - int.from_bytes(y, 'little')).to_bytes(32, 'little')
+            self.send_command(smp.SMP_Pairing_Public_Key_Command(public_key_x=self.peer_public_key_x, public_key_y=y))
+            return
+        super().send_public_key_command()
+
+    def send_pairing_confirm_command(self):
+        if self.mode == 'disorder':
+            self.send_command(smp.SMP_Pairing_DHKey_Check_Command(dhkey_check=bytes(16)))
+            return
+        super().send_pairing_confirm_command()
 PASSKEY = 123456
 # The IRK of peripherals with privacy (Core Vol 3 Part H Appendix D.7's ah example key).
 PRIVACY_IRK = "ec0234a357c8ad05341010a60a397d9b"
@@ -201,7 +228,8 @@ def parse_peripheral(spec: str, index: int) -> dict:
     address given stays the identity (public).
     pairing: jw (the default: Secure Connections, Just Works), legacy (LE legacy Just
     Works), passkey (SC, it displays 123456), legacy-passkey (the same, legacy), nc
-    (Numeric Comparison, it says yes), refuse (every pairing refused)."""
+    (Numeric Comparison, it says yes), refuse (every pairing refused); hostile ones
+    (HostileSession): reflect, reflect-y, disorder."""
     parts = spec.split(',')
     p = {
         'name': parts[0],
@@ -318,6 +346,8 @@ async def start_peripheral(link, index, p, events, *, database, **behaviour_opti
     if p.get('pairing'):
         mode = p['pairing']
         device.pairing_config_factory = lambda connection: pairing_config(mode)
+        if mode in HOSTILE_PAIRING:
+            device.smp_session_proxy = type('HostileSession', (HostileSession,), {'mode': mode})
     if p['keystore']:
         device.keystore = JsonKeyStore(p['address'], p['keystore'])
     if p['privacy'] is not None:
