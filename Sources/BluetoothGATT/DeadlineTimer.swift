@@ -1,18 +1,16 @@
+import BluetoothTransport
+
 /// The timer of a state machine run under a lock: one task sleeping until the machine's
-/// next deadline (nanoseconds since `base`), replaced when the deadline changes.
+/// next deadline, replaced when the deadline changes. Deadlines are in the stack's one
+/// clock (``monotonicNow()``, as the host driver's), so GATT's timeouts and the host's
+/// share one time base.
 struct DeadlineTimer: Sendable {
     private var task: Task<Void, Never>?
     private var deadline: UInt64?
 
-    /// Nanoseconds from `base` to now: the clock the state machines are fed.
-    static func now(since base: ContinuousClock.Instant) -> UInt64 {
-        let (s, a) = (ContinuousClock.now - base).components
-        return UInt64(max(0, s)) &* 1_000_000_000 &+ UInt64(max(0, a / 1_000_000_000))
-    }
-
     /// Sleeps until `deadline` (nil: no timer) and then calls `fire`; does nothing when the
     /// deadline did not change.
-    mutating func arm(_ deadline: UInt64?, base: ContinuousClock.Instant, _ fire: @escaping @Sendable () -> Void) {
+    mutating func arm(_ deadline: UInt64?, _ fire: @escaping @Sendable () -> Void) {
         guard deadline != self.deadline else { return }
         task?.cancel()
         self.deadline = deadline
@@ -20,10 +18,10 @@ struct DeadlineTimer: Sendable {
             task = nil
             return
         }
-        let instant = base.advanced(by: .nanoseconds(Int64(clamping: deadline)))
+        let wait = deadline &- min(deadline, monotonicNow())  // 0 when it has passed
         task = Task {
             do {
-                try await Task.sleep(until: instant, clock: .continuous)
+                try await Task.sleep(for: .nanoseconds(Int64(clamping: wait)))
             } catch {
                 return
             }

@@ -1,3 +1,4 @@
+import BluetoothTransport
 import BluetoothWire
 import Synchronization
 
@@ -121,7 +122,6 @@ public final class GATTClient: Sendable {
     /// The options it was made with.
     public let options: Options
     let state: Mutex<State>
-    let clockBase = ContinuousClock.now
     let subscriberIDs = Atomic<UInt64>(1)
     /// Database changes announced by the server (Service Changed), after re-discovery.
     public let databaseChanged: AsyncStream<GATTDatabaseChange>
@@ -202,7 +202,7 @@ public final class GATTClient: Sendable {
 
     // MARK: - Internals: the ATT request path
 
-    func now() -> UInt64 { DeadlineTimer.now(since: clockBase) }
+    func now() -> UInt64 { monotonicNow() }
 
     func currentMTU() -> Int { state.withLock { $0.att.mtu } }
 
@@ -295,7 +295,7 @@ public final class GATTClient: Sendable {
     }
 
     func rearm(_ s: inout State) {
-        s.timer.arm(s.terminal == nil ? s.att.nextDeadline : nil, base: clockBase) { [weak self] in self?.timerFired() }
+        s.timer.arm(s.terminal == nil ? s.att.nextDeadline : nil) { [weak self] in self?.timerFired() }
     }
 
     func timerFired() {

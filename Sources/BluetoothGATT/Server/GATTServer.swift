@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothTransport
 import BluetoothWire
 import Synchronization
 
@@ -91,7 +92,6 @@ public final class GATTServer: Sendable {
     public static let indicationQueueLimit = 32
 
     private let state: Mutex<State>
-    private let clockBase = ContinuousClock.now
     /// Everything that happens, in order; buffers the newest 4096 (older ones are counted
     /// in ``droppedEvents``).
     public let events: AsyncStream<GATTServerEvent>
@@ -440,7 +440,7 @@ public final class GATTServer: Sendable {
 
     // MARK: Internals
 
-    func now() -> UInt64 { DeadlineTimer.now(since: clockBase) }
+    func now() -> UInt64 { monotonicNow() }
 
     private func locked<R: Sendable>(_ body: (inout State, inout [Effect]) -> R) -> R {
         var fx: [Effect] = []
@@ -608,7 +608,7 @@ public final class GATTServer: Sendable {
     }
 
     private func rearm(_ s: inout State) {
-        s.timer.arm(s.server.nextDeadline, base: clockBase) { [weak self] in self?.timerFired() }
+        s.timer.arm(s.server.nextDeadline) { [weak self] in self?.timerFired() }
     }
 
     private func timerFired() {
