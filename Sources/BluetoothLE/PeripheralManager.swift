@@ -88,8 +88,7 @@ public final class PeripheralManager: Sendable {
         self.primaryServices = primaryServices
         // A controller without a public address advertises from one random static address
         // for the manager's life (a new one each start would make it a new device each time).
-        var g = SystemRandomNumberGenerator()
-        ownAddress = host.info.address == .zero ? .randomStatic(BluetoothAddress.randomStatic(using: &g)) : .public
+        ownAddress = (try? host.advertisingAddress(.automatic).own) ?? .public  // .automatic never throws
         // Bounded like the server's own stream: a program that stops reading loses the
         // oldest events, memory does not grow.
         let (events, sink) = AsyncStream<PeripheralManagerEvent>.makeStream(bufferingPolicy: .bufferingNewest(4096))

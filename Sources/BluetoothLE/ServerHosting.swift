@@ -24,7 +24,41 @@ public func makeResolvablePrivateAddress(_ irk: UInt128) throws(BluetoothError) 
     }
 }
 
+/// Which address a peripheral advertises from (Core Vol 6 Part B §1.3).
+public enum AdvertisingAddressChoice: Sendable, Hashable {
+    /// The controller's public address; a random static one when it has none.
+    case automatic
+    /// A random static address even when the controller has a public one.
+    case randomStatic
+    /// Privacy: resolvable private addresses made with our `irk` (the public address stays
+    /// the identity bonded centrals learn, so the controller must have one).
+    case privateAddress(irk: UInt128)
+}
+
 extension HCIHost {
+    /// The address to advertise from as `choice` says, and how it reads (for the user): the
+    /// one place `serve`, `chat`, `l2cap listen` and PeripheralManager choose it, so a
+    /// controller without a public address never advertises from 00:00:00:00:00:00.
+    public func advertisingAddress(_ choice: AdvertisingAddressChoice)
+        throws(BluetoothError) -> (own: AdvertisingConfiguration.OwnAddress, address: LEAddress) {
+        var g = SystemRandomNumberGenerator()
+        switch choice {
+        case .privateAddress(let irk):
+            guard info.address != .zero else {
+                throw BluetoothError(.invalidRequest, "privacy needs a controller with a public address (the identity bonded centrals learn)")
+            }
+            let a = try makeResolvablePrivateAddress(irk)
+            return (.resolvablePrivate(a), LEAddress(a, type: .random))
+        case .randomStatic:
+            let a = BluetoothAddress.randomStatic(using: &g)
+            return (.randomStatic(a), LEAddress(a, type: .random))
+        case .automatic:
+            guard info.address == .zero else { return (.public, LEAddress(info.address, type: .public)) }
+            let a = BluetoothAddress.randomStatic(using: &g)
+            return (.randomStatic(a), LEAddress(a, type: .random))
+        }
+    }
+
     /// Advertises `configuration` from a new resolvable private address made with `irk`
     /// every `period` (Core Vol 3 Part C §10.7.1.2; the links stay as they are), until the
     /// task is cancelled (then returns) or advertising cannot restart (throws). `moved`

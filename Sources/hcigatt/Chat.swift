@@ -355,18 +355,17 @@ enum ChatCommand {
                         withExtendedLifetime(open) {}
                     }
                     // A controller without a public address advertises from a random static one.
-                    var own = AdvertisingConfiguration.OwnAddress.public
-                    var ownText = "\(LEAddress(host.info.address, type: .public))"
-                    if host.info.address == .zero {
-                        var g = SystemRandomNumberGenerator()
-                        let a = BluetoothAddress.randomStatic(using: &g)
-                        own = .randomStatic(a)
-                        ownText = "\(LEAddress(a, type: .random))"
-                    }
-                    do throws(HostError) {
-                        _ = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: adv, scanResponseData: scan, ownAddress: own))
+                    let ownText: String
+                    do throws(BluetoothError) {
+                        let chosen = try host.advertisingAddress(.automatic)
+                        ownText = "\(chosen.address)"
+                        do throws(HostError) {
+                            _ = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: adv, scanResponseData: scan, ownAddress: chosen.own))
+                        } catch {
+                            throw BluetoothError(.unavailable, "cannot advertise: \(error.message)")
+                        }
                     } catch {
-                        throw RuntimeError("cannot advertise: \(error.message)")
+                        throw RuntimeError(error.message)
                     }
                     Console.err("waiting as \"\(name)\" (\(ownText))"
                         + (useL2CAP ? ", L2CAP PSM 0x\(Hex.pad(psm, 4))" : "") + "; Ctrl-C ends")

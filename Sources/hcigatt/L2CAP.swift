@@ -153,14 +153,20 @@ enum L2CAPCommand {
                         for await _ in never {}  // ends when the task is cancelled
                         withExtendedLifetime(open) {}
                     }
-                    let set: AdvertisingSetInfo
-                    do throws(HostError) {
-                        set = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: adv, scanResponseData: scan))
+                    // A controller without a public address advertises from a random static one.
+                    let own: LEAddress
+                    do throws(BluetoothError) {
+                        let chosen = try host.advertisingAddress(.automatic)
+                        own = chosen.address
+                        do throws(HostError) {
+                            _ = try await host.startAdvertising(AdvertisingConfiguration(advertisingData: adv, scanResponseData: scan, ownAddress: chosen.own))
+                        } catch {
+                            throw BluetoothError(.unavailable, "cannot advertise: \(error.message)")
+                        }
                     } catch {
-                        throw RuntimeError("cannot advertise: \(error.message)")
+                        throw RuntimeError(error.message)
                     }
-                    _ = set
-                    Console.err("listening on PSM 0x\(Hex.pad(psm, 4)) as \"\(name)\" (\(LEAddress(host.info.address, type: .public)))")
+                    Console.err("listening on PSM 0x\(Hex.pad(psm, 4)) as \"\(name)\" (\(own))")
                     try await group.next()
                     group.cancelAll()
                 }

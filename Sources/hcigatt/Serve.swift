@@ -232,24 +232,18 @@ enum ServeCommand {
         if privacy && args.flag("random-address") { throw UsageError("--privacy and --random-address exclude each other") }
         let rpaTimeout = try ControllerOptions.seconds(args, "rpa-timeout", default: 900, range: 30 ... 3600)
         if args.option("rpa-timeout") != nil && !privacy { throw UsageError("--rpa-timeout goes with --privacy") }
-        let controller = try await LocalController.open(args)
-        if privacy && controller.host.info.address == .zero {
-            try? await controller.close()
-            throw RuntimeError("--privacy needs a controller with a public address (the identity bonded centrals learn)")
-        }
-        let out = ServeOutput(json: args.flag("json"), layout: server.layout)
-        var own = AdvertisingConfiguration.OwnAddress.public
-        var ownText = "\(LEAddress(controller.host.info.address, type: .public))"
         let irk: UInt128? = privacy ? try SecurityOptions.bondStore(args).localIdentityResolvingKey() : nil
-        if let irk {
-            let a = try Self.privateAddress(irk)
-            own = .resolvablePrivate(a)
-            ownText = "\(LEAddress(a, type: .random))"
-        } else if args.flag("random-address") || controller.host.info.address == .zero {
-            var g = SystemRandomNumberGenerator()
-            let a = BluetoothAddress.randomStatic(using: &g)
-            own = .randomStatic(a)
-            ownText = "\(LEAddress(a, type: .random))"
+        let controller = try await LocalController.open(args)
+        let out = ServeOutput(json: args.flag("json"), layout: server.layout)
+        let choice: AdvertisingAddressChoice = irk.map { .privateAddress(irk: $0) } ?? (args.flag("random-address") ? .randomStatic : .automatic)
+        let own: AdvertisingConfiguration.OwnAddress
+        let ownText: String
+        do throws(BluetoothError) {
+            let chosen = try controller.host.advertisingAddress(choice)
+            (own, ownText) = (chosen.own, "\(chosen.address)")
+        } catch {
+            try? await controller.close()
+            throw RuntimeError(privacy ? "--\(error.message)" : error.message)  // "--privacy needs ..."
         }
         let config = AdvertisingConfiguration(advertisingData: adv, scanResponseData: scanResponse,
                                               interval: .milliseconds(intervalMs) ... .milliseconds(intervalMs * 1.5 > 10240 ? 10240 : intervalMs * 1.5),
@@ -322,11 +316,6 @@ enum ServeCommand {
         for failure in bonded.writeFailures { Console.err("serve: could not keep a bonded client's subscriptions: \(failure)") }
         if let failure { throw failure }
         return 0
-    }
-
-    /// A fresh resolvable private address from this host's IRK.
-    static func privateAddress(_ irk: UInt128) throws -> BluetoothAddress {
-        do throws(BluetoothError) { return try makeResolvablePrivateAddress(irk) } catch { throw RuntimeError(error.message) }
     }
 
     /// Extended advertising: flags, the complete name, every service UUID and the appearance
