@@ -363,7 +363,7 @@ public struct ATTServer: Sendable {
     /// Replaces the database (services added or removed). Every client becomes
     /// change-unaware (Core Vol 3 Part G §2.5.2.1) and loses its CCCDs except Service
     /// Changed's; returns the clients that asked for Service Changed indications, which
-    /// the caller then sends with ``serviceChangedIndication(to:range:now:send:)``.
+    /// the caller then sends with ``serviceChangedIndication(to:range:now:into:)``.
     public mutating func replaceTable(_ new: GATTAttributeTable) -> [ATTServerClientID] {
         let oldSC = table.serviceChangedHandle.flatMap { cccdHandle(ofValue: $0) }
         table = new
@@ -440,14 +440,14 @@ public struct ATTServer: Sendable {
         try valueUpdate(client, handle: handle, value: value, confirmationDeadline: now &+ confirmationTimeoutNanoseconds, into: &send)
     }
 
-    /// ``notify(_:handle:value:send:)`` for a value in an array.
+    /// ``notify(_:handle:value:into:)`` for a value in an array.
     @discardableResult
     public mutating func notify(_ client: ATTServerClientID, handle: UInt16, value: [UInt8],
                                 into send: inout ATTServerOutput) throws(ATTServerError) -> Bool {
         try Self.withBytes(value) { (b) throws(ATTServerError) in try notify(client, handle: handle, value: b, into: &send) }
     }
 
-    /// ``indicate(_:handle:value:now:send:)`` for a value in an array.
+    /// ``indicate(_:handle:value:now:into:)`` for a value in an array.
     @discardableResult
     public mutating func indicate(_ client: ATTServerClientID, handle: UInt16, value: [UInt8], now: UInt64,
                                   into send: inout ATTServerOutput) throws(ATTServerError) -> Bool {
