@@ -128,6 +128,48 @@ public struct GATTPeer: Sendable {
         return bonds.contains(connection.peerIdentity, kind: GATTDatabaseCacheFile.kind)
     }
 
+    /// How ``writeSigned(handle:value:)`` sent the value.
+    public enum SignedWrite: Sendable, Equatable {
+        /// The link is encrypted: a plain Write Command carries it (signing is for
+        /// unencrypted links, Core Vol 3 Part G §4.9.2).
+        case plainOnEncryptedLink
+        /// Signed with our CSRK and this SignCounter.
+        case signed(counter: UInt32)
+    }
+
+    /// Signed Write Without Response (Core Vol 3 Part G §4.9.2; Part H §2.4.5) with the
+    /// CSRK we gave the device when bonding and the bond's next SignCounter, which is on
+    /// disk before the write goes: a counter is never used twice, even after a crash.
+    public func writeSigned(handle: UInt16, value: [UInt8]) async throws(BluetoothError) -> SignedWrite {
+        guard let link = connection else {
+            throw BluetoothError(.invalidRequest, "signed writes need a link of our own host (not the kernel's L2CAP socket)")
+        }
+        if link.security.encrypted {
+            do throws(GATTError) { try await client.writeWithoutResponse(handle: handle, value: value) } catch { throw BluetoothError(error) }
+            return .plainOnEncryptedLink
+        }
+        let bond: Bond?
+        do throws(HostError) { bond = try link.storedBond() } catch { throw BluetoothError(error) }
+        guard let bond, let csrk = bond.localCSRK, let bonds else {
+            throw BluetoothError(.security, "no signature key for \(link.peerIdentity): pair first, and the device must take our CSRK")
+        }
+        let counters = GATTBondedClients(store: bonds)
+        guard let counter = counters.takeLocalSignCounter(for: link.peerIdentity, key: csrk) else {
+            throw BluetoothError(.security, "every SignCounter of this bond is used: pair again")
+        }
+        await counters.flush()
+        if let failure = counters.writeFailures.first {
+            throw BluetoothError(.security, "the SignCounter could not be kept, nothing sent: \(failure)")
+        }
+        let key = (0 ..< 16).map { UInt8(truncatingIfNeeded: csrk >> (8 * (15 - UInt128($0)))) }
+        do throws(GATTError) {
+            try await client.writeSigned(handle: handle, value: value, csrk: key, signCounter: counter)
+        } catch {
+            throw BluetoothError(error)
+        }
+        return .signed(counter: counter)
+    }
+
     /// Closes the client and disconnects our link.
     public func close() async {
         client.close()

@@ -491,7 +491,7 @@ enum WriteCommand {
                 }
             }
             if args.flag("signed") {
-                try await signedWrite(p, handle: handle, value: value, args: args)
+                try await signedWrite(p, handle: handle, value: value)
                 return
             } else if noResponse {
                 try await p.client.writeWithoutResponse(handle: handle, value: value)
@@ -505,29 +505,19 @@ enum WriteCommand {
         return 0
     }
 
-    /// Signs with the bond's local CSRK and the next SignCounter (kept beside the bond).
-    static func signedWrite(_ p: ConnectedPeer, handle: UInt16, value: [UInt8], args: Arguments) async throws {
-        guard let link = p.connection else { throw RuntimeError("no link to write on") }
-        if link.security.encrypted {
-            try await p.client.writeWithoutResponse(handle: handle, value: value)
-            Console.err("the link is encrypted: wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4)) as a plain Write Command")
-            return
+    /// The library signs (GATTPeer.writeSigned); this says how it went.
+    static func signedWrite(_ p: ConnectedPeer, handle: UInt16, value: [UInt8]) async throws {
+        let bytes = "\(value.count) byte\(value.count == 1 ? "" : "s")"
+        let how: GATTPeer.SignedWrite
+        do throws(BluetoothError) { how = try await p.gatt.writeSigned(handle: handle, value: value) } catch {
+            throw RuntimeError(error.message, cause: error)
         }
-        let bond: Bond?
-        do { bond = try link.storedBond() } catch { throw RuntimeError(error.message, cause: error) }
-        guard let bond, let csrk = bond.localCSRK else {
-            throw RuntimeError("no signature key for \(link.peerIdentity): pair first (hcigatt pair), and the device must take our CSRK")
+        switch how {
+        case .plainOnEncryptedLink:
+            Console.err("the link is encrypted: wrote \(bytes) to 0x\(Hex.pad(handle, 4)) as a plain Write Command")
+        case .signed(let counter):
+            Console.err("wrote \(bytes) to 0x\(Hex.pad(handle, 4)) signed (SignCounter \(counter))")
         }
-        let counters = GATTBondedClients(store: SecurityOptions.bondStore(args))
-        guard let counter = counters.takeLocalSignCounter(for: link.peerIdentity, key: csrk) else {
-            throw RuntimeError("every SignCounter of this bond is used: pair again")
-        }
-        // The counter is on disk before the write goes: never used twice, even after a crash.
-        await counters.flush()
-        if let failure = counters.writeFailures.first { throw RuntimeError("the SignCounter could not be kept, nothing sent: \(failure)") }
-        let key = (0 ..< 16).map { UInt8(truncatingIfNeeded: csrk >> (8 * (15 - UInt128($0)))) }
-        try await p.client.writeSigned(handle: handle, value: value, csrk: key, signCounter: counter)
-        Console.err("wrote \(value.count) byte\(value.count == 1 ? "" : "s") to 0x\(Hex.pad(handle, 4)) signed (SignCounter \(counter))")
     }
 }
 
