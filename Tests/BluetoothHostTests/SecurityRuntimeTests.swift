@@ -343,6 +343,43 @@ import Testing
         rmdir(dir)
     }
 
+    @Test("A second pair() with settings of its own keeps the callers already waiting on the link")
+    func aSecondPairWithSettingsKeepsTheFirstCaller() async throws {
+        let central = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
+        let fake = central.controller()
+        let host = try await HCIHost.open(transport: fake, options: HostOptions())
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        fake.injectEvent(connectionCompleteEvent(handle: 0x41, role: .peripheral))
+        let link = try #require(await incoming.next())
+        final class Answers: Sendable { let list = Mutex<[Bool]>([]) }
+        let box = Answers()
+        // The first asks (Security Request) and waits; the second asks with settings of its own
+        // (as the stack's own pairing does) before the central answers.
+        let first = Task {
+            do throws(HostError) { _ = try await link.pair() } catch { box.list.withLock { $0.append(false) }; return }
+            box.list.withLock { $0.append(true) }
+        }
+        #expect(await eventually { central.outcomes.withLock { $0.contains { if case .securityRequested = $0 { true } else { false } } } })
+        let second = Task {
+            do throws(HostError) { _ = try await link.pair(configuration: SMPConfiguration(ioCapability: .noInputNoOutput)) } catch {
+                box.list.withLock { $0.append(false) }
+                return
+            }
+            box.list.withLock { $0.append(true) }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        central.run(central.machine.withLock { $0.start(now: 0) }, fake)
+        #expect(await eventually { central.outcomes.withLock { $0.contains { if case .encrypt = $0 { true } else { false } } } })
+        fake.injectEvent([0x3E, 13, 0x05, 0x41, 0x00] + [UInt8](repeating: 0, count: 10))
+        #expect(await eventually { fake.commands.contains(.leLongTermKeyRequestReply) })
+        central.run(central.machine.withLock { $0.encryptionChanged(encrypted: true, now: 0) }, fake)
+        fake.injectEvent([0x08, 4, 0x00, 0x41, 0x00, 0x01])
+        #expect(await eventually { box.list.withLock { $0.count } == 2 }, "both callers are answered")
+        #expect(box.list.withLock { $0 } == [true, true])
+        await host.close()
+        _ = (first, second)
+    }
+
     @Test func reParingAllowedReplacesTheBondOnceItIsComplete() async throws {
         let central = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
         let (host, store, dir, fake, _) = try await bondedPeripheral(central, allowsRepairing: true)

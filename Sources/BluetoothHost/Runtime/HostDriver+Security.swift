@@ -42,16 +42,23 @@ extension HostDriver {
         if conn.role == .peripheral, let a = conn.localRandomAddress {
             own = LEAddress(a, type: .random)  // what the central connected to (c1, f5, f6 use it)
         }
-        if let irk = localIdentityResolvingKey, config.identityResolvingKey == nil, info?.address != .zero {
-            // Privacy: our IRK and identity go to the peer, so it knows us behind our RPAs.
-            config.identityResolvingKey = irk
-            config.identityAddress = LEAddress(info?.address ?? .zero, type: .public)
-        }
+        config = withLocalIdentity(config)
         let role: SMPRole = conn.role == .central ? .initiator : .responder
         security.pairings[handle] = SecurityRuntime.Pairing(
             machine: SMPPairing(role: role, configuration: config, localAddress: own, peerAddress: conn.address),
             agent: agent ?? pairingAgent)
         return true
+    }
+
+    /// `config` with our IRK and identity to distribute when the host has privacy on, so the
+    /// peer knows us behind our RPAs.
+    private func withLocalIdentity(_ config: SMPConfiguration) -> SMPConfiguration {
+        var c = config
+        if let irk = localIdentityResolvingKey, c.identityResolvingKey == nil, info?.address != .zero {
+            c.identityResolvingKey = irk
+            c.identityAddress = LEAddress(info?.address ?? .zero, type: .public)
+        }
+        return c
     }
 
     /// ``LEConnection/pair(configuration:agent:)``: starts pairing as central, or asks the
@@ -64,9 +71,13 @@ extension HostDriver {
         }
         let timedOut = HostError(.pairingFailed(.unspecifiedReason), "SMP timed out on this link; it needs a new connection (Core Vol 3 Part H §3.4)")
         if let r = security.pairings[conn.handle], !r.machine.isActive, configuration != nil || agent != nil {
-            // A new pairing with other settings replaces a finished one.
+            // A new pairing with other settings: the machine takes them between pairings. It
+            // is kept (not replaced), so callers already waiting on it (our Security Request's)
+            // stay answered, and its generation goes on: a late answer of the user to an
+            // earlier pairing's prompt cannot confirm this one.
             if r.machine.timedOut { return c.resume(returning: .failure(timedOut)) }
-            security.pairings[conn.handle] = nil
+            if let configuration { security.pairings[conn.handle]?.machine.reconfigure(withLocalIdentity(configuration)) }
+            if let agent { security.pairings[conn.handle]?.agent = agent }
         }
         guard machine(conn.handle, configuration: configuration, agent: agent), var r = security.pairings[conn.handle] else {
             c.resume(returning: .failure(HostError(.notSupported, "pairing is turned off on this host (HostOptions.security is nil)")))
