@@ -165,6 +165,9 @@ struct CoCLink {
         #expect(m.timerFired(now: 1_000 + L2CAPCreditChannels.responseTimeout)
                 == [.event(.openFailed(request: 9, .timeout)), .requestExpired(handle: 1, identifier: 3)])
         #expect(m.nextDeadline == nil)
+        // Refused before anything went out: the identifier taken for it is not awaited.
+        #expect(m.connect(handle: 1, spsm: 0x80, parameters: .init(mtu: 10), identifier: 4, request: 10, now: 3_000)
+                == [.event(.openFailed(request: 10, .refused(.invalidParameters))), .requestExpired(handle: 1, identifier: 4)])
         // A disconnection the peer never answers frees its CID when it times out.
         var link = CoCLink()
         guard let (ca, _) = opened(&link) else { return }

@@ -116,8 +116,9 @@ public enum L2CAPChannelEvent: Sendable, Hashable {
 public enum L2CAPChannelAction: Sendable, Hashable {
     case send(handle: UInt16, frame: [UInt8])
     case event(L2CAPChannelEvent)
-    /// A request of ours went unanswered past its deadline: its signaling identifier is no
-    /// longer awaited (the link's allocator may hand it out again; a late answer is stray).
+    /// A request of ours went unanswered past its deadline (or never went out): its signaling
+    /// identifier is no longer awaited (the link's allocator may hand it out again; a late
+    /// answer is stray).
     case requestExpired(handle: UInt16, identifier: UInt8)
 }
 
@@ -216,11 +217,12 @@ public struct L2CAPCreditChannels: Sendable {
     /// `request` names the outcome (``L2CAPChannelEvent/opened(request:_:)`` or `openFailed`).
     public mutating func connect(handle: UInt16, spsm: UInt16, parameters: L2CAPChannelParameters, identifier: UInt8,
                                  request: UInt64, now: UInt64 = 0) -> [L2CAPChannelAction] {
+        // Refused before any request goes: the identifier taken for it is free again.
         guard parameters.isValid else {
-            return [.event(.openFailed(request: request, .refused(.invalidParameters)))]
+            return [.event(.openFailed(request: request, .refused(.invalidParameters))), .requestExpired(handle: handle, identifier: identifier)]
         }
         guard let cid = freeCID(handle) else {
-            return [.event(.openFailed(request: request, .refused(.noResourcesAvailable)))]
+            return [.event(.openFailed(request: request, .refused(.noResourcesAvailable))), .requestExpired(handle: handle, identifier: identifier)]
         }
         channels.append(Channel(handle: handle, spsm: spsm, localCID: cid, phase: .connecting(identifier: identifier, request: request),
                                 local: parameters, rxCredits: Int(parameters.credits), deadline: now &+ Self.responseTimeout))
