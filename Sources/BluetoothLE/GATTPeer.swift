@@ -139,7 +139,8 @@ public struct GATTPeer: Sendable {
 
     /// Signed Write Without Response (Core Vol 3 Part G §4.9.2; Part H §2.4.5) with the
     /// CSRK we gave the device when bonding and the bond's next SignCounter, which is on
-    /// disk before the write goes: a counter is never used twice, even after a crash.
+    /// disk before the write goes: a counter is never used twice, even after a crash. One
+    /// signed write at a time per bond store (each reads the counters from disk).
     public func writeSigned(handle: UInt16, value: [UInt8]) async throws(BluetoothError) -> SignedWrite {
         guard let link = connection else {
             throw BluetoothError(.invalidRequest, "signed writes need a link of our own host (not the kernel's L2CAP socket)")
@@ -154,6 +155,12 @@ public struct GATTPeer: Sendable {
             throw BluetoothError(.security, "no signature key for \(link.peerIdentity): pair first, and the device must take our CSRK")
         }
         let counters = GATTBondedClients(store: bonds)
+        // A counters file that cannot be read would start again at 0 and be overwritten:
+        // counters used twice, which the device refuses as replays.
+        let file = bonds.path(for: link.peerIdentity, kind: GATTBondedClients.countersKind)
+        if let failure = counters.loadFailures.first(where: { $0.path == file }) {
+            throw BluetoothError(.security, "the SignCounters cannot be read, nothing sent: \(failure)")
+        }
         guard let counter = counters.takeLocalSignCounter(for: link.peerIdentity, key: csrk) else {
             throw BluetoothError(.security, "every SignCounter of this bond is used: pair again")
         }

@@ -232,8 +232,13 @@ enum ServeCommand {
         if privacy && args.flag("random-address") { throw UsageError("--privacy and --random-address exclude each other") }
         let rpaTimeout = try ControllerOptions.seconds(args, "rpa-timeout", default: 900, range: 30 ... 3600)
         if args.option("rpa-timeout") != nil && !privacy { throw UsageError("--rpa-timeout goes with --privacy") }
-        let irk: UInt128? = privacy ? try SecurityOptions.bondStore(args).localIdentityResolvingKey() : nil
         let controller = try await LocalController.open(args)
+        if privacy && controller.host.info.address == .zero {
+            // Said before our IRK is made (and kept) for nothing.
+            try? await controller.close()
+            throw RuntimeError("--privacy needs a controller with a public address (the identity bonded centrals learn)")
+        }
+        let irk: UInt128? = privacy ? try SecurityOptions.bondStore(args).localIdentityResolvingKey() : nil
         let out = ServeOutput(json: args.flag("json"), layout: server.layout)
         let choice: AdvertisingAddressChoice = irk.map { .privateAddress(irk: $0) } ?? (args.flag("random-address") ? .randomStatic : .automatic)
         let own: AdvertisingConfiguration.OwnAddress
@@ -243,7 +248,7 @@ enum ServeCommand {
             (own, ownText) = (chosen.own, "\(chosen.address)")
         } catch {
             try? await controller.close()
-            throw RuntimeError(privacy ? "--\(error.message)" : error.message)  // "--privacy needs ..."
+            throw RuntimeError(error.message)
         }
         let config = AdvertisingConfiguration(advertisingData: adv, scanResponseData: scanResponse,
                                               interval: .milliseconds(intervalMs) ... .milliseconds(intervalMs * 1.5 > 10240 ? 10240 : intervalMs * 1.5),
