@@ -126,6 +126,20 @@ import Testing
             })
         }
 
+        /// Starts pairing and encrypts with the new key as a central does: our host's LTK
+        /// reply to the LE Long Term Key Request, then Encryption Change (this central's
+        /// first: the host's keys follow its Encryption Change at once). False when a step
+        /// never came.
+        func pairAndEncrypt(_ fake: FakeControllerTransport) async -> Bool {
+            run(machine.withLock { $0.start(now: 0) }, fake)
+            guard await eventually({ outcomes.withLock { $0.contains { if case .encrypt = $0 { true } else { false } } } }) else { return false }
+            fake.injectEvent([0x3E, 13, 0x05, 0x41, 0x00] + [UInt8](repeating: 0, count: 10))
+            guard await eventually({ fake.commands.contains(.leLongTermKeyRequestReply) }) else { return false }
+            run(machine.withLock { $0.encryptionChanged(encrypted: true, now: 0) }, fake)
+            fake.injectEvent([0x08, 4, 0x00, 0x41, 0x00, 0x01])
+            return true
+        }
+
         var failures: [SMPFailure] {
             outcomes.withLock { $0.compactMap { if case .failed(let f) = $0 { f } else { nil } } }
         }
@@ -227,14 +241,8 @@ import Testing
         var incoming = host.incomingConnections.makeAsyncIterator()
         fake.injectEvent(connectionCompleteEvent(handle: 0x41, peer: from, role: .peripheral))
         let link = try #require(await incoming.next())
-        impostor.run(impostor.machine.withLock { $0.start(now: 0) }, fake)
-        // The impostor encrypts with the new key: the host's LTK reply, then Encryption Change.
-        #expect(await eventually { impostor.outcomes.withLock { $0.contains { if case .encrypt = $0 { true } else { false } } } })
-        fake.injectEvent([0x3E, 13, 0x05, 0x41, 0x00] + [UInt8](repeating: 0, count: 10))
-        #expect(await eventually { fake.commands.contains(.leLongTermKeyRequestReply) })
-        // The impostor first: the host's keys follow its Encryption Change at once.
-        impostor.run(impostor.machine.withLock { $0.encryptionChanged(encrypted: true, now: 0) }, fake)
-        fake.injectEvent([0x08, 4, 0x00, 0x41, 0x00, 0x01])
+        // It pairs and encrypts with the new key (our LTK reply, then Encryption Change).
+        #expect(await impostor.pairAndEncrypt(fake))
         guard case .failed(_, let error) = await events.next() else {
             Issue.record("the pairing stood")
             await host.close()
@@ -368,12 +376,8 @@ import Testing
             box.list.withLock { $0.append(true) }
         }
         try await Task.sleep(for: .milliseconds(50))
-        central.run(central.machine.withLock { $0.start(now: 0) }, fake)
-        #expect(await eventually { central.outcomes.withLock { $0.contains { if case .encrypt = $0 { true } else { false } } } })
-        fake.injectEvent([0x3E, 13, 0x05, 0x41, 0x00] + [UInt8](repeating: 0, count: 10))
-        #expect(await eventually { fake.commands.contains(.leLongTermKeyRequestReply) })
-        central.run(central.machine.withLock { $0.encryptionChanged(encrypted: true, now: 0) }, fake)
-        fake.injectEvent([0x08, 4, 0x00, 0x41, 0x00, 0x01])
+        // It pairs and encrypts with the new key (our LTK reply, then Encryption Change).
+        #expect(await central.pairAndEncrypt(fake))
         #expect(await eventually { box.list.withLock { $0.count } == 2 }, "both callers are answered")
         #expect(box.list.withLock { $0 } == [true, true])
         await host.close()
@@ -384,13 +388,8 @@ import Testing
         let central = Central(passkey: 0, config: SMPConfiguration(ioCapability: .noInputNoOutput))
         let (host, store, dir, fake, _) = try await bondedPeripheral(central, allowsRepairing: true)
         var events = host.pairingEvents.makeAsyncIterator()
-        central.run(central.machine.withLock { $0.start(now: 0) }, fake)
-        // The central encrypts with the new key: our LTK reply, then Encryption Change.
-        #expect(await eventually { central.outcomes.withLock { $0.contains { if case .encrypt = $0 { true } else { false } } } })
-        fake.injectEvent([0x3E, 13, 0x05, 0x41, 0x00] + [UInt8](repeating: 0, count: 10))
-        #expect(await eventually { fake.commands.contains(.leLongTermKeyRequestReply) })
-        central.run(central.machine.withLock { $0.encryptionChanged(encrypted: true, now: 0) }, fake)
-        fake.injectEvent([0x08, 4, 0x00, 0x41, 0x00, 0x01])
+        // It pairs and encrypts with the new key (our LTK reply, then Encryption Change).
+        #expect(await central.pairAndEncrypt(fake))
         guard case .paired(_, let r)? = await events.next() else {
             Issue.record("not paired")
             await host.close()
