@@ -222,10 +222,14 @@ enum ChatCommand {
         switch args.positional.count {
         case 0:
             if args.option("linger") != nil { throw UsageError("--linger goes with connecting (chat ADDR|NAME)") }
-            return try await wait(args, out: out, psm: psm ?? defaultPSM)
+            let name = args.option("name") ?? "hcigatt-chat"
+            guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
+            return try await wait(ControllerSettings(args), name: name, l2cap: args.flag("l2cap"), out: out, psm: psm ?? defaultPSM)
         case 1:
             if args.option("name") != nil { throw UsageError("--name goes with waiting (chat without ADDR)") }
-            return try await connect(args, target: try DeviceTarget(argument: args.positional[0]), out: out, psm: psm)
+            let target = try DeviceTarget(argument: args.positional[0])
+            let linger = try ControllerOptions.seconds(args, "linger", default: 1, range: 0 ... 3600)
+            return try await connect(PeerCommandSettings(args), target: target, l2cap: args.flag("l2cap"), linger: linger, out: out, psm: psm)
         default:
             throw UsageError("expected at most one ADDR or NAME, not '\(args.positional.joined(separator: " "))'")
         }
@@ -236,10 +240,7 @@ enum ChatCommand {
     /// Inbox and outbox keys: "VIA\tID\tPEER", one per GATT client or L2CAP channel.
     static func key(_ via: String, _ id: UInt64, _ peer: String) -> String { "\(via)\t\(id)\t\(peer)" }
 
-    static func wait(_ args: Arguments, out: ChatOutput, psm: UInt16) async throws -> Int32 {
-        let name = args.option("name") ?? "hcigatt-chat"
-        guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
-        let useL2CAP = args.flag("l2cap")
+    static func wait(_ settings: ControllerSettings, name: String, l2cap useL2CAP: Bool, out: ChatOutput, psm: UInt16) async throws -> Int32 {
         var chat = [
             GATTLocalCharacteristic(uuid: rx, properties: [.write, .writeWithoutResponse], descriptors: [.userDescription("RX")]),
             GATTLocalCharacteristic(uuid: tx, properties: .notify, descriptors: [.userDescription("TX")]),
@@ -256,7 +257,7 @@ enum ChatCommand {
         guard let rxHandle = server.valueHandle(of: rx), let txHandle = server.valueHandle(of: tx) else {
             throw RuntimeError("the chat service lacks its characteristics")
         }
-        let controller = try await LocalController.open(args)
+        let controller = try await LocalController.open(settings)
         let host = controller.host
         // Inbox and outbox keys: "VIA\tID\tPEER", one per GATT client or L2CAP channel (two
         // channels from one device are two peers).
@@ -387,10 +388,9 @@ enum ChatCommand {
 
     // MARK: Connecting (the central)
 
-    static func connect(_ args: Arguments, target: DeviceTarget, out: ChatOutput, psm: UInt16?) async throws -> Int32 {
-        let linger = try ControllerOptions.seconds(args, "linger", default: 1, range: 0 ... 3600)
-        let useL2CAP = args.flag("l2cap")
-        try await withPeer(args, target) { p in
+    static func connect(_ settings: PeerCommandSettings, target: DeviceTarget, l2cap useL2CAP: Bool, linger: Duration,
+                        out: ChatOutput, psm: UInt16?) async throws -> Int32 {
+        try await withPeer(settings, target) { p in
             let client = p.client
             let who = "\(p.peer)"
             let via = useL2CAP ? "l2cap" : "gatt"

@@ -128,10 +128,6 @@ struct ConnectedPeer: Sendable {
     var peer: LEAddress { gatt.address }
     var connection: LEConnection? { gatt.connection }
 
-    static func open(_ args: Arguments, target: DeviceTarget, shared: LocalController? = nil) async throws -> ConnectedPeer {
-        try await open(PeerCommandSettings(args), target: target, shared: shared)
-    }
-
     /// Connects to `target`: over `shared` when given (several links on one controller),
     /// else over a controller of its own (or the kernel's L2CAP socket), telling the steps
     /// on stderr.
@@ -229,9 +225,9 @@ enum AttributeRef {
 }
 
 /// Connects, runs `body`, and disconnects whatever happens; errors come out as one clear line.
-func withPeer(_ args: Arguments, _ target: DeviceTarget, shared: LocalController? = nil,
+func withPeer(_ settings: PeerCommandSettings, _ target: DeviceTarget, shared: LocalController? = nil,
               _ body: (ConnectedPeer) async throws -> Void) async throws {
-    let p = try await ConnectedPeer.open(args, target: target, shared: shared)
+    let p = try await ConnectedPeer.open(settings, target: target, shared: shared)
     do {
         try await body(p)
     } catch {
@@ -264,13 +260,15 @@ enum GATTDumpCommand {
     static func run(_ args: Arguments) async throws -> Int32 {
         guard args.positional.count == 1 else { throw UsageError(args.positional.isEmpty ? "missing ADDR" : "unexpected argument '\(args.positional[1])'") }
         let target = try DeviceTarget(argument: args.positional[0])
-        try await withPeer(args, target) { p in
+        let settings = try PeerCommandSettings(args)
+        let withValues = !args.flag("no-values"), json = args.flag("json")
+        try await withPeer(settings, target) { p in
             let discovery = try await p.discover()
             let db = discovery.database
             let discoveryTrips = p.client.roundTrips
             if let link = p.connection?.parameters { Console.err("link: \(link)") }
             var values: [UInt16: Result<[UInt8], GATTError>] = [:]
-            if !args.flag("no-values") {
+            if withValues {
                 for c in db.characteristics where c.properties.contains(.read) {
                     let handle = c.valueHandle
                     do { values[handle] = .success(try await p.client.read(handle: handle)) }
@@ -278,7 +276,7 @@ enum GATTDumpCommand {
                     if case .failure(let e)? = values[handle], case .bearerClosed = e { throw e }
                 }
             }
-            if args.flag("json") {
+            if json {
                 Console.out(FieldRenderer.jsonObject(jsonFields(db, values, p, roundTrips: discoveryTrips, source: discovery.source)))
             } else {
                 printText(db, values)
@@ -373,7 +371,7 @@ enum GATTDumpCommand {
 func describeGATT(_ error: any Error) -> String { LinkText.describe(error) }
 
 /// Finds the characteristic an AttributeRef names (by value handle or UUID).
-func resolveCharacteristic(_ ref: AttributeRef, _ p: ConnectedPeer, _ args: Arguments) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
+func resolveCharacteristic(_ ref: AttributeRef, _ p: ConnectedPeer) async throws -> (handle: UInt16, characteristic: GATTCharacteristic?) {
     switch ref {
     case .handle(let h):
         let db = try await p.discover().database
@@ -411,10 +409,12 @@ enum ReadCommand {
         guard args.positional.count == 2 else { throw UsageError("expected ADDR and HANDLE|UUID") }
         let target = try DeviceTarget(argument: args.positional[0])
         let ref = try AttributeRef(args.positional[1])
-        try await withPeer(args, target) { p in
-            let (handle, c) = try await resolveCharacteristic(ref, p, args)
+        let settings = try PeerCommandSettings(args)
+        let json = args.flag("json")
+        try await withPeer(settings, target) { p in
+            let (handle, c) = try await resolveCharacteristic(ref, p)
             let value = try await p.client.read(handle: handle)
-            if args.flag("json") {
+            if json {
                 var f = [Field("handle", .uint(UInt64(handle)))]
                 if let c { f.append(Field("uuid", .text(c.uuid.description))) }
                 f += ValueFormat.fields(c?.uuid, value)
@@ -476,10 +476,11 @@ enum WriteCommand {
             throw UsageError("--signed needs an HCI transport: with \(t) the kernel keeps the keys")
         }
         guard value.count <= 512 else { throw UsageError("an attribute value is at most 512 bytes (Core Vol 3 Part F §3.2.9), not \(value.count)") }
-        try await withPeer(args, target) { p in
-            let (handle, characteristic) = try await resolveCharacteristic(ref, p, args)
-            let noResponse = args.flag("no-response"), long = args.flag("long")
-            if let c = characteristic, c.valueHandle == handle, noResponse || args.flag("signed") {
+        let settings = try PeerCommandSettings(args)
+        let (noResponse, long, signed) = (args.flag("no-response"), args.flag("long"), args.flag("signed"))
+        try await withPeer(settings, target) { p in
+            let (handle, characteristic) = try await resolveCharacteristic(ref, p)
+            if let c = characteristic, c.valueHandle == handle, noResponse || signed {
                 // Commands get no answer: one the characteristic does not take would "succeed"
                 // and do nothing. (A Write Request is the server's to refuse.)
                 let props = c.properties
@@ -490,7 +491,7 @@ enum WriteCommand {
                     throw RuntimeError("\(uuidLabel(c.uuid)) does not take \(how) (its properties: \(names))")
                 }
             }
-            if args.flag("signed") {
+            if signed {
                 try await signedWrite(p, handle: handle, value: value)
                 return
             } else if noResponse {
@@ -558,8 +559,8 @@ enum SubscribeCommand {
             countLimit = n
         }
         let limit = countLimit
-        let json = args.flag("json")
-        let p = try await ConnectedPeer.open(args, target: target)
+        let json = args.flag("json"), indicateAlways = args.flag("indicate")
+        let p = try await ConnectedPeer.open(try PeerCommandSettings(args), target: target)
         let start = monotonicNow()
         let received = Locked(0)
         var failure: (any Error)?
@@ -568,7 +569,7 @@ enum SubscribeCommand {
             var streams: [(GATTCharacteristic, AsyncThrowingStream<GATTValue, Error>)] = []
             for u in uuids {
                 guard let c = db.characteristic(uuid: u) else { throw RuntimeError("the device has no characteristic \(uuidLabel(u))") }
-                let indicate = args.flag("indicate") || !c.properties.contains(.notify)
+                let indicate = indicateAlways || !c.properties.contains(.notify)
                 streams.append((c, try await p.client.subscribe(characteristic: c, indicate: indicate)))
                 Console.err("subscribed to \(uuidLabel(u)) (\(indicate ? "indications" : "notifications"))")
             }

@@ -72,12 +72,22 @@ enum L2CAPCommand {
         case "listen":
             guard args.positional.count == 2 else { throw UsageError("expected listen PSM") }
             if args.option("linger") != nil { throw UsageError("--linger goes with connect") }
-            return try await listen(args, psm: try psm(args.positional[1]), parameters: parameters, hex: hex)
+            let security: L2CAPChannelSecurity
+            switch args.option("security") {
+            case nil: security = .none
+            case "encrypted": security = .encryption
+            case "authenticated": security = .authentication
+            case let other?: throw UsageError("--security takes encrypted or authenticated, not '\(other)'")
+            }
+            let name = args.option("name") ?? "hcigatt"
+            guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
+            return try await listen(ControllerSettings(args), psm: try psm(args.positional[1]), parameters: parameters, hex: hex,
+                                    security: security, name: name)
         case "connect":
             guard args.positional.count == 3 else { throw UsageError("expected connect ADDR|NAME PSM") }
             if args.option("name") != nil || args.option("security") != nil { throw UsageError("--name and --security go with listen") }
             let linger = try ControllerOptions.seconds(args, "linger", default: 1, range: 0 ... 3600)
-            return try await connect(args, target: try DeviceTarget(argument: args.positional[1]), psm: try psm(args.positional[2]),
+            return try await connect(PeerCommandSettings(args), target: try DeviceTarget(argument: args.positional[1]), psm: try psm(args.positional[2]),
                                      parameters: parameters, hex: hex, linger: linger)
         default:
             throw UsageError("expected listen or connect, not '\(mode)'")
@@ -102,16 +112,9 @@ enum L2CAPCommand {
         Console.err("channel with \(channel.connection.address) closed: \(channel.end?.description ?? "closed")")
     }
 
-    static func listen(_ args: Arguments, psm: UInt16, parameters: L2CAPChannelParameters, hex: Bool) async throws -> Int32 {
-        let security: L2CAPChannelSecurity
-        switch args.option("security") {
-        case nil: security = .none
-        case "encrypted": security = .encryption
-        case "authenticated": security = .authentication
-        case let other?: throw UsageError("--security takes encrypted or authenticated, not '\(other)'")
-        }
-        let name = args.option("name") ?? "hcigatt"
-        let controller = try await LocalController.open(args)
+    static func listen(_ settings: ControllerSettings, psm: UInt16, parameters: L2CAPChannelParameters, hex: Bool,
+                       security: L2CAPChannelSecurity, name: String) async throws -> Int32 {
+        let controller = try await LocalController.open(settings)
         let host = controller.host
         let channels = OpenChannels()
         let incoming = host.listenL2CAP(psm: psm, parameters: parameters, security: security)
@@ -182,9 +185,9 @@ enum L2CAPCommand {
         return 0
     }
 
-    static func connect(_ args: Arguments, target: DeviceTarget, psm: UInt16, parameters: L2CAPChannelParameters,
+    static func connect(_ settings: PeerCommandSettings, target: DeviceTarget, psm: UInt16, parameters: L2CAPChannelParameters,
                         hex: Bool, linger: Duration) async throws -> Int32 {
-        try await withPeer(args, target) { p in
+        try await withPeer(settings, target) { p in
             guard let link = p.connection else { throw RuntimeError("no link") }
             let channel: L2CAPChannel
             do throws(HostError) {

@@ -171,7 +171,9 @@ enum PairCommand {
             throw UsageError("pair needs an HCI transport: with \(t) the kernel pairs (its agent, bluetoothd)")
         }
         let target = try DeviceTarget(argument: args.positional[0])
-        try await withPeer(args, target) { p in
+        let settings = try PeerCommandSettings(args)
+        let json = args.flag("json")
+        try await withPeer(settings, target) { p in
             guard let link = p.connection else { throw RuntimeError("no link to pair on") }
             let r: SMPPairingResult
             do throws(BluetoothError) { r = try await CentralLink.pair(link) } catch {
@@ -181,7 +183,7 @@ enum PairCommand {
             if r.peerLTK != nil { keys.append("ltk") }
             if r.peerIdentityResolvingKey != nil { keys.append("irk") }
             if r.peerSignatureKey != nil { keys.append("csrk") }
-            if args.flag("json") {
+            if json {
                 var f = [Field("address", .text("\(p.peer)")),
                          Field("secure_connections", .bool(r.secureConnections)),
                          Field("method", .text(r.method.description)),

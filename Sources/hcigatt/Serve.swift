@@ -169,78 +169,36 @@ enum ServeCommand {
     }
 
     static func run(_ args: Arguments) async throws -> Int32 {
-        guard args.positional.isEmpty else { throw UsageError("unexpected argument '\(args.positional[0])' (profiles go after --profile)") }
-        let names = args.all("profile").flatMap { $0.split(separator: ",").map(String.init) }
-        var profiles: [ServeProfile] = []
-        for n in names {
-            guard let p = ServeProfile.named(n) else {
-                throw UsageError("unknown profile '\(n)'; profiles: \(ServeProfile.all.map(\.name).joined(separator: ", "))")
-            }
-            if !profiles.contains(where: { $0.name == p.name }) { profiles.append(p) }
-        }
-        var extra: [GATTLocalService] = []
-        if let path = args.option("db") { extra = try DatabaseFile.load(path) }
-        guard !profiles.isEmpty || !extra.isEmpty else { throw UsageError("give at least one --profile (or --db FILE)") }
-        let name = args.option("name") ?? "hcigatt"
-        guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
-        var appearance: UInt16 = 0
-        if let text = args.option("appearance") {
-            guard let v = parseInteger(text).flatMap(UInt16.init(exactly:)) else { throw UsageError("--appearance takes 0-0xFFFF, not '\(text)'") }
-            appearance = v
-        }
-        var maxConnections = 4
-        if let text = args.option("max-connections") {
-            guard let n = Int(text), (1 ... 32).contains(n) else { throw UsageError("--max-connections takes 1-32, not '\(text)'") }
-            maxConnections = n
-        }
-        var intervalMs = 100.0
-        if let text = args.option("adv-interval") {
-            guard let v = Double(text), v.isFinite, (20 ... 10240).contains(v) else { throw UsageError("--adv-interval takes 20-10240 ms, not '\(text)'") }
-            intervalMs = v
-        }
-        if args.flag("extended") && args.flag("legacy") { throw UsageError("--extended and --legacy exclude each other") }
-        var txPower: Int8?
-        if let text = args.option("tx-power") {
-            guard let v = Int8(text), (-127 ... 20).contains(v) else { throw UsageError("--tx-power takes -127...20 dBm, not '\(text)'") }
-            txPower = v
-        }
-        var requirement: GATTSecurityRequirement?
-        switch args.option("security") {
-        case nil, "none"?: requirement = nil
-        case "encrypted"?: requirement = .encryption
-        case "authenticated"?: requirement = .authentication
-        case let other?: throw UsageError("--security takes encrypted or authenticated, not '\(other)'")
-        }
-        if args.flag("manual") && !profiles.contains(where: { $0.name == "8ball" }) {
-            throw UsageError("--manual answers the 8ball profile's questions; add --profile 8ball")
-        }
+        try await run(ServeSettings(args))
+    }
 
+    static func run(_ settings: ServeSettings) async throws -> Int32 {
+        let (name, appearance, requirement, extra) = (settings.name, settings.appearance, settings.requirement, settings.extraServices)
+        let profiles = settings.profiles
         let services = [GATTLocalService.genericAccess(deviceName: name, appearance: appearance), .genericAttribute()]
             + (profiles.flatMap(\.services) + extra).map { requirement.map($0.requiring) ?? $0 }
         let server: GATTServer
         // Bonded clients keep their subscriptions across connections (and restarts).
-        let bonded = GATTBondedClients(store: SecurityOptions.bondStore(args))
+        let bonded = GATTBondedClients(store: settings.bondStore)
         for failure in bonded.loadFailures { Console.err("serve: \(failure) (not used)") }
         do { server = try GATTServer(services: services, bondedClients: bonded) } catch { throw RuntimeError("cannot build the GATT database: \(error)") }
         let advertised = profiles.flatMap(\.advertised) + extra.filter(\.isPrimary).map(\.uuid)
-        let extended = args.flag("extended")
+        let extended = settings.pdus == .extended
         let (adv, scanResponse) = extended
             ? (try extendedAdvertisingPayload(name: name, services: advertised, appearance: appearance), [])
             : advertisingPayload(name: name, services: advertised, appearance: appearance)
 
-        let privacy = args.flag("privacy")
-        if privacy && args.flag("random-address") { throw UsageError("--privacy and --random-address exclude each other") }
-        let rpaTimeout = try ControllerOptions.seconds(args, "rpa-timeout", default: 900, range: 30 ... 3600)
-        if args.option("rpa-timeout") != nil && !privacy { throw UsageError("--rpa-timeout goes with --privacy") }
-        let controller = try await LocalController.open(args)
+        let privacy = settings.address == .privacy
+        let rpaTimeout = settings.rpaTimeout
+        let controller = try await LocalController.open(settings.controller)
         if privacy && controller.host.info.address == .zero {
             // Said before our IRK is made (and kept) for nothing.
             try? await controller.close()
             throw RuntimeError("--privacy needs a controller with a public address (the identity bonded centrals learn)")
         }
-        let irk: UInt128? = privacy ? try SecurityOptions.bondStore(args).localIdentityResolvingKey() : nil
-        let out = ServeOutput(json: args.flag("json"), layout: server.layout)
-        let choice: AdvertisingAddressChoice = irk.map { .privateAddress(irk: $0) } ?? (args.flag("random-address") ? .randomStatic : .automatic)
+        let irk: UInt128? = privacy ? try settings.bondStore.localIdentityResolvingKey() : nil
+        let out = ServeOutput(json: settings.json, layout: server.layout)
+        let choice: AdvertisingAddressChoice = irk.map { .privateAddress(irk: $0) } ?? (settings.address == .randomStatic ? .randomStatic : .automatic)
         let own: AdvertisingConfiguration.OwnAddress
         let ownText: String
         do throws(BluetoothError) {
@@ -251,12 +209,11 @@ enum ServeCommand {
             throw RuntimeError(error.message)
         }
         let config = AdvertisingConfiguration(advertisingData: adv, scanResponseData: scanResponse,
-                                              interval: .milliseconds(intervalMs) ... .milliseconds(intervalMs * 1.5 > 10240 ? 10240 : intervalMs * 1.5),
-                                              ownAddress: own, maximumConnections: maxConnections,
-                                              pdus: extended ? .extended : (args.flag("legacy") ? .legacy : .automatic),
-                                              txPower: txPower)
-        let ctx = ProfileContext(server: server, out: out, manual: args.flag("manual"),
-                                 answers: args.flag("manual") ? AnswerSource() : nil)
+                                              interval: settings.interval,
+                                              ownAddress: own, maximumConnections: settings.maximumConnections,
+                                              pdus: settings.pdus, txPower: settings.txPower)
+        let ctx = ProfileContext(server: server, out: out, manual: settings.manual,
+                                 answers: settings.manual ? AnswerSource() : nil)
         let host = controller.host
         let chosen = profiles, address = ownText, profileNames = profiles.map(\.name) + (extra.isEmpty ? [] : ["db"])
         var failure: (any Error)?
@@ -341,6 +298,93 @@ enum ServeCommand {
     }
 }
 
+/// `serve`'s options, parsed once: every mistake is a usage error before the controller opens.
+struct ServeSettings: Sendable {
+    /// Where advertising comes from (`--privacy`, `--random-address`, or the controller's choice).
+    enum AddressSetting: Sendable, Equatable { case automatic, randomStatic, privacy }
+
+    var controller: ControllerSettings
+    var profiles: [ServeProfile]
+    var extraServices: [GATTLocalService]
+    var name: String
+    var appearance: UInt16
+    var maximumConnections: Int
+    var interval: ClosedRange<Duration>
+    var pdus: AdvertisingConfiguration.PDUs
+    var txPower: Int8?
+    var requirement: GATTSecurityRequirement?
+    var address: AddressSetting
+    var rpaTimeout: Duration
+    var manual: Bool
+    var json: Bool
+
+    var bondStore: BondStore { BondStore(directory: controller.options.bondDirectory ?? BondStore.defaultDirectory) }
+
+    init(_ args: Arguments) throws {
+        guard args.positional.isEmpty else { throw UsageError("unexpected argument '\(args.positional[0])' (profiles go after --profile)") }
+        var profiles: [ServeProfile] = []
+        for n in args.all("profile").flatMap({ $0.split(separator: ",").map(String.init) }) {
+            guard let p = ServeProfile.named(n) else {
+                throw UsageError("unknown profile '\(n)'; profiles: \(ServeProfile.all.map(\.name).joined(separator: ", "))")
+            }
+            if !profiles.contains(where: { $0.name == p.name }) { profiles.append(p) }
+        }
+        self.profiles = profiles
+        extraServices = try args.option("db").map(DatabaseFile.load) ?? []
+        guard !profiles.isEmpty || !extraServices.isEmpty else { throw UsageError("give at least one --profile (or --db FILE)") }
+        name = args.option("name") ?? "hcigatt"
+        guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
+        appearance = 0
+        if let text = args.option("appearance") {
+            guard let v = parseInteger(text).flatMap(UInt16.init(exactly:)) else { throw UsageError("--appearance takes 0-0xFFFF, not '\(text)'") }
+            appearance = v
+        }
+        maximumConnections = 4
+        if let text = args.option("max-connections") {
+            guard let n = Int(text), (1 ... 32).contains(n) else { throw UsageError("--max-connections takes 1-32, not '\(text)'") }
+            maximumConnections = n
+        }
+        var intervalMs = 100.0
+        if let text = args.option("adv-interval") {
+            guard let v = Double(text), v.isFinite, (20 ... 10240).contains(v) else { throw UsageError("--adv-interval takes 20-10240 ms, not '\(text)'") }
+            intervalMs = v
+        }
+        // The controller picks within [interval, 1.5 × interval], capped by the spec's 10.24 s.
+        interval = .milliseconds(intervalMs) ... .milliseconds(min(intervalMs * 1.5, 10240))
+        switch (args.flag("extended"), args.flag("legacy")) {
+        case (true, true): throw UsageError("--extended and --legacy exclude each other")
+        case (true, false): pdus = .extended
+        case (false, true): pdus = .legacy
+        case (false, false): pdus = .automatic
+        }
+        txPower = nil
+        if let text = args.option("tx-power") {
+            guard let v = Int8(text), (-127 ... 20).contains(v) else { throw UsageError("--tx-power takes -127...20 dBm, not '\(text)'") }
+            txPower = v
+        }
+        switch args.option("security") {
+        case nil, "none"?: requirement = nil
+        case "encrypted"?: requirement = .encryption
+        case "authenticated"?: requirement = .authentication
+        case let other?: throw UsageError("--security takes encrypted or authenticated, not '\(other)'")
+        }
+        manual = args.flag("manual")
+        if manual && !profiles.contains(where: { $0.name == "8ball" }) {
+            throw UsageError("--manual answers the 8ball profile's questions; add --profile 8ball")
+        }
+        switch (args.flag("privacy"), args.flag("random-address")) {
+        case (true, true): throw UsageError("--privacy and --random-address exclude each other")
+        case (true, false): address = .privacy
+        case (false, true): address = .randomStatic
+        case (false, false): address = .automatic
+        }
+        rpaTimeout = try ControllerOptions.seconds(args, "rpa-timeout", default: 900, range: 30 ... 3600)
+        if args.option("rpa-timeout") != nil && address != .privacy { throw UsageError("--rpa-timeout goes with --privacy") }
+        json = args.flag("json")
+        controller = try ControllerSettings(args)
+    }
+}
+
 /// "0x0300", "768".
 func parseInteger(_ text: String) -> Int? {
     if text.hasPrefix("0x") || text.hasPrefix("0X") { return Int(text.dropFirst(2), radix: 16) }
@@ -378,7 +422,7 @@ enum AskCommand {
         }
         guard !question.isEmpty else { throw UsageError("the question is empty") }
         let timeout = try ControllerOptions.seconds(args, "timeout", default: 10, range: 0.1 ... 600)
-        let peer = try await ConnectedPeer.open(args, target: target)
+        let peer = try await ConnectedPeer.open(try PeerCommandSettings(args), target: target)
         do {
             let answer = try await ask(peer, question, timeout: timeout)
             if args.flag("json") {
