@@ -1,3 +1,4 @@
+import BluetoothTransport
 import Synchronization
 
 /// Several devices looked for on one running scan (the controller runs one scan at a time,
@@ -130,4 +131,78 @@ public final class DeviceDirectory: Sendable {
             gone?.resume(throwing: CancellationError())
         }
     }
+}
+
+extension DeviceDirectory {
+    /// Looks for every target on one scan of `host`, up to `timeout` for all of them (one
+    /// scan, not one per target: the controller runs one at a time). `found` hears each
+    /// target as it is found. Returns a ``FoundDevice`` per target, in order: an untyped
+    /// address not heard is taken as public, as ``DeviceTarget/find(on:timeout:)`` does; a
+    /// name or service not heard is `.notFound`, naming every one missing.
+    public func find(on host: HCIHost, timeout: Duration,
+                     found: @escaping @Sendable (Int, LEAddress) -> Void = { _, _ in }) async throws(BluetoothError) -> [FoundDevice] {
+        let scan = FindScan()
+        if !allFound {
+            let stream = host.scan(ScanConfiguration(scanResponseWait: .zero))
+            let (promotions, promotionSignal) = AsyncStream<UInt64>.makeStream()
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        for try await event in stream {
+                            let d = event.device
+                            if self.targets.contains(where: { $0.query?.match(d) ?? .none != .none }) {
+                                scan.heard.withLock { $0[d.address] = d }
+                            }
+                            let noted = self.note(d, now: monotonicNow())
+                            for f in noted.found { found(f.index, f.address) }
+                            if let at = noted.promoteAt { promotionSignal.yield(at) }
+                            if self.allFound { return }
+                        }
+                    } catch let e as HostError {
+                        scan.failure.withLock { $0 = e }
+                    } catch {}
+                }
+                group.addTask {
+                    // A contained name is taken once no exact match came in time.
+                    for await at in promotions {
+                        let now = monotonicNow()
+                        if at > now { try? await Task.sleep(for: .nanoseconds(at - now)) }
+                        for f in self.promote(now: monotonicNow()) { found(f.index, f.address) }
+                        if self.allFound { await host.stopScan(id: stream.scanID) }
+                    }
+                }
+                group.addTask { try? await Task.sleep(for: timeout) }
+                await group.next()
+                group.cancelAll()
+                promotionSignal.finish()
+            }
+            await host.stopScan(id: stream.scanID)
+        }
+        let addresses = state.withLock { $0.found }
+        // A scan that failed heard nothing of the rest: no address is assumed then.
+        if addresses.contains(nil), let e = scan.failure.withLock({ $0 }) { throw BluetoothError(e) }
+        var out: [FoundDevice] = []
+        var missing: [String] = []
+        for (target, address) in zip(targets, addresses) {
+            if let address {
+                out.append(FoundDevice(address: address, advertisement: scan.heard.withLock { $0[address] }, sameName: [], assumedPublic: false))
+            } else if case .untypedAddress(let a) = target {
+                out.append(FoundDevice(address: LEAddress(a, type: .public), advertisement: nil, sameName: [], assumedPublic: true))
+            } else {
+                let what = if case .service(let u) = target { "device with service \(u)" } else { "\(target)" }
+                missing.append(what)
+            }
+        }
+        if !missing.isEmpty {
+            throw BluetoothError(.notFound, "no \(missing.joined(separator: ", no ")) found in \(DeviceTarget.seconds(timeout)) s of scanning")
+        }
+        return out
+    }
+}
+
+/// What one ``DeviceDirectory/find(on:timeout:found:)`` scan heard.
+private final class FindScan: Sendable {
+    /// Each candidate's latest report, to hand back its advertisement.
+    let heard = Mutex<[LEAddress: DiscoveredDevice]>([:])
+    let failure = Mutex<HostError?>(nil)
 }

@@ -93,7 +93,7 @@ struct HealthMonitor: Sendable {
     }
 
     /// Every device over one controller (opened once, kept across reconnections): with
-    /// several, names are resolved by scanning first (one scan at a time), then each device
+    /// several, names are resolved by scanning first (one scan for all), then each device
     /// is followed on its own link. One device's failure is reported and the others go on.
     static func followAll(_ targets: [DeviceTarget], _ settings: PeerCommandSettings, _ plan: FollowPlan,
                           _ reconnection: Reconnection, _ output: Output, _ counters: [MeasurementCounter],
@@ -111,13 +111,18 @@ struct HealthMonitor: Sendable {
         }
         var resolved = targets
         if targets.count > 1, case .host(let host) = route {
-            do {
-                for (i, t) in targets.enumerated() {
-                    resolved[i] = .address(try await ConnectedPeer.resolve(t, host: host, timeout: settings.peer.scanTimeout))
+            // All of them on one scan: the scan timeout is for the lot, not each.
+            let directory = DeviceDirectory(targets)
+            for t in directory.missing { ConnectedPeer.tell(.scanning(t), target: t) }
+            do throws(BluetoothError) {
+                let found = try await directory.find(on: host, timeout: settings.peer.scanTimeout)
+                for (i, f) in found.enumerated() {
+                    if targets[i].query != nil { ConnectedPeer.tell(.found(f), target: targets[i]) }
+                    resolved[i] = .address(f.address)
                 }
             } catch {
                 try? await controller?.close()
-                throw error
+                throw RuntimeError(error.kind == .notFound ? "\(error.message) (--scan-timeout)" : "scanning failed: \(error.message)")
             }
         }
         let all = Array(zip(resolved, counters))

@@ -1,4 +1,8 @@
+import BluetoothHost
 import BluetoothLE
+import BluetoothWire
+import FakeController
+import Synchronization
 import Testing
 
 private func device(_ last: UInt8, name: String? = nil, type: LEAddressType = .public, identity: LEAddress? = nil,
@@ -165,5 +169,72 @@ private let second: UInt64 = 1_000_000_000
         #expect(always.next(failure: Refused(), linkLoss: false, delivered: false) == .seconds(1))
         #expect(always.next(failure: Refused(), linkLoss: false, delivered: false) == .seconds(2))
         #expect(always.next(failure: nil, linkLoss: true, delivered: true) == .seconds(1))
+    }
+}
+
+/// Several targets found on one scan of a fake controller (the monitor's lookup).
+@Suite struct DeviceDirectoryScanTests {
+    typealias LR = LEAdvertisingReportEvent.Owned.Report
+
+    /// A legacy-scanning controller that reports `reports` once, when the scan is enabled.
+    func controller(_ reports: [LR]) -> FakeControllerTransport {
+        var model = FakeControllerModel()
+        model.leFeatures = [.leEncryption]
+        let enables = Atomic<Int>(0)
+        return FakeControllerTransport(model: model) { opcode, fake in
+            guard opcode == .leSetScanEnable, enables.add(1, ordering: .relaxed).newValue == 1 else { return }
+            fake.injectEvent(eventBytes(LEAdvertisingReportEvent.Owned(reports)))
+        }
+    }
+
+    func report(_ last: UInt8, name: String? = nil, services: [UInt16] = []) -> LR {
+        LR(eventType: .advInd, address: at(last), data: device(last, name: name, services: services).advertisingData, rssi: -50)
+    }
+
+    func at(_ last: UInt8) -> LEAddress { LEAddress(BluetoothAddress(0xC0, 0xDE, 0, 0, 0, last), type: .random) }
+
+    @Test func everyTargetOnOneScanAnUntypedAddressAssumedPublic() async throws {
+        let fake = controller([report(1, name: "Cuff-7"), report(2, services: [0x1809]), report(3, name: "Thermo-1"),
+                               report(4, name: "Thermo-1b")])
+        let host = try await HCIHost.open(transport: fake)
+        let unheard = BluetoothAddress(0xC0, 0xDE, 0, 0, 0, 9)
+        let typed = LEAddress(BluetoothAddress(0xC0, 0xDE, 0, 0, 0, 8), type: .random)
+        let dir = DeviceDirectory([.name("thermo-1"), .service(BluetoothUUID(0x1809)), .address(typed), .untypedAddress(unheard)])
+        let told = Mutex<[Int]>([])
+        let found = try await dir.find(on: host, timeout: .milliseconds(300)) { i, _ in told.withLock { $0.append(i) } }
+        #expect(found.map(\.address) == [at(3), at(2), typed, LEAddress(unheard, type: .public)])
+        #expect(found.map(\.assumedPublic) == [false, false, false, true])
+        #expect(found[0].advertisement?.name == "Thermo-1", "the report that found it")
+        #expect(told.withLock { $0 }.sorted() == [0, 1])
+        _ = try await host.send(ReadBDADDRCommand())
+        #expect(fake.commands.filter { $0 == .leSetScanEnable }.count == 2, "one scan, enabled and disabled: \(fake.commands)")
+        await host.close()
+    }
+
+    @Test func returnsAsSoonAsAllAreFound() async throws {
+        let fake = controller([report(1, name: "Cuff-7"), report(3, name: "Thermo-1")])
+        let host = try await HCIHost.open(transport: fake)
+        let dir = DeviceDirectory([.name("Thermo-1"), .untypedAddress(BluetoothAddress(0xC0, 0xDE, 0, 0, 0, 1))])
+        let start = ContinuousClock.now
+        let found = try await dir.find(on: host, timeout: .seconds(30))
+        #expect(ContinuousClock.now - start < .seconds(10), "not the whole timeout")
+        #expect(found.map(\.address) == [at(3), at(1)], "the untyped address gets the type heard")
+        await host.close()
+    }
+
+    @Test func aNameNotHeardIsNamedAndTheScanStops() async throws {
+        let fake = controller([report(3, name: "Thermo-1")])
+        let host = try await HCIHost.open(transport: fake)
+        let dir = DeviceDirectory([.name("Thermo-1"), .name("Cuff"), .service(BluetoothUUID(0x1810))])
+        do {
+            _ = try await dir.find(on: host, timeout: .milliseconds(200))
+            Issue.record("found what is not there")
+        } catch {
+            #expect(error.kind == .notFound)
+            #expect(error.message == "no \"Cuff\", no device with service 1810 found in 0.2 s of scanning", "\(error.message)")
+        }
+        _ = try await host.send(ReadBDADDRCommand())
+        #expect(fake.commands.filter { $0 == .leSetScanEnable }.count == 2)
+        await host.close()
     }
 }

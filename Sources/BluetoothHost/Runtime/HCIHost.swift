@@ -140,8 +140,9 @@ public final class HCIHost: Sendable {
         return events
     }
 
-    /// Stops scan `id` only (a scan that could not start must not stop the one running).
-    func stopScan(id: UInt64) async {
+    /// Stops scan `id` (a stream's ``ScanEventStream/scanID``) only: a scan that could not
+    /// start, or has ended, must not stop the one running.
+    public func stopScan(id: UInt64) async {
         let driver = self.driver
         _ = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, HostError>, Never>) in
             driver.post(.scan(.stop(id: id, c)))

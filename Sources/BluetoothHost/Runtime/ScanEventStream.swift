@@ -21,7 +21,7 @@ public struct ScanEventStream: AsyncSequence, Sendable {
     let base: AsyncThrowingStream<ScanEvent, any Error>
     let backlog: ScanBacklog
     /// Which scan of the host this is (stopping it stops no other).
-    var scanID: UInt64 = 0
+    public internal(set) var scanID: UInt64 = 0
 
     /// Events delivered and not taken yet: 0 when the consumer has caught up (a good time
     /// to write out what it has rendered).
