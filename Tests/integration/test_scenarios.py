@@ -101,6 +101,19 @@ class ScenarioTests(unittest.TestCase):
             devices = [line.split()[2] for line in lines]
             self.assertEqual(sorted(devices), ['F0:F1:F2:F3:F4:01'] * 3 + ['F0:F1:F2:F3:F4:02'] * 3)
 
+    def test_monitor_finds_several_names_on_one_scan(self):
+        # Both names on one scan; one that is not there is named, and nothing connects.
+        with Peer('--peripheral', THERMO, '--peripheral', 'Pulse-2,service=180D,gatt=health') as peer:
+            rc, out, err = run(peer, 'monitor', 'Pulse-2', 'Thermo-1', 'Cuff-3', '--count', '1', '--scan-timeout', '2')
+            self.assertEqual(rc, 1, err)
+            self.assertIn('no "Cuff-3" found in 2 s of scanning (--scan-timeout)', err)
+            self.assertNotIn('no "Pulse-2"', err)
+            self.assertNotIn('connecting', err)
+        with Peer('--peripheral', THERMO, '--peripheral', 'Pulse-2,service=180D,gatt=health') as peer:
+            rc, out, err = run(peer, 'monitor', 'Pulse-2', 'thermo-1', '--count', '2', '--json')
+            self.assertEqual(rc, 0, err)
+            self.assertEqual({v['device'] for v in json_lines(out)}, {'F0:F1:F2:F3:F4:01', 'F0:F1:F2:F3:F4:02'}, err)
+
     def test_one_device_failing_does_not_stop_the_others(self):
         with Peer('--peripheral', THERMO) as peer:
             rc, out, err = run(peer, 'heartrate', 'AA:BB:CC:DD:EE:FF/public', ADDR, '--count', '4',
