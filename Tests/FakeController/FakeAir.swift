@@ -41,10 +41,12 @@ public final class FakeAir: @unchecked Sendable {
         var cm = c, pm = p
         cm.statusOpcodes.insert(.leEnableEncryption)
         pm.statusOpcodes.insert(.leEnableEncryption)
-        let central = FakeControllerTransport(model: cm, onCommand: { [unowned self] op, fake in self.centralCommand(op, fake) },
-                                              onACL: { [unowned self] bytes, _ in self.cross(bytes, to: self.peripheral) })
-        let peripheral = FakeControllerTransport(model: pm, onCommand: { [unowned self] op, fake in self.peripheralCommand(op, fake) },
-                                                 onACL: { [unowned self] bytes, _ in self.cross(bytes, to: self.central) })
+        // Weak: a test that ends early drops the air while its hosts still close their links
+        // (the commands then go nowhere instead of crashing the test process).
+        let central = FakeControllerTransport(model: cm, onCommand: { [weak self] op, fake in self?.centralCommand(op, fake) },
+                                              onACL: { [weak self] bytes, _ in self.map { $0.cross(bytes, to: $0.peripheral) } })
+        let peripheral = FakeControllerTransport(model: pm, onCommand: { [weak self] op, fake in self?.peripheralCommand(op, fake) },
+                                                 onACL: { [weak self] bytes, _ in self.map { $0.cross(bytes, to: $0.central) } })
         state.withLock {
             $0.central = central
             $0.peripheral = peripheral
