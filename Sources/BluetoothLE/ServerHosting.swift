@@ -7,7 +7,8 @@ import BluetoothSecurity
 extension GATTServer {
     /// Gives the server every link a central opens on `host` (the server keeps each link's
     /// state: MTU, subscriptions, a bonded client's restored configuration) until the host
-    /// stops; returns why it stopped, nil when the calling task was cancelled first.
+    /// stops; returns why it stopped, nil when the calling task was cancelled first (the
+    /// host's incoming links end with that: once per host).
     public func serveIncomingLinks(of host: HCIHost) async -> HostError? {
         for await link in host.incomingConnections { attach(link) }
         if Task.isCancelled { return nil }

@@ -210,11 +210,14 @@ public final class HCIHost: Sendable {
         }
     }
 
-    /// Every pairing's outcome on this host, the ones peers start included. One consumer.
+    /// Every pairing's outcome on this host, the ones peers start included. One consumer,
+    /// once: a consuming task that is cancelled ends the stream for good.
     public var pairingEvents: AsyncStream<PairingEvent> { driver.pairingEventStream }
 
     /// Links centrals opened to us (the peripheral role), each with its role, peer address
-    /// and parameters, as they come up. Ends when the host closes. One consumer.
+    /// and parameters, as they come up. Ends when the host closes. One consumer, once: a
+    /// consuming task that is cancelled ends the stream for good (serve from one task for
+    /// the host's life).
     public var incomingConnections: AsyncStream<LEConnection> { driver.incomingStream }
 
     /// Disables scanning if it runs, disconnects every link (their bearers close with reason
