@@ -13,6 +13,7 @@ import unittest
 
 from mqtt_broker import Broker, Subscriber
 from peer import HCIGATT, Peer
+from test_l2cap import Proc
 
 KEY = '231d39c1d7cc1ab1aee224cd096db932'
 ISO = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$')
@@ -63,7 +64,7 @@ def seqs(readings):
     return [j['seq'] for _, j in readings]
 
 
-class GatewayTests(unittest.TestCase):
+class Contiguous:
     def assert_contiguous(self, readings, what, in_order=True):
         """Every number from the first to the last arrived; `in_order`: each for the first
         time after the one before it (repeats of one already seen are allowed: at least once)."""
@@ -80,6 +81,8 @@ class GatewayTests(unittest.TestCase):
             self.assertEqual(first_arrivals, s, f'{what}: out of order')
         return s
 
+
+class GatewayTests(Contiguous, unittest.TestCase):
     def test_broadcast_readings_arrive_decoded(self):
         sensors = ['Home-1,sensor=bthome', 'Ruuvi-2,sensor=ruuvi', 'Enc-3,sensor=bthome-enc', 'Pvvx-4,sensor=pvvx']
         with Broker() as broker, Peer(*sum((['--peripheral', s] for s in sensors), [])) as peer, \
@@ -391,6 +394,101 @@ class GatewayTests(unittest.TestCase):
                     self.assertIn(f'homeassistant/binary_sensor/hcigatt_gateway_{g}/status/config', configs)
                 for _, j in sub.readings('/F0F1F2F3F401/'):
                     self.assertIn(j['gateway'], ('kitchen', 'garage'))
+
+
+class GatewayMatrixTests(Contiguous, unittest.TestCase):
+    """The ways a user starts the gateway that the tests above do not, each against real
+    Mosquitto and Bumble (or hcigatt) peers, each checked for readings with contiguous seq."""
+
+    def test_theengs_topic_style(self):
+        with Broker() as broker, Peer('--peripheral', 'Home-1,sensor=bthome') as peer, \
+                Subscriber(broker, 'home/#') as sub:
+            with Gateway(peer, broker.uri, '--scan', '--topic-style', 'theengs') as gw:
+                sub.wait_for(lambda s: len(s.readings('home/gw1/BTtoMQTT/F0F1F2F3F401')) >= 3, what='readings, Theengs style')
+                err = gw.stop()
+            readings = sub.readings('home/gw1/BTtoMQTT/F0F1F2F3F401')
+            self.assert_contiguous(readings, 'bthome', in_order=True)
+            for _, j in readings:
+                self.assertEqual(j['tempc'], j['temperature'], j)
+                self.assertEqual(j['hum'], j['humidity'], j)
+            self.assertIn('gateway stopped', err)
+
+    def test_config_file_and_the_command_line_winning(self):
+        # Everything from the file but the transport; --gateway-id given both ways.
+        with Broker() as broker, Peer('--peripheral', 'Thermo-1,service=1809,gatt=health') as peer, \
+                Subscriber(broker, 'hcigatt/#') as sub, tempfile.TemporaryDirectory() as d:
+            config = os.path.join(d, 'gateway.conf')
+            with open(config, 'w') as f:
+                f.write(f'# the gateway of the kitchen\nmqtt {broker.uri}\ndevice Thermo-1\n'
+                        f'spool {d}/spool\ngateway-id from-file\nno-discovery\n\n')
+            log = tempfile.TemporaryFile(mode='w+')
+            proc = subprocess.Popen([HCIGATT, 'gateway', '--config', config, '--transport', f'tcp:127.0.0.1:{peer.port}',
+                                     '--gateway-id', 'kitchen'], stdout=subprocess.DEVNULL, stderr=log, text=True)
+            try:
+                sub.wait_for(lambda s: len(s.readings('hcigatt/kitchen/F0F1F2F3F401/')) >= 3, what='readings from --config')
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=20)
+            log.seek(0)
+            err = log.read()
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertEqual(sub.readings('hcigatt/from-file/'), [], 'the command line wins')
+            self.assertFalse([t for t, _ in sub.snapshot() if t.startswith('homeassistant/')], 'no-discovery from the file')
+            self.assert_contiguous(sub.readings('hcigatt/kitchen/F0F1F2F3F401/'), 'the device\'s')
+            self.assertTrue(os.path.isdir(os.path.join(d, 'spool')), err)
+
+    def test_two_devices_one_never_appears_without_scan(self):
+        # Without --scan: one device by name, one by a typed address that is never there
+        # (so no scan looks for it: its connects time out and are retried for ever).
+        with Broker() as broker, Peer('--peripheral', 'Thermo-1,service=1809,gatt=health') as peer, \
+                Subscriber(broker, 'hcigatt/#') as sub:
+            with Gateway(peer, broker.uri, '--device', 'AA:BB:CC:DD:EE:FF/public', '--device', 'Thermo-1',
+                         '--connect-timeout', '1') as gw:
+                sub.wait_for(lambda s: len(s.readings('temperature_measurement')) >= 3, what='measurements')
+                time.sleep(4)
+                self.assertIsNone(gw.proc.poll(), f'the gateway ended by itself:\n{gw.stderr()}')
+                before = len(sub.readings('F0F1F2F3F401'))
+                sub.wait_for(lambda s: len(s.readings('F0F1F2F3F401')) > before, what='readings go on')
+                err = gw.stop()
+            self.assertEqual(gw.proc.returncode, 0, err)
+            self.assertIn('AA:BB:CC:DD:EE:FF', err)
+            self.assertEqual(sub.readings('AABBCCDDEEFF'), [])
+            self.assert_contiguous(sub.readings('hcigatt/gw1/F0F1F2F3F401/'), 'the device\'s')
+
+    def test_device_only_mqtt5(self):
+        with Broker() as broker, Peer('--peripheral', 'Thermo-1,service=1809,gatt=health') as peer, \
+                Subscriber(broker, 'hcigatt/#') as sub:
+            with Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--mqtt5') as gw:
+                sub.wait_for(lambda s: len(s.readings('temperature_measurement')) >= 3, what='measurements over MQTT 5')
+                err = gw.stop()
+            self.assertEqual(gw.proc.returncode, 0, err)
+            s = self.assert_contiguous(sub.readings('hcigatt/gw1/F0F1F2F3F401/'), 'the device\'s')
+            self.assertEqual(s[0], 1)
+
+    def test_a_device_that_needs_pairing_bonded_before(self):
+        # hcigatt serve as the device: every value needs an encrypted link. `hcigatt pair`
+        # bonds first; the gateway's link is encrypted with that bond at once.
+        world = Peer('--hosts', '2')
+        device_port, gateway_port = world.ready['ports']
+        bonds = tempfile.mkdtemp(prefix='hcigatt-gw-bonds-')
+        with world, Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub:
+            server = Proc('serve', '--profile', 'thermometer', '--name', 'Locked-1', '--security', 'encrypted',
+                          '--transport', f'tcp:127.0.0.1:{device_port}')
+            try:
+                self.assertIsNotNone(server.wait_for(server.lines, lambda l: l.startswith('advertising')), server.stderr)
+                p = subprocess.run([HCIGATT, 'pair', 'Locked-1', '--transport', f'tcp:127.0.0.1:{gateway_port}',
+                                    '--bond-dir', bonds], capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn('bonded', p.stdout)
+                with Gateway(world, broker.uri, '--device', 'Locked-1', '--bond-dir', bonds, port=gateway_port) as gw:
+                    sub.wait_for(lambda s: len(s.readings('temperature_measurement')) >= 2, timeout=40,
+                                 what='measurements from the device that needs encryption')
+                    err = gw.stop()
+                self.assertIn('encrypted with the stored bond', err)
+                self.assertNotIn('pairing', err.replace('pairing first if needed', ''))
+                self.assert_contiguous(sub.readings('hcigatt/gw1/'), 'the device\'s')
+            finally:
+                server.stop()
 
 
 def iso_seconds(text):
