@@ -79,6 +79,36 @@ public struct GatewayRadio: Sendable {
         throw GatewayError("the radio side had nothing to do")
     }
 
+    /// The devices only, over the kernel's host on adapter `adapter` (`l2cap:hciN`: the
+    /// kernel owns the controller, so there is no scan: no broadcast readings and no lookup,
+    /// each device given by its address; an untyped one is taken as public). Runs until
+    /// cancelled: a device that is off or drops the link is retried with the back-off.
+    public func run(overKernelAdapter adapter: UInt16, publishingTo runtime: GatewayRuntime) async throws -> Never {
+        if settings.scan { throw GatewayError("scanning needs the controller: over l2cap:hci\(adapter) the kernel owns it") }
+        guard !settings.devices.isEmpty else { throw GatewayError("over l2cap:hci\(adapter) give the devices to follow") }
+        if let named = settings.devices.first(where: { $0.address == nil }) {
+            throw GatewayError("over l2cap:hci\(adapter) give each device by its address, not \(named): finding one needs a scan")
+        }
+        // A kernel without Bluetooth cannot be waited out; an adapter unplugged can.
+        let adapters: [AdapterInfo]
+        do throws(TransportError) { adapters = try listAdapters() } catch { throw GatewayError(error.message) }
+        if !adapters.contains(where: { $0.index == adapter }) {
+            log("hci\(adapter) is not there; its devices are tried with the back-off until it is")
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for target in settings.devices {
+                group.addTask {
+                    let follower = DeviceFollower(target, via: .kernel(adapter: adapter), settings: settings.peer,
+                                                  plan: .everyMeasurement, reconnection: Reconnection(.always))
+                    try await follow(follower, target, runtime)
+                }
+            }
+            while try await group.next() != nil {}
+        }
+        try Task.checkCancellation()
+        throw GatewayError("the radio side had nothing to do")
+    }
+
     /// The scan, started again if the host ends it; without `scan` it ends once every
     /// device is found.
     private func scanning(_ host: HCIHost, _ runtime: GatewayRuntime, _ directory: DeviceDirectory) async throws {

@@ -32,7 +32,9 @@ enum GatewayCommand {
     Publishes every reading hcigatt decodes to an MQTT broker until stopped (Ctrl-C or
     SIGTERM end it cleanly): the measurements of each --device (connected, subscribed to
     every measurement it has, reconnecting with back-off) and, with --scan, the sensor
-    readings devices broadcast (BTHome v2, Ruuvi RAWv2, pvvx/ATC1441).
+    readings devices broadcast (BTHome v2, Ruuvi RAWv2, pvvx/ATC1441). With --transport
+    l2cap:hciN (bluetoothd keeps the controller) it follows devices given by address over
+    the kernel's L2CAP socket, without a scan.
 
     Each reading is one JSON message on <prefix>/<gateway>/<DEVICE>/<measurement>:
     device, gateway, seq (per device, never repeated across restarts), time (ISO 8601 UTC,
@@ -125,9 +127,14 @@ enum GatewayCommand {
     /// The radio side (the library's ``GatewayRadio``) on the controller, opened once the
     /// publisher runs: it never returns, it is cancelled or fails.
     static func radio(_ settings: Settings, _ runtime: GatewayRuntime) async throws {
-        let controller = try await LocalController.open(settings.controller)
+        let radio = GatewayRadio(settings.radio, log: { Console.err($0) })
+        guard let controllerSettings = settings.controller else {
+            guard let adapter = settings.kernelAdapter else { throw RuntimeError("no controller") }
+            try await radio.run(overKernelAdapter: adapter, publishingTo: runtime)
+        }
+        let controller = try await LocalController.open(controllerSettings)
         defer { Task { try? await controller.close() } }
-        try await GatewayRadio(settings.radio, log: { Console.err($0) }).run(on: controller.host, publishingTo: runtime)
+        try await radio.run(on: controller.host, publishingTo: runtime)
     }
 
     /// The options, checked before anything starts.
@@ -136,7 +143,9 @@ enum GatewayCommand {
         var naming: GatewayNaming
         var discovery: Bool
         var radio: GatewayRadioSettings
-        var controller: ControllerSettings
+        /// Our controller; nil with `l2cap:hciN`, where the kernel's host keeps it.
+        var controller: ControllerSettings?
+        var kernelAdapter: UInt16?
         var spoolDirectory: String
         var spoolMax: Int
 
@@ -151,13 +160,19 @@ enum GatewayCommand {
             guard scan || !devices.isEmpty else {
                 throw UsageError("nothing to publish: give --scan (broadcast readings) and/or --device ADDR|NAME")
             }
-            // The --device links take what `monitor`'s do; the radio scans, so it needs the
-            // controller itself.
+            // The --device links take what `monitor`'s do. Over l2cap:hciN the kernel keeps
+            // the controller: devices by address only, no scan.
             let peer = try PeerCommandSettings(args)
-            guard let controller = peer.controller else {
-                throw UsageError("the gateway scans and connects on its own controller: give an HCI transport (user:hciN, raw:hciN, tcp:, serial:), not \(peer.transportText ?? "l2cap:")")
+            controller = peer.controller
+            kernelAdapter = peer.kernelAdapter
+            if let adapter = peer.kernelAdapter {
+                if scan {
+                    throw UsageError("--scan needs the controller: with l2cap:hci\(adapter) the kernel owns it (give an HCI transport: user:hciN, raw:hciN, tcp:, serial:)")
+                }
+                if let named = devices.first(where: { $0.address == nil }) {
+                    throw UsageError("with l2cap:hci\(adapter) give each --device by its address, not \(named): finding a device needs a scan, which the kernel keeps")
+                }
             }
-            self.controller = controller
             radio = GatewayRadioSettings(scan: scan, active: !args.flag("passive"), devices: devices,
                                          keys: try ScanCommand.bindKeys(args), peer: peer.peer)
             let style: TopicStyle

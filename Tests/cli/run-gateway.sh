@@ -16,9 +16,14 @@ run gw-config-value 2 "$bin" gateway --config "$tmp/gw2.conf" && expect_err gw-c
 # The command line wins over the file.
 run gw-config-override 2 "$bin" gateway --config "$tmp/gw2.conf" --spool-max 2K && expect_err gw-config-override "not '2K'"
 run gw-config-missing 2 "$bin" gateway --config /nonexistent.conf && expect_err gw-config-missing "cannot read /nonexistent.conf"
-# The radio scans and connects itself: the kernel's L2CAP route is refused, and a typo in
-# --transport is a usage error before anything starts.
-run gw-l2cap 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --transport l2cap:hci0 && expect_err gw-l2cap "give an HCI transport"
+# Over the kernel's L2CAP route (l2cap:hciN) the kernel keeps the controller: no scan, and
+# devices by address only; a typo in --transport is a usage error before anything starts.
+run gw-l2cap-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --transport l2cap:hci0 && expect_err gw-l2cap-scan "--scan needs the controller"
+run gw-l2cap-name 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --device Thermo-1 --transport l2cap:hci0 \
+  && expect_err gw-l2cap-name "give each --device by its address"
+run gw-l2cap-params 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --conn-interval 50 --transport l2cap:hci0 \
+  && expect_err gw-l2cap-params "the kernel owns the link"
+run gw-l2cap-adapter 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --transport l2cap:usb0 && expect_err gw-l2cap-adapter "l2cap:hci0"
 run gw-transport-typo 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --transport tpc:127.0.0.1:1 && expect_err gw-transport-typo "tpc:127.0.0.1:1"
 # An unwritable spool is said at once, before the radio or the broker.
 run gw-spool-bad 1 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --spool /proc/hcigatt-spool && expect_err gw-spool-bad "/proc/hcigatt-spool"

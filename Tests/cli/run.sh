@@ -113,6 +113,9 @@ if ! python3 -c 'import socket; socket.socket(31, socket.SOCK_RAW, 1)' 2>/dev/nu
   run raw-no-bt 1 "$bin" info --transport raw:hci0 && expect_err raw-no-bt "modprobe bluetooth"
   run l2cap-no-bt 1 "$bin" gatt F0:F1:F2:F3:F4:01 --transport l2cap:hci0 && expect_err l2cap-no-bt "no Bluetooth support"
   run default-no-bt 1 env -u HCIGATT_TRANSPORT "$bin" scan --duration 1 && expect_err default-no-bt "no --transport given"
+  # The gateway over the kernel's route ends (it does not retry a kernel without Bluetooth).
+  run gw-l2cap-no-bt 1 timeout 20 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --transport l2cap:hci0 \
+    --spool "$tmp/gw-l2cap-spool" && expect_err gw-l2cap-no-bt "no Bluetooth support"
 fi
 run serial-missing 1 "$bin" info --transport serial:/dev/hcigatt-no-such-tty && expect_err serial-missing "no such serial device"
 run tcp-refused 1 "$bin" scan --transport tcp:127.0.0.1:1 --duration 1 && expect_err tcp-refused "connection refused"

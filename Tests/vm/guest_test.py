@@ -250,6 +250,46 @@ class RealKernel(unittest.TestCase):
                       [{k: e[k] for k in ('event', 'uuid', 'value')} for e in events if e['event'] == 'write'])
         self.assertEqual(serve.returncode, 0)
 
+    def test_9_gateway_follows_a_device_over_the_kernels_l2cap_socket(self):
+        # The gateway where bluetoothd would own the controller: --device by address over
+        # l2cap:hci1 (the kernel's host makes the link), readings to a Mosquitto in the guest.
+        sys.path.insert(0, os.path.join(ROOT, 'Tests', 'integration'))
+        from mqtt_broker import Broker, Subscriber
+        loopback_up()
+        spool = os.path.join(os.environ.get('TMPDIR', '/tmp'), 'gateway-spool')
+        log = open(os.path.join(os.environ.get('TMPDIR', '/tmp'), 'gateway.log'), 'w+')
+        with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub:
+            gateway = subprocess.Popen([HCIGATT, 'gateway', '--transport', 'l2cap:hci1', '--mqtt', broker.uri,
+                                        '--device', PERIPHERAL_ADDRESS, '--spool', spool, '--gateway-id', 'vm'],
+                                       stdout=subprocess.DEVNULL, stderr=log, text=True)
+            try:
+                sub.wait_for(lambda s: len(s.readings('hcigatt/vm/F0F1F2F3F401/')) >= 3, timeout=120,
+                             what='readings over the kernel\'s L2CAP socket')
+                self.assertIsNone(gateway.poll(), read(log.name))
+            finally:
+                gateway.send_signal(signal.SIGTERM)
+                try:
+                    gateway.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    gateway.kill()
+                    gateway.wait()
+                log.close()
+                sys.stderr.write(f'\ngateway:\n{read(log.name)}')
+            err = read(log.name)
+            self.assertEqual(gateway.returncode, 0, err)
+            self.assertIn('via l2cap:hci1', err)
+            seqs = sorted({j['seq'] for _, j in sub.readings('hcigatt/vm/F0F1F2F3F401/')})
+            self.assertEqual(seqs, list(range(1, seqs[-1] + 1)), 'contiguous from 1')
+
+
+def loopback_up():
+    """`ip link set lo up` (SIOCSIFFLAGS; the guest has no ip tool): the broker listens there."""
+    import struct
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack('16sH14x', fcntl.ioctl(s, siocgifflags, struct.pack('16sH14x', b'lo', 0)))[1]
+        fcntl.ioctl(s, siocsifflags, struct.pack('16sH14x', b'lo', flags | iff_up))
+
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)
