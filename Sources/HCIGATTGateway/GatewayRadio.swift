@@ -18,15 +18,19 @@ public struct GatewayRadioSettings: Sendable {
     public var keys: SensorKeys?
     /// How the followed devices are looked up and connected (timeouts, parameters, bonds).
     public var peer: PeerSettings
+    /// Commands from MQTT executed on the followed devices (the runtime's
+    /// ``GatewayRuntime/commands``); nil: none.
+    public var commands: GatewayCommandMode?
 
     /// Settings; `scan` or `devices` gives the radio something to publish.
     public init(scan: Bool, active: Bool = true, devices: [DeviceTarget], keys: SensorKeys? = nil,
-                peer: PeerSettings = PeerSettings()) {
+                peer: PeerSettings = PeerSettings(), commands: GatewayCommandMode? = nil) {
         self.scan = scan
         self.active = active
         self.devices = devices
         self.keys = keys
         self.peer = peer
+        self.commands = commands
     }
 }
 
@@ -38,6 +42,7 @@ public struct GatewayRadio: Sendable {
     /// What it does.
     public let settings: GatewayRadioSettings
     private let log: @Sendable (String) -> Void
+    private let links = FollowedLinks()
 
     /// A radio side; `log` gets what happens to the scan and the links, a line at a time.
     public init(_ settings: GatewayRadioSettings, log: @escaping @Sendable (String) -> Void) {
@@ -51,6 +56,9 @@ public struct GatewayRadio: Sendable {
     public func run(on host: HCIHost, publishingTo runtime: GatewayRuntime) async throws -> Never {
         let directory = DeviceDirectory(settings.devices)
         for t in directory.missing { log("looking for \(t) while scanning...") }
+        // Commands for the devices given by address are taken at once; by name, once found.
+        for t in settings.devices { if let a = t.address { links.allow(a) } }
+        links.lookingUp(settings.devices.count { $0.address == nil })
         try await withThrowingTaskGroup(of: Void.self) { group in
             if settings.scan || !directory.allFound {
                 group.addTask { try await scanning(host, runtime, directory) }
@@ -58,11 +66,13 @@ public struct GatewayRadio: Sendable {
             for index in settings.devices.indices {
                 group.addTask {
                     let found = try await directory.address(of: index)
+                    if settings.devices[index].address == nil { links.lookedUp(found.address) }
                     let follower = DeviceFollower(.address(found), via: .host(host), settings: settings.peer,
                                                   plan: .everyMeasurement, reconnection: Reconnection(.always))
                     try await follow(follower, .address(found), runtime)
                 }
             }
+            addCommands(to: &group, runtime)
             // A controller that went away ends the gateway, whatever the tasks are doing.
             group.addTask {
                 if let reason = await host.terminated() { throw reason }
@@ -97,12 +107,14 @@ public struct GatewayRadio: Sendable {
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for target in settings.devices {
+                if let a = target.address { links.allow(a) }
                 group.addTask {
                     let follower = DeviceFollower(target, via: .kernel(adapter: adapter), settings: settings.peer,
                                                   plan: .everyMeasurement, reconnection: Reconnection(.always))
                     try await follow(follower, target, runtime)
                 }
             }
+            addCommands(to: &group, runtime)
             while try await group.next() != nil {}
         }
         try Task.checkCancellation()
@@ -161,13 +173,52 @@ public struct GatewayRadio: Sendable {
         }
     }
 
+    /// Executes the runtime's commands (with ``GatewayRadioSettings/commands``), a few at a
+    /// time, replying to each; ends when the runtime stops.
+    private func addCommands(to group: inout ThrowingTaskGroup<Void, any Error>, _ runtime: GatewayRuntime) {
+        guard let mode = settings.commands else { return }
+        let executor = CommandExecutor(mode: mode, links: links)
+        group.addTask {
+            await withTaskGroup(of: Void.self) { running in
+                var count = 0
+                for await incoming in runtime.commands {
+                    if count >= CommandExecutor.concurrency {
+                        await running.next()
+                        count -= 1
+                    }
+                    count += 1
+                    running.addTask {
+                        if let reply = await executor.execute(incoming) { runtime.reply(level: incoming.level, payload: reply) }
+                    }
+                }
+            }
+            // The runtime stopped: wait for the cancellation that follows.
+            try await Task.sleep(for: .seconds(1_000_000_000))
+        }
+    }
+
     /// A followed device's measurements as readings; what happens to its link in the log.
+    /// Its link is handed to the commands while it is up.
     private func follow(_ follower: DeviceFollower, _ target: DeviceTarget, _ runtime: GatewayRuntime) async throws {
         var name: String?
         var narrator = FollowNarrator(target: target, tagged: true, retrying: .withBackoff)
+        var linked: BluetoothAddress?
+        defer { if let linked { links.lost(linked) } }
         do {
             for try await event in follower.events {
                 switch event {
+                case .connected(let peer, _):
+                    let device = peer.connection.map { $0.peerIdentity.address } ?? peer.address.address
+                    links.allow(device)
+                    links.connected(device, peer)
+                    linked = device
+                    for line in narrator.lines(event) { log(line) }
+                case .discovered(let d, _, _):
+                    if let linked { links.discovered(linked, d.discovery.database) }
+                    for line in narrator.lines(event) { log(line) }
+                case .retrying:
+                    if let linked { links.lost(linked) }
+                    for line in narrator.lines(event) { log(line) }
                 case .read(let c, let value) where c.uuid == BluetoothUUID(0x2A00):
                     name = ValueFormat.text(value) ?? name
                     for line in narrator.lines(event) { log(line) }

@@ -19,15 +19,28 @@ public struct GatewaySettings: Sendable {
     public var spoolDirectory: String
     /// The spool's size limit in bytes.
     public var spoolMax: Int
+    /// Commands taken from MQTT (``naming``'s ``GatewayNaming/commandFilter``); nil: none.
+    public var commands: GatewayCommandMode?
 
     /// Settings as given.
-    public init(mqtt: MQTTOptions, naming: GatewayNaming, discovery: Bool, spoolDirectory: String, spoolMax: Int) {
+    public init(mqtt: MQTTOptions, naming: GatewayNaming, discovery: Bool, spoolDirectory: String, spoolMax: Int,
+                commands: GatewayCommandMode? = nil) {
         self.mqtt = mqtt
         self.naming = naming
         self.discovery = discovery
         self.spoolDirectory = spoolDirectory
         self.spoolMax = spoolMax
+        self.commands = commands
     }
+}
+
+/// A command message from the broker, for the radio side to execute.
+public struct IncomingCommand: Sendable {
+    /// The device level of its topic (12 hex digits, any case, or whatever the sender put).
+    public var level: String
+    public var payload: [UInt8]
+    /// The broker kept it from before (a retained message): never a write.
+    public var retained: Bool
 }
 
 /// Why the publisher cannot go on (the broker refused the credentials for good).
@@ -77,6 +90,7 @@ public final class GatewayRuntime: @unchecked Sendable {
     enum Input: Sendable {
         case reading(PendingReading)
         case mqtt(MQTTEvent)
+        case reply(level: String, payload: String)
         case tick
         case stop
     }
@@ -103,6 +117,9 @@ public final class GatewayRuntime: @unchecked Sendable {
     private let failure = Mutex<(any Error)?>(nil)
     private let failed: AsyncStream<Void>.Continuation
     private let failedStream: AsyncStream<Void>
+    /// Commands from the broker (with ``GatewaySettings/commands``), for the radio side.
+    public let commands: AsyncStream<IncomingCommand>
+    private let command: AsyncStream<IncomingCommand>.Continuation
 
     /// Opens the spool and its sequence store and makes the client (not connected yet);
     /// `log` gets each line for the operator (stderr in the CLI).
@@ -115,10 +132,14 @@ public final class GatewayRuntime: @unchecked Sendable {
         client = try MQTTClient(settings.mqtt)
         (inputs, input) = AsyncStream<Input>.makeStream()
         (failedStream, failed) = AsyncStream<Void>.makeStream()
+        // Bounded: a flood of commands is answered "busy" rather than queued without end.
+        (commands, command) = AsyncStream<IncomingCommand>.makeStream(bufferingPolicy: .bufferingOldest(256))
     }
 
     /// A reading from the radio.
     public func submit(_ r: PendingReading) { input.yield(.reading(r)) }
+    /// Publishes a command's reply on the device's reply topic (QoS 1, not retained).
+    public func reply(level: String, payload: String) { input.yield(.reply(level: level, payload: payload)) }
     /// Asks for the stop (``StopSequence``); ``run()`` returns when it is done.
     public func stop() { input.yield(.stop) }
 
@@ -173,6 +194,8 @@ public final class GatewayRuntime: @unchecked Sendable {
                     // A DISCONNECT of our own is no news.
                     if case .disconnected = e, stop.isStopping { break }
                     try handle(e)
+                case .reply(let level, let payload):
+                    publishReply(level, payload)
                 case .tick:
                     try spool.sync()
                     _ = window.tick(now: monotonicNow())
@@ -190,6 +213,7 @@ public final class GatewayRuntime: @unchecked Sendable {
                                  linkEnded: linkEnded))
             if stop.isStopped { break }
         }
+        command.finish()
         do {
             try spool.sync()
             try sequences.close()
@@ -266,6 +290,9 @@ public final class GatewayRuntime: @unchecked Sendable {
         switch e {
         case .connected:
             window.connectionUp(now: monotonicNow())
+            // Subscribed before "online" is said: the broker takes packets in order, so a
+            // sender who waits for "online" knows its commands are heard.
+            if settings.commands != nil { client.subscribe(settings.naming.commandFilter) }
             client.publish(topic: settings.naming.statusTopic, text: "online", retained: true)
             publishDropped()
             if settings.discovery { client.subscribe(settings.naming.homeAssistantStatusTopic) }
@@ -299,13 +326,23 @@ public final class GatewayRuntime: @unchecked Sendable {
             window.hold()
         case .failed(let tag, _):
             window.failed(tag)
-        case .message(let topic, let payload):
+        case .message(let topic, let payload, let retained):
             if topic == settings.naming.homeAssistantStatusTopic, payload == Array("online".utf8) {
                 announceAll()
+            } else if settings.commands != nil, let level = settings.naming.commandDevice(topic) {
+                if case .dropped = command.yield(IncomingCommand(level: level, payload: payload, retained: retained)) {
+                    let id = (try? GatewayCommand.parse(payload))?.id
+                    publishReply(level, CommandReply.failure(id: id, error: "busy: 256 commands wait; send it again later"))
+                }
             }
         case .disconnected:
             break
         }
+    }
+
+    private func publishReply(_ level: String, _ payload: String) {
+        let rc = client.publish(topic: settings.naming.replyTopic(level: level), text: payload)
+        if rc != 0 { log("a command's reply for \(level) was not sent (MQTT code \(rc)): \(payload)") }
     }
 
     /// Hands readings to the client while the window has room.

@@ -74,8 +74,9 @@ public enum MQTTEvent: Sendable {
     /// The message published with `tag` will not be acknowledged (the session was lost,
     /// a write failed, the broker refused it): publish it again.
     case failed(tag: UInt64, code: Int32)
-    /// A message on a subscribed topic.
-    case message(topic: String, payload: [UInt8])
+    /// A message on a subscribed topic; `retained`: the broker kept it from before (it was
+    /// not published now).
+    case message(topic: String, payload: [UInt8], retained: Bool)
     /// ``MQTTClient/disconnect(timeout:)`` finished.
     case disconnected
 }
@@ -185,7 +186,8 @@ public final class MQTTClient: @unchecked Sendable {
             if let m = message?.pointee, let p = m.payload, m.payloadlen > 0 {
                 payload = Array(UnsafeRawBufferPointer(start: p, count: Int(m.payloadlen)))
             }
-            b.continuation.yield(.message(topic: name, payload: payload))
+            let retained = (message?.pointee.retained ?? 0) != 0
+            b.continuation.yield(.message(topic: name, payload: payload, retained: retained))
             var msg = message
             MQTTAsync_freeMessage(&msg)
             MQTTAsync_free(topic)

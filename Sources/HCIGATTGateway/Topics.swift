@@ -52,6 +52,40 @@ public struct GatewayNaming: Sendable {
         }
     }
 
+    /// What the gateway subscribes to for commands (``commandDevice(_:)`` reads the device):
+    /// `<prefix>/<gateway>/+/command` (Theengs style: `<prefix>/<gateway>/MQTTtoBT/+/command`).
+    public var commandFilter: String {
+        switch style {
+        case .hcigatt: "\(prefix)/\(gatewayID)/+/command"
+        case .theengs: "\(prefix)/\(gatewayID)/MQTTtoBT/+/command"
+        }
+    }
+
+    /// The device level of a command topic (12 hex digits, as in the reading topics), or nil
+    /// when `topic` is not a command topic of this gateway.
+    public func commandDevice(_ topic: String) -> String? {
+        let head = String(commandFilter.dropLast("+/command".count))
+        guard topic.hasPrefix(head), topic.hasSuffix("/command") else { return nil }
+        let level = topic.dropFirst(head.count).dropLast("/command".count)
+        guard !level.isEmpty, !level.utf8.contains(UInt8(ascii: "/")) else { return nil }
+        return String(level)
+    }
+
+    /// The device an address level names ("A4C138123456", any case), or nil.
+    public static func device(level: String) -> BluetoothAddress? {
+        guard level.utf8.count == 12, GatewayCommand.hex(level) != nil,
+              let v = UInt64(level, radix: 16) else { return nil }
+        return BluetoothAddress(rawValue: v)
+    }
+
+    /// Where the reply to a command for the device at `level` goes.
+    public func replyTopic(level: String) -> String {
+        switch style {
+        case .hcigatt: "\(prefix)/\(gatewayID)/\(level)/reply"
+        case .theengs: "\(prefix)/\(gatewayID)/BTtoMQTT/\(level)/reply"
+        }
+    }
+
     /// Retained `online`, and the last will `offline`.
     public var statusTopic: String { "\(prefix)/\(gatewayID)/status" }
     /// Where the number of readings dropped from a full spool is published.

@@ -18,7 +18,7 @@ enum GatewayCommand {
     static let flags: Set<String> = PeerOptions.flags.union(["scan", "passive", "mqtt5", "no-discovery", "no-hostname-check"])
     static let options: Set<String> = PeerOptions.options.union([
         "mqtt", "device", "spool", "spool-max", "gateway-id", "topic-prefix", "topic-style", "bindkey", "ca-file",
-        "cert-file", "key-file", "credentials", "discovery-prefix", "config",
+        "cert-file", "key-file", "credentials", "discovery-prefix", "config", "commands",
     ])
 
     static var command: Command {
@@ -44,12 +44,20 @@ enum GatewayCommand {
     the gateway restarts, are delivered later, in order. A full spool drops its oldest
     readings and publishes how many on <prefix>/<gateway>/dropped.
 
+    With --commands, JSON commands on <prefix>/<gateway>/<DEVICE>/command read or write a
+    followed device's characteristic: {"id": "1", "op": "read" | "write" |
+    "write-without-response", "uuid": "2A19" | "handle": 42, "hex": "0200" | "text": "..",
+    "timeout": 30}; the reply goes to <prefix>/<gateway>/<DEVICE>/reply as {"id", "ok",
+    "hex", "decoded"} or {"id", "ok": false, "error"}. An id is executed once.
+
     Options:
       --mqtt URI             mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883)
       --scan                 publish the sensor readings devices broadcast
       --passive              scan without scan requests
       --device ADDR|NAME     follow this device's measurements over a connection (repeatable)
       --bindkey ADDR=KEY     decrypt ADDR's encrypted BTHome readings (32 hex digits; repeatable)
+      --commands MODE        take commands from MQTT for the --device devices: read (reads
+                             only) or write (reads and writes); off by default
       --spool DIR            the spool (default /var/lib/hcigatt/spool)
       --spool-max SIZE       the spool's size limit: bytes, or with K or M (default 64M)
       --gateway-id ID        this gateway's name in topics (default: the host name)
@@ -148,6 +156,7 @@ enum GatewayCommand {
         var kernelAdapter: UInt16?
         var spoolDirectory: String
         var spoolMax: Int
+        var commands: GatewayCommandMode?
 
         init(_ args: Arguments) throws {
             guard let uri = args.option("mqtt") else { throw UsageError("missing --mqtt URI (mqtt://HOST[:PORT] or mqtts://HOST[:PORT])") }
@@ -173,8 +182,19 @@ enum GatewayCommand {
                     throw UsageError("with l2cap:hci\(adapter) give each --device by its address, not \(named): finding a device needs a scan, which the kernel keeps")
                 }
             }
+            switch args.option("commands") {
+            case nil: commands = nil
+            case let text?:
+                guard let mode = GatewayCommandMode(rawValue: text) else {
+                    throw UsageError("--commands takes read or write, not '\(text)'")
+                }
+                guard !devices.isEmpty else {
+                    throw UsageError("--commands acts on the devices given with --device (the only ones it takes commands for)")
+                }
+                commands = mode
+            }
             radio = GatewayRadioSettings(scan: scan, active: !args.flag("passive"), devices: devices,
-                                         keys: try ScanCommand.bindKeys(args), peer: peer.peer)
+                                         keys: try ScanCommand.bindKeys(args), peer: peer.peer, commands: commands)
             let style: TopicStyle
             switch args.option("topic-style") ?? "hcigatt" {
             case "hcigatt": style = .hcigatt
@@ -224,7 +244,8 @@ enum GatewayCommand {
 
         /// What the publisher takes.
         var publisher: GatewaySettings {
-            GatewaySettings(mqtt: mqtt, naming: naming, discovery: discovery, spoolDirectory: spoolDirectory, spoolMax: spoolMax)
+            GatewaySettings(mqtt: mqtt, naming: naming, discovery: discovery, spoolDirectory: spoolDirectory, spoolMax: spoolMax,
+                            commands: commands)
         }
 
         static func hostname() -> String {

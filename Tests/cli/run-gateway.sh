@@ -35,3 +35,6 @@ run ad-bthome-key 0 "$bin" decode ad --json 1216d2fc41a47266c95f7300112233782372
 run ad-bthome-nokey 0 "$bin" decode ad 1216d2fc41a47266c95f730011223378237214 && expect_out ad-bthome-nokey "no bind key"
 run ad-ruuvi 0 "$bin" decode ad 1bff99040512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F && expect_out ad-ruuvi "temperature: 24.3"
 run ad-bindkey-kind 2 "$bin" decode att 0a --bindkey 54:48:E6:8F:80:A5=231d39c1d7cc1ab1aee224cd096db932 && expect_err ad-bindkey-kind "for decode ad"
+# Commands from MQTT: a mode, and only for --device devices.
+run gw-commands-mode 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands all && expect_err gw-commands-mode "read or write"
+run gw-commands-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --commands read && expect_err gw-commands-scan "devices given with --device"

@@ -491,6 +491,128 @@ class GatewayMatrixTests(Contiguous, unittest.TestCase):
                 server.stop()
 
 
+class GatewayCommandTests(unittest.TestCase):
+    """Commands from MQTT (--commands): reads and writes on a followed Bumble device, each id
+    executed once, and every refusal the sender can get."""
+
+    THERMO = 'Thermo-1,service=1809,gatt=health'
+    ECHO = '68636967-6174-7400-8000-00805F9B0002'
+    DEVICE = 'F0F1F2F3F401'
+
+    @staticmethod
+    def send(broker, payload, device=DEVICE, retain=False):
+        args = ['mosquitto_pub', '-p', str(broker.port), '-h', '127.0.0.1', '-q', '1',
+                '-t', f'hcigatt/gw1/{device}/command', '-m', payload]
+        subprocess.run(args + (['-r'] if retain else []), check=True, timeout=10)
+
+    @staticmethod
+    def replies(sub):
+        out = {}
+        for t, p in sub.snapshot():
+            if t.endswith('/reply'):
+                j = json.loads(p)
+                out.setdefault(j['id'], []).append((t, j))
+        return out
+
+    @staticmethod
+    def online(sub):
+        """The gateway said "online": it subscribed to its commands before that."""
+        sub.wait_for(lambda s: ('hcigatt/gw1/status', 'online') in s.snapshot(), what='the gateway online')
+
+    def reply(self, sub, id, what=None):
+        sub.wait_for(lambda s: id in self.replies(s), timeout=40, what=what or f'the reply to {id}')
+        return self.replies(sub)[id][0][1]
+
+    def test_reads_and_writes_each_id_once(self):
+        with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
+                Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status') as sub:
+            with Gateway(peer, broker.uri, '--device', 'Thermo-1', '--commands', 'write') as gw:
+                # Sent once the gateway is online: the command waits for the link (the device
+                # found, connected, its database discovered).
+                self.online(sub)
+                self.send(broker, '{"id": "r1", "op": "read", "uuid": "2A19"}')
+                r1 = self.reply(sub, 'r1')
+                self.assertEqual((r1['ok'], r1['hex'], r1['uuid']), (True, '5a', '2A19'), r1)
+                self.assertIn('decoded', r1)
+                self.assertIn(90, r1['decoded'].values(), r1)
+                self.assertEqual(self.replies(sub)['r1'][0][0], f'hcigatt/gw1/{self.DEVICE}/reply')
+                self.send(broker, json.dumps({'id': 'w1', 'op': 'write', 'uuid': self.ECHO, 'text': 'hello'}))
+                self.assertEqual(self.reply(sub, 'w1')['ok'], True)
+                self.send(broker, json.dumps({'id': 'r2', 'op': 'read', 'uuid': self.ECHO}))
+                self.assertEqual(self.reply(sub, 'r2')['hex'], b'hello'.hex())
+                # The same id again (a redelivery): answered again, not written again.
+                self.send(broker, json.dumps({'id': 'w1', 'op': 'write', 'uuid': self.ECHO, 'text': 'again'}))
+                sub.wait_for(lambda s: len(self.replies(s).get('w1', [])) == 2, what='the second answer to w1')
+                self.assertEqual(self.replies(sub)['w1'][1][1], self.replies(sub)['w1'][0][1])
+                self.send(broker, json.dumps({'id': 'r3', 'op': 'read', 'uuid': self.ECHO}))
+                self.assertEqual(self.reply(sub, 'r3')['hex'], b'hello'.hex(), 'w1 was not executed twice')
+                # Without response, by handle.
+                handle = self.reply(sub, 'r3')['handle']
+                self.send(broker, json.dumps({'id': 7, 'op': 'write-without-response', 'handle': handle, 'hex': '010203'}))
+                self.assertEqual(self.reply(sub, '7')['ok'], True)
+                self.send(broker, json.dumps({'id': 'r4', 'op': 'read', 'handle': handle}))
+                self.assertEqual(self.reply(sub, 'r4')['hex'], '010203')
+                # Refusals: the device's ATT error named; bad commands; a device not followed.
+                self.send(broker, '{"id": "w3", "op": "write", "uuid": "2A21", "hex": "0000"}')
+                w3 = self.reply(sub, 'w3')
+                self.assertFalse(w3['ok'])
+                self.assertIn('Out of Range', w3['error'])
+                self.send(broker, '{"id": "x1", "op": "delete", "uuid": "2A19"}')
+                self.assertIn('unknown op "delete"', self.reply(sub, 'x1')['error'])
+                self.send(broker, '{"id": "x2", "op": "read", "uuid": "2A99"}')
+                self.assertIn('has no characteristic', self.reply(sub, 'x2')['error'])
+                self.send(broker, '{"id": "x3", "op": "write", "uuid": "2A19"}')
+                self.assertIn('a write needs "hex" or "text"', self.reply(sub, 'x3')['error'])
+                self.send(broker, '{"op": "read", "uuid": "2A19"')
+                sub.wait_for(lambda s: None in self.replies(s), what='the reply to a payload that is not JSON')
+                self.assertIn('not a JSON object', self.replies(sub)[None][0][1]['error'])
+                self.send(broker, '{"id": "x4", "op": "read", "uuid": "2A19"}', device='AABBCCDDEEFF')
+                x4 = self.reply(sub, 'x4')
+                self.assertIn('not allowed', x4['error'])
+                self.assertEqual(self.replies(sub)['x4'][0][0], 'hcigatt/gw1/AABBCCDDEEFF/reply')
+                self.assertIsNone(gw.proc.poll(), gw.stderr())
+                err = gw.stop()
+            self.assertEqual(gw.proc.returncode, 0, err)
+
+    def test_read_only_refuses_writes(self):
+        with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
+                Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status') as sub:
+            with Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--commands', 'read') as gw:
+                self.online(sub)
+                self.send(broker, json.dumps({'id': 'w', 'op': 'write', 'uuid': self.ECHO, 'text': 'no'}))
+                self.assertIn('reads only', self.reply(sub, 'w')['error'])
+                self.send(broker, json.dumps({'id': 'r', 'op': 'read', 'uuid': self.ECHO}))
+                self.assertEqual(self.reply(sub, 'r')['hex'], b'echo'.hex())
+                gw.stop()
+
+    def test_a_retained_write_is_never_executed(self):
+        # Left retained on the broker before the gateway started: it arrives with the
+        # subscription, marked retained, at every start. (A retained publish to a gateway
+        # already subscribed arrives as a live one: MQTT 3.1.1 §3.3.1.3.)
+        with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
+                Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status') as sub:
+            self.send(broker, json.dumps({'id': 'kept', 'op': 'write', 'uuid': self.ECHO, 'text': 'kept'}), retain=True)
+            with Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--commands', 'write') as gw:
+                self.assertIn('a retained message is never executed', self.reply(sub, 'kept')['error'])
+                self.online(sub)
+                self.send(broker, json.dumps({'id': 'r', 'op': 'read', 'uuid': self.ECHO}))
+                self.assertEqual(self.reply(sub, 'r')['hex'], b'echo'.hex(), 'the retained write was not done')
+                gw.stop()
+
+    def test_a_command_for_a_device_that_is_away_times_out(self):
+        with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
+                Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status') as sub:
+            with Gateway(peer, broker.uri, '--device', 'AA:BB:CC:DD:EE:FF/public', '--connect-timeout', '1',
+                         '--commands', 'read') as gw:
+                self.online(sub)
+                self.send(broker, '{"id": "t", "op": "read", "uuid": "2A19", "timeout": 2}', device='AABBCCDDEEFF')
+                t = self.reply(sub, 't')
+                self.assertFalse(t['ok'])
+                self.assertIn('the link to AA:BB:CC:DD:EE:FF is down (waited 2 s)', t['error'])
+                self.assertIsNone(gw.proc.poll(), gw.stderr())
+                gw.stop()
+
+
 def iso_seconds(text):
     import calendar
     t = time.strptime(text[:19], '%Y-%m-%dT%H:%M:%S')
