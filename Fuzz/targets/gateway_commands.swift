@@ -1,7 +1,8 @@
 // fuzz-modules: BluetoothWire BluetoothCrypto BluetoothTransport BluetoothSecurity BluetoothProfiles BluetoothHost BluetoothGATT BluetoothLE HCIGATTFormat HCIGATTGateway
 // Fuzz target: a command payload from MQTT (anyone who may publish on the broker can send
 // one): GatewayCommand.parse must refuse or return a command within its limits, never trap;
-// the same bytes then drive the ledger (begin/finish by device and id) and the topic's
+// the same bytes then drive the ledger (begin, and finish of what runs, by device and id:
+// a running command is never forgotten, a redelivery gets its reply) and the topic's
 // device level, whose invariants are checked.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -22,19 +23,22 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // The ledger: each byte begins or finishes one of a few ids on a few devices.
     var ledger = CommandLedger(capacity: Int(bytes.first ?? 0) % 8 + 1)
     var done: [String: String] = [:]
+    var running = Set<String>()
     for b in bytes {
         let device = "D\(b & 3)", id = "\((b >> 2) & 7)"
         if b & 0x80 == 0 {
             switch ledger.begin(device: device, id: id) {
             case .answered(let r): precondition(r == done[device + id], "answered with another reply")
-            case .execute, .inProgress: break
+            case .execute: running.insert(device + id)
+            case .inProgress: precondition(running.contains(device + id), "in progress, never begun")
             }
-        } else {
+        } else if running.remove(device + id) != nil {
             let reply = "r\(b)"
             ledger.finish(device: device, id: id, reply: reply)
             done[device + id] = reply
         }
-        precondition(ledger.count <= ledger.capacity, "the ledger outgrew its capacity")
+        // Answered ones within the capacity; running ones are all kept.
+        precondition(ledger.count <= ledger.capacity + running.count, "the ledger outgrew its capacity")
     }
     let level = String(decoding: bytes.prefix(16), as: UTF8.self)
     if let a = GatewayNaming.device(level: level) {

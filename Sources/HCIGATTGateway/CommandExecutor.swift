@@ -45,8 +45,9 @@ final class FollowedLinks: Sendable {
 
     /// The database is known: the link is ready for commands.
     func discovered(_ device: BluetoothAddress, _ database: GATTDatabase) {
-        let ready: [CheckedContinuation<(GATTPeer, GATTDatabase)?, Never>] = state.withLock { s in
-            guard var link = s.links[device] else { return [] }
+        // The waiters and the peer in one lock: a loss in between must not strand them.
+        let (ready, peer): ([CheckedContinuation<(GATTPeer, GATTDatabase)?, Never>], GATTPeer?) = state.withLock { s in
+            guard var link = s.links[device] else { return ([], nil) }
             link.database = database
             s.links[device] = link
             var out: [CheckedContinuation<(GATTPeer, GATTDatabase)?, Never>] = []
@@ -55,13 +56,20 @@ final class FollowedLinks: Sendable {
                 out.append(w.continuation)
                 return true
             }
-            return out
+            return (out, link.peer)
         }
-        guard let peer = state.withLock({ $0.links[device]?.peer }) else { return }
+        guard let peer else { return }
         for c in ready { c.resume(returning: (peer, database)) }
     }
 
     func lost(_ device: BluetoothAddress) { state.withLock { _ = $0.links.removeValue(forKey: device) } }
+
+    /// The link of `peer` failed a request: forgotten unless the follower has a new one.
+    func lost(_ device: BluetoothAddress, peer: GATTPeer) {
+        state.withLock { s in
+            if let link = s.links[device], link.peer.client === peer.client { s.links[device] = nil }
+        }
+    }
 
     /// The device's link when it is ready, waiting for it at most `timeout`; nil when it
     /// did not come back in time.
@@ -144,17 +152,19 @@ final class CommandExecutor: Sendable {
         case .inProgress: return nil
         case .execute: break
         }
-        let reply = await run(command, on: device)
+        guard let reply = await run(command, on: device) else { return nil }
         ledger.withLock { $0.finish(device: key, id: id, reply: reply) }
         return reply
     }
 
-    private func run(_ command: GatewayCommand, on device: BluetoothAddress) async -> String {
+    /// The command's reply; nil when the gateway stopped first.
+    private func run(_ command: GatewayCommand, on device: BluetoothAddress) async -> String? {
         let id = command.id
         let deadline = ContinuousClock.now + command.timeout
         while true {
             let left = deadline - ContinuousClock.now
             guard left > .zero, let (peer, database) = await links.ready(device, timeout: left) else {
+                if Task.isCancelled { return nil }  // the gateway stops: it did not wait
                 if !links.isAllowed(device) { return Self.notAllowed(id, device) }
                 return CommandReply.failure(id: id, error: "the link to \(device) is down (waited \(Self.seconds(command.timeout)) s)")
             }
@@ -167,7 +177,10 @@ final class CommandExecutor: Sendable {
                 }
                 (handle, characteristic) = (c.valueHandle, c)
             case .handle(let h):
-                (handle, characteristic) = (h, database.characteristic(containing: h))
+                // Named and decoded only as the characteristic's value (not its declaration
+                // or a descriptor, which the characteristic also contains).
+                let c = database.characteristic(containing: h)
+                (handle, characteristic) = (h, c?.valueHandle == h ? c : nil)
             }
             do throws(GATTError) {
                 switch command.operation {
@@ -181,7 +194,7 @@ final class CommandExecutor: Sendable {
                 }
                 return CommandReply.success(id: id, fieldsJSON: "\"handle\":\(handle)")
             } catch where error.isLinkLoss {
-                links.lost(device)
+                links.lost(device, peer: peer)
                 // A read is tried again on the link that comes back; a write may have been
                 // done before the link went: not done twice behind the sender's back.
                 if command.operation != .read {

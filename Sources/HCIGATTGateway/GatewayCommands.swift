@@ -31,7 +31,9 @@ public struct GatewayCommand: Sendable, Equatable {
     /// The sender's id: the reply carries it, and a command redelivered with it is
     /// answered from its first result.
     public var id: String
+    /// What to do.
     public var operation: Operation
+    /// What to do it on.
     public var attribute: Attribute
     /// The value to write (nil for a read).
     public var value: [UInt8]?
@@ -43,6 +45,7 @@ public struct GatewayCommand: Sendable, Equatable {
     /// How long a command may ask to wait for the link, at most.
     public static let maximumTimeout: Double = 300
 
+    /// A command as given.
     public init(id: String, operation: Operation, attribute: Attribute, value: [UInt8]? = nil, timeout: Duration = .seconds(30)) {
         self.id = id
         self.operation = operation
@@ -54,7 +57,9 @@ public struct GatewayCommand: Sendable, Equatable {
     /// A payload that is not a command: why, and the id when it had one (so the refusal
     /// reaches the sender).
     public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The payload's id, when it had a usable one.
         public var id: String?
+        /// Why it was refused, for the reply.
         public var reason: String
         public var description: String { reason }
     }
@@ -117,7 +122,7 @@ public struct GatewayCommand: Sendable, Equatable {
             guard let s = Double(text), s > 0, s <= maximumTimeout else {
                 throw refuse("\"timeout\" is seconds, more than 0 and at most \(Int(maximumTimeout)), not \(text)")
             }
-            timeout = .milliseconds(Int64(s * 1000))
+            timeout = .milliseconds(max(1, Int64(s * 1000)))
         default: throw refuse("\"timeout\" is a number of seconds")
         }
         return GatewayCommand(id: id, operation: operation, attribute: attribute, value: value, timeout: timeout)
@@ -168,9 +173,10 @@ public struct CommandLedger: Sendable {
     private var replies: [Key: String?] = [:]
     private var order: [Key] = []
     private var first = 0
+    /// How many answered commands are kept.
     public let capacity: Int
 
-    /// A ledger keeping the last `capacity` commands.
+    /// A ledger keeping the last `capacity` answered commands (and every running one).
     public init(capacity: Int = 1024) { self.capacity = max(1, capacity) }
 
     /// Commands remembered.
@@ -182,9 +188,19 @@ public struct CommandLedger: Sendable {
         if let r = replies[key] { return r.map { .answered($0) } ?? .inProgress }
         replies[key] = .some(nil)
         order.append(key)
-        while replies.count > capacity, first < order.count {
-            replies[order[first]] = nil
+        // The oldest answered ones go; one still running stays (forgetting it would let a
+        // redelivery execute it again), moved behind the others.
+        var scanned = 0
+        let limit = order.count - first
+        while replies.count > capacity, scanned < limit {
+            let oldest = order[first]
             first += 1
+            scanned += 1
+            if case .some(.none) = replies[oldest] {
+                order.append(oldest)
+            } else {
+                replies[oldest] = nil
+            }
         }
         if first > 4096, first * 2 > order.count {
             order.removeFirst(first)

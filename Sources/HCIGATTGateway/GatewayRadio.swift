@@ -208,7 +208,8 @@ public struct GatewayRadio: Sendable {
             for try await event in follower.events {
                 switch event {
                 case .connected(let peer, _):
-                    let device = peer.connection.map { $0.peerIdentity.address } ?? peer.address.address
+                    // The address the readings are published under (their topic's level).
+                    let device = peer.address.address
                     links.allow(device)
                     links.connected(device, peer)
                     linked = device

@@ -38,6 +38,7 @@ public struct GatewaySettings: Sendable {
 public struct IncomingCommand: Sendable {
     /// The device level of its topic (12 hex digits, any case, or whatever the sender put).
     public var level: String
+    /// The command (JSON, as sent).
     public var payload: [UInt8]
     /// The broker kept it from before (a retained message): never a write.
     public var retained: Bool

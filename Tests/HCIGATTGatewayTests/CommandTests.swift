@@ -103,13 +103,18 @@ import Testing
         #expect(ledger.count == 2)
         #expect(ledger.begin(device: "A", id: "3") == .answered("3"))
         #expect(ledger.begin(device: "A", id: "1") == .execute, "the oldest was forgotten")
-        // A reply for a command forgotten while it ran is not kept.
+        // Running commands are never forgotten (a redelivery would run them again): the
+        // answered ones go first.
         var small = CommandLedger(capacity: 1)
         _ = small.begin(device: "A", id: "x")
         _ = small.begin(device: "A", id: "y")
+        #expect(small.count == 2)
+        #expect(small.begin(device: "A", id: "x") == .inProgress)
         small.finish(device: "A", id: "x", reply: "late")
-        #expect(small.count == 1)
-        #expect(small.begin(device: "A", id: "x") == .execute)
+        #expect(small.begin(device: "A", id: "x") == .answered("late"))
+        #expect(small.begin(device: "A", id: "z") == .execute)
+        #expect(small.begin(device: "A", id: "x") == .execute, "x, answered, went first")
+        #expect(small.begin(device: "A", id: "y") == .inProgress, "y still runs")
     }
 
     @Test func repliesAreJSON() {
