@@ -29,7 +29,11 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if b & 0x80 == 0 {
             switch ledger.begin(device: device, id: id) {
             case .answered(let r): precondition(r == done[device + id], "answered with another reply")
-            case .execute: running.insert(device + id)
+            case .execute:
+                running.insert(device + id)
+                // A new command evicts: the answered ones within the capacity, the running
+                // ones all kept. (Finishes and repeats leave more until the next new one.)
+                precondition(ledger.count <= ledger.capacity + running.count, "the ledger outgrew its capacity")
             case .inProgress: precondition(running.contains(device + id), "in progress, never begun")
             }
         } else if running.remove(device + id) != nil {
@@ -37,8 +41,6 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             ledger.finish(device: device, id: id, reply: reply)
             done[device + id] = reply
         }
-        // Answered ones within the capacity; running ones are all kept.
-        precondition(ledger.count <= ledger.capacity + running.count, "the ledger outgrew its capacity")
     }
     let level = String(decoding: bytes.prefix(16), as: UTF8.self)
     if let a = GatewayNaming.device(level: level) {
