@@ -220,12 +220,7 @@ final class CommandExecutor: Sendable {
     static func valueJSON(_ handle: UInt16, _ c: GATTCharacteristic?, _ value: [UInt8]) -> String {
         var out = "\"handle\":\(handle)"
         if let c { out += ",\"uuid\":\(jsonString(c.uuid.description))" }
-        // Lower case, as the readings' "hex".
-        let digits = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(value.count * 2)
-        for b in value { hex += [digits[Int(b >> 4)], digits[Int(b & 0xF)]] }
-        out += ",\"hex\":\"\(String(decoding: hex, as: UTF8.self))\""
+        out += ",\"hex\":\"\(Hex.string(value))\""  // lower case, as the readings' "hex"
         guard let uuid = c?.uuid else { return out }
         let decoded: [Field]? = value.withUnsafeBytes { buf in
             do throws(WireError) { return try CharacteristicDecoder.decode(uuid: uuid, value: buf)?.fields } catch { return nil }

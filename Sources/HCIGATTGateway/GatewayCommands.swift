@@ -128,28 +128,7 @@ public struct GatewayCommand: Sendable, Equatable {
         return GatewayCommand(id: id, operation: operation, attribute: attribute, value: value, timeout: timeout)
     }
 
-    static func hex(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0") ... UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a") ... UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A") ... UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
+    static func hex(_ text: String) -> [UInt8]? { Hex.pairs(text.utf8) }
 }
 
 /// The answers to commands by device and id, so a command the broker delivers again (QoS 1

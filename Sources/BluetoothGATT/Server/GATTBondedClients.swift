@@ -266,24 +266,5 @@ public final class GATTBondedClients: Sendable {
                                     features: GATTClientFeatures(rawValue: features), changeAware: aware == "1")
     }
 
-    static func bytes(_ hexDigits: [UInt8]) -> [UInt8]? {
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0") ... UInt8(ascii: "9"): c - UInt8(ascii: "0")
-            case UInt8(ascii: "a") ... UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A") ... UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
-        guard hexDigits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(hexDigits.count / 2)
-        var i = 0
-        while i < hexDigits.count {
-            guard let h = nibble(hexDigits[i]), let l = nibble(hexDigits[i + 1]) else { return nil }
-            out.append(h << 4 | l)
-            i += 2
-        }
-        return out
-    }
+    static func bytes(_ hexDigits: [UInt8]) -> [UInt8]? { Hex.pairs(hexDigits) }
 }

@@ -73,6 +73,31 @@ public enum Hex {
         return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
 
+    /// Pairs of hex digits and nothing else (no separators, no "0x"), as files and wire
+    /// formats spell bytes; nil otherwise.
+    public static func pairs(_ digits: some Collection<UInt8>) -> [UInt8]? {
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(digits.count / 2)
+        var high: UInt8?
+        for c in digits {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high {
+                out.append(h << 4 | v)
+                high = nil
+            } else {
+                high = v
+            }
+        }
+        return out
+    }
+
     /// Parses hex text, ignoring spaces, colons, dashes and a leading "0x".
     /// Returns nil (with the offending character index) on anything else or an odd digit count.
     public static func parse(_ text: some StringProtocol) -> Result<[UInt8], HexError> {
