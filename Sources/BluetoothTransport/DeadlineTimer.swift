@@ -1,16 +1,17 @@
-import BluetoothTransport
-
 /// The timer of a state machine run under a lock: one task sleeping until the machine's
 /// next deadline, replaced when the deadline changes. Deadlines are in the stack's one
 /// clock (``monotonicNow()``, as the host driver's), so GATT's timeouts and the host's
 /// share one time base.
-struct DeadlineTimer: Sendable {
+public struct DeadlineTimer: Sendable {
     private var task: Task<Void, Never>?
     private var deadline: UInt64?
 
+    /// No timer yet.
+    public init() {}
+
     /// Sleeps until `deadline` (nil: no timer) and then calls `fire`; does nothing when the
     /// deadline did not change.
-    mutating func arm(_ deadline: UInt64?, _ fire: @escaping @Sendable () -> Void) {
+    public mutating func arm(_ deadline: UInt64?, _ fire: @escaping @Sendable () -> Void) {
         guard deadline != self.deadline else { return }
         task?.cancel()
         self.deadline = deadline
@@ -31,9 +32,10 @@ struct DeadlineTimer: Sendable {
 
     /// The timer went off: the next `arm` re-arms even for the same deadline (the clock
     /// may have read a hair early).
-    mutating func fired() { deadline = nil }
+    public mutating func fired() { deadline = nil }
 
-    mutating func cancel() {
+    /// Stops the timer: `fire` is not called for the deadline armed.
+    public mutating func cancel() {
         task?.cancel()
         task = nil
         deadline = nil
