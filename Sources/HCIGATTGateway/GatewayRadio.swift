@@ -5,6 +5,7 @@ import BluetoothProfiles
 import BluetoothTransport
 import BluetoothWire
 import HCIGATTFormat
+import Synchronization
 
 /// What the gateway's radio side does, parsed and checked before anything starts.
 public struct GatewayRadioSettings: Sendable {
@@ -14,8 +15,8 @@ public struct GatewayRadioSettings: Sendable {
     public var active: Bool
     /// The devices followed over a connection, each subscribed to every measurement.
     public var devices: [DeviceTarget]
-    /// Keys for encrypted BTHome readings.
-    public var keys: SensorKeys?
+    /// What the scan publishes: filters, presence, rate limit, BTHome keys.
+    public var publishing: ScanPublishing
     /// How the followed devices are looked up and connected (timeouts, parameters, bonds).
     public var peer: PeerSettings
     /// Commands from MQTT executed on the followed devices (the runtime's
@@ -23,12 +24,12 @@ public struct GatewayRadioSettings: Sendable {
     public var commands: GatewayCommandMode?
 
     /// Settings; `scan` or `devices` gives the radio something to publish.
-    public init(scan: Bool, active: Bool = true, devices: [DeviceTarget], keys: SensorKeys? = nil,
+    public init(scan: Bool, active: Bool = true, devices: [DeviceTarget], publishing: ScanPublishing = ScanPublishing(),
                 peer: PeerSettings = PeerSettings(), commands: GatewayCommandMode? = nil) {
         self.scan = scan
         self.active = active
         self.devices = devices
-        self.keys = keys
+        self.publishing = publishing
         self.peer = peer
         self.commands = commands
     }
@@ -59,9 +60,12 @@ public struct GatewayRadio: Sendable {
         // Commands for the devices given by address are taken at once; by name, once found.
         for t in settings.devices { if let a = t.address { links.allow(a) } }
         links.lookingUp(settings.devices.count { $0.address == nil })
+        let publisher = PublisherBox(ScanPublisher(settings.publishing, presentAtStart: runtime.presentAtStart, now: monotonicNow()),
+                                     runtime: runtime, log: log)
+        defer { publisher.stop() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             if settings.scan || !directory.allFound {
-                group.addTask { try await scanning(host, runtime, directory) }
+                group.addTask { try await scanning(host, publisher, directory) }
             }
             for index in settings.devices.indices {
                 group.addTask {
@@ -123,10 +127,10 @@ public struct GatewayRadio: Sendable {
 
     /// The scan, started again if the host ends it; without `scan` it ends once every
     /// device is found.
-    private func scanning(_ host: HCIHost, _ runtime: GatewayRuntime, _ directory: DeviceDirectory) async throws {
+    private func scanning(_ host: HCIHost, _ publisher: PublisherBox, _ directory: DeviceDirectory) async throws {
         while !Task.isCancelled, settings.scan || !directory.allFound {
             do {
-                try await scanReadings(host, runtime, directory)
+                try await scanReadings(host, publisher, directory)
                 if Task.isCancelled || (!settings.scan && directory.allFound) { return }
                 log("the scan ended; starting it again")
             } catch is CancellationError {
@@ -141,10 +145,12 @@ public struct GatewayRadio: Sendable {
         }
     }
 
-    private func scanReadings(_ host: HCIHost, _ runtime: GatewayRuntime, _ directory: DeviceDirectory) async throws {
+    private func scanReadings(_ host: HCIHost, _ publisher: PublisherBox, _ directory: DeviceDirectory) async throws {
         var config = ScanConfiguration()
         config.active = settings.active
-        var readings = BroadcastReadings(keys: settings.keys)
+        // Presence needs every report (a beacon that repeats itself is still there), not
+        // only the ones whose data changed.
+        config.reportDuplicates = settings.scan && settings.publishing.awayAfter != nil
         for try await event in host.scan(config) {
             let device = event.device
             if !directory.allFound {
@@ -165,11 +171,7 @@ public struct GatewayRadio: Sendable {
                     continue
                 }
             }
-            switch readings.reading(device, now: monotonicNow(), wallMilliseconds: GatewayClock.nowMilliseconds()) {
-            case .reading(let r): runtime.submit(r)
-            case .notPublished(let why): log(why)
-            case .unchanged: break
-            }
+            publisher.report(device)
         }
     }
 
@@ -245,70 +247,73 @@ public struct GatewayRadio: Sendable {
     }
 }
 
-/// Broadcast sensor readings from scan reports: a new reading when a device's decoded frame
-/// changes (its packet id, counter or sequence number does with every measurement); the
-/// scan reports a device again for other reasons too (its scan response, another structure).
-/// No I/O: the clocks come in.
-public struct BroadcastReadings: Sendable {
-    /// What one report gives.
-    public enum Outcome: Sendable {
-        /// A new reading.
-        case reading(PendingReading)
-        /// The same frame as before, or no sensor frame.
-        case unchanged
-        /// A frame that cannot be published, said once per device.
-        case notPublished(String)
+/// The scan's ``ScanPublisher`` under a lock, with the timer that wakes it at its next
+/// deadline (a device gone away, a held reading due): the scan task and the timer both
+/// drive it; what it makes goes to the runtime.
+private final class PublisherBox: Sendable {
+    private struct State {
+        var publisher: ScanPublisher
+        var timer = DeadlineTimer()
+        var out: [ScanPublisher.Output] = []
+        var stopped = false
     }
 
-    /// The most devices remembered; rotating private addresses would grow it without end.
-    public static let capacity = 65536
+    private let state: Mutex<State>
+    private let runtime: GatewayRuntime
+    private let log: @Sendable (String) -> Void
 
-    private let keys: SensorKeys?
-    private var last: [BluetoothAddress: Int] = [:]
-    private var warned: Set<BluetoothAddress> = []
+    init(_ publisher: ScanPublisher, runtime: GatewayRuntime, log: @escaping @Sendable (String) -> Void) {
+        var s = State(publisher: publisher)
+        s.out.reserveCapacity(8)
+        state = Mutex(s)
+        self.runtime = runtime
+        self.log = log
+        arm()
+    }
 
-    /// Readings decrypted with `keys` where a sensor encrypts.
-    public init(keys: SensorKeys?) { self.keys = keys }
+    func report(_ device: DiscoveredDevice) {
+        let out = state.withLock { s -> [ScanPublisher.Output] in
+            s.out.removeAll(keepingCapacity: true)
+            s.publisher.report(device, now: monotonicNow(), wallMilliseconds: GatewayClock.nowMilliseconds(), into: &s.out)
+            return s.out.isEmpty ? [] : s.out  // the buffer stays unshared when there is nothing
+        }
+        deliver(out)
+        arm()
+    }
 
-    /// The reading `device`'s latest report makes; `now` is the monotonic clock (ns) the
-    /// report's time is on, `wallMilliseconds` the wall clock at `now`.
-    public mutating func reading(_ device: DiscoveredDevice, now: UInt64, wallMilliseconds: Int64) -> Outcome {
-        // A bonded device's private address resolves to its identity: readings, numbers
-        // and entities follow the identity, whatever address it uses now.
-        let heard = device.address.address
-        let address = device.identity?.address ?? heard
-        let keys = keys
-        let decoded: (fields: [Field], format: String, name: String?)? = device.withSummary { a in
-            guard let found = ScanFormatter.sensor(a), case .success(let sensor) = found else { return nil }
-            let fields = FieldTree.build { sensor.describe(into: &$0, address: heard, keys: keys) }
-            return (fields, sensor.format.description, a.name.map { String(decoding: $0, as: UTF8.self) })
+    func stop() {
+        state.withLock {
+            $0.stopped = true
+            $0.timer.cancel()
         }
-        guard let decoded else { return .unchanged }
-        var h = Hasher()
-        h.combine(FieldRenderer.jsonObject(decoded.fields))
-        let fingerprint = h.finalize()
-        guard last[address] != fingerprint else { return .unchanged }
-        if last.count >= Self.capacity { last.removeAll(keepingCapacity: true) }
-        last[address] = fingerprint
-        if let error = decoded.fields.first(where: { $0.name == "error" }) {
-            if warned.count >= Self.capacity { warned.removeAll(keepingCapacity: true) }
-            guard warned.insert(address).inserted else { return .unchanged }
-            return .notPublished("\(address): \(FieldRenderer.scalarText(error.value)) (not published)")
+    }
+
+    private func fire() {
+        let out = state.withLock { s -> [ScanPublisher.Output] in
+            s.timer.fired()
+            var out: [ScanPublisher.Output] = []
+            s.publisher.expire(now: monotonicNow(), wallMilliseconds: GatewayClock.nowMilliseconds(), into: &out)
+            return out
         }
-        let (manufacturer, model) = switch decoded.format {
-        case "bthome": ("BTHome", "BTHome v2 sensor")
-        case "ruuvi": ("Ruuvi Innovations", "RuuviTag (data format 5)")
-        case "pvvx": ("Xiaomi (pvvx firmware)", "Thermometer (pvvx custom format)")
-        default: ("Xiaomi (ATC firmware)", "Thermometer (ATC1441 format)")
+        deliver(out)
+        arm()
+    }
+
+    private func arm() {
+        state.withLock { s in
+            guard !s.stopped else { return }
+            s.timer.arm(s.publisher.nextDeadline) { [weak self] in self?.fire() }
         }
-        // When the report arrived (not when this got to it): the wall clock less the
-        // report's age on the monotonic clock.
-        let age = now > device.lastSeen ? Int64(clamping: (now - device.lastSeen) / 1_000_000) : 0
-        return .reading(PendingReading(
-            device: address, heardAs: heard == address ? nil : heard, measurement: decoded.format,
-            milliseconds: wallMilliseconds - age, rssi: device.rssi, fields: decoded.fields,
-            info: HomeAssistantDevice(address: address, name: decoded.name, manufacturer: manufacturer, model: model),
-            unit: nil))
+    }
+
+    private func deliver(_ out: [ScanPublisher.Output]) {
+        for o in out {
+            switch o {
+            case .reading(let r): runtime.submit(r)
+            case .presence(let p): runtime.presence(p)
+            case .log(let line): log(line)
+            }
+        }
     }
 }
 

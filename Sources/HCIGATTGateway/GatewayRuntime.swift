@@ -69,6 +69,9 @@ public struct PendingReading: Sendable {
     public var info: HomeAssistantDevice
     /// The unit the reading states for its main value (connected measurements).
     public var unit: String?
+    /// Whether its values get Home Assistant entities (not an advertiser's plain
+    /// `advertisement` reading: a crowd of phones would make thousands).
+    public var discoverable = true
 
     /// A reading as the radio side has it.
     public init(device: BluetoothAddress, heardAs: BluetoothAddress?, measurement: String, milliseconds: Int64, rssi: Int8?,
@@ -92,6 +95,7 @@ public final class GatewayRuntime: @unchecked Sendable {
         case reading(PendingReading)
         case mqtt(MQTTEvent)
         case reply(level: String, payload: String)
+        case presence(PresenceUpdate)
         case tick
         case stop
     }
@@ -111,6 +115,13 @@ public final class GatewayRuntime: @unchecked Sendable {
     /// Home Assistant comes online.
     private var configs: [String: String] = [:]
     private var configOrder: [String] = []
+    /// Each device's presence as published (retained), said again on every connect.
+    private var presenceStates: [BluetoothAddress: Bool] = [:]
+    /// The present devices changed since the file was written.
+    private var presenceDirty = false
+    /// The devices the previous run said were present (`<spool>/presence`): the radio side
+    /// starts from them, so one that left while the gateway was down is said away.
+    public let presentAtStart: [BluetoothAddress]
     private var published: UInt64 = 0
     /// Readings the broker refused for good (MQTT 5 reason codes of 0x80 and above).
     private var refused: UInt64 = 0
@@ -129,6 +140,8 @@ public final class GatewayRuntime: @unchecked Sendable {
         self.log = log
         spool = try Spool(directory: settings.spoolDirectory, maxBytes: settings.spoolMax)
         sequences = SequenceStore(path: settings.spoolDirectory + "/sequences")
+        presentAtStart = Self.loadPresent(settings.spoolDirectory + "/presence")
+        for device in presentAtStart { presenceStates[device] = true }
         window = PublishWindow(head: spool.head)
         client = try MQTTClient(settings.mqtt)
         (inputs, input) = AsyncStream<Input>.makeStream()
@@ -141,6 +154,8 @@ public final class GatewayRuntime: @unchecked Sendable {
     public func submit(_ r: PendingReading) { input.yield(.reading(r)) }
     /// Publishes a command's reply on the device's reply topic (QoS 1, not retained).
     public func reply(level: String, payload: String) { input.yield(.reply(level: level, payload: payload)) }
+    /// Publishes a device's presence (retained `present` or `away` on its presence topic).
+    public func presence(_ update: PresenceUpdate) { input.yield(.presence(update)) }
     /// Asks for the stop (``StopSequence``); ``run()`` returns when it is done.
     public func stop() { input.yield(.stop) }
 
@@ -197,8 +212,11 @@ public final class GatewayRuntime: @unchecked Sendable {
                     try handle(e)
                 case .reply(let level, let payload):
                     publishReply(level, payload)
+                case .presence(let update):
+                    notePresence(update)
                 case .tick:
                     try spool.sync()
+                    try savePresence()
                     _ = window.tick(now: monotonicNow())
                 case .stop:
                     perform(stop.stop(now: monotonicNow(), connected: window.connected))
@@ -216,6 +234,7 @@ public final class GatewayRuntime: @unchecked Sendable {
         }
         command.finish()
         do {
+            try savePresence()
             try spool.sync()
             try sequences.close()
         } catch {
@@ -239,7 +258,7 @@ public final class GatewayRuntime: @unchecked Sendable {
         let topic = naming.readingTopic(r.device, r.measurement)
         let (_, dropped) = try spool.append(topic: Array(topic.utf8), payload: Array(payload.utf8))
         if dropped > 0 { try noteDropped(dropped) }
-        if settings.discovery { announce(r) }
+        if settings.discovery, r.discoverable { announce(r) }
     }
 
     /// The spool was full: tell the log and the broker.
@@ -280,7 +299,48 @@ public final class GatewayRuntime: @unchecked Sendable {
         }
     }
 
+    /// A presence change: retained on the device's presence topic, its Home Assistant
+    /// device tracker announced once.
+    private func notePresence(_ u: PresenceUpdate) {
+        let naming = settings.naming
+        if presenceStates[u.device] != u.present { presenceDirty = true }
+        presenceStates[u.device] = u.present
+        // Away devices are said once and forgotten beyond a bound (rotating addresses).
+        if presenceStates.count > Self.presenceCapacity {
+            presenceStates = presenceStates.filter { $0.value }
+        }
+        if window.connected {
+            client.publish(topic: naming.presenceTopic(u.device), text: u.present ? "present" : "away", retained: true)
+        }
+        guard settings.discovery, u.present else { return }
+        let (topic, payload) = HomeAssistantDiscovery.presenceConfig(naming, device: u.device, name: u.name)
+        guard configs[topic] != payload else { return }
+        if configs[topic] == nil { configOrder.append(topic) }
+        configs[topic] = payload
+        if window.connected { client.publish(topic: topic, text: payload, retained: true) }
+    }
+
+    /// The most devices whose presence is remembered (the present ones are always kept).
+    static let presenceCapacity = 16384
+
+    /// Writes the present devices to `<spool>/presence` when they changed.
+    private func savePresence() throws {
+        guard presenceDirty else { return }
+        var text = ""
+        for (device, present) in presenceStates where present { text += GatewayNaming.deviceLevel(device) + "\n" }
+        try Spool.writeAtomically(Array(text.utf8), to: settings.spoolDirectory + "/presence", in: settings.spoolDirectory)
+        presenceDirty = false
+    }
+
+    private static func loadPresent(_ path: String) -> [BluetoothAddress] {
+        guard let bytes = Spool.readFile(path) else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { GatewayNaming.device(level: String($0)) }
+    }
+
     private func announceAll() {
+        for (device, present) in presenceStates {
+            client.publish(topic: settings.naming.presenceTopic(device), text: present ? "present" : "away", retained: true)
+        }
         guard settings.discovery else { return }
         let (topic, payload) = HomeAssistantDiscovery.gatewayConfig(settings.naming)
         client.publish(topic: topic, text: payload, retained: true)

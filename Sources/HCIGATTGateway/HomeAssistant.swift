@@ -53,6 +53,7 @@ public struct HomeAssistantEntity: Sendable, Hashable {
             "water": ("water", "L", "total_increasing"), "duration": ("duration", "s", "measurement"),
             "conductivity": ("conductivity", "µS/cm", "measurement"), "precipitation": ("precipitation", "mm", "measurement"),
             "tx_power": ("signal_strength", "dBm", "measurement"),
+            "temperature_c": ("temperature", "°C", "measurement"), "battery_voltage_mv": ("voltage", "mV", "measurement"),
             "heart_rate": (nil, "bpm", "measurement"), "systolic": ("pressure", "mmHg", "measurement"),
             "diastolic": ("pressure", "mmHg", "measurement"), "mean_arterial_pressure": ("pressure", "mmHg", "measurement"),
             "acceleration_x": (nil, "g", "measurement"), "acceleration_y": (nil, "g", "measurement"),
@@ -111,14 +112,41 @@ public enum HomeAssistantDiscovery {
         if let dc = entity.deviceClass { p += ",\"device_class\":" + jsonString(dc) }
         if let u = entity.unit { p += ",\"unit_of_measurement\":" + jsonString(u) }
         if let sc = entity.stateClass { p += ",\"state_class\":" + jsonString(sc) }
-        p += ",\"device\":{\"identifiers\":[" + jsonString(node) + "]"
-        p += ",\"connections\":[[\"bluetooth\"," + jsonString(device.address.description) + "]]"
-        p += ",\"name\":" + jsonString(device.name ?? device.address.description)
-        p += ",\"manufacturer\":" + jsonString(device.manufacturer)
-        p += ",\"model\":" + jsonString(device.model)
-        p += ",\"via_device\":" + jsonString(naming.gatewayDeviceID) + "}"
+        p += deviceBlock(naming, device.address, name: device.name ?? device.address.description,
+                         manufacturer: device.manufacturer, model: device.model)
         p += ",\"origin\":{\"name\":\"hcigatt\"}}"
         return ("\(naming.discoveryPrefix)/\(entity.component)/\(node)/\(GatewayNaming.identifierSafe(measurement))_\(object)/config", p)
+    }
+
+    /// The config of `device`'s presence as this gateway sees it: a `device_tracker`
+    /// (home: heard within the away timeout), unavailable while the gateway is offline.
+    /// Its device block names no manufacturer or model, so it does not overwrite what a
+    /// sensor's config says about the same device.
+    public static func presenceConfig(_ naming: GatewayNaming, device: BluetoothAddress, name: String?) -> (topic: String, payload: String) {
+        let node = "hcigatt_\(GatewayNaming.deviceLevel(device))"
+        let gateway = GatewayNaming.identifierSafe(naming.gatewayID)
+        let uniqueID = "\(node)_presence_\(gateway)"
+        var p = "{\"name\":" + jsonString("Presence (\(naming.gatewayID))")
+        p += ",\"unique_id\":" + jsonString(uniqueID)
+        p += ",\"object_id\":" + jsonString(uniqueID)
+        p += ",\"state_topic\":" + jsonString(naming.presenceTopic(device))
+        p += ",\"payload_home\":\"present\",\"payload_not_home\":\"away\",\"source_type\":\"bluetooth_le\""
+        p += ",\"availability_topic\":" + jsonString(naming.statusTopic)
+        p += ",\"payload_available\":\"online\",\"payload_not_available\":\"offline\""
+        p += deviceBlock(naming, device, name: name, manufacturer: nil, model: nil)
+        p += ",\"origin\":{\"name\":\"hcigatt\"}}"
+        return ("\(naming.discoveryPrefix)/device_tracker/\(node)/presence_\(gateway)/config", p)
+    }
+
+    /// `,"device":{…}`: the device by its address, behind this gateway.
+    static func deviceBlock(_ naming: GatewayNaming, _ address: BluetoothAddress, name: String?, manufacturer: String?,
+                            model: String?) -> String {
+        var p = ",\"device\":{\"identifiers\":[" + jsonString("hcigatt_\(GatewayNaming.deviceLevel(address))") + "]"
+        p += ",\"connections\":[[\"bluetooth\"," + jsonString(address.description) + "]]"
+        if let name { p += ",\"name\":" + jsonString(name) }
+        if let manufacturer { p += ",\"manufacturer\":" + jsonString(manufacturer) }
+        if let model { p += ",\"model\":" + jsonString(model) }
+        return p + ",\"via_device\":" + jsonString(naming.gatewayDeviceID) + "}"
     }
 
     /// The gateway's own device: a connectivity sensor on the status topic (retained

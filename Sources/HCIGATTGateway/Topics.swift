@@ -86,6 +86,15 @@ public struct GatewayNaming: Sendable {
         }
     }
 
+    /// Where `device`'s presence goes (retained `present` or `away`): this gateway's, since
+    /// being in range is a gateway's view (two gateways may hear one device differently).
+    public func presenceTopic(_ device: BluetoothAddress) -> String {
+        switch style {
+        case .hcigatt: "\(prefix)/\(gatewayID)/\(Self.deviceLevel(device))/presence"
+        case .theengs: "\(prefix)/\(gatewayID)/BTtoMQTT/\(Self.deviceLevel(device))/presence"
+        }
+    }
+
     /// Retained `online`, and the last will `offline`.
     public var statusTopic: String { "\(prefix)/\(gatewayID)/status" }
     /// Where the number of readings dropped from a full spool is published.

@@ -15,10 +15,12 @@ import Glibc
 /// MQTT broker, at least once and in order, through a disk spool; Home Assistant discovery.
 enum GatewayCommand {
     // The --device links take what `monitor`'s do (timeouts, connection parameters, bonds).
-    static let flags: Set<String> = PeerOptions.flags.union(["scan", "passive", "mqtt5", "no-discovery", "no-hostname-check"])
+    static let flags: Set<String> = PeerOptions.flags.union(["scan", "passive", "mqtt5", "no-discovery", "no-hostname-check",
+                                                                            "only-sensors", "presence"])
     static let options: Set<String> = PeerOptions.options.union([
         "mqtt", "device", "spool", "spool-max", "gateway-id", "topic-prefix", "topic-style", "bindkey", "ca-file",
-        "cert-file", "key-file", "credentials", "discovery-prefix", "config", "commands",
+        "cert-file", "key-file", "credentials", "discovery-prefix", "config", "commands", "allow", "deny",
+        "away-timeout", "min-interval",
     ])
 
     static var command: Command {
@@ -32,7 +34,9 @@ enum GatewayCommand {
     Publishes every reading hcigatt decodes to an MQTT broker until stopped (Ctrl-C or
     SIGTERM end it cleanly): the measurements of each --device (connected, subscribed to
     every measurement it has, reconnecting with back-off) and, with --scan, the sensor
-    readings devices broadcast (BTHome v2, Ruuvi RAWv2, pvvx/ATC1441). With --transport
+    readings devices broadcast (BTHome v2, Ruuvi RAWv2, pvvx/ATC1441, iBeacon, Eddystone)
+    and what every other advertiser says (an `advertisement` reading when its data
+    changes; --only-sensors leaves those out). With --transport
     l2cap:hciN (bluetoothd keeps the controller) it follows devices given by address over
     the kernel's L2CAP socket, without a scan.
 
@@ -52,8 +56,22 @@ enum GatewayCommand {
 
     Options:
       --mqtt URI             mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883)
-      --scan                 publish the sensor readings devices broadcast
+      --scan                 publish what devices broadcast (sensors, beacons, advertisers)
       --passive              scan without scan requests
+      --only-sensors         publish decoded sensors and beacons only, not every advertiser
+      --allow ENTRY          publish only devices matching an --allow entry (repeatable):
+                             AA:BB:CC:DD:EE:FF[/public|/random], service:UUID or a bare
+                             UUID (FCD2, 0x181A), company:0x0499, name:PREFIX or any
+                             other text as the start of the advertised name
+      --deny ENTRY           never publish devices matching it (wins over --allow)
+      --presence             publish each device's presence: retained `present`, then
+                             `away` after --away-timeout without hearing it, on
+                             <prefix>/<gateway>/<DEVICE>/presence (a Home Assistant
+                             device tracker); rssi in readings is the median of the
+                             device's last 5 reports
+      --away-timeout S       seconds unheard before a device is away (default 120)
+      --min-interval S       at most one broadcast reading per device and measurement
+                             every S seconds; the latest value wins
       --device ADDR|NAME     follow this device's measurements over a connection (repeatable)
       --bindkey ADDR=KEY     decrypt ADDR's encrypted BTHome readings (32 hex digits; repeatable)
       --commands MODE        take commands from MQTT for the --device devices: read (reads
@@ -193,8 +211,9 @@ enum GatewayCommand {
                 }
                 commands = mode
             }
+            let publishing = try Self.publishing(args, scan: scan)
             radio = GatewayRadioSettings(scan: scan, active: !args.flag("passive"), devices: devices,
-                                         keys: try ScanCommand.bindKeys(args), peer: peer.peer, commands: commands)
+                                         publishing: publishing, peer: peer.peer, commands: commands)
             let style: TopicStyle
             switch args.option("topic-style") ?? "hcigatt" {
             case "hcigatt": style = .hcigatt
@@ -246,6 +265,41 @@ enum GatewayCommand {
         var publisher: GatewaySettings {
             GatewaySettings(mqtt: mqtt, naming: naming, discovery: discovery, spoolDirectory: spoolDirectory, spoolMax: spoolMax,
                             commands: commands)
+        }
+
+        /// What the scan publishes (filters, presence, rate limit, keys): only with --scan.
+        static func publishing(_ args: Arguments, scan: Bool) throws -> ScanPublishing {
+            for option in ["allow", "deny", "away-timeout", "min-interval"] where !scan && args.option(option) != nil {
+                throw UsageError("--\(option) is about what --scan publishes: add --scan")
+            }
+            for flag in ["only-sensors", "presence"] where !scan && args.flag(flag) {
+                throw UsageError("--\(flag) is about what --scan publishes: add --scan")
+            }
+            func entries(_ option: String) throws -> [ScanFilterEntry] {
+                try args.all(option).map { text in
+                    guard let entry = ScanFilterEntry(text) else {
+                        throw UsageError("--\(option) takes an address (AA:BB:CC:DD:EE:FF[/public|/random]), service:UUID, company:ID or name:PREFIX, not '\(text)'")
+                    }
+                    return entry
+                }
+            }
+            var p = ScanPublishing(filter: ScanFilter(allow: try entries("allow"), deny: try entries("deny")),
+                                   onlySensors: args.flag("only-sensors"), keys: try ScanCommand.bindKeys(args))
+            if args.flag("presence") {
+                let away = try ControllerOptions.seconds(args, "away-timeout", default: 120, range: 5 ... 86400)
+                p.awayAfter = nanoseconds(away)
+            } else if args.option("away-timeout") != nil {
+                throw UsageError("--away-timeout is for --presence: add it")
+            }
+            if args.option("min-interval") != nil {
+                let interval = try ControllerOptions.seconds(args, "min-interval", default: 0, range: 0.1 ... 86400)
+                p.minInterval = nanoseconds(interval)
+            }
+            return p
+        }
+
+        private static func nanoseconds(_ d: Duration) -> UInt64 {
+            UInt64(d.components.seconds) * 1_000_000_000 + UInt64(d.components.attoseconds / 1_000_000_000)
         }
 
         static func hostname() -> String {

@@ -87,8 +87,8 @@ private let sensor = LEAddress(BluetoothAddress(0xC0, 0xDE, 0, 0, 0, 7), type: .
         #expect(r.fields.contains { $0.name == "temperature" && $0.value == .double(25.06) })
     }
 
-    @Test func aDeviceWithoutASensorFrameGivesNothing() {
-        var readings = BroadcastReadings(keys: nil)
+    @Test func aDeviceWithoutASensorFrameGivesNothingWithOnlySensors() {
+        var readings = BroadcastReadings(keys: nil, onlySensors: true)
         let d = DiscoveredDevice(address: sensor, rssi: -40, txPower: nil, advertisingData: [0x02, 0x01, 0x06, 0x05, 0x09, 0x54, 0x61, 0x67, 0x31],
                                  scanResponseData: [], eventType: AdvertisingEventInfo(), firstSeen: 0, lastSeen: 0, reportCount: 1)
         guard case .unchanged = readings.reading(d, now: 0, wallMilliseconds: 0) else { Issue.record("a reading from a name"); return }

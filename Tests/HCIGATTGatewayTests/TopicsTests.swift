@@ -56,4 +56,19 @@ import Testing
         func withoutGateway(_ s: String, _ g: String) -> String { s.split(separator: "hcigatt_gateway_\(g)", omittingEmptySubsequences: false).joined(separator: "x") }
         #expect(withoutGateway(ca.payload, "a") == withoutGateway(cb.payload, "b"))
     }
+
+    @Test func presenceIsPerGatewayWithATrackerThatFollowsTheGatewaysStatus() {
+        let device = BluetoothAddress(0xA4, 0xC1, 0x38, 0x12, 0x34, 0x56)
+        let naming = GatewayNaming(gatewayID: "kitchen")
+        #expect(naming.presenceTopic(device) == "hcigatt/kitchen/A4C138123456/presence")
+        #expect(GatewayNaming(gatewayID: "kitchen", style: .theengs).presenceTopic(device) == "home/kitchen/BTtoMQTT/A4C138123456/presence")
+        let (topic, payload) = HomeAssistantDiscovery.presenceConfig(naming, device: device, name: nil)
+        #expect(topic == "homeassistant/device_tracker/hcigatt_A4C138123456/presence_kitchen/config")
+        #expect(payload.contains("\"state_topic\":\"hcigatt/kitchen/A4C138123456/presence\""))
+        #expect(payload.contains("\"payload_home\":\"present\",\"payload_not_home\":\"away\",\"source_type\":\"bluetooth_le\""))
+        #expect(payload.contains("\"availability_topic\":\"hcigatt/kitchen/status\""))
+        // No name, manufacturer or model of its own: a sensor's config says those.
+        #expect(!payload.contains("\"manufacturer\"") && !payload.contains("\"model\"") && !payload.contains("\"name\":\"A4"))
+        #expect(HomeAssistantDiscovery.presenceConfig(naming, device: device, name: "Tag").payload.contains("\"name\":\"Tag\""))
+    }
 }

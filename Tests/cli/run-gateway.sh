@@ -38,3 +38,11 @@ run ad-bindkey-kind 2 "$bin" decode att 0a --bindkey 54:48:E6:8F:80:A5=231d39c1d
 # Commands from MQTT: a mode, and only for --device devices.
 run gw-commands-mode 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands all && expect_err gw-commands-mode "read or write"
 run gw-commands-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --commands read && expect_err gw-commands-scan "devices given with --device"
+# Scan filters, presence and the rate limit: about what --scan publishes, checked first.
+run gw-presence-noscan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --presence && expect_err gw-presence-noscan "add --scan"
+run gw-allow-noscan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --allow ATC && expect_err gw-allow-noscan "--allow is about what --scan publishes"
+run gw-allow-typo 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --allow C0:DE:00:00:00:0G && expect_err gw-allow-typo "not 'C0:DE:00:00:00:0G'"
+run gw-deny-service 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --deny service:XYZ && expect_err gw-deny-service "--deny takes"
+run gw-away-alone 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --away-timeout 30 && expect_err gw-away-alone "for --presence"
+run gw-away-range 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --presence --away-timeout 1 && expect_err gw-away-range "--away-timeout takes seconds"
+run gw-interval-zero 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --min-interval 0 && expect_err gw-interval-zero "--min-interval takes seconds"

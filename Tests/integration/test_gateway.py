@@ -491,6 +491,113 @@ class GatewayMatrixTests(Contiguous, unittest.TestCase):
                 server.stop()
 
 
+class GatewayScanTests(Contiguous, unittest.TestCase):
+    """What --scan publishes: every advertiser or only sensors and beacons, allow and deny
+    lists, presence with its away timeout (across a restart), and the rate limit."""
+    PEERS = ['Home-1,sensor=bthome', 'Ruuvi-2,sensor=ruuvi', 'Phone-3,mfr=004C:1005AABB', 'B4,sensor=ibeacon',
+             'E5,sensor=eddystone']
+
+    @staticmethod
+    def devices(sub):
+        return {t.split('/')[2] for t, _ in sub.readings()}
+
+    def test_only_sensors_beacons_allow_and_deny(self):
+        with Broker() as broker, Peer(*sum((['--peripheral', s] for s in self.PEERS), [])) as peer:
+            with Subscriber(broker, 'hcigatt/#', 'homeassistant/#') as sub:
+                with Gateway(peer, broker.uri, '--scan', '--only-sensors', '--deny', 'F0:F1:F2:F3:F4:02') as gw:
+                    sub.wait_for(lambda s: len(s.readings('F0F1F2F3F401/bthome')) >= 2
+                                 and len(s.readings('F0F1F2F3F404/ibeacon')) >= 2
+                                 and len(s.readings('F0F1F2F3F405/eddystone_tlm')) >= 2, what='sensor and beacon readings')
+                    time.sleep(1)
+                    gw.stop()
+                # Denied (Ruuvi) and not a sensor (the phone): nothing, not even discovery.
+                self.assertEqual(self.devices(sub), {'F0F1F2F3F401', 'F0F1F2F3F404', 'F0F1F2F3F405'})
+                self.assertFalse([t for t, _ in sub.snapshot() if 'F0F1F2F3F402' in t or 'F0F1F2F3F403' in t])
+                for device in ['F0F1F2F3F401', 'F0F1F2F3F404', 'F0F1F2F3F405']:
+                    self.assert_contiguous(sub.readings(device), device)
+                for _, j in sub.readings('F0F1F2F3F404/ibeacon'):
+                    self.assertEqual((j['proximity_uuid'], j['major'], j['measured_power']),
+                                     ('E2C56DB5-DFFB-48D2-B060-D0F5A71096E0', 1, -59))
+                minors = [j['minor'] for _, j in sub.readings('F0F1F2F3F404/ibeacon')]
+                self.assertEqual(len(minors), len(set(minors)), f'an iBeacon frame published twice: {minors}')
+                for _, j in sub.readings('F0F1F2F3F405/eddystone_tlm'):
+                    n = j['advertising_pdu_count']
+                    self.assertEqual(j['battery_voltage_mv'], 3000)
+                    self.assertAlmostEqual(j['temperature_c'], 20 + (n & 0xFF) / 256, places=3)
+                topics = [t for t, _ in sub.snapshot()]
+                self.assertIn('homeassistant/sensor/hcigatt_F0F1F2F3F405/eddystone_tlm_temperature_c/config', topics)
+
+            # Every advertiser, narrowed to a name prefix and BTHome's service.
+            with Subscriber(broker, 'hcigatt/gw2/#', 'homeassistant/+/hcigatt_F0F1F2F3F403/#') as sub:
+                with Gateway(peer, broker.uri, '--scan', '--allow', 'Phone', '--allow', 'service:FCD2', gateway_id='gw2') as gw:
+                    sub.wait_for(lambda s: s.readings('F0F1F2F3F403/advertisement') and len(s.readings('F0F1F2F3F401/bthome')) >= 2,
+                                 what='the phone and the BTHome sensor')
+                    time.sleep(2)
+                    gw.stop()
+                self.assertEqual(self.devices(sub), {'F0F1F2F3F401', 'F0F1F2F3F403'})
+                phone = sub.readings('F0F1F2F3F403/advertisement')
+                # Its data never changes: one reading, however often it is heard.
+                self.assertEqual(len(phone), 1, phone)
+                j = phone[0][1]
+                self.assertEqual((j['name'], j['address_type'], j['connectable']), ('Phone-3', 'public', True))
+                self.assertEqual(j['manufacturer']['company_id'], {'value': 76, 'name': 'Apple, Inc.'})
+                self.assertEqual(j['manufacturer']['data'], '1005aabb')
+                self.assertIsInstance(j['rssi'], int)
+                # An advertiser gets no Home Assistant entities.
+                self.assertFalse([t for t, _ in sub.snapshot() if t.startswith('homeassistant/')])
+
+    def test_presence_away_and_across_a_restart(self):
+        peers = ['Home-1,sensor=bthome', 'Gone-2,sensor=bthome,silent_after=12']
+        spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
+        with Broker() as broker, Peer(*sum((['--peripheral', s] for s in peers), [])) as peer, \
+                Subscriber(broker, 'hcigatt/gw1/+/presence', 'homeassistant/device_tracker/#') as sub:
+            def states(device):
+                return [p for t, p in sub.snapshot() if t == f'hcigatt/gw1/{device}/presence']
+
+            with Gateway(peer, broker.uri, '--scan', '--presence', '--away-timeout', '5', spool=spool) as gw:
+                sub.wait_for(lambda s: states('F0F1F2F3F401') and states('F0F1F2F3F402'), what='both present')
+                gw.stop()
+            self.assertEqual((states('F0F1F2F3F401'), states('F0F1F2F3F402')), (['present'], ['present']))
+            tracker = json.loads(dict(sub.snapshot())['homeassistant/device_tracker/hcigatt_F0F1F2F3F401/presence_gw1/config'])
+            self.assertEqual((tracker['state_topic'], tracker['payload_home'], tracker['payload_not_home'], tracker['source_type']),
+                             ('hcigatt/gw1/F0F1F2F3F401/presence', 'present', 'away', 'bluetooth_le'))
+            self.assertEqual(tracker['availability_topic'], 'hcigatt/gw1/status')
+            self.assertEqual(tracker['device']['identifiers'], ['hcigatt_F0F1F2F3F401'])
+            # Gone-2 leaves while the gateway is down: the next run says it is away after
+            # the timeout (it remembers who was present), and Home-1 never goes away.
+            self.assertIsNotNone(peer.events.wait_for(lambda e: e.get('event') == 'silent' and e.get('name') == 'Gone-2', 30),
+                                 'Gone-2 did not go silent')
+            with Gateway(peer, broker.uri, '--scan', '--presence', '--away-timeout', '5', spool=spool) as gw:
+                started = time.monotonic()
+                sub.wait_for(lambda s: 'away' in states('F0F1F2F3F402'), timeout=30, what='Gone-2 away')
+                self.assertGreaterEqual(time.monotonic() - started, 4, 'away before the timeout')
+                time.sleep(2)
+                gw.stop()
+            self.assertNotIn('away', states('F0F1F2F3F401'))
+            # Retained: what a newcomer sees.
+            with Subscriber(broker, 'hcigatt/gw1/+/presence') as late:
+                late.wait_for(lambda s: len(s.snapshot()) >= 3, what='retained presence')
+                retained = {t: p for t, p in late.snapshot() if t.endswith('/presence')}
+            self.assertEqual(retained, {'hcigatt/gw1/F0F1F2F3F401/presence': 'present',
+                                        'hcigatt/gw1/F0F1F2F3F402/presence': 'away'})
+
+    def test_min_interval_keeps_the_latest_value(self):
+        with Broker() as broker, Peer('--peripheral', 'Home-1,sensor=bthome,sensor_interval=0.2') as peer, \
+                Subscriber(broker, 'hcigatt/#') as sub:
+            with Gateway(peer, broker.uri, '--scan', '--only-sensors', '--min-interval', '2') as gw:
+                sub.wait_for(lambda s: len(s.readings('F0F1F2F3F401/bthome')) >= 4, timeout=30, what='four readings')
+                gw.stop()
+            readings = sub.readings('F0F1F2F3F401/bthome')
+            self.assert_contiguous(readings, 'bthome')
+            ids = [j['packet_id'] for _, j in readings]
+            times = [iso_seconds(j['time']) for _, j in readings]
+            for a, b in zip(times, times[1:]):
+                self.assertGreaterEqual(b - a, 1.5, f'readings closer than --min-interval: {times}')
+            # The latest value wins: about ten frames go by per interval, not one.
+            for a, b in zip(ids[1:], ids[2:]):
+                self.assertGreaterEqual((b - a) % 256, 5, f'not the latest value: packet ids {ids}')
+
+
 class GatewayCommandTests(unittest.TestCase):
     """Commands from MQTT (--commands): reads and writes on a followed Bumble device, each id
     executed once, and every refusal the sender can get."""

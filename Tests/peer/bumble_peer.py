@@ -210,11 +210,15 @@ def parse_peripheral(spec: str, index: int) -> dict:
     [,gatt=health|uart][,disconnect_after=S][,conn_params[=MIN:MAX:LATENCY:TIMEOUT]]
     [,ignore_att_after=N][,pairing=MODE][,privacy[=IRK]][,keystore=FILE]
     [,l2cap=PSM[:MTU:MPS:CREDITS]][,l2cap_close_after=S][,l2cap_stingy]
-    [,sensor=bthome|bthome-enc|ruuvi|pvvx][,sensor_interval=S][,sensor_count=N]
+    [,sensor=bthome|bthome-enc|ruuvi|pvvx|ibeacon|eddystone][,sensor_interval=S][,sensor_count=N]
+    [,silent_after=S]
 
     sensor: broadcast a new sensor reading every sensor_interval seconds (default 0.5),
     numbered 1, 2 ... (sensor_frames.py), up to sensor_count readings (default: no end);
-    each is reported as a 'sensor-reading' event.
+    each is reported as a 'sensor-reading' event. A beacon (ibeacon, eddystone) sends no
+    name: its frame fills the 31 bytes.
+    silent_after: stop advertising S seconds after starting (a device leaving), reported
+    as a 'silent' event.
 
     keystore: keep the bonds in FILE (JSON), so a later run still knows its centrals.
     l2cap: an LE credit-based channel server on PSM (MTU, MPS, credits: what it takes; a
@@ -251,6 +255,7 @@ def parse_peripheral(spec: str, index: int) -> dict:
         'sensor': None,
         'sensor_interval': 0.5,
         'sensor_count': None,
+        'silent_after': None,
     }
     for part in parts[1:]:
         key, _, value = part.partition('=')
@@ -294,6 +299,8 @@ def parse_peripheral(spec: str, index: int) -> dict:
             p['sensor_interval'] = float(value)
         elif key == 'sensor_count':
             p['sensor_count'] = int(value)
+        elif key == 'silent_after':
+            p['silent_after'] = float(value)
         elif key == 'privacy':
             p['privacy'] = bytes.fromhex(value or PRIVACY_IRK)
             if len(p['privacy']) != 16:
@@ -306,8 +313,9 @@ def parse_peripheral(spec: str, index: int) -> dict:
 def advertising_data(p: dict, reading: int = 0) -> bytes:
     # (Bumble's controller answers scan requests by repeating the advertising data, so
     # there is no point in giving peripherals scan response data of their own.)
-    structures = [(AdvertisingData.FLAGS, bytes([0x06])),
-                  (AdvertisingData.COMPLETE_LOCAL_NAME, p['name'].encode())]
+    structures = [(AdvertisingData.FLAGS, bytes([0x06]))]
+    if p['sensor'] not in sensor_frames.BEACONS:
+        structures.append((AdvertisingData.COMPLETE_LOCAL_NAME, p['name'].encode()))
     uuids16 = [UUID(s) for s in p['services'] if len(s) == 4]
     if uuids16:
         structures.append(
@@ -327,11 +335,14 @@ def advertising_data(p: dict, reading: int = 0) -> bytes:
 async def broadcast_readings(device, p, events, own):
     """A new sensor reading in the advertising data every sensor_interval seconds."""
     n = 0
-    while p['sensor_count'] is None or n < p['sensor_count']:
+    while (p['sensor_count'] is None or n < p['sensor_count']) and not p.get('silent'):
         n += 1
         await device.stop_advertising()
         device.advertising_data = advertising_data(p, n)
         await device.start_advertising(auto_restart=True, own_address_type=own)
+        if p.get('silent'):  # went silent while this restarted it
+            await device.stop_advertising()
+            break
         events('sensor-reading', {'name': p['name'], 'n': n})
         await asyncio.sleep(p['sensor_interval'])
 
@@ -365,7 +376,17 @@ async def start_peripheral(link, index, p, events, *, database, **behaviour_opti
     await device.start_advertising(auto_restart=True, own_address_type=own)
     if p['sensor'] is not None:
         asyncio.get_running_loop().create_task(broadcast_readings(device, p, events, own))
+    if p['silent_after'] is not None:
+        asyncio.get_running_loop().create_task(go_silent(device, p, events))
     return device, behaviour
+
+
+async def go_silent(device, p, events):
+    """Stops advertising after silent_after seconds, for good (a device leaving)."""
+    await asyncio.sleep(p['silent_after'])
+    p['silent'] = True
+    await device.stop_advertising()
+    events('silent', {'name': p['name']})
 
 
 def start_l2cap_server(device, p, events):

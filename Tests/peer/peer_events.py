@@ -25,6 +25,7 @@ monotonic) and, for peripheral events, "peripheral" (its name). The vocabulary:
   att-ignored          connection, opcode, name, count (--ignore-att-after: a request
                        left unanswered; count = requests seen so far)
   sensor-reading       name, n — a sensor peripheral broadcast its reading n
+  silent               name — a peripheral stopped advertising (silent_after)
   events-dropped       count — the reader fell more than 4 MiB behind; that many lines
                        were thrown away
 

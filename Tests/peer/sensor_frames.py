@@ -52,7 +52,21 @@ def pvvx(n, address):
     return b'\x1a\x18' + mac + struct.pack('<hHHBBB', t, h, 2998, 88, n & 0xFF, 0x04)
 
 
-KINDS = ('bthome', 'bthome-enc', 'ruuvi', 'pvvx')
+def ibeacon(n):
+    """Manufacturer data (Apple's company id included) of an iBeacon whose minor is n:
+    proximity UUID E2C56DB5-DFFB-48D2-B060-D0F5A71096E0, major 1, -59 dBm at 1 m."""
+    return b'\x4c\x00\x02\x15' + bytes.fromhex('E2C56DB5DFFB48D2B060D0F5A71096E0') + struct.pack('>HHb', 1, n & 0xFFFF, -59)
+
+
+def eddystone_tlm(n):
+    """Service data (UUID FEAA included) of an Eddystone-TLM frame: 3000 mV, 20 + n/256 °C
+    (8.8 fixed point), n advertising PDUs, n seconds since power-on."""
+    return b'\xaa\xfe\x20\x00' + struct.pack('>HhII', 3000, 20 * 256 + (n & 0xFF), n, n * 10)
+
+
+# Beacons have no room for a name beside their frame in 31 bytes.
+BEACONS = ('ibeacon', 'eddystone')
+KINDS = ('bthome', 'bthome-enc', 'ruuvi', 'pvvx') + BEACONS
 
 
 def structure(kind, n, address):
@@ -65,4 +79,8 @@ def structure(kind, n, address):
         return 0xFF, ruuvi(n, address)
     if kind == 'pvvx':
         return 0x16, pvvx(n, address)
+    if kind == 'ibeacon':
+        return 0xFF, ibeacon(n)
+    if kind == 'eddystone':
+        return 0x16, eddystone_tlm(n)
     raise ValueError(kind)
