@@ -4,7 +4,8 @@
 /// share one time base.
 public struct DeadlineTimer: Sendable {
     private var task: Task<Void, Never>?
-    private var deadline: UInt64?
+    /// The deadline it sleeps until (nil: none).
+    public private(set) var deadline: UInt64?
 
     /// No timer yet.
     public init() {}

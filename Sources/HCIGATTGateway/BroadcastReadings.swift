@@ -54,6 +54,10 @@ public struct BroadcastReadings: Sendable {
     /// Only decoded sensors and beacons; no `advertisement` readings.
     public let onlySensors: Bool
     private var last: [Key: Int] = [:]
+    /// Per device, the hashes of the last two raw reports (what they were decoded from):
+    /// the same bytes again are nothing new, without decoding them (with presence the
+    /// scan reports every repeat). Two, so a beacon alternating two frames is caught too.
+    private var lastRaw: [BluetoothAddress: (Int, Int)] = [:]
     private var warned: Set<BluetoothAddress> = []
 
     /// Readings decrypted with `keys` where a sensor encrypts; `onlySensors` leaves out
@@ -70,6 +74,17 @@ public struct BroadcastReadings: Sendable {
         // and entities follow the identity, whatever address it uses now.
         let heard = device.address.address
         let address = device.identity?.address ?? heard
+        var raw = Hasher()
+        raw.combine(device.address)
+        raw.combine(device.advertisingData)
+        raw.combine(device.scanResponseData)
+        raw.combine(device.eventType.connectable)
+        raw.combine(device.txPower)
+        let rawHash = raw.finalize()
+        let seen = lastRaw[address]
+        if let seen, seen.0 == rawHash || seen.1 == rawHash { return .unchanged }
+        if seen == nil, lastRaw.count >= Self.capacity { lastRaw.removeAll(keepingCapacity: true) }
+        lastRaw[address] = (rawHash, seen?.0 ?? rawHash)
         let keys = keys, onlySensors = onlySensors
         let found: Decoded? = device.withSummary { a in Self.decode(device, a, keys: keys, onlySensors: onlySensors) }
         guard let decoded = found else { return .unchanged }

@@ -249,7 +249,9 @@ public struct GatewayRadio: Sendable {
 
 /// The scan's ``ScanPublisher`` under a lock, with the timer that wakes it at its next
 /// deadline (a device gone away, a held reading due): the scan task and the timer both
-/// drive it; what it makes goes to the runtime.
+/// drive it. What it makes is handed to the runtime under the same lock (the runtime only
+/// queues it), so a presence change from the timer and one from a report cannot arrive in
+/// the other order: an `away` overtaken by the `present` after it would stick.
 private final class PublisherBox: Sendable {
     private struct State {
         var publisher: ScanPublisher
@@ -268,52 +270,53 @@ private final class PublisherBox: Sendable {
         state = Mutex(s)
         self.runtime = runtime
         self.log = log
-        arm()
+        state.withLock { arm(&$0) }
     }
 
     func report(_ device: DiscoveredDevice) {
-        let out = state.withLock { s -> [ScanPublisher.Output] in
-            s.out.removeAll(keepingCapacity: true)
+        state.withLock { s in
             s.publisher.report(device, now: monotonicNow(), wallMilliseconds: GatewayClock.nowMilliseconds(), into: &s.out)
-            return s.out.isEmpty ? [] : s.out  // the buffer stays unshared when there is nothing
+            deliver(&s)
         }
-        deliver(out)
-        arm()
     }
 
+    /// The scan ends: the readings the rate limit holds go out now (the runtime publishes
+    /// what it got before its stop), and the timer stops.
     func stop() {
-        state.withLock {
-            $0.stopped = true
-            $0.timer.cancel()
+        state.withLock { s in
+            s.publisher.flush(into: &s.out)
+            deliver(&s)
+            s.stopped = true
+            s.timer.cancel()
         }
     }
 
     private func fire() {
-        let out = state.withLock { s -> [ScanPublisher.Output] in
-            s.timer.fired()
-            var out: [ScanPublisher.Output] = []
-            s.publisher.expire(now: monotonicNow(), wallMilliseconds: GatewayClock.nowMilliseconds(), into: &out)
-            return out
-        }
-        deliver(out)
-        arm()
-    }
-
-    private func arm() {
         state.withLock { s in
-            guard !s.stopped else { return }
-            s.timer.arm(s.publisher.nextDeadline) { [weak self] in self?.fire() }
+            s.timer.fired()
+            s.publisher.expire(now: monotonicNow(), wallMilliseconds: GatewayClock.nowMilliseconds(), into: &s.out)
+            deliver(&s)
         }
     }
 
-    private func deliver(_ out: [ScanPublisher.Output]) {
-        for o in out {
+    /// Hands the outputs over and sets the timer for the next deadline.
+    private func deliver(_ s: inout State) {
+        for o in s.out {
             switch o {
             case .reading(let r): runtime.submit(r)
             case .presence(let p): runtime.presence(p)
             case .log(let line): log(line)
             }
         }
+        s.out.removeAll(keepingCapacity: true)
+        arm(&s)
+    }
+
+    private func arm(_ s: inout State) {
+        let next = s.publisher.nextDeadline
+        // No closure made (an allocation) for the usual report that changes no deadline.
+        guard !s.stopped, next != s.timer.deadline else { return }
+        s.timer.arm(next) { [weak self] in self?.fire() }
     }
 }
 

@@ -21,10 +21,14 @@ public struct GatewaySettings: Sendable {
     public var spoolMax: Int
     /// Commands taken from MQTT (``naming``'s ``GatewayNaming/commandFilter``); nil: none.
     public var commands: GatewayCommandMode?
+    /// Presence is published (the radio's scan says who is present). Without it, what an
+    /// earlier run with it left on the broker is cleared.
+    public var presence: Bool
 
     /// Settings as given.
     public init(mqtt: MQTTOptions, naming: GatewayNaming, discovery: Bool, spoolDirectory: String, spoolMax: Int,
-                commands: GatewayCommandMode? = nil) {
+                commands: GatewayCommandMode? = nil, presence: Bool = false) {
+        self.presence = presence
         self.mqtt = mqtt
         self.naming = naming
         self.discovery = discovery
@@ -122,6 +126,9 @@ public final class GatewayRuntime: @unchecked Sendable {
     /// The devices the previous run said were present (`<spool>/presence`): the radio side
     /// starts from them, so one that left while the gateway was down is said away.
     public let presentAtStart: [BluetoothAddress]
+    /// Devices an earlier run with presence said present or away, cleared from the broker
+    /// at the first connection of a run without presence.
+    private var presenceToClear: [BluetoothAddress]
     private var published: UInt64 = 0
     /// Readings the broker refused for good (MQTT 5 reason codes of 0x80 and above).
     private var refused: UInt64 = 0
@@ -140,8 +147,10 @@ public final class GatewayRuntime: @unchecked Sendable {
         self.log = log
         spool = try Spool(directory: settings.spoolDirectory, maxBytes: settings.spoolMax)
         sequences = SequenceStore(path: settings.spoolDirectory + "/sequences")
-        presentAtStart = Self.loadPresent(settings.spoolDirectory + "/presence")
-        for device in presentAtStart { presenceStates[device] = true }
+        let known = Self.loadPresence(settings.spoolDirectory + "/presence")
+        presentAtStart = settings.presence ? known.filter(\.1).map(\.0) : []
+        presenceToClear = settings.presence ? [] : known.map(\.0)
+        if settings.presence { for (device, present) in known { presenceStates[device] = present } }
         window = PublishWindow(head: spool.head)
         client = try MQTTClient(settings.mqtt)
         (inputs, input) = AsyncStream<Input>.makeStream()
@@ -305,8 +314,8 @@ public final class GatewayRuntime: @unchecked Sendable {
         let naming = settings.naming
         if presenceStates[u.device] != u.present { presenceDirty = true }
         presenceStates[u.device] = u.present
-        // Away devices are said once and forgotten beyond a bound (rotating addresses).
-        if presenceStates.count > Self.presenceCapacity {
+        // Away devices are said once and forgotten beyond a bound (once said: connected).
+        if presenceStates.count > Self.presenceCapacity, window.connected {
             presenceStates = presenceStates.filter { $0.value }
         }
         if window.connected {
@@ -323,18 +332,40 @@ public final class GatewayRuntime: @unchecked Sendable {
     /// The most devices whose presence is remembered (the present ones are always kept).
     static let presenceCapacity = 16384
 
-    /// Writes the present devices to `<spool>/presence` when they changed.
+    /// Writes each device's presence to `<spool>/presence` (`A4C138123456 present`) when
+    /// it changed: the next run starts from the present ones, and a run without presence
+    /// clears them all from the broker.
     private func savePresence() throws {
         guard presenceDirty else { return }
         var text = ""
-        for (device, present) in presenceStates where present { text += GatewayNaming.deviceLevel(device) + "\n" }
+        for (device, present) in presenceStates {
+            text += GatewayNaming.deviceLevel(device) + (present ? " present\n" : " away\n")
+        }
         try Spool.writeAtomically(Array(text.utf8), to: settings.spoolDirectory + "/presence", in: settings.spoolDirectory)
         presenceDirty = false
     }
 
-    private static func loadPresent(_ path: String) -> [BluetoothAddress] {
+    private static func loadPresence(_ path: String) -> [(BluetoothAddress, Bool)] {
         guard let bytes = Spool.readFile(path) else { return [] }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { GatewayNaming.device(level: String($0)) }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let device = GatewayNaming.device(level: String(parts[0])) else { return nil }
+            return (device, parts[1] == "present")
+        }
+    }
+
+    /// A run without presence after one with it: the retained states and trackers go
+    /// (an empty retained message deletes one, and Home Assistant drops the entity).
+    private func clearOldPresence() throws {
+        guard !presenceToClear.isEmpty else { return }
+        for device in presenceToClear {
+            client.publish(topic: settings.naming.presenceTopic(device), text: "", retained: true)
+            let (topic, _) = HomeAssistantDiscovery.presenceConfig(settings.naming, device: device, name: nil)
+            client.publish(topic: topic, text: "", retained: true)
+        }
+        log("presence is off: cleared what an earlier run said about \(presenceToClear.count) device\(presenceToClear.count == 1 ? "" : "s")")
+        presenceToClear = []
+        try Spool.writeAtomically([], to: settings.spoolDirectory + "/presence", in: settings.spoolDirectory)
     }
 
     private func announceAll() {
@@ -358,6 +389,7 @@ public final class GatewayRuntime: @unchecked Sendable {
             publishDropped()
             if settings.discovery { client.subscribe(settings.naming.homeAssistantStatusTopic) }
             announceAll()
+            try clearOldPresence()
             log("connected to \(settings.mqtt.uri)" + (wasConnected ? " again" : "")
                         + (spool.pendingCount > 0 ? ": \(spool.pendingCount) reading\(spool.pendingCount == 1 ? "" : "s") to deliver" : ""))
             wasConnected = true

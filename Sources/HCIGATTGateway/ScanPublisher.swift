@@ -127,7 +127,11 @@ public struct ScanPublisher: Sendable {
         case .unchanged:
             break
         }
-        if var p = presence {
+        // Presence for the devices that keep their address (public, static, or a bonded
+        // device's identity behind its private ones): a private address that rotates every
+        // 15 minutes would be a new device each time, and its `away` a retained topic left
+        // for good.
+        if var p = presence, device.identity != nil || device.address.kind == .public || device.address.kind == .randomStatic {
             presence = nil
             switch p.heard(address, now: now) {
             case .arrived:
@@ -135,12 +139,24 @@ public struct ScanPublisher: Sendable {
                 p.setName(address, name)
                 out.append(.presence(PresenceUpdate(device: address, present: true, rssi: rssi, name: name,
                                                     milliseconds: wallMilliseconds)))
-            case .full:
-                out.append(.log("presence: \(PresenceTable.capacity) devices present; \(address) is not tracked (narrow it with --allow)"))
-            case .known:
-                break
+            case .full(let first):
+                if first {
+                    out.append(.log("presence: \(PresenceTable.capacity) devices present; more are not tracked until some leave (narrow it with --allow)"))
+                }
+            case .known(let named):
+                // A name that came later (in a scan response) is kept for the tracker.
+                if !named, let name = device.name { p.setName(address, name) }
             }
             presence = p
+        }
+    }
+
+    /// Everything the rate limit holds, at once (the scan is ending).
+    public mutating func flush(into out: inout [Output]) {
+        if var t = throttle {
+            throttle = nil
+            for r in t.due(now: .max) { out.append(.reading(r)) }
+            throttle = t
         }
     }
 
@@ -240,7 +256,13 @@ struct DeadlineQueue<Key: Sendable>: Sendable {
 /// in the deadline queue, at the time it would go away if not heard since it was queued;
 /// when that comes and it was heard since, it is queued again from its last report.
 struct PresenceTable: Sendable {
-    enum Heard { case arrived, known, full }
+    enum Heard {
+        case arrived
+        /// Present already; whether its name is known.
+        case known(named: Bool)
+        /// Not tracked: the table is full (`first`: the first refusal since it filled).
+        case full(first: Bool)
+    }
 
     /// The most devices tracked at once (a crowd of rotating addresses is refused beyond).
     static let capacity = 16384
@@ -248,6 +270,7 @@ struct PresenceTable: Sendable {
     let awayAfter: UInt64
     private var lastHeard: [BluetoothAddress: (at: UInt64, name: String?)] = [:]
     private var queue = DeadlineQueue<BluetoothAddress>()
+    private var refusing = false
 
     init(awayAfter: UInt64) { self.awayAfter = awayAfter }
 
@@ -264,9 +287,13 @@ struct PresenceTable: Sendable {
     mutating func heard(_ device: BluetoothAddress, now: UInt64) -> Heard {
         if let entry = lastHeard[device] {
             lastHeard[device] = (max(entry.at, now), entry.name)
-            return .known
+            return .known(named: entry.name != nil)
         }
-        guard lastHeard.count < Self.capacity else { return .full }
+        guard lastHeard.count < Self.capacity else {
+            defer { refusing = true }
+            return .full(first: !refusing)
+        }
+        refusing = false
         lastHeard[device] = (now, nil)
         queue.insert(now &+ awayAfter, device)
         return .arrived
@@ -343,8 +370,13 @@ struct ReadingThrottle: Sendable {
         return out
     }
 
-    /// Drops the entries that hold nothing and whose interval is over (they limit nothing).
+    /// Drops the entries that hold nothing and whose interval is over (they limit nothing);
+    /// if that frees too little (a long interval in a crowd), every entry that holds
+    /// nothing: those keys may then publish once early, the table stays bounded.
     private mutating func forgetIdle(_ now: UInt64) {
         lastSent = lastSent.filter { held[$0.key] != nil || now < $0.value &+ interval }
+        if lastSent.count >= BroadcastReadings.capacity / 2 {
+            lastSent = lastSent.filter { held[$0.key] != nil }
+        }
     }
 }

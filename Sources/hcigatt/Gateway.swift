@@ -264,7 +264,7 @@ enum GatewayCommand {
         /// What the publisher takes.
         var publisher: GatewaySettings {
             GatewaySettings(mqtt: mqtt, naming: naming, discovery: discovery, spoolDirectory: spoolDirectory, spoolMax: spoolMax,
-                            commands: commands)
+                            commands: commands, presence: radio.publishing.awayAfter != nil)
         }
 
         /// What the scan publishes (filters, presence, rate limit, keys): only with --scan.

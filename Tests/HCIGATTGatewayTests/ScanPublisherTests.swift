@@ -175,6 +175,30 @@ private func presence(_ out: [ScanPublisher.Output]) -> [PresenceUpdate] {
         #expect(presence(out).map(\.device) == [address(2)])
     }
 
+    @Test func presenceIsForAddressesThatLastAndTheNameMayComeLater() {
+        var p = ScanPublisher(ScanPublishing(awayAfter: 60 * s), now: 0)
+        var out: [ScanPublisher.Output] = []
+        // A resolvable private address (0x4x): a new device every rotation, not tracked.
+        let rpa = DiscoveredDevice(address: LEAddress(BluetoothAddress(0x4A, 1, 2, 3, 4, 5), type: .random), rssi: -50,
+                                   txPower: nil, advertisingData: named("Phone"), scanResponseData: [],
+                                   eventType: AdvertisingEventInfo(), firstSeen: 0, lastSeen: 0, reportCount: 1)
+        p.report(rpa, now: 0, wallMilliseconds: 0, into: &out)
+        #expect(presence(out).isEmpty)
+        // Its identity, once bonded, is.
+        var resolved = rpa
+        resolved.identity = LEAddress(BluetoothAddress(0x00, 0x1B, 0xDC, 0, 0, 1), type: .public)
+        p.report(resolved, now: 0, wallMilliseconds: 0, into: &out)
+        #expect(presence(out).map(\.device) == [BluetoothAddress(0x00, 0x1B, 0xDC, 0, 0, 1)])
+        // A static address heard first without its name, then with it (a scan response).
+        out.removeAll()
+        p.report(device(1, bthome(1)), now: 0, wallMilliseconds: 0, into: &out)
+        #expect(presence(out).first?.name == nil)
+        p.report(device(1, bthome(1), scanResponse: named("Tag-1")), now: s, wallMilliseconds: 0, into: &out)
+        out.removeAll()
+        p.expire(now: 62 * s, wallMilliseconds: 0, into: &out)
+        #expect(presence(out).first { $0.device == address(1) }?.name == "Tag-1")
+    }
+
     @Test func theFilterDecidesPresenceToo() {
         var p = ScanPublisher(ScanPublishing(filter: ScanFilter(deny: [.namePrefix("Pixel")]), awayAfter: 60 * s), now: 0)
         var out: [ScanPublisher.Output] = []
@@ -205,9 +229,22 @@ private func presence(_ out: [ScanPublisher.Output]) -> [PresenceUpdate] {
         out.removeAll()
         p.report(device(1, bthome(4)), now: 15 * s, wallMilliseconds: 0, into: &out)
         #expect(out.isEmpty && p.nextDeadline == 20 * s)
-        p.report(device(1, bthome(5)), now: 21 * s, wallMilliseconds: 0, into: &out)
-        // Due at 20 s but not expired yet: the report at 21 s replaced it and waits for the timer.
+        p.report(device(1, bthome(5)), now: 19 * s, wallMilliseconds: 0, into: &out)
+        // The timer runs late (at 21 s): the latest held value goes, once, and the next
+        // interval counts from then.
         p.expire(now: 21 * s, wallMilliseconds: 0, into: &out)
         #expect(readings(out).count == 1 && readings(out).first?.fields.contains { $0.name == "packet_id" && $0.value == .int(5) } == true)
+        out.removeAll()
+        p.report(device(1, bthome(6)), now: 30 * s, wallMilliseconds: 0, into: &out)
+        #expect(out.isEmpty && p.nextDeadline == 31 * s)
+        // A direct reading after the interval replaces what is held: nothing stale follows it.
+        p.report(device(1, bthome(7)), now: 31 * s + 1, wallMilliseconds: 0, into: &out)
+        p.expire(now: 40 * s, wallMilliseconds: 0, into: &out)
+        #expect(readings(out).count == 1 && readings(out).first?.fields.contains { $0.name == "packet_id" && $0.value == .int(7) } == true)
+        // The scan ending sends what is held.
+        out.removeAll()
+        p.report(device(1, bthome(8)), now: 32 * s, wallMilliseconds: 0, into: &out)
+        p.flush(into: &out)
+        #expect(readings(out).first?.fields.contains { $0.name == "packet_id" && $0.value == .int(8) } == true)
     }
 }

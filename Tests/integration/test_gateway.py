@@ -547,14 +547,14 @@ class GatewayScanTests(Contiguous, unittest.TestCase):
                 self.assertFalse([t for t, _ in sub.snapshot() if t.startswith('homeassistant/')])
 
     def test_presence_away_and_across_a_restart(self):
-        peers = ['Home-1,sensor=bthome', 'Gone-2,sensor=bthome,silent_after=12']
+        peers = ['Home-1,sensor=bthome', 'Gone-2,sensor=bthome,silent_after=20']
         spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
         with Broker() as broker, Peer(*sum((['--peripheral', s] for s in peers), [])) as peer, \
                 Subscriber(broker, 'hcigatt/gw1/+/presence', 'homeassistant/device_tracker/#') as sub:
             def states(device):
                 return [p for t, p in sub.snapshot() if t == f'hcigatt/gw1/{device}/presence']
 
-            with Gateway(peer, broker.uri, '--scan', '--presence', '--away-timeout', '5', spool=spool) as gw:
+            with Gateway(peer, broker.uri, '--scan', '--presence', '--away-timeout', '8', spool=spool) as gw:
                 sub.wait_for(lambda s: states('F0F1F2F3F401') and states('F0F1F2F3F402'), what='both present')
                 gw.stop()
             self.assertEqual((states('F0F1F2F3F401'), states('F0F1F2F3F402')), (['present'], ['present']))
@@ -567,10 +567,10 @@ class GatewayScanTests(Contiguous, unittest.TestCase):
             # the timeout (it remembers who was present), and Home-1 never goes away.
             self.assertIsNotNone(peer.events.wait_for(lambda e: e.get('event') == 'silent' and e.get('name') == 'Gone-2', 30),
                                  'Gone-2 did not go silent')
-            with Gateway(peer, broker.uri, '--scan', '--presence', '--away-timeout', '5', spool=spool) as gw:
+            with Gateway(peer, broker.uri, '--scan', '--presence', '--away-timeout', '8', spool=spool) as gw:
                 started = time.monotonic()
                 sub.wait_for(lambda s: 'away' in states('F0F1F2F3F402'), timeout=30, what='Gone-2 away')
-                self.assertGreaterEqual(time.monotonic() - started, 4, 'away before the timeout')
+                self.assertGreaterEqual(time.monotonic() - started, 7, 'away before the timeout')
                 time.sleep(2)
                 gw.stop()
             self.assertNotIn('away', states('F0F1F2F3F401'))
@@ -580,6 +580,15 @@ class GatewayScanTests(Contiguous, unittest.TestCase):
                 retained = {t: p for t, p in late.snapshot() if t.endswith('/presence')}
             self.assertEqual(retained, {'hcigatt/gw1/F0F1F2F3F401/presence': 'present',
                                         'hcigatt/gw1/F0F1F2F3F402/presence': 'away'})
+            # Started again without --presence: what it said is cleared, trackers too.
+            with Gateway(peer, broker.uri, '--scan', spool=spool) as gw:
+                sub.wait_for(lambda s: states('F0F1F2F3F401')[-1:] == [''], what='the presence topic cleared')
+                err = gw.stop()
+            self.assertIn('presence is off: cleared', err)
+            self.assertEqual(dict(sub.snapshot())['homeassistant/device_tracker/hcigatt_F0F1F2F3F401/presence_gw1/config'], '')
+            with Subscriber(broker, 'hcigatt/gw1/+/presence', 'homeassistant/device_tracker/#') as late:
+                time.sleep(2)
+                self.assertEqual([m for m in late.snapshot() if m[0] != late.probe], [])
 
     def test_min_interval_keeps_the_latest_value(self):
         with Broker() as broker, Peer('--peripheral', 'Home-1,sensor=bthome,sensor_interval=0.2') as peer, \
@@ -591,11 +600,12 @@ class GatewayScanTests(Contiguous, unittest.TestCase):
             self.assert_contiguous(readings, 'bthome')
             ids = [j['packet_id'] for _, j in readings]
             times = [iso_seconds(j['time']) for _, j in readings]
-            for a, b in zip(times, times[1:]):
-                self.assertGreaterEqual(b - a, 1.5, f'readings closer than --min-interval: {times}')
-            # The latest value wins: about ten frames go by per interval, not one.
-            for a, b in zip(ids[1:], ids[2:]):
-                self.assertGreaterEqual((b - a) % 256, 5, f'not the latest value: packet ids {ids}')
+            # About one per 2 s (the peer sends five a second): never close to all of them.
+            self.assertLessEqual(len(readings), (times[-1] - times[0]) / 2 + 2, f'more than one per interval: {times}')
+            # The latest value wins: several frames go by per interval; the first held one
+            # would be the very next packet id every time.
+            steps = [(b - a) % 256 for a, b in zip(ids[1:], ids[2:])]
+            self.assertTrue(all(step >= 2 for step in steps) and max(steps) >= 4, f'not the latest value: packet ids {ids}')
 
 
 class GatewayCommandTests(unittest.TestCase):
