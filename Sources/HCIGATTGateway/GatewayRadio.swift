@@ -217,7 +217,12 @@ public struct GatewayRadio: Sendable {
                     linked = device
                     for line in narrator.lines(event) { log(line) }
                 case .discovered(let d, _, _):
-                    if let linked { links.discovered(linked, d.discovery.database) }
+                    if let linked {
+                        links.discovered(linked, d.discovery.database)
+                        if settings.commands == .write {
+                            runtime.controls(GatewayControl.find(in: d.discovery.database), device: linked, name: name)
+                        }
+                    }
                     for line in narrator.lines(event) { log(line) }
                 case .retrying:
                     if let linked { links.lost(linked) }

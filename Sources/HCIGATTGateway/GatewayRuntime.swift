@@ -100,6 +100,7 @@ public final class GatewayRuntime: @unchecked Sendable {
         case mqtt(MQTTEvent)
         case reply(level: String, payload: String)
         case presence(PresenceUpdate)
+        case configs([(topic: String, payload: String)])
         case tick
         case stop
     }
@@ -163,6 +164,13 @@ public final class GatewayRuntime: @unchecked Sendable {
     public func submit(_ r: PendingReading) { input.yield(.reading(r)) }
     /// Publishes a command's reply on the device's reply topic (QoS 1, not retained).
     public func reply(level: String, payload: String) { input.yield(.reply(level: level, payload: payload)) }
+    /// Offers Home Assistant the controls of a followed device (its discovery configs,
+    /// retained, sent again on every connect); nothing without discovery.
+    public func controls(_ controls: [GatewayControl], device: BluetoothAddress, name: String?) {
+        guard settings.discovery, !controls.isEmpty else { return }
+        input.yield(.configs(HomeAssistantDiscovery.controlConfigs(settings.naming, device: device, name: name, controls: controls)))
+    }
+
     /// Publishes a device's presence (retained `present` or `away` on its presence topic).
     public func presence(_ update: PresenceUpdate) { input.yield(.presence(update)) }
     /// Asks for the stop (``StopSequence``); ``run()`` returns when it is done.
@@ -223,6 +231,8 @@ public final class GatewayRuntime: @unchecked Sendable {
                     publishReply(level, payload)
                 case .presence(let update):
                     notePresence(update)
+                case .configs(let list):
+                    for (topic, payload) in list { noteConfig(topic, payload) }
                 case .tick:
                     try spool.sync()
                     try savePresence()
@@ -301,10 +311,7 @@ public final class GatewayRuntime: @unchecked Sendable {
             guard let entity = HomeAssistantEntity.classify(field: f.name, isBoolean: isBoolean, unit: r.unit) else { continue }
             let (topic, payload) = HomeAssistantDiscovery.config(naming, device: r.info, measurement: r.measurement,
                                                                  stateTopic: stateTopic, entity: entity)
-            guard configs[topic] != payload else { continue }
-            if configs[topic] == nil { configOrder.append(topic) }
-            configs[topic] = payload
-            if window.connected { client.publish(topic: topic, text: payload, retained: true) }
+            noteConfig(topic, payload)
         }
     }
 
@@ -323,6 +330,11 @@ public final class GatewayRuntime: @unchecked Sendable {
         }
         guard settings.discovery, u.present else { return }
         let (topic, payload) = HomeAssistantDiscovery.presenceConfig(naming, device: u.device, name: u.name)
+        noteConfig(topic, payload)
+    }
+
+    /// A discovery config: sent when new or changed, kept for every connect.
+    private func noteConfig(_ topic: String, _ payload: String) {
         guard configs[topic] != payload else { return }
         if configs[topic] == nil { configOrder.append(topic) }
         configs[topic] = payload

@@ -1,5 +1,6 @@
 // Home Assistant MQTT discovery: one retained config per device and measured value, the
 // same whichever gateway sends it, so several gateways hearing one device make one entity.
+import BluetoothGATT
 import BluetoothWire
 
 /// One Home Assistant entity: a value of a device's readings.
@@ -138,6 +139,46 @@ public enum HomeAssistantDiscovery {
         return ("\(naming.discoveryPrefix)/device_tracker/\(node)/presence_\(gateway)/config", p)
     }
 
+    /// Home Assistant controls for `controls` of a followed device (with `--commands
+    /// write`): each sends a command on this gateway's command topic with a fresh id per
+    /// use (an id is executed once), to the characteristic's value handle.
+    public static func controlConfigs(_ naming: GatewayNaming, device: BluetoothAddress, name: String?,
+                                      controls: [GatewayControl]) -> [(topic: String, payload: String)] {
+        let level = GatewayNaming.deviceLevel(device)
+        let node = "hcigatt_\(level)"
+        let gateway = GatewayNaming.identifierSafe(naming.gatewayID)
+        // A fresh id each time: the gateway executes an id once.
+        let id = "ha-{{ now().timestamp() }}"
+        return controls.map { control in
+            let (component, object, title) = switch control {
+            case .measurementInterval: ("number", "measurement_interval", "Measurement Interval")
+            case .alert: ("button", "alert", "Alert")
+            }
+            let uniqueID = "\(node)_\(object)_\(gateway)"
+            var p = "{\"name\":" + jsonString(title)
+            p += ",\"unique_id\":" + jsonString(uniqueID) + ",\"object_id\":" + jsonString(uniqueID)
+            p += ",\"command_topic\":" + jsonString(naming.commandTopic(level: level))
+            p += ",\"availability_topic\":" + jsonString(naming.statusTopic)
+            p += ",\"payload_available\":\"online\",\"payload_not_available\":\"offline\""
+            switch control {
+            case .measurementInterval(let handle):
+                // uint16 seconds, little-endian.
+                let hex = "{{ '%02x%02x' % (value | int % 256, value | int // 256) }}"
+                p += ",\"command_template\":"
+                    + jsonString("{\"id\": \"\(id)\", \"op\": \"write\", \"handle\": \(handle), \"hex\": \"\(hex)\"}")
+                p += ",\"min\":1,\"max\":65535,\"step\":1,\"mode\":\"box\",\"unit_of_measurement\":\"s\""
+                p += ",\"device_class\":\"duration\",\"entity_category\":\"config\",\"optimistic\":true"
+            case .alert(let handle):
+                // High Alert (2), written without response as Immediate Alert asks.
+                p += ",\"command_template\":"
+                    + jsonString("{\"id\": \"\(id)\", \"op\": \"write-without-response\", \"handle\": \(handle), \"hex\": \"02\"}")
+                p += ",\"device_class\":\"identify\""
+            }
+            p += deviceBlock(naming, device, name: name, manufacturer: nil, model: nil) + ",\"origin\":{\"name\":\"hcigatt\"}}"
+            return ("\(naming.discoveryPrefix)/\(component)/\(node)/\(object)_\(gateway)/config", p)
+        }
+    }
+
     /// `,"device":{…}`: the device by its address, behind this gateway.
     static func deviceBlock(_ naming: GatewayNaming, _ address: BluetoothAddress, name: String?, manufacturer: String?,
                             model: String?) -> String {
@@ -168,5 +209,31 @@ public enum HomeAssistantDiscovery {
     static func jsonKeyPath(_ key: String) -> String {
         let plain = key.unicodeScalars.allSatisfy { ("a" ... "z").contains($0) || ("0" ... "9").contains($0) || $0 == "_" }
         return plain ? ".\(key)" : "['\(key)']"
+    }
+}
+
+/// A setting or action of a followed device that Home Assistant can drive through the
+/// gateway's commands, found in its database.
+public enum GatewayControl: Sendable, Hashable {
+    /// Measurement Interval (2A21, seconds) with a write property: a `number`.
+    case measurementInterval(handle: UInt16)
+    /// Immediate Alert's Alert Level (2A06 in service 1802; Link Loss's is a setting, not
+    /// an alert): a `button` that makes the device alert.
+    case alert(handle: UInt16)
+
+    /// The controls `database` offers, in handle order.
+    public static func find(in database: GATTDatabase) -> [GatewayControl] {
+        var out: [GatewayControl] = []
+        for service in database.services {
+            for c in service.characteristics {
+                if c.uuid == BluetoothUUID(0x2A21), c.properties.contains(.write) {
+                    out.append(.measurementInterval(handle: c.valueHandle))
+                } else if service.uuid == BluetoothUUID(0x1802), c.uuid == BluetoothUUID(0x2A06),
+                          c.properties.contains(.writeWithoutResponse) || c.properties.contains(.write) {
+                    out.append(.alert(handle: c.valueHandle))
+                }
+            }
+        }
+        return out
     }
 }

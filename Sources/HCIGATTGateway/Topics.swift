@@ -61,6 +61,11 @@ public struct GatewayNaming: Sendable {
         }
     }
 
+    /// The command topic of the device at `level` (what ``commandFilter`` takes).
+    public func commandTopic(level: String) -> String {
+        String(commandFilter.dropLast("+/command".count)) + level + "/command"
+    }
+
     /// The device level of a command topic (12 hex digits, as in the reading topics), or nil
     /// when `topic` is not a command topic of this gateway.
     public func commandDevice(_ topic: String) -> String? {

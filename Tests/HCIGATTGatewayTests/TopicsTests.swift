@@ -1,3 +1,4 @@
+import BluetoothGATT
 import BluetoothWire
 import Testing
 @testable import HCIGATTGateway
@@ -70,5 +71,31 @@ import Testing
         // No name, manufacturer or model of its own: a sensor's config says those.
         #expect(!payload.contains("\"manufacturer\"") && !payload.contains("\"model\"") && !payload.contains("\"name\":\"A4"))
         #expect(HomeAssistantDiscovery.presenceConfig(naming, device: device, name: "Tag").payload.contains("\"name\":\"Tag\""))
+    }
+
+    @Test func controlsAreFoundWhereTheyMeanWhatTheySay() {
+        func c(_ handle: UInt16, _ uuid: UInt16, _ properties: GATTCharacteristicProperties) -> GATTCharacteristic {
+            GATTCharacteristic(declarationHandle: handle - 1, valueHandle: handle, endHandle: handle, uuid: BluetoothUUID(uuid),
+                               properties: properties)
+        }
+        let db = GATTDatabase(services: [
+            // Link Loss's Alert Level is a setting (what to do when the link drops): no button.
+            GATTService(startHandle: 1, endHandle: 3, uuid: BluetoothUUID(0x1803), characteristics: [c(3, 0x2A06, [.read, .write])]),
+            GATTService(startHandle: 4, endHandle: 6, uuid: BluetoothUUID(0x1802), characteristics: [c(6, 0x2A06, [.writeWithoutResponse])]),
+            GATTService(startHandle: 7, endHandle: 12, uuid: BluetoothUUID(0x1809), characteristics: [
+                c(9, 0x2A21, [.read, .indicate]),  // read-only here: no number
+                c(12, 0x2A21, [.read, .write]),
+            ]),
+        ])
+        let controls = GatewayControl.find(in: db)
+        #expect(controls == [.alert(handle: 6), .measurementInterval(handle: 12)])
+        let configs = HomeAssistantDiscovery.controlConfigs(GatewayNaming(gatewayID: "kitchen"), device: device, name: nil, controls: controls)
+        #expect(configs.map(\.topic) == ["homeassistant/button/hcigatt_A4C138123456/alert_kitchen/config",
+                                          "homeassistant/number/hcigatt_A4C138123456/measurement_interval_kitchen/config"])
+        #expect(configs[0].payload.contains("\"command_topic\":\"hcigatt/kitchen/A4C138123456/command\""))
+        #expect(configs[0].payload.contains("\\\"op\\\": \\\"write-without-response\\\", \\\"handle\\\": 6, \\\"hex\\\": \\\"02\\\""))
+        #expect(configs[1].payload.contains("\\\"handle\\\": 12"))
+        #expect(GatewayNaming(gatewayID: "kitchen", style: .theengs).commandTopic(level: "A4C138123456")
+                    == "home/kitchen/MQTTtoBT/A4C138123456/command")
     }
 }

@@ -12,7 +12,7 @@ import time
 import unittest
 
 from mqtt_broker import Broker, Subscriber
-from peer import HCIGATT, Peer
+from peer import HCIGATT, PYTHON, Peer
 from test_l2cap import Proc
 
 KEY = '231d39c1d7cc1ab1aee224cd096db932'
@@ -690,6 +690,33 @@ class GatewayCommandTests(unittest.TestCase):
                 self.assertIsNone(gw.proc.poll(), gw.stderr())
                 err = gw.stop()
             self.assertEqual(gw.proc.returncode, 0, err)
+
+    def test_home_assistant_controls_send_commands(self):
+        # With --commands write, a followed device's Measurement Interval is a Home Assistant
+        # number whose command template (rendered here by Jinja2, as Home Assistant does,
+        # with the float it sends) makes a command the gateway executes.
+        with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
+                Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status', 'homeassistant/number/#') as sub:
+            with Gateway(peer, broker.uri, '--device', 'Thermo-1', '--commands', 'write'):
+                topic = f'homeassistant/number/hcigatt_{self.DEVICE}/measurement_interval_gw1/config'
+                sub.wait_for(lambda s: topic in dict(s.snapshot()), what='the number config')
+                config = json.loads(dict(sub.snapshot())[topic])
+                self.assertEqual(config['command_topic'], f'hcigatt/gw1/{self.DEVICE}/command')
+                self.assertEqual((config['min'], config['unit_of_measurement'], config['availability_topic']),
+                                 (1, 's', 'hcigatt/gw1/status'))
+                render = ('import datetime, jinja2, sys\n'
+                          'print(jinja2.Environment().from_string(sys.argv[1]).render(value=float(sys.argv[2]), '
+                          'now=datetime.datetime.now))')
+                for value in ('30.0', '7.0'):
+                    command = subprocess.run([PYTHON, '-c', render, config['command_template'], value], check=True,
+                                             capture_output=True, text=True).stdout.strip()
+                    id = json.loads(command)['id']
+                    subprocess.run(['mosquitto_pub', '-p', str(broker.port), '-q', '1', '-t', config['command_topic'],
+                                    '-m', command], check=True, timeout=10)
+                    self.assertEqual(self.reply(sub, id)['ok'], True, command)
+                self.send(broker, '{"id": "check", "op": "read", "uuid": "2A21"}')
+                # 7 s, little-endian: the second press was not taken as a repeat of the first.
+                self.assertEqual(self.reply(sub, 'check')['hex'], '0700')
 
     def test_read_only_refuses_writes(self):
         with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
