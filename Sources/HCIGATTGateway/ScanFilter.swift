@@ -17,7 +17,7 @@ public enum ScanFilterEntry: Sendable, Hashable, CustomStringConvertible {
 
     /// The entry `text` names: `AA:BB:CC:DD:EE:FF` (any type) or with `/public` or `/random`;
     /// `service:UUID` or a bare 16-bit, 32-bit or 128-bit UUID (`FCD2`, `0x181A`);
-    /// `company:0x0499` or `company:1177`; `name:PREFIX` or any other text as a name
+    /// `company:0499` (hex, `0x` optional); `name:PREFIX` or any other text as a name
     /// prefix. Nil for an empty entry or a malformed tagged one.
     public init?(_ text: String) {
         if text.hasPrefix("name:") {
@@ -28,9 +28,10 @@ public enum ScanFilterEntry: Sendable, Hashable, CustomStringConvertible {
             guard let u = BluetoothUUID(text.dropFirst("service:".count)) else { return nil }
             self = .service(u)
         } else if text.hasPrefix("company:") {
-            let id = text.dropFirst("company:".count)
-            let value = id.hasPrefix("0x") || id.hasPrefix("0X") ? UInt16(id.dropFirst(2), radix: 16) : UInt16(id)
-            guard let value else { return nil }
+            // Hex, as company identifiers are written (and UUIDs here): 0499 is Ruuvi's.
+            var id = text.dropFirst("company:".count)
+            if id.hasPrefix("0x") || id.hasPrefix("0X") { id = id.dropFirst(2) }
+            guard (1 ... 4).contains(id.utf8.count), let value = UInt16(id, radix: 16) else { return nil }
             self = .company(value)
         } else if text.utf8.count == 17, let a = BluetoothAddress(text) {
             self = .address(a, nil)

@@ -61,7 +61,7 @@ enum GatewayCommand {
       --only-sensors         publish decoded sensors and beacons only, not every advertiser
       --allow ENTRY          publish only devices matching an --allow entry (repeatable):
                              AA:BB:CC:DD:EE:FF[/public|/random], service:UUID or a bare
-                             UUID (FCD2, 0x181A), company:0x0499, name:PREFIX or any
+                             UUID (FCD2, 0x181A), company:0499 (hex), name:PREFIX or any
                              other text as the start of the advertised name
       --deny ENTRY           never publish devices matching it (wins over --allow)
       --presence             publish each device's presence: retained `present`, then

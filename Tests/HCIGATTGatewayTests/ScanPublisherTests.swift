@@ -46,12 +46,13 @@ private func presence(_ out: [ScanPublisher.Output]) -> [PresenceUpdate] {
         #expect(ScanFilterEntry("FCD2") == .service(BluetoothUUID(0xFCD2)))
         #expect(ScanFilterEntry("service:0x181A") == .service(BluetoothUUID(0x181A)))
         #expect(ScanFilterEntry("company:0x0499") == .company(0x0499))
-        #expect(ScanFilterEntry("company:1177") == .company(1177))
+        #expect(ScanFilterEntry("company:0499") == .company(0x0499))
+        #expect(ScanFilterEntry("company:4C") == .company(0x004C))
         #expect(ScanFilterEntry("ATC_") == .namePrefix("ATC_"))
         // A name that looks like a UUID is said as one.
         #expect(ScanFilterEntry("name:CAFE") == .namePrefix("CAFE"))
         // Mistakes are refused, not taken as names.
-        for bad in ["", "name:", "service:XYZ", "company:0x10000", "company:", "C0:DE:00:00:00:0G", "C0:DE:00:00:00:01/other"] {
+        for bad in ["", "name:", "service:XYZ", "company:0x10000", "company:", "company:12345", "company:-1", "C0:DE:00:00:00:0G", "C0:DE:00:00:00:01/other"] {
             #expect(ScanFilterEntry(bad) == nil, "\(bad)")
         }
     }
