@@ -1,8 +1,8 @@
-import CNettle
+import CBearSSL
 
 /// Elliptic curve Diffie-Hellman on P-256 for LE Secure Connections (Core Vol 3 Part H
-/// §2.3.5.6.1), on GNU Nettle's ECC (see `CNettle/shim.h` for why not libcrypto's): the
-/// host computes keys itself (Bumble's
+/// §2.3.5.6.1), on BearSSL's constant-time P-256 (`br_ec_p256_m31`): the host computes
+/// keys itself (Bumble's
 /// virtual controller, like some real ones, has no LE Read Local P-256 Public Key or LE
 /// Generate DHKey). Coordinates and keys are 32 bytes, most significant first.
 public enum P256 {
@@ -38,7 +38,7 @@ public enum P256 {
             switch self {
             case .invalidPublicKey: "the public key is not a point of P-256"
             case .invalidPrivateKey: "the private key is outside 1...n-1"
-            case .failure(let s): "P-256 (Nettle): \(s) failed"
+            case .failure(let s): "P-256: \(s) failed"
             }
         }
     }

@@ -1,5 +1,5 @@
 /// The Security Manager's cryptographic toolbox (Core Vol 3 Part H §2.2), on AES-128 and
-/// AES-CMAC from libcrypto.
+/// AES-CMAC from BearSSL (`BluetoothCrypto`).
 ///
 /// Byte order: every value is written as the specification prints it, most significant
 /// octet first (`u = 20b003d2 ...` is `[0x20, 0xb0, ...]`). SMP PDUs carry values least

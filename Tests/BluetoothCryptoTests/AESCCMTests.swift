@@ -1,4 +1,4 @@
-import CCrypto
+import COpenSSLReference
 import Testing
 @testable import BluetoothCrypto
 

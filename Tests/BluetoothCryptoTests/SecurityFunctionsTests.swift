@@ -152,5 +152,27 @@ func hexBytes(_ s: String) -> [UInt8] {
     @Test func privateKeysOutsideTheGroupOrderAreRefused() {
         #expect(throws: P256.KeyError.invalidPrivateKey) { try P256.PrivateKey(rawValue: [UInt8](repeating: 0, count: 32)) }
         #expect(throws: P256.KeyError.invalidPrivateKey) { try P256.PrivateKey(rawValue: [UInt8](repeating: 0xFF, count: 32)) }
+        // n itself is refused; n − 1 is the last valid scalar, and (n − 1)·G = −G = (Gx, p − Gy).
+        let n = hexBytes("ffffffff 00000000 ffffffff ffffffff bce6faad a7179e84 f3b9cac2 fc632551")
+        #expect(throws: P256.KeyError.invalidPrivateKey) { try P256.PrivateKey(rawValue: n) }
+        var last = n
+        last[31] -= 1
+        let key = try? P256.PrivateKey(rawValue: last)
+        #expect(key?.publicKey == P256.PublicKey(x: hexBytes("6b17d1f2 e12c4247 f8bce6e5 63a440f2 77037d81 2deb33a0 f4a13945 d898c296"),
+                                                  y: hexBytes("b01cbd1c 01e58065 711814b5 83f061e9 d431cca9 94cea131 3449bf97 c840ae0a")))
+    }
+
+    @Test("A private key of 1 gives the generator; the point at infinity is no public key")
+    func generatorAndInfinity() throws {
+        var one = [UInt8](repeating: 0, count: 32)
+        one[31] = 1
+        let g = try P256.PrivateKey(rawValue: one).publicKey
+        #expect(g.x == hexBytes("6b17d1f2 e12c4247 f8bce6e5 63a440f2 77037d81 2deb33a0 f4a13945 d898c296"))
+        #expect(g.y == hexBytes("4fe342e2 fe1a7f9b 8ee7eb4a 7c0f9e16 2bce3357 6b315ece cbb64068 37bf51f5"))
+        #expect(g.isValid)
+        // x + p with the same y: the same point mod p, refused because it is not reduced
+        // (only possible for x < 2^256 − p, so checked with a small x here).
+        let xPlusP = hexBytes("ffffffff 00000001 00000000 00000000 00000001 00000000 00000000 00000005")
+        #expect(!P256.PublicKey(x: xPlusP, y: g.y).isValid)
     }
 }

@@ -1,5 +1,5 @@
 import BluetoothCrypto
-import CCrypto
+import COpenSSLReference
 import BluetoothHost
 import BluetoothWire
 import Synchronization
@@ -42,7 +42,7 @@ import Testing
         for n in 0 ... 80 {
             let key = (0 ..< 16).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             let m = (0 ..< n).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-            // The reference: OpenSSL's EVP CMAC (in the test binary only; see CCrypto/shim.h).
+            // The reference: OpenSSL's EVP CMAC (in the test binary only; see COpenSSLReference/shim.h).
             var reference = [UInt8](repeating: 0, count: 16)
             let ok = key.withUnsafeBufferPointer { k in
                 m.withUnsafeBufferPointer { mb in

@@ -1,5 +1,5 @@
 import BluetoothCrypto
-import CCrypto
+import COpenSSLReference
 import BluetoothHost
 import BluetoothWire
 import Synchronization
