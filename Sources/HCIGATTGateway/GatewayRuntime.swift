@@ -411,9 +411,12 @@ public final class GatewayRuntime: @unchecked Sendable {
                 throw GatewayError("\(settings.mqtt.uri): \(text)")
             }
             log("\(settings.mqtt.uri): \(text); retrying, readings are kept in the spool")
-        case .connectionLost:
+        case .connectionLost(let cause):
             window.connectionLost()
-            log("connection to \(settings.mqtt.uri) lost; reconnecting, readings are kept in the spool")
+            log("connection to \(settings.mqtt.uri) lost (\(cause)); reconnecting, readings are kept in the spool")
+        case .subscriptionRefused(let filter, let code):
+            log("the broker refused the subscription to \(filter) (code 0x\(String(code, radix: 16)))"
+                + (filter == settings.naming.commandFilter ? ": commands from MQTT are not heard" : ""))
         case .acknowledged(let tag):
             published += 1
             if let head = window.acknowledged(tag) { spool.release(below: head) }

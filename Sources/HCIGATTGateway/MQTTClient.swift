@@ -61,26 +61,6 @@ public struct MQTTOptions: Sendable {
     }
 }
 
-/// What the client reports.
-public enum MQTTEvent: Sendable {
-    /// Connected (the first time, or again after a loss).
-    case connected
-    /// The first connection attempt failed: Paho's code and message (it keeps retrying).
-    case connectFailed(code: Int32, message: String)
-    /// The connection was lost; the client reconnects by itself.
-    case connectionLost
-    /// The broker acknowledged the message published with `tag`.
-    case acknowledged(tag: UInt64)
-    /// The message published with `tag` will not be acknowledged (the session was lost,
-    /// a write failed, the broker refused it): publish it again.
-    case failed(tag: UInt64, code: Int32)
-    /// A message on a subscribed topic; `retained`: the broker kept it from before (it was
-    /// not published now).
-    case message(topic: String, payload: [UInt8], retained: Bool)
-    /// ``MQTTClient/disconnect(timeout:)`` finished.
-    case disconnected
-}
-
 /// An MQTT client error with Paho's return code.
 public struct MQTTError: Error, Sendable, CustomStringConvertible {
     /// Paho's return code.
@@ -170,8 +150,9 @@ public final class MQTTClient: @unchecked Sendable {
         guard rc == MQTTASYNC_SUCCESS, let h else { throw MQTTError(code: rc, operation: "create") }
         handle = h
         let context = Unmanaged.passUnretained(box).toOpaque()
-        MQTTAsync_setCallbacks(h, context, { context, _ in
-            MQTTClient.box(context).continuation.yield(.connectionLost)
+        MQTTAsync_setCallbacks(h, context, { context, cause in
+            let why = cause.map { String(cString: $0) } ?? ""
+            MQTTClient.box(context).continuation.yield(.connectionLost(cause: why.isEmpty ? "the connection ended" : why))
         }, { context, topic, topicLength, message in
             let b = MQTTClient.box(context)
             let name: String
