@@ -53,7 +53,8 @@ static inline void hcigatt_aes128_encrypt_with(const br_block_ctrcbc_class *vt, 
 static inline void hcigatt_cmac_double(const unsigned char *in, unsigned char *out) {
     unsigned char carry = in[0] >> 7;
     for (int i = 0; i < 15; i++) out[i] = (unsigned char)((in[i] << 1) | (in[i + 1] >> 7));
-    out[15] = (unsigned char)((in[15] << 1) ^ (carry ? 0x87 : 0x00));
+    /* No branch on a key-derived bit: the mask is 0x87 or 0. */
+    out[15] = (unsigned char)((in[15] << 1) ^ (0x87 & (unsigned char)(0u - carry)));
 }
 
 /// One AES-128 block encryption with the default implementation.

@@ -86,6 +86,38 @@ private struct Harness {
         #expect(MQTTEncode.connect(c) == hex("10 1C 0004 4D515454 04 EE 000A 0001 63 0001 73 0003 6F6666 0001 75 0002 7077"))
     }
 
+    @Test("CONNECT 3.1.1: a password without a user name gets an empty user name [MQTT-3.1.2-22]")
+    func passwordNeedsAUserName() {
+        var c = MQTTConnect(version: .v311, clientID: "c", cleanStart: false, keepAlive: 30)
+        c.password = Array("pw".utf8)
+        #expect(MQTTEncode.connect(c) == hex("10 13 0004 4D515454 04 C0 001E 0001 63 0000 0002 7077"))
+    }
+
+    @Test("CONNECT fields that cannot be encoded are named before anything is sent")
+    func connectProblems() {
+        var c = MQTTConnect(version: .v5, clientID: "c", cleanStart: false, keepAlive: 30)
+        #expect(c.problem == nil)
+        c.clientID = String(repeating: "x", count: 70_000)
+        #expect(c.problem == "the client identifier is not a valid MQTT string")
+        c.clientID = "c"
+        c.will = MQTTWill(topic: "a/#", payload: [], retain: false)
+        #expect(c.problem == "the will's topic is not a valid Topic Name")
+        c.will = nil
+        c.username = "a\u{0}b"
+        #expect(c.problem == "the user name is not a valid MQTT string")
+    }
+
+    @Test("MQTT 3.1.1: a packet over the limit (the broker was never told it) is skipped, the stream goes on")
+    func oversizedSkipped() throws {
+        var r = MQTTFrameReader(maximumPacketSize: 10, skipsOversized: true)
+        let big: [UInt8] = [0x30, 20] + [UInt8](repeating: 7, count: 20)
+        [UInt8](big.prefix(5)).withUnsafeBytes { r.append($0) }
+        #expect(try r.next() == nil)
+        ([UInt8](big.dropFirst(5)) + [0xD0, 0x00]).withUnsafeBytes { r.append($0) }
+        #expect(try r.next() == [0xD0, 0x00])
+        #expect(r.skippedCount == 1)
+    }
+
     @Test("CONNECT 5: Session Expiry and Maximum Packet Size properties, an empty will property list")
     func connect5() {
         var c = MQTTConnect(version: .v5, clientID: "c", cleanStart: false, keepAlive: 30)
@@ -272,6 +304,28 @@ private struct Harness {
         #expect(second.count == 1 && second[0][0] == 0x3A && second[0][6] == 2)
     }
 
+    @Test("MQTT 5 limits: above Maximum QoS a publication goes at QoS 0 [MQTT-3.2.2-11], without Retain Available RETAIN stays off [MQTT-3.2.2-14]")
+    func brokerLimits() {
+        var h = Harness(version: .v5)
+        h.connect(connack: hex("20 07 00 00 04 24 00 25 00"))
+        _ = h.drain()
+        #expect(h.publish("t", "p", tag: 5, retain: true) == .accepted)
+        #expect(h.drain() == [hex("30 05 0001 74 00 70")])
+        #expect(h.events.last == .acknowledged(tag: 5))
+        #expect(h.session.pendingCount == 0)
+    }
+
+    @Test("Keep-alive counts from CONNECT, as the broker's does, not from CONNACK")
+    func keepAliveFromConnect() {
+        var h = Harness(keepAlive: 10)
+        h.take(h.session.start(now: h.now))
+        h.take(h.session.transportOpened(now: h.now))
+        let sent = h.now
+        h.now += 4 * second
+        h.receive(hex("20 02 00 00"))
+        #expect(h.session.nextDeadline == sent + 10 * second)
+    }
+
     @Test("Keep-alive: PINGREQ after the keep-alive without a packet sent [MQTT-3.1.2-20] (3.1.1: [MQTT-3.1.2-23]); no PINGRESP within it: the connection is closed")
     func keepAlive() {
         var h = Harness(keepAlive: 10)
@@ -332,18 +386,19 @@ private struct Harness {
 
     @Test("Packet Identifiers: never 0, never one in use, wrapping at 65535 [MQTT-2.2.1-3] (3.1.1: [MQTT-2.3.1-1] [MQTT-2.3.1-2])")
     func packetIdentifiers() {
-        var h = Harness { $0.queueLimit = 70_000 }
+        var h = Harness()
         h.connect()
         _ = h.publish(tag: 1)  // id 1 stays in flight
-        for _ in 2 ... 65535 {
+        // 2 ... 65535, each acknowledged at once: then the identifiers wrap.
+        for id in 2 ... 65535 {
             _ = h.publish()
+            h.receive([0x40, 0x02, UInt8(id >> 8), UInt8(id & 0xFF)])
         }
         _ = h.drain()
-        // Acknowledge all but the first: 2 ... 65535 are free again, 1 is not.
-        for id in 2 ... 65535 { h.receive([0x40, 0x02, UInt8(id >> 8), UInt8(id & 0xFF)]) }
         _ = h.publish()
         let p = h.drain().last!
-        #expect(p[5] == 0 && p[6] == 2)
+        #expect(p[5] == 0 && p[6] == 2)  // not 0, not 1 (in use)
+        #expect(h.session.pendingCount == 2)
     }
 
     @Test("Protocol errors close the connection: a packet before CONNACK [MQTT-3.2.0-1], a second CONNACK, malformed bytes, QoS 2 to a QoS 1 subscription")

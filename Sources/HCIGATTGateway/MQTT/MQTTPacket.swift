@@ -44,6 +44,8 @@ public struct MQTTConnAck: Sendable, Equatable {
     public var serverKeepAlive: UInt16?
     /// MQTT 5: the highest QoS the broker takes (§3.2.2.3.4).
     public var maximumQoS: UInt8 = 1
+    /// MQTT 5: whether the broker takes retained messages (§3.2.2.3.5).
+    public var retainAvailable = true
     /// MQTT 5: the broker's words about a refusal (§3.2.2.3.9).
     public var reasonString: String?
 }
@@ -83,15 +85,23 @@ public enum MQTTIncoming: Sendable, Equatable {
 /// Splits the byte stream from the broker into packets: the fixed header's type and flags,
 /// and the Remaining Length (§2.1.4, a Variable Byte Integer of at most 4 bytes).
 public struct MQTTFrameReader: Sendable {
-    /// Packets larger than this are refused (a broker sending one is broken or hostile);
-    /// MQTT 5 tells the broker the limit in CONNECT (Maximum Packet Size).
+    /// Packets larger than this are not taken. MQTT 5 tells the broker the limit in
+    /// CONNECT, so a larger packet is a broken or hostile broker (an error); MQTT 3.1.1
+    /// cannot, so one (a big retained message) is skipped (`skipsOversized`).
     public let maximumPacketSize: Int
+    /// Skip packets over the limit instead of failing.
+    public let skipsOversized: Bool
+    /// Packets skipped for their size.
+    public private(set) var skippedCount = 0
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Bytes of a skipped packet still to come.
+    private var skipping = 0
 
-    /// A reader refusing packets over `maximumPacketSize` bytes.
-    public init(maximumPacketSize: Int = 1 << 20) {
+    /// A reader refusing (or skipping) packets over `maximumPacketSize` bytes.
+    public init(maximumPacketSize: Int = 1 << 20, skipsOversized: Bool = false) {
         self.maximumPacketSize = maximumPacketSize
+        self.skipsOversized = skipsOversized
     }
 
     /// Takes bytes as they arrive.
@@ -103,31 +113,51 @@ public struct MQTTFrameReader: Sendable {
             buffer.removeFirst(start)
             start = 0
         }
+        if skipping > 0, start == buffer.count {
+            // Inside a skipped packet: its bytes are never kept.
+            let n = min(skipping, bytes.count)
+            skipping -= n
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[n...]))
+            return
+        }
         buffer.append(contentsOf: bytes)
     }
 
     /// The next whole packet (fixed header included), nil when more bytes are needed.
     public mutating func next() throws(MQTTDecodeError) -> [UInt8]? {
-        let available = buffer.count - start
-        guard available >= 2 else { return nil }
-        var length = 0, shift = 0, i = 1
         while true {
-            guard i < available else { return nil }
-            guard i <= 4 else { throw MQTTDecodeError(offset: i, "Remaining Length longer than 4 bytes") }
-            let b = buffer[start + i]
-            length |= Int(b & 0x7F) << shift
-            shift += 7
-            i += 1
-            if b & 0x80 == 0 { break }
+            if skipping > 0 {
+                let n = min(skipping, buffer.count - start)
+                start += n
+                skipping -= n
+                if skipping > 0 { return nil }
+            }
+            let available = buffer.count - start
+            guard available >= 2 else { return nil }
+            var length = 0, shift = 0, i = 1
+            while true {
+                guard i < available else { return nil }
+                guard i <= 4 else { throw MQTTDecodeError(offset: i, "Remaining Length longer than 4 bytes") }
+                let b = buffer[start + i]
+                length |= Int(b & 0x7F) << shift
+                shift += 7
+                i += 1
+                if b & 0x80 == 0 { break }
+            }
+            let total = i + length
+            guard total <= maximumPacketSize else {
+                guard skipsOversized else {
+                    throw MQTTDecodeError(offset: 1, "a \(total)-byte packet, over the \(maximumPacketSize)-byte limit")
+                }
+                skippedCount += 1
+                skipping = total
+                continue
+            }
+            guard available >= total else { return nil }
+            let packet = Array(buffer[start ..< start + total])
+            start += total
+            return packet
         }
-        let total = i + length
-        guard total <= maximumPacketSize else {
-            throw MQTTDecodeError(offset: 1, "a \(total)-byte packet, over the \(maximumPacketSize)-byte limit")
-        }
-        guard available >= total else { return nil }
-        let packet = Array(buffer[start ..< start + total])
-        start += total
-        return packet
     }
 }
 
@@ -214,7 +244,8 @@ extension MQTTIncoming {
                         guard v > 0 else { throw MQTTDecodeError(offset: at, "Maximum Packet Size 0") }
                         ack.maximumPacketSize = UInt32(v)
                     case (0x13, .int(let v)): ack.serverKeepAlive = UInt16(v)
-                    case (0x24, .int(let v)): ack.maximumQoS = UInt8(v)
+                    case (0x24, .int(let v)): ack.maximumQoS = UInt8(truncatingIfNeeded: v)
+                    case (0x25, .int(let v)): ack.retainAvailable = v != 0
                     case (0x1F, .string(let s)): ack.reasonString = s
                     default: break
                     }
@@ -365,6 +396,22 @@ public struct MQTTConnect: Sendable, Equatable {
     /// MQTT 5: the largest packet this client takes (§3.1.2.11.4).
     public var maximumPacketSize: UInt32?
 
+    /// Why these fields cannot be sent (a string over 65 535 bytes or with U+0000, a will
+    /// topic with a wildcard), nil when they can.
+    public var problem: String? {
+        if !MQTTEncode.isValidString(clientID) { return "the client identifier is not a valid MQTT string" }
+        if let u = username, !MQTTEncode.isValidString(u) { return "the user name is not a valid MQTT string" }
+        if let p = password, p.count > 65535 { return "the password is longer than 65 535 bytes" }
+        if let w = will {
+            if w.topic.isEmpty || !MQTTEncode.isValidString(w.topic)
+                || w.topic.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") }) {
+                return "the will's topic is not a valid Topic Name"
+            }
+            if w.payload.count > 65535 { return "the will's message is longer than 65 535 bytes" }
+        }
+        return nil
+    }
+
     /// A CONNECT without credentials, will or MQTT 5 properties.
     public init(version: MQTTVersion, clientID: String, cleanStart: Bool, keepAlive: UInt16) {
         self.version = version
@@ -409,8 +456,12 @@ public enum MQTTEncode {
         s.utf8.count <= 65535 && !s.utf8.contains(0)
     }
 
-    /// CONNECT (§3.1).
+    /// CONNECT (§3.1). Check ``MQTTConnect/problem`` first: the fields must fit their
+    /// encodings.
     public static func connect(_ c: MQTTConnect) -> [UInt8] {
+        var c = c
+        // MQTT 3.1.1: a password needs a user name [MQTT-3.1.2-22]; an empty one it is.
+        if c.version == .v311, c.password != nil, c.username == nil { c.username = "" }
         var body: [UInt8] = [0, 4]
         body.append(contentsOf: Array("MQTT".utf8))
         body.append(c.version.rawValue)

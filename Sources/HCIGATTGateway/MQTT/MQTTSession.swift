@@ -80,6 +80,8 @@ public struct MQTTSession: Sendable {
         case full
         /// The topic is not a valid Topic Name (too long, U+0000, a wildcard, empty).
         case invalidTopic
+        /// Over MQTT's largest packet (256 MB).
+        case tooLarge
     }
 
     /// A live connection's data.
@@ -95,13 +97,19 @@ public struct MQTTSession: Sendable {
         var receiveMaximum: Int
         /// The broker's Maximum Packet Size, if it gave one.
         var maximumPacketSize: Int?
+        /// MQTT 5: the highest QoS the broker takes; higher is sent at it [MQTT-3.2.2-11].
+        var maximumQoS: UInt8
+        /// MQTT 5: whether the broker keeps retained messages; if not, RETAIN is never
+        /// set [MQTT-3.2.2-14].
+        var retainAvailable: Bool
     }
 
     enum State: Sendable {
         case idle
         case waiting(until: UInt64)
         case opening(since: UInt64)
-        case awaitingConnAck(since: UInt64, frames: MQTTFrameReader)
+        /// `connectSent`: when CONNECT went out (the broker's keep-alive counts from it).
+        case awaitingConnAck(since: UInt64, connectSent: UInt64, frames: MQTTFrameReader)
         case connected(Link)
         case stopped
     }
@@ -159,7 +167,7 @@ public struct MQTTSession: Sendable {
         switch state {
         case .idle, .stopped: return nil
         case .waiting(let until): return until
-        case .opening(let since), .awaitingConnAck(let since, _): return since &+ settings.connectTimeout
+        case .opening(let since), .awaitingConnAck(let since, _, _): return since &+ settings.connectTimeout
         case .connected(let link):
             guard link.keepAlive > 0 else { return nil }
             if let ping = link.pingSince { return ping &+ link.keepAlive }
@@ -177,9 +185,9 @@ public struct MQTTSession: Sendable {
     /// The transport is up: CONNECT goes first [MQTT-3.1.0-1].
     public mutating func transportOpened(now: UInt64) -> [Action] {
         guard case .opening(let since) = state else { return [] }
-        state = .awaitingConnAck(since: since, frames: MQTTFrameReader(maximumPacketSize: settings.maximumPacketSize))
+        state = .awaitingConnAck(since: since, connectSent: now, frames: Self.frameReader(settings))
         var c = settings.connect
-        if c.version == .v5, c.maximumPacketSize == nil { c.maximumPacketSize = UInt32(settings.maximumPacketSize) }
+        if c.version == .v5, c.maximumPacketSize == nil { c.maximumPacketSize = UInt32(clamping: settings.maximumPacketSize) }
         return [.send(MQTTEncode.connect(c))]
     }
 
@@ -198,11 +206,15 @@ public struct MQTTSession: Sendable {
     /// Bytes from the broker.
     public mutating func received(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> [Action] {
         var actions: [Action] = []
+        // Each phase's data is taken out of `state` before it changes (`.idle` stands in
+        // meanwhile), so the frame buffer is not copied on every append.
         switch state {
-        case .awaitingConnAck(let since, var frames):
+        case .awaitingConnAck(let since, let sent, var frames):
+            state = .idle
             frames.append(bytes)
-            state = .awaitingConnAck(since: since, frames: frames)
+            state = .awaitingConnAck(since: since, connectSent: sent, frames: frames)
         case .connected(var link):
+            state = .idle
             link.frames.append(bytes)
             state = .connected(link)
         default:
@@ -211,22 +223,28 @@ public struct MQTTSession: Sendable {
         while true {
             let packet: [UInt8]
             switch state {
-            case .awaitingConnAck(let since, var frames):
+            case .awaitingConnAck(let since, let sent, var frames):
+                state = .idle
                 do {
-                    guard let p = try frames.next() else { return actions }
+                    let p = try frames.next()
+                    state = .awaitingConnAck(since: since, connectSent: sent, frames: frames)
+                    guard let p else { return actions }
                     packet = p
                 } catch {
+                    state = .awaitingConnAck(since: since, connectSent: sent, frames: frames)
                     return actions + attemptFailed(now: now, code: -1, message: "\(error)", close: true)
                 }
-                state = .awaitingConnAck(since: since, frames: frames)
             case .connected(var link):
+                state = .idle
                 do {
-                    guard let p = try link.frames.next() else { return actions }
+                    let p = try link.frames.next()
+                    state = .connected(link)
+                    guard let p else { return actions }
                     packet = p
                 } catch {
+                    state = .connected(link)
                     return actions + lost(now: now, cause: "the broker sent a \(error)", close: true)
                 }
-                state = .connected(link)
             default:
                 return actions
             }
@@ -250,7 +268,7 @@ public struct MQTTSession: Sendable {
             guard now >= until else { return [] }
             state = .opening(since: now)
             return [.open]
-        case .opening(let since), .awaitingConnAck(let since, _):
+        case .opening(let since), .awaitingConnAck(let since, _, _):
             guard now &- since >= settings.connectTimeout else { return [] }
             let waited = settings.connectTimeout / 1_000_000_000
             if case .opening = state {
@@ -275,7 +293,10 @@ public struct MQTTSession: Sendable {
 
     /// Publishes `payload` on `topic`. QoS 1 publications stay in the session until PUBACK;
     /// with a `tag`, the outcome is reported (``MQTTEvent/acknowledged(tag:)`` or
-    /// ``MQTTEvent/failed(tag:code:)``).
+    /// ``MQTTEvent/failed(tag:code:)``). A QoS 0 publication's tag is acknowledged once
+    /// written: at most once is all QoS 0 promises. An MQTT 5 broker's limits are kept:
+    /// above its Maximum QoS a publication goes at QoS 0; without Retain Available the
+    /// RETAIN flag is left off (the broker would close the connection on either).
     public mutating func publish(topic: String, payload: UnsafeRawBufferPointer, qos: UInt8 = 1, retain: Bool = false,
                                  tag: UInt64? = nil, now: UInt64) -> (PublishResult, [Action]) {
         guard case .connected(var link) = state else { return (.notConnected, []) }
@@ -283,19 +304,23 @@ public struct MQTTSession: Sendable {
               !topic.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") }) else {
             return (.invalidTopic, [])
         }
+        guard topic.utf8.count + payload.count + 8 <= MQTTEncode.maximumRemainingLength else { return (.tooLarge, []) }
+        let qos = min(qos, 1, link.maximumQoS)
+        let retain = retain && link.retainAvailable
         if qos == 0 {
             let packet = MQTTEncode.publish(topic: topic, payload: payload, qos: 0, retain: retain, dup: false,
                                             packetID: nil, version: settings.connect.version)
-            if let limit = link.maximumPacketSize, packet.count > limit { return (.accepted, []) }
+            // Larger than the broker takes [MQTT-3.2.2-15]: refused as the broker would (0x95).
+            if let limit = link.maximumPacketSize, packet.count > limit {
+                return (.accepted, tag.map { [.event(.failed(tag: $0, code: 0x95))] } ?? [])
+            }
             link.lastSent = now
             state = .connected(link)
-            return (.accepted, [.send(packet)])
+            return (.accepted, [.send(packet)] + (tag.map { [.event(.acknowledged(tag: $0))] } ?? []))
         }
-        guard outgoing.count < settings.queueLimit else { return (.full, []) }
-        let id = nextPacketID()
+        guard outgoing.count < min(settings.queueLimit, 60_000), let id = nextPacketID() else { return (.full, []) }
         let packet = MQTTEncode.publish(topic: topic, payload: payload, qos: 1, retain: retain, dup: false,
                                         packetID: id, version: settings.connect.version)
-        // Larger than the broker takes [MQTT-3.2.2-15]: refused as the broker would (0x95).
         if let limit = link.maximumPacketSize, packet.count > limit {
             idsInUse.remove(id)
             return (.accepted, tag.map { [.event(.failed(tag: $0, code: 0x95))] } ?? [])
@@ -308,7 +333,7 @@ public struct MQTTSession: Sendable {
     public mutating func subscribe(_ filter: String, now: UInt64) -> (PublishResult, [Action]) {
         guard case .connected(var link) = state else { return (.notConnected, []) }
         guard !filter.isEmpty, MQTTEncode.isValidString(filter) else { return (.invalidTopic, []) }
-        let id = nextPacketID()
+        guard let id = nextPacketID() else { return (.full, []) }
         subscribing[id] = filter
         link.lastSent = now
         state = .connected(link)
@@ -394,10 +419,15 @@ public struct MQTTSession: Sendable {
         }
         // Server Keep Alive replaces ours [MQTT-3.2.2-21].
         let keepAlive = UInt64(ack.serverKeepAlive ?? settings.connect.keepAlive) * 1_000_000_000
-        var link = Link(frames: MQTTFrameReader(maximumPacketSize: settings.maximumPacketSize), lastSent: now, pingSince: nil,
+        var link = Link(frames: Self.frameReader(settings), lastSent: now, pingSince: nil,
                         keepAlive: keepAlive, receiveMaximum: Int(ack.receiveMaximum),
-                        maximumPacketSize: ack.maximumPacketSize.map { Int($0) })
-        if case .awaitingConnAck(_, let frames) = state { link.frames = frames }
+                        maximumPacketSize: ack.maximumPacketSize.map { Int($0) },
+                        maximumQoS: ack.maximumQoS, retainAvailable: ack.retainAvailable)
+        // The broker's keep-alive runs from CONNECT, not from CONNACK.
+        if case .awaitingConnAck(_, let sent, let frames) = state {
+            link.frames = frames
+            link.lastSent = sent
+        }
         state = .connected(link)
         failures = 0
         everConnected = true
@@ -458,13 +488,21 @@ public struct MQTTSession: Sendable {
         return actions
     }
 
-    /// A Packet Identifier not in use, never 0 [MQTT-2.2.1-3] (3.1.1: [MQTT-2.3.1-1], [MQTT-2.3.1-2]).
-    private mutating func nextPacketID() -> UInt16 {
+    /// A Packet Identifier not in use, never 0 [MQTT-2.2.1-3] (3.1.1: [MQTT-2.3.1-1], [MQTT-2.3.1-2]);
+    /// nil when all 65 535 are.
+    private mutating func nextPacketID() -> UInt16? {
+        guard idsInUse.count < Int(UInt16.max) else { return nil }
         while true {
             lastPacketID = lastPacketID == UInt16.max ? 1 : lastPacketID + 1
             let id = lastPacketID
             if idsInUse.insert(id).inserted { return id }
         }
+    }
+
+    /// The frame reader of a connection: MQTT 3.1.1 skips what is over the limit (the
+    /// broker was never told it), MQTT 5 fails on it.
+    static func frameReader(_ settings: MQTTSessionSettings) -> MQTTFrameReader {
+        MQTTFrameReader(maximumPacketSize: settings.maximumPacketSize, skipsOversized: settings.connect.version == .v311)
     }
 
     private func backoff() -> UInt64 {
