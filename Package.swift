@@ -53,13 +53,6 @@ let package = Package(
             path: "Sources/COpenSSLReference",
             providers: [.apt(["libssl-dev"])]
         ),
-        // Eclipse Paho MQTT C, asynchronous, with TLS (libpaho-mqtt-dev), for the gateway;
-        // linked statically into the embedded binary, with OpenSSL's libssl.
-        .systemLibrary(
-            name: "CPaho",
-            path: "Sources/CPaho",
-            providers: [.apt(["libpaho-mqtt-dev"])]
-        ),
         // Counts heap allocations for the benchmark suite (malloc interposition).
         .target(name: "CAllocCounter", path: "Sources/CAllocCounter"),
 
@@ -106,12 +99,12 @@ let package = Package(
             dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "BluetoothLE"]
         ),
         // The gateway's parts: the disk spool, reading numbers, the publish window (sans-I/O),
-        // Home Assistant discovery, the MQTT client on Paho, and the publisher (GatewayRuntime)
+        // Home Assistant discovery, the MQTT client (its own codec and session, TLS on BearSSL), and the publisher (GatewayRuntime)
         // on typed settings, with its stop sequence.
         .target(
             name: "HCIGATTGateway",
             dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "BluetoothLE",
-                           "HCIGATTFormat", "CPaho"]
+                           "HCIGATTFormat", "CBearSSL"]
         ),
         .executableTarget(
             name: "hcigatt",

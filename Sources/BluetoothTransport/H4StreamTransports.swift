@@ -141,7 +141,8 @@ public final class TCPTransport: HCITransport {
         self.host = host
         self.port = port
         let label = TransportSpec.tcp(host: host, port: port).description
-        let fd = try TCPTransport.connect(host: host, port: port, label: label, options: options)
+        let fd = try TCPTransport.connect(host: host, port: port, label: label, options: options,
+                                          refusedHint: "start the virtual controller or HCI bridge first")
         self.stream = H4Stream(fd: fd, label: label, useSend: true, options: options)
     }
 
@@ -165,7 +166,13 @@ public final class TCPTransport: HCITransport {
     /// Closes the socket.
     public func close() { stream.close() }
 
-    static func connect(host: String, port: UInt16, label: String, options: TransportOptions) throws(TransportError) -> Int32 {
+    /// A connected, non-blocking TCP socket (TCP_NODELAY, close-on-exec) to `host`: each
+    /// address it resolves to is tried in turn with `options.connectTimeout`. Errors start
+    /// with `label`; a refusal ends with `refusedHint` (what to start first). Blocks the
+    /// calling thread while resolving and connecting. Also what the gateway's MQTT client
+    /// opens its broker connection with.
+    public static func connect(host: String, port: UInt16, label: String, options: TransportOptions,
+                               refusedHint: String) throws(TransportError) -> Int32 {
         let system = options.system
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -211,7 +218,7 @@ public final class TCPTransport: HCITransport {
                 } else if e == .connectionRefused {
                     lastError = TransportError(
                         .connectionFailed,
-                        "\(label): connection refused: nothing listens on port \(port) (start the virtual controller or HCI bridge first)",
+                        "\(label): connection refused: nothing listens on port \(port) (\(refusedHint))",
                         errno: e.rawValue)
                 } else {
                     lastError = TransportError(.connectionFailed, "\(label): cannot connect: \(e)", errno: e.rawValue)

@@ -3,7 +3,7 @@
 // AES-128 (the security function e), AES-CMAC (RFC 4493; BearSSL has none, so it is the
 // mode around the block cipher), AES-CCM (BearSSL's br_ccm) and P-256 (br_ec_p256_m31,
 // which refuses points off the curve). The TLS client of the gateway is in Swift on
-// br_ssl_client (HCIGATTGateway).
+// br_ssl_client (HCIGATTGateway/MQTT/MQTTTLS.swift).
 //
 // AES runs through BearSSL's CTR+CBC-MAC class: the AES-NI implementation when the CPU
 // has it, else the constant-time bitsliced one (ct64). One block of CBC-MAC from a zero
@@ -17,6 +17,9 @@
 #include <string.h>
 
 void explicit_bzero(void *s, size_t n);
+
+/// The TLS engine's I/O buffer for full duplex: records of 16 KiB each way.
+static inline size_t hcigatt_tls_buffer_size(void) { return BR_SSL_BUFSIZE_BIDI; }
 
 /// AES-128 with the fastest constant-time implementation this CPU runs.
 static inline const br_block_ctrcbc_class *hcigatt_aes_vtable(void) {

@@ -450,7 +450,7 @@ public final class GatewayRuntime: @unchecked Sendable {
 
     private func publishReply(_ level: String, _ payload: String) {
         let rc = client.publish(topic: settings.naming.replyTopic(level: level), text: payload)
-        if rc != 0 { log("a command's reply for \(level) was not sent (MQTT code \(rc)): \(payload)") }
+        if rc != .accepted { log("a command's reply for \(level) was not sent (\(rc)): \(payload)") }
     }
 
     /// Hands readings to the client while the window has room.
@@ -473,11 +473,12 @@ public final class GatewayRuntime: @unchecked Sendable {
             let rc = r.payload.withUnsafeBytes { p in
                 client.publish(topic: String(decoding: r.topic, as: UTF8.self), payload: p, tag: r.id)
             }
-            if rc == 0 {
+            if rc == .accepted {
                 window.sent(id, at: monotonicNow())
             } else {
-                // -3: not connected (wait for it); else Paho's queue is full (wait for it to move).
-                window.sendRefused(id, disconnected: rc == -3)
+                // Not connected (wait for it); else the session's queue is full (wait for it
+                // to move). A bad topic or a reading too large for MQTT cannot be in the spool.
+                window.sendRefused(id, disconnected: rc == .notConnected)
                 break
             }
         }

@@ -1,7 +1,14 @@
-// The MQTT client: Eclipse Paho C's asynchronous API (libpaho-mqtt3as) behind a small Swift
-// interface whose callbacks become one AsyncStream of events. Paho runs its own two threads
-// and calls back with its global lock held, so callbacks only hand events over.
-import CPaho
+// The MQTT client: the sans-I/O session (MQTT/MQTTSession.swift) run by one I/O driver,
+// a poll(2) loop on the broker's socket and a wake pipe, whose timeout is the session's
+// next deadline. The session sits under a lock: publish and subscribe run it on the
+// caller's thread and leave bytes for the driver, which alone touches the socket.
+// TCP connects (with their name lookup) block, so each attempt runs on a short thread of
+// its own and hands the socket back; TLS (BearSSL) then shakes hands inside the loop.
+//
+// Its own loop rather than the host driver's: the gateway's broker and its controller
+// fail and recover independently, and a TLS handshake's RSA work (milliseconds) must not
+// hold up HCI events.
+import BluetoothTransport
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +16,8 @@ import Glibc
 
 /// How to reach the broker.
 public struct MQTTOptions: Sendable {
-    /// `mqtt://HOST[:PORT]` (1883) or `mqtts://HOST[:PORT]` (8883, TLS).
+    /// `mqtt://HOST[:PORT]` (1883) or `mqtts://HOST[:PORT]` (8883, TLS); `tcp://` and
+    /// `ssl://` are the same.
     public var uri: String
     /// The client identifier: stable, so the broker keeps the session across restarts.
     public var clientID: String
@@ -19,13 +27,14 @@ public struct MQTTOptions: Sendable {
     public var username: String?
     /// Password, if the broker wants one.
     public var password: String?
-    /// TLS: the CA certificates (PEM) to trust; nil: the system's.
+    /// TLS: the CA certificates (PEM) to trust; nil: the system's
+    /// (/etc/ssl/certs/ca-certificates.crt).
     public var caFile: String?
     /// TLS: a client certificate (PEM), and its key when not in the same file.
     public var certFile: String?
     /// TLS: the client certificate's key (PEM), when not in `certFile`.
     public var keyFile: String?
-    /// TLS: do not check the broker's name against its certificate.
+    /// TLS: do not check the broker's name against its certificate (and send no SNI).
     public var noHostnameCheck = false
     /// Seconds between keep-alive pings.
     public var keepAlive: Int32 = 30
@@ -43,13 +52,55 @@ public struct MQTTOptions: Sendable {
     /// TLS is used (an `mqtts://` or `ssl://` URI).
     public var tls: Bool { uri.hasPrefix("mqtts://") || uri.hasPrefix("ssl://") }
 
+    /// The URI's scheme is one of mqtt://, mqtts://, tcp://, ssl://.
+    public var schemeIsKnown: Bool {
+        ["mqtt://", "mqtts://", "tcp://", "ssl://"].contains { uri.hasPrefix($0) }
+    }
+
+    /// After the scheme: "HOST[:PORT]" (and whatever follows).
+    private var authority: Substring {
+        var rest = Substring(uri)
+        let scheme = Array("://".utf8)
+        if let i = rest.utf8.indices.first(where: { rest.utf8[$0...].starts(with: scheme) }) {
+            rest = rest[rest.utf8.index(i, offsetBy: 3)...]
+        }
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        return rest.prefix { $0 != "/" }
+    }
+
     /// The broker's host as the URI names it ("[::1]" → "::1").
     public var host: String {
-        var rest = Substring(uri)
-        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") { rest = rest[rest.index(colon, offsetBy: 3)...] }
-        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
-        if rest.hasPrefix("["), let close = rest.firstIndex(of: "]") { return String(rest[rest.index(after: rest.startIndex) ..< close]) }
-        return String(rest.prefix { $0 != ":" && $0 != "/" })
+        let a = authority
+        if a.hasPrefix("["), let close = a.firstIndex(of: "]") { return String(a[a.index(after: a.startIndex) ..< close]) }
+        return String(a.prefix { $0 != ":" })
+    }
+
+    /// The broker's port: the URI's, else 1883 (8883 with TLS); nil when the URI's is not
+    /// a port number.
+    public var port: UInt16? {
+        var a = authority
+        if a.hasPrefix("["), let close = a.firstIndex(of: "]") { a = a[a.index(after: close)...] }
+        guard let colon = a.firstIndex(of: ":") else { return tls ? 8883 : 1883 }
+        guard let p = UInt16(a[a.index(after: colon)...]), p > 0 else { return nil }
+        return p
+    }
+
+    /// The host is an IPv4 or IPv6 address, not a name.
+    public var hostIsAddress: Bool {
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v6) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    /// Why these options cannot work, in words for the user (nil: they can).
+    public var problem: String? {
+        if !schemeIsKnown { return "\(uri): the scheme is not mqtt://, mqtts://, tcp:// or ssl://" }
+        if host.isEmpty { return "\(uri): no broker host" }
+        if port == nil { return "\(uri): the port is not a number from 1 to 65535" }
+        if tls, hostIsAddress, !noHostnameCheck {
+            return "\(uri): TLS checks the broker's certificate against a host name, and \(host) is an address: use the name in the broker's certificate, or --no-hostname-check"
+        }
+        if !tls, caFile != nil || certFile != nil || keyFile != nil { return "--ca-file, --cert-file and --key-file are for TLS: use an mqtts:// URI" }
+        return sessionSettings.connect.problem
     }
 
     /// A password would cross the network unencrypted: given, no TLS, and a broker that is
@@ -59,25 +110,28 @@ public struct MQTTOptions: Sendable {
         let h = host.lowercased()
         return !(h == "localhost" || h.hasPrefix("127.") || h == "::1")
     }
+
+    /// The session's settings: a persistent session (Clean Session / Clean Start off, so
+    /// the broker keeps subscriptions and QoS 1 in flight across reconnects), the will at
+    /// QoS 1.
+    public var sessionSettings: MQTTSessionSettings {
+        var c = MQTTConnect(version: version5 ? .v5 : .v311, clientID: clientID, cleanStart: false,
+                            keepAlive: UInt16(clamping: keepAlive))
+        c.username = username
+        c.password = password.map { Array($0.utf8) }
+        if let w = will { c.will = MQTTWill(topic: w.topic, payload: Array(w.payload.utf8), retain: w.retained, qos: 1) }
+        if version5 { c.sessionExpiry = UInt32(clamping: sessionExpiry) }
+        return MQTTSessionSettings(connect: c)
+    }
 }
 
-/// An MQTT client error with Paho's return code.
+/// Why the MQTT client cannot be made: bad options, unreadable certificates.
 public struct MQTTError: Error, Sendable, CustomStringConvertible {
-    /// Paho's return code.
-    public var code: Int32
-    /// What was attempted (create, connect ...).
-    public var operation: String
-    public var description: String {
-        let reason: String = switch code {
-        case -3: "not connected"
-        case -6: "a required parameter is missing"
-        case -12: "too many messages waiting"
-        case -14: "the URI's scheme is not mqtt://, mqtts://, tcp:// or ssl://"
-        case -15: "bad option for this MQTT version"
-        default: "code \(code)"
-        }
-        return "MQTT \(operation): \(reason)"
-    }
+    /// What is wrong, for the user.
+    public var message: String
+    /// An error saying `message`.
+    public init(_ message: String) { self.message = message }
+    public var description: String { "MQTT: \(message)" }
 }
 
 /// What a connect failure code means, in words: a refusal names the reason.
@@ -88,7 +142,7 @@ public func mqttConnectFailureText(_ code: Int32, _ message: String) -> String {
     case 3, 0x88: "the broker is unavailable"
     case 4, 0x86: "the broker refused the user name or password"
     case 5, 0x87: "not authorized: the broker refused the credentials"
-    case -1: "cannot connect (TCP or TLS failed: broker down, wrong port, or its certificate not trusted)"
+    case -1: message.isEmpty ? "cannot connect" : "cannot connect: \(message)"
     default: message.isEmpty ? "code \(code)" : "\(message) (code \(code))"
     }
 }
@@ -99,241 +153,367 @@ public func mqttConnectFailureIsPermanent(_ code: Int32) -> Bool {
     [1, 2, 4, 5, 0x84, 0x85, 0x86, 0x87, 0x8C].contains(code)
 }
 
-/// An asynchronous MQTT client (Paho).
+/// An MQTT 3.1.1 or 5 client: connects, keeps the session, reconnects with back-off, and
+/// reports what happens as ``events``.
 public final class MQTTClient: @unchecked Sendable {
-    /// Events, in the order Paho reports them.
+    /// Events, in the order they happened.
     public let events: AsyncStream<MQTTEvent>
-    let options: MQTTOptions
-    private let box: Box
-    private var handle: MQTTAsync?
-    /// C strings Paho may keep pointers to: freed with the client.
-    private var cStrings: [UnsafeMutablePointer<CChar>] = []
+    /// What it was made with.
+    public let options: MQTTOptions
+    private let continuation: AsyncStream<MQTTEvent>.Continuation
+    private let credentials: MQTTTLSCredentials?
+    private let core: Mutex<Core>
+    /// Wake pipe: the driver polls `wakeFD`; API calls write `wakeWriteFD`.
+    private let wakeFD: Int32
+    private let wakeWriteFD: Int32
 
-    /// Routes Paho's callbacks to the event stream.
-    final class Box: @unchecked Sendable {
-        let continuation: AsyncStream<MQTTEvent>.Continuation
-        let firstConnect = Mutex(true)
-        init(_ c: AsyncStream<MQTTEvent>.Continuation) { continuation = c }
+    /// Transport work the session asked for, and events to report after it, in order.
+    enum Chore {
+        case open(attempt: Int)
+        /// Close the transport; `flush`: after writing what waits (DISCONNECT), for at
+        /// most the disconnect timeout.
+        case close(flush: Bool)
+        case event(MQTTEvent)
     }
 
-    /// One published message's context: its tag.
-    final class Publication {
-        let box: Box
-        let tag: UInt64
-        init(_ box: Box, _ tag: UInt64) {
-            self.box = box
-            self.tag = tag
+    /// What the session and the callers share, under the lock.
+    struct Core {
+        var session: MQTTSession
+        /// Bytes for the transport, in order; the first `outputOffset` are written.
+        var output: [UInt8] = []
+        var outputOffset = 0
+        var chores: [Chore] = []
+        /// Transports opened by connect threads: the attempt and its socket or error.
+        var opened: [(attempt: Int, result: Result<Int32, TransportError>)] = []
+        var attempts = 0
+        /// How long a DISCONNECT may take to leave (nanoseconds).
+        var linger: UInt64 = 2_000_000_000
+        var haveOutput: Bool { outputOffset < output.count }
+    }
+
+    /// The broker link as the driver sees it (driver thread only).
+    enum Link {
+        case none
+        /// A connect thread works on `attempt`.
+        case opening(attempt: Int)
+        /// TLS shakes hands.
+        case handshaking(any MQTTByteStream)
+        case open(any MQTTByteStream)
+        /// Writing the last bytes before closing, until `deadline`.
+        case closing(any MQTTByteStream, deadline: UInt64)
+
+        var stream: (any MQTTByteStream)? {
+            switch self {
+            case .none, .opening: nil
+            case .handshaking(let s), .open(let s), .closing(let s, _): s
+            }
         }
     }
 
-    private static let globalInit: Void = {
-        var o = hcigatt_mqtt_init_options()
-        o.do_openssl_init = 1
-        MQTTAsync_global_init(&o)
-    }()
-
-    /// A client for `options` (not connected yet).
+    /// A client for `options`, not connected yet (``connect()`` starts it). Throws when the
+    /// options cannot work or the TLS files cannot be read.
     public init(_ options: MQTTOptions) throws(MQTTError) {
-        _ = Self.globalInit
-        self.options = options
-        let (stream, continuation) = AsyncStream<MQTTEvent>.makeStream()
-        events = stream
-        box = Box(continuation)
-        var create = hcigatt_mqtt_create_options(options.version5 ? 1 : 0)
-        create.MQTTVersion = options.version5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1
-        create.sendWhileDisconnected = 0
-        // Paho counts messages waiting to be written against this even while connected: room
-        // for the publish window, the status and every discovery config of a large site.
-        create.maxBufferedMessages = 8192
-        var h: MQTTAsync?
-        let rc = MQTTAsync_createWithOptions(&h, options.uri, options.clientID, MQTTCLIENT_PERSISTENCE_NONE, nil, &create)
-        guard rc == MQTTASYNC_SUCCESS, let h else { throw MQTTError(code: rc, operation: "create") }
-        handle = h
-        let context = Unmanaged.passUnretained(box).toOpaque()
-        MQTTAsync_setCallbacks(h, context, { context, cause in
-            let why = cause.map { String(cString: $0) } ?? ""
-            MQTTClient.box(context).continuation.yield(.connectionLost(cause: why.isEmpty ? "the connection ended" : why))
-        }, { context, topic, topicLength, message in
-            let b = MQTTClient.box(context)
-            let name: String
-            if let topic {
-                name = topicLength > 0
-                    ? String(decoding: UnsafeRawBufferPointer(start: topic, count: Int(topicLength)), as: UTF8.self)
-                    : String(cString: topic)
-            } else {
-                name = ""
-            }
-            var payload: [UInt8] = []
-            if let m = message?.pointee, let p = m.payload, m.payloadlen > 0 {
-                payload = Array(UnsafeRawBufferPointer(start: p, count: Int(m.payloadlen)))
-            }
-            let retained = (message?.pointee.retained ?? 0) != 0
-            b.continuation.yield(.message(topic: name, payload: payload, retained: retained))
-            var msg = message
-            MQTTAsync_freeMessage(&msg)
-            MQTTAsync_free(topic)
-            return 1
-        }, nil)
-        MQTTAsync_setConnected(h, context) { context, _ in
-            MQTTClient.box(context).continuation.yield(.connected)
+        if let problem = options.problem { throw MQTTError(problem) }
+        credentials = options.tls
+            ? try MQTTTLSCredentials(caFile: options.caFile, certFile: options.certFile, keyFile: options.keyFile)
+            : nil
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            throw MQTTError("cannot create the client's wake pipe: \(String(cString: strerror(errno)))")
         }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeFD = fds[0]
+        wakeWriteFD = fds[1]
+        self.options = options
+        (events, continuation) = AsyncStream<MQTTEvent>.makeStream()
+        core = Mutex(Core(session: MQTTSession(options.sessionSettings)))
     }
 
     deinit {
-        var h: MQTTAsync? = handle
-        if h != nil { MQTTAsync_destroy(&h) }
-        box.continuation.finish()
-        for s in cStrings { free(s) }
-    }
-
-    static func box(_ context: UnsafeMutableRawPointer?) -> Box {
-        Unmanaged<Box>.fromOpaque(context!).takeUnretainedValue()
-    }
-
-    private func keep(_ s: String?) -> UnsafeMutablePointer<CChar>? {
-        guard let s, let c = strdup(s) else { return nil }
-        cStrings.append(c)
-        return c
+        Glibc.close(wakeFD)
+        Glibc.close(wakeWriteFD)
+        continuation.finish()
     }
 
     /// Starts connecting; the client keeps reconnecting (1 s doubling to 30 s) until
-    /// ``disconnect(timeout:)``. Outcomes arrive as events.
-    public func connect() throws(MQTTError) {
-        guard let h = handle else { throw MQTTError(code: -1, operation: "connect") }
-        var c = hcigatt_mqtt_connect_options(options.version5 ? 1 : 0)
-        c.keepAliveInterval = options.keepAlive
-        c.MQTTVersion = options.version5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1
-        if options.version5 { c.cleanstart = 0 } else { c.cleansession = 0 }
-        c.automaticReconnect = 1
-        c.minRetryInterval = 1
-        c.maxRetryInterval = 30
-        c.connectTimeout = 10
-        c.username = UnsafePointer(keep(options.username))
-        if let password = options.password {
-            c.password = UnsafePointer(keep(password))
+    /// ``disconnect(timeout:)``. Outcomes arrive as events. Once only.
+    public func connect() {
+        let first = core.withLock { c in
+            guard c.attempts == 0, c.session.isRunning else { return false }
+            apply(c.session.start(now: monotonicNow()), &c)
+            return true
         }
-        var will = hcigatt_mqtt_will_options()
-        if let w = options.will {
-            will.topicName = UnsafePointer(keep(w.topic))
-            will.message = UnsafePointer(keep(w.payload))
-            will.retained = w.retained ? 1 : 0
-            will.qos = 1
-        }
-        var ssl = hcigatt_mqtt_ssl_options()
-        ssl.trustStore = UnsafePointer(keep(options.caFile))
-        ssl.keyStore = UnsafePointer(keep(options.certFile))
-        ssl.privateKey = UnsafePointer(keep(options.keyFile))
-        ssl.enableServerCertAuth = 1
-        ssl.verify = options.noHostnameCheck ? 0 : 1
-        var props = hcigatt_mqtt_properties()
-        defer { MQTTProperties_free(&props) }
-        if options.version5 {
-            _ = hcigatt_mqtt_add_int_property(&props, MQTTPROPERTY_CODE_SESSION_EXPIRY_INTERVAL, options.sessionExpiry)
-        }
-        c.context = Unmanaged.passUnretained(box).toOpaque()
-        if options.version5 {
-            c.onFailure5 = { context, response in
-                let code = response?.pointee.code ?? -1
-                let message = response?.pointee.message.map { String(cString: $0) } ?? ""
-                MQTTClient.connectFailed(context, code == 0 ? Int32(response?.pointee.reasonCode.rawValue ?? 0) : code, message)
-            }
-        } else {
-            c.onFailure = { context, response in
-                let code = response?.pointee.code ?? -1
-                let message = response?.pointee.message.map { String(cString: $0) } ?? ""
-                MQTTClient.connectFailed(context, code, message)
-            }
-        }
-        let rc: Int32 = withUnsafeMutablePointer(to: &will) { w in
-            withUnsafeMutablePointer(to: &ssl) { s in
-                withUnsafeMutablePointer(to: &props) { p in
-                    if options.will != nil { c.will = w }
-                    if options.tls { c.ssl = s }
-                    if options.version5 { c.connectProperties = p }
-                    return MQTTAsync_connect(h, &c)
-                }
-            }
-        }
-        guard rc == MQTTASYNC_SUCCESS else { throw MQTTError(code: rc, operation: "connect") }
-    }
-
-    static func connectFailed(_ context: UnsafeMutableRawPointer?, _ code: Int32, _ message: String) {
-        let b = box(context)
-        let first = b.firstConnect.withLock { f in
-            defer { f = false }
-            return f
-        }
-        if first { b.continuation.yield(.connectFailed(code: code, message: message)) }
+        guard first else { return }
+        Task.detached { await runOnOwnThread { self.run() } }
     }
 
     /// Publishes `payload` on `topic`. With `tag`, the outcome arrives as ``MQTTEvent``
-    /// `.acknowledged`/`.failed` (QoS 1). A non-zero Paho code when it was not taken
-    /// (-3: not connected).
+    /// `.acknowledged`/`.failed`. Not taken: not connected, too many waiting, a bad topic.
     @discardableResult
-    public func publish(topic: String, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retained: Bool = false,
-                        tag: UInt64? = nil) -> Int32 {
-        guard let h = handle else { return -3 }
-        var message = hcigatt_mqtt_message()
-        message.payload = UnsafeMutableRawPointer(mutating: payload.baseAddress)
-        message.payloadlen = Int32(payload.count)
-        message.qos = qos
-        message.retained = retained ? 1 : 0
-        var response = hcigatt_mqtt_response_options()
-        var context: Unmanaged<Publication>?
-        if let tag {
-            let c = Unmanaged.passRetained(Publication(box, tag))
-            context = c
-            response.context = c.toOpaque()
-            if options.version5 {
-                response.onSuccess5 = { ctx, _ in MQTTClient.published(ctx, ok: true, code: 0) }
-                response.onFailure5 = { ctx, r in
-                    MQTTClient.published(ctx, ok: false, code: r.map { $0.pointee.code != 0 ? $0.pointee.code : Int32($0.pointee.reasonCode.rawValue) } ?? -1)
-                }
-            } else {
-                response.onSuccess = { ctx, _ in MQTTClient.published(ctx, ok: true, code: 0) }
-                response.onFailure = { ctx, r in MQTTClient.published(ctx, ok: false, code: r?.pointee.code ?? -1) }
-            }
+    public func publish(topic: String, payload: UnsafeRawBufferPointer, qos: UInt8 = 1, retained: Bool = false,
+                        tag: UInt64? = nil) -> MQTTSession.PublishResult {
+        core.withLock { c in
+            let (result, actions) = c.session.publish(topic: topic, payload: payload, qos: qos, retain: retained,
+                                                      tag: tag, now: monotonicNow())
+            apply(actions, &c)
+            return result
         }
-        let rc = MQTTAsync_sendMessage(h, topic, &message, &response)
-        if rc != MQTTASYNC_SUCCESS { context?.release() }
-        return rc
     }
 
     /// Publishes a text payload.
     @discardableResult
-    public func publish(topic: String, text: String, qos: Int32 = 1, retained: Bool = false) -> Int32 {
+    public func publish(topic: String, text: String, qos: UInt8 = 1, retained: Bool = false) -> MQTTSession.PublishResult {
         var t = text
         return t.withUTF8 { publish(topic: topic, payload: UnsafeRawBufferPointer($0), qos: qos, retained: retained) }
     }
 
-    static func published(_ context: UnsafeMutableRawPointer?, ok: Bool, code: Int32) {
-        guard let context else { return }
-        let p = Unmanaged<Publication>.fromOpaque(context).takeRetainedValue()
-        p.box.continuation.yield(ok ? .acknowledged(tag: p.tag) : .failed(tag: p.tag, code: code))
-    }
-
-    /// Subscribes to `topic` (QoS 1); messages arrive as `.message` events.
+    /// Subscribes to `filter` (QoS 1); messages arrive as `.message` events, a refusal as
+    /// `.subscriptionRefused`.
     @discardableResult
-    public func subscribe(_ topic: String) -> Int32 {
-        guard let h = handle else { return -3 }
-        var response = hcigatt_mqtt_response_options()
-        return MQTTAsync_subscribe(h, topic, 1, &response)
+    public func subscribe(_ filter: String) -> MQTTSession.PublishResult {
+        core.withLock { c in
+            let (result, actions) = c.session.subscribe(filter, now: monotonicNow())
+            apply(actions, &c)
+            return result
+        }
     }
 
-    /// Sends DISCONNECT after what was handed over is written (waiting at most `timeout`
-    /// ms for acknowledgements) and stops reconnecting; `.disconnected` follows.
+    /// Sends DISCONNECT (waiting at most `timeout` ms for it to be written), closes and
+    /// stops reconnecting; `.disconnected` follows.
     public func disconnect(timeout: Int32 = 2000) {
-        guard let h = handle else { return }
-        var d = hcigatt_mqtt_disconnect_options(options.version5 ? 1 : 0)
-        d.timeout = timeout
-        d.context = Unmanaged.passUnretained(box).toOpaque()
-        if options.version5 {
-            d.onSuccess5 = { ctx, _ in MQTTClient.box(ctx).continuation.yield(.disconnected) }
-            d.onFailure5 = { ctx, _ in MQTTClient.box(ctx).continuation.yield(.disconnected) }
-        } else {
-            d.onSuccess = { ctx, _ in MQTTClient.box(ctx).continuation.yield(.disconnected) }
-            d.onFailure = { ctx, _ in MQTTClient.box(ctx).continuation.yield(.disconnected) }
+        core.withLock { c in
+            c.linger = UInt64(max(timeout, 0)) * 1_000_000
+            let started = c.attempts > 0
+            apply(c.session.disconnect(now: monotonicNow()), &c)
+            // Never started: no driver runs to report the events.
+            if !started { flushEvents(&c) }
         }
-        if MQTTAsync_disconnect(h, &d) != MQTTASYNC_SUCCESS { box.continuation.yield(.disconnected) }
+    }
+
+    // MARK: - Under the lock
+
+    /// Turns the session's actions into chores for the driver (and events, in order).
+    private func apply(_ actions: [MQTTSession.Action], _ c: inout Core) {
+        guard !actions.isEmpty else { return }
+        for action in actions {
+            switch action {
+            case .open:
+                c.attempts += 1
+                c.chores.append(.open(attempt: c.attempts))
+            case .send(let bytes):
+                if c.outputOffset > 0, c.outputOffset == c.output.count {
+                    c.output.removeAll(keepingCapacity: true)
+                    c.outputOffset = 0
+                }
+                c.output += bytes
+            case .close:
+                // A stopped session's last bytes (DISCONNECT) go out first; a lost
+                // connection's are stale.
+                let flush = !c.session.isRunning
+                if !flush {
+                    c.output.removeAll(keepingCapacity: true)
+                    c.outputOffset = 0
+                }
+                c.chores.append(.close(flush: flush))
+            case .event(let e):
+                if c.chores.isEmpty { continuation.yield(e) } else { c.chores.append(.event(e)) }
+            }
+        }
+        var one: UInt8 = 1
+        _ = Glibc.write(wakeWriteFD, &one, 1)
+    }
+
+    private func flushEvents(_ c: inout Core) {
+        for case .event(let e) in c.chores { continuation.yield(e) }
+        c.chores.removeAll()
+    }
+
+    // MARK: - The driver (its own thread)
+
+    private func run() {
+        var link = Link.none
+        var todo: [Chore] = []
+        var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0), pollfd(fd: -1, events: 0, revents: 0)]
+        var readBuffer = [UInt8](repeating: 0, count: 64)
+
+        func fail(_ cause: String) {
+            let was = link
+            link.stream?.close()
+            link = .none
+            if case .closing = was { return }
+            core.withLock { apply($0.session.transportClosed(now: monotonicNow(), cause: cause), &$0) }
+        }
+
+        while true {
+            var now = monotonicNow()
+            let (chores, opened, deadline, haveOutput, running) = core.withLock { c in
+                defer {
+                    c.chores.removeAll()
+                    c.opened.removeAll()
+                }
+                return (c.chores, c.opened, c.session.nextDeadline, c.haveOutput, c.session.isRunning)
+            }
+            todo += chores
+            // Chores in order; a flushing close holds back what follows until it is done.
+            while !todo.isEmpty {
+                if case .closing = link { break }
+                switch todo.removeFirst() {
+                case .open(let attempt):
+                    link.stream?.close()
+                    link = .opening(attempt: attempt)
+                    startOpening(attempt)
+                case .close(let flush):
+                    if flush, haveOutput, let s = link.stream, case .open = link {
+                        link = .closing(s, deadline: now &+ core.withLock { $0.linger })
+                    } else {
+                        link.stream?.close()
+                        link = .none
+                    }
+                case .event(let e):
+                    continuation.yield(e)
+                }
+            }
+            for (attempt, result) in opened {
+                guard case .opening(attempt) = link else {
+                    if case .success(let fd) = result { Glibc.close(fd) }
+                    continue
+                }
+                switch result {
+                case .success(let fd):
+                    if let credentials {
+                        do {
+                            let s = try MQTTTLSStream(fd: fd, serverName: options.noHostnameCheck ? nil : options.host,
+                                                      credentials: credentials)
+                            link = .handshaking(s)
+                        } catch {
+                            Glibc.close(fd)
+                            link = .none
+                            core.withLock { apply($0.session.transportClosed(now: now, cause: error.message), &$0) }
+                        }
+                    } else {
+                        link = .handshaking(MQTTTCPStream(fd: fd))
+                    }
+                case .failure(let e):
+                    link = .none
+                    core.withLock { apply($0.session.transportClosed(now: now, cause: e.message), &$0) }
+                }
+            }
+            if case .none = link, !running, todo.isEmpty {
+                // Stopped and closed: what the session still says is reported, and the
+                // driver ends.
+                core.withLock { flushEvents(&$0) }
+                return
+            }
+            // Handshake, reading and writing: whatever the socket allows now.
+            if case .handshaking(let s) = link, s.isReady {
+                link = .open(s)
+                core.withLock { apply($0.session.transportOpened(now: now), &$0) }
+            }
+            if let s = link.stream, case .open = link {
+                writeOutput(s, fail: fail)
+            } else if case .closing(let s, let until) = link {
+                writeOutput(s, fail: fail)
+                if !core.withLock({ $0.haveOutput }) || now >= until {
+                    s.close()
+                    link = .none
+                    continue
+                }
+            }
+            // Wait: the socket (for what it wants), the wake pipe, the session's deadline.
+            let outputWaits = core.withLock { $0.haveOutput }
+            if let s = link.stream {
+                fds[1].fd = s.fileDescriptor
+                fds[1].events = s.pollEvents(haveOutput: outputWaits)
+            } else {
+                fds[1].fd = -1
+            }
+            var timeout: Int32 = -1
+            var wakeAt = core.withLock { $0.session.nextDeadline } ?? deadline
+            if case .closing(_, let until) = link { wakeAt = min(wakeAt ?? until, until) }
+            if let wakeAt {
+                timeout = wakeAt <= now ? 0 : Int32(clamping: (wakeAt - now + 999_999) / 1_000_000)
+            }
+            if link.stream?.hasPendingInput == true { timeout = 0 }
+            fds[0].revents = 0
+            fds[1].revents = 0
+            if Glibc.poll(&fds, 2, timeout) < 0, errno != EINTR {
+                // Only a bug gets here (EFAULT, EINVAL); waiting a little keeps it from spinning.
+                usleep(10_000)
+            }
+            now = monotonicNow()
+            if fds[0].revents != 0 {
+                while readBuffer.withUnsafeMutableBytes({ Glibc.read(wakeFD, $0.baseAddress, $0.count) }) > 0 {}
+            }
+            if let s = link.stream, fds[1].revents != 0 || s.hasPendingInput {
+                do {
+                    try s.receive { bytes in
+                        core.withLock { apply($0.session.received(bytes, now: now), &$0) }
+                    }
+                } catch {
+                    fail(error.message)
+                }
+            }
+            if core.withLock({ $0.session.nextDeadline }).map({ $0 <= now }) == true {
+                core.withLock { apply($0.session.tick(now: now), &$0) }
+            }
+        }
+    }
+
+    /// Writes what waits while the stream takes it.
+    private func writeOutput(_ s: any MQTTByteStream, fail: (String) -> Void) {
+        let failure: String? = core.withLock { c in
+            while c.haveOutput {
+                let offset = c.outputOffset
+                let sent = c.output.withUnsafeBytes { all -> Result<Int, MQTTStreamFailure> in
+                    do throws(MQTTStreamFailure) {
+                        return .success(try s.send(UnsafeRawBufferPointer(rebasing: all[offset...])))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                switch sent {
+                case .success(0): return nil
+                case .success(let n): c.outputOffset += n
+                case .failure(let e): return e.message
+                }
+            }
+            if !c.haveOutput, c.outputOffset > 0 {
+                c.output.removeAll(keepingCapacity: c.output.count <= 1 << 16)
+                c.outputOffset = 0
+            }
+            return nil
+        }
+        if let failure { fail(failure) }
+    }
+
+    /// Connects on a thread of its own (name lookup and connect block), then hands the
+    /// socket to the driver.
+    private func startOpening(_ attempt: Int) {
+        let host = options.host
+        let port = options.port ?? 1883
+        let label = "\(host):\(port)"
+        Task.detached {
+            let result: Result<Int32, TransportError> = await runOnOwnThread {
+                do throws(TransportError) {
+                    return .success(try TCPTransport.connect(
+                        host: host, port: port, label: label, options: TransportOptions(connectTimeout: .seconds(10)),
+                        refusedHint: "is the broker running?"))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let handed = self.core.withLock { c -> Bool in
+                // Stopped meanwhile: nobody will take the socket.
+                guard c.session.isRunning else { return false }
+                c.opened.append((attempt, result))
+                var one: UInt8 = 1
+                _ = Glibc.write(self.wakeWriteFD, &one, 1)
+                return true
+            }
+            if !handed, case .success(let fd) = result { Glibc.close(fd) }
+        }
     }
 }

@@ -7,8 +7,8 @@
 ///     disconnecting ──the client reports the link ended, or 5 s──▶ stopped
 ///
 /// While draining nothing new is handed to the client and the readings in flight may still
-/// be acknowledged (each one acknowledged is one fewer sent twice). The 5 s bound: Paho does
-/// not always report the end of a DISCONNECT it could not send.
+/// be acknowledged (each one acknowledged is one fewer sent twice). The 5 s bound: a DISCONNECT
+/// stuck behind a stalled socket (a broker that stopped reading) is given up on.
 public struct StopSequence: Sendable, Equatable {
     /// The longest wait for what is in flight (nanoseconds).
     public static let drainTime: UInt64 = 3_000_000_000

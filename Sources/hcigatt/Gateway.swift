@@ -117,13 +117,7 @@ enum GatewayCommand {
         }
         let waiting = runtime.spool.pendingCount
         let publisher = Task { await runtime.run() }
-        do {
-            try runtime.client.connect()
-        } catch {
-            runtime.stop()
-            _ = await publisher.value
-            throw RuntimeError("\(error)")
-        }
+        runtime.client.connect()
         Console.err("gateway \(settings.naming.gatewayID): publishing to \(settings.mqtt.uri) (spool \(settings.spoolDirectory), \(waiting) readings waiting)")
         if settings.mqtt.passwordInClear {
             Console.err("warning: the MQTT password goes to \(settings.mqtt.host) in clear text: use an mqtts:// URI")
@@ -259,6 +253,9 @@ enum GatewayCommand {
                 mqtt.password = getenv("HCIGATT_MQTT_PASSWORD").map { String(cString: $0) }
             }
             mqtt.will = (naming.statusTopic, "offline", true)
+            // A port that is not a number, an address where TLS needs a name, a client
+            // identifier or user name MQTT cannot carry.
+            if let problem = mqtt.problem { throw UsageError("--mqtt: \(problem)") }
         }
 
         /// What the publisher takes.

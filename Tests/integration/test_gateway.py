@@ -4,6 +4,7 @@ spool's bound, Home Assistant discovery and the last will, TLS and authenticatio
 fleet of two gateways on bridged brokers."""
 import json
 import os
+import sys
 import re
 import signal
 import subprocess
@@ -58,6 +59,9 @@ class Gateway:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if exc[0] is not None:
+            # What the gateway said, beside the failure it ended in.
+            print(f'--- gateway stderr ---\n{self.stderr()}', file=sys.stderr)
 
 
 def seqs(readings):
