@@ -371,6 +371,44 @@ class GatewayTests(Contiguous, unittest.TestCase):
                 self.assertIn('cannot connect', err)
                 self.assertRegex(err, r'\d+ kept in the spool')
 
+    def test_tls_client_certificate(self):
+        # A broker that wants a client certificate (mosquitto's require_certificate): an RSA
+        # certificate with its key in another file, an EC (P-256) one with the key in the
+        # same file, and none at all (the handshake fails, said so, readings spooled).
+        with tempfile.TemporaryDirectory() as d:
+            make_certificates(d)
+            make_client_certificates(d)
+            tls_port = free_tls_port()
+            extra = (f'listener {tls_port} 127.0.0.1\ncafile {d}/ca.pem\ncertfile {d}/server.pem\n'
+                     f'keyfile {d}/server.key\nrequire_certificate true\nuse_identity_as_username true\n')
+            with Broker(extra=extra) as broker, \
+                    Peer('--peripheral', 'Home-1,sensor=bthome') as peer, \
+                    Subscriber(broker, 'hcigatt/#') as sub:
+                uri = f'mqtts://localhost:{tls_port}'
+                with Gateway(peer, uri, '--scan', '--ca-file', f'{d}/ca.pem', '--cert-file', f'{d}/client-rsa.pem',
+                             '--key-file', f'{d}/client-rsa.key') as gw:
+                    sub.wait_for(lambda s: len(s.readings()) >= 2, what='readings with an RSA client certificate')
+                    gw.stop()
+                # The broker's address as an IP literal: a certificate names hosts, so that
+                # is a usage error unless the name check is waived.
+                ip_uri = f'mqtts://127.0.0.1:{tls_port}'
+                with Gateway(peer, ip_uri, '--scan', '--ca-file', f'{d}/ca.pem',
+                             '--cert-file', f'{d}/client-ec.pem') as gw:
+                    rc, err = gw.wait(timeout=30)
+                self.assertEqual(rc, 2, err)
+                self.assertIn('--no-hostname-check', err)
+                with Gateway(peer, ip_uri, '--scan', '--ca-file', f'{d}/ca.pem', '--cert-file', f'{d}/client-ec.pem',
+                             '--no-hostname-check') as gw:
+                    n = len(sub.readings())
+                    sub.wait_for(lambda s: len(s.readings()) >= n + 2, what='readings with an EC client certificate')
+                    gw.stop()
+                with Gateway(peer, uri, '--scan', '--ca-file', f'{d}/ca.pem') as gw:
+                    time.sleep(4)
+                    err = gw.stop()
+                self.assertIn('cannot connect', err)
+                self.assertIn('client certificate (--cert-file)', err)
+                self.assertRegex(err, r'\d+ kept in the spool')
+
     def test_bridged_fleet(self):
         # Brokers A and B each bridge everything to C; a gateway on each of two controllers
         # that hear the same two sensors.
@@ -785,6 +823,23 @@ def make_certificates(d):
         '-days', '2', '-extfile', 'san.ext')
     os.chmod(os.path.join(d, 'server.key'), 0o644)
 
+
+
+def make_client_certificates(d):
+    """Client certificates from the CA of make_certificates: RSA with its key apart, and
+    EC P-256 with the key appended to the certificate file."""
+    def run(*args):
+        subprocess.run(['openssl', *args], check=True, capture_output=True, cwd=d)
+    run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'client-rsa.key', '-out', 'client-rsa.csr',
+        '-subj', '/CN=gateway-rsa')
+    run('x509', '-req', '-in', 'client-rsa.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial',
+        '-out', 'client-rsa.pem', '-days', '2')
+    run('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'client-ec.key',
+        '-out', 'client-ec.csr', '-subj', '/CN=gateway-ec')
+    run('x509', '-req', '-in', 'client-ec.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial',
+        '-out', 'client-ec.pem', '-days', '2')
+    with open(os.path.join(d, 'client-ec.key')) as key, open(os.path.join(d, 'client-ec.pem'), 'a') as cert:
+        cert.write(key.read())
 
 if __name__ == '__main__':
     unittest.main()

@@ -245,6 +245,7 @@ final class MQTTTCPStream: MQTTByteStream {
     var isReady: Bool { true }
     var hasPendingInput: Bool { false }
 
+
     func receive(_ body: (UnsafeRawBufferPointer) -> Void) throws(MQTTStreamFailure) {
         while true {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fileDescriptor, $0.baseAddress, $0.count) }
@@ -393,15 +394,54 @@ final class MQTTTLSStream: MQTTByteStream {
         case BR_ERR_BAD_VERSION, BR_ERR_UNSUPPORTED_VERSION: "the broker does not speak TLS 1.2"
         case BR_ERR_BAD_CIPHER_SUITE, BR_ERR_BAD_CCS, BR_ERR_BAD_FINISHED: "the TLS handshake failed (BearSSL error \(e))"
         default:
-            e >= Int32(BR_ERR_SEND_FATAL_ALERT)
-                ? "the broker sent TLS alert \(e - Int32(BR_ERR_SEND_FATAL_ALERT))"
-                : e >= Int32(BR_ERR_RECV_FATAL_ALERT)
-                    ? "the broker sent TLS alert \(e - Int32(BR_ERR_RECV_FATAL_ALERT))"
-                    : "TLS failed (BearSSL error \(e))"
+            if e >= Int32(BR_ERR_SEND_FATAL_ALERT) {
+                "hcigatt ended the handshake (\(Self.alertName(e - Int32(BR_ERR_SEND_FATAL_ALERT))) sent)"
+            } else if e >= Int32(BR_ERR_RECV_FATAL_ALERT) {
+                received(alert: e - Int32(BR_ERR_RECV_FATAL_ALERT))
+            } else {
+                "TLS failed (BearSSL error \(e))"
+            }
         }
         return MQTTStreamFailure(message: "TLS: " + reason)
     }
 
+    /// A fatal alert from the broker, with the likely cause where one is common: brokers
+    /// that require a client certificate answer its absence with handshake_failure (TLS 1.2
+    /// has no certificate_required) or bad_certificate.
+    private func received(alert: Int32) -> String {
+        let what = "the broker refused the handshake (\(Self.alertName(alert)))"
+        switch (alert, credentials.key) {
+        case (40, .none), (42, .none): return what + "; it may require a client certificate (--cert-file)"
+        case (42, _), (43, _), (44, _), (45, _), (46, _), (48, _):
+            return what + "; it does not accept the client certificate"
+        default: return what
+        }
+    }
+
+    /// TLS alert descriptions (RFC 5246 section 7.2).
+    static func alertName(_ alert: Int32) -> String {
+        switch alert {
+        case 10: "unexpected_message"
+        case 20: "bad_record_mac"
+        case 40: "handshake_failure"
+        case 42: "bad_certificate"
+        case 43: "unsupported_certificate"
+        case 44: "certificate_revoked"
+        case 45: "certificate_expired"
+        case 46: "certificate_unknown"
+        case 47: "illegal_parameter"
+        case 48: "unknown_ca"
+        case 49: "access_denied"
+        case 50: "decode_error"
+        case 51: "decrypt_error"
+        case 70: "protocol_version"
+        case 71: "insufficient_security"
+        case 80: "internal_error"
+        case 112: "unrecognized_name"
+        case 116: "certificate_required"
+        default: "alert \(alert)"
+        }
+    }
     func receive(_ body: (UnsafeRawBufferPointer) -> Void) throws(MQTTStreamFailure) {
         while true {
             try pump()
