@@ -57,7 +57,8 @@ if [ "$size" -gt "$limit" ]; then
   echo "static: FAIL: $bin is $size bytes, over $limit" >&2
   exit 1
 fi
-echo "static: size $size bytes <= $limit"
+echo "static: size $size bytes <= $limit; by component (scripts/size-table):"
+scripts/size-table | sed "s/^/  /"
 
 if ! readelf -h "$bin" | grep -q 'DYN (Position-Independent Executable'; then
   echo "static: FAIL: $bin is not position-independent" >&2; exit 1
