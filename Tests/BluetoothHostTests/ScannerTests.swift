@@ -279,6 +279,116 @@ import BluetoothWire
         #expect(s.flush().isEmpty)
     }
 
+    /// A device number as a random static address (more than 256 devices).
+    func device(_ n: Int) -> LEAddress {
+        LEAddress(BluetoothAddress(rawValue: 0xC0_0000_0000 | UInt64(n)), type: .random)
+    }
+
+    func discovered(_ events: [ScanEvent]) -> [LEAddress] {
+        events.compactMap { if case .discovered(let d) = $0 { d.address } else { nil } }
+    }
+
+    // Issue 26: the held devices are a queue in deadline order. A model of what must come
+    // out (each held device once: with its scan response, or at its deadline), against
+    // a random interleaving of advertisements, scan responses and timer calls, with
+    // hundreds held at once; nextDeadline must be the earliest live hold every time.
+    @Test func heldDevicesFollowTheirDeadlinesInACrowd() {
+        var rng = AddressTableTests.Rng(state: 0x26)
+        let wait: UInt64 = 150_000_000
+        var s = Scanner(configuration: .init(deviceTimeout: .seconds(3600)), extended: false)
+        var held: [LEAddress: UInt64] = [:]
+        var heldList: [LEAddress] = []  // the same, in an order that does not depend on hashing
+        func release(_ a: LEAddress) {
+            held[a] = nil
+            if let i = heldList.firstIndex(of: a) { heldList.swapAt(i, heldList.count - 1); heldList.removeLast() }
+        }
+        var reported = Set<LEAddress>()
+        var now: UInt64 = 0
+        var next = 0
+        for _ in 0 ..< 6_000 {
+            now += rng.next() % 400_000  // up to 0.4 ms between reports: ~700 held at once
+            // The timer, as the driver runs it: when the deadline has come.
+            if let d = s.nextDeadline, d <= now {
+                let out = discovered(s.timerFired(now: now))
+                let due = Set(held.filter { $0.value <= now }.keys)
+                #expect(Set(out) == due)
+                #expect(out.count == due.count)
+                for a in out { release(a); reported.insert(a) }
+            }
+            let roll = rng.next() % 10
+            if roll < 5 || held.isEmpty {
+                // A new scannable device.
+                let a = device(next)
+                next += 1
+                #expect(feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "N"), rssi: -50)]), now: now).isEmpty)
+                held[a] = now + wait
+                heldList.append(a)
+            } else if roll < 8 {
+                // A scan response for a held device (any of them, not the oldest).
+                let a = heldList[Int(rng.next() % UInt64(heldList.count))]
+                let out = discovered(feed(&s, legacyReportEvent([LR(eventType: .scanRsp, address: a, data: ad(name: "R", flags: nil), rssi: -50)]), now: now))
+                #expect(out == [a])
+                release(a)
+                reported.insert(a)
+            } else {
+                // A held device advertising again before its deadline: still held.
+                let a = heldList[Int(rng.next() % UInt64(heldList.count))]
+                let out = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "N"), rssi: -50)]), now: now)
+                if let until = held[a], until <= now {
+                    #expect(discovered(out) == [a])
+                    release(a)
+                    reported.insert(a)
+                } else {
+                    #expect(out.isEmpty)
+                }
+            }
+            if let earliest = held.values.min() {
+                #expect(s.nextDeadline == earliest)
+            } else {
+                #expect(s.nextDeadline.map { $0 > now + wait } ?? true)  // only the far age-out sweep
+            }
+        }
+        let rest = discovered(s.flush())
+        #expect(Set(rest) == Set(held.keys) && rest.count == held.count)
+        #expect(reported.isDisjoint(with: rest))
+        #expect(reported.count + rest.count == next)
+    }
+
+    @Test func evictedOrExpiredHeldDevicesAreNotReportedLater() {
+        let wait: UInt64 = 150_000_000
+        var s = Scanner(configuration: .init(deviceTimeout: .seconds(1), maximumDevices: 8), extended: false)
+        for n in 0 ..< 8 {
+            _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: device(n), data: ad(name: "H"), rssi: -50)]), now: UInt64(n))
+        }
+        #expect(s.nextDeadline == wait)
+        // Device 8 makes room: the least recently seen (device 0, at the front) goes.
+        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: device(8), data: ad(name: "H"), rssi: -50)]), now: 8)
+        #expect(s.deviceCount == 8)
+        #expect(s.nextDeadline == wait + 1)  // the front is device 1 now
+        let out = discovered(s.timerFired(now: wait + 8))
+        #expect(out == (1 ... 8).map(device))
+        // Held again after aging out: only the new hold counts.
+        var t = Scanner(configuration: .init(deviceTimeout: .milliseconds(100)), extended: false)
+        let a = device(1)
+        _ = feed(&t, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "H"), rssi: -50)]), now: 0)
+        _ = feed(&t, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "H"), rssi: -50)]), now: 120_000_000)
+        #expect(t.nextDeadline == 100_000_000)  // the age-out sweep comes first
+        #expect(t.timerFired(now: wait).isEmpty)  // the first hold was dropped with the device
+        #expect(t.nextDeadline == 220_000_000)  // the next sweep: last heard at 120 ms
+        #expect(discovered(t.timerFired(now: 120_000_000 + wait)) == [a])
+        #expect(t.flush().isEmpty)
+    }
+
+    @Test func aClockThatStepsBackDelaysButLosesNoHeldDevice() {
+        // A capture's timestamps can go back (a merged or edited file).
+        var s = Scanner(configuration: .init(), extended: false)
+        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: device(1), data: ad(name: "A"), rssi: -50)]), now: 1_000_000_000)
+        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: device(2), data: ad(name: "B"), rssi: -50)]), now: 0)
+        #expect(s.nextDeadline == 1_150_000_000)
+        #expect(s.timerFired(now: 200_000_000).isEmpty)  // device 2 waits behind device 1
+        #expect(discovered(s.timerFired(now: 1_150_000_000)) == [device(1), device(2)])
+    }
+
     @Test("GAP/BROB/OBSV/BV-01-C (part): Passive scanning or non-scannable: reported at once") func passiveOrNonScannableIsReportedAtOnce() {
         var passive = Scanner(configuration: .init(active: false), extended: false)
         #expect(feed(&passive, legacyReportEvent([LR(eventType: .advInd, address: addr(1), data: ad(name: "P"), rssi: -40)])).count == 1)

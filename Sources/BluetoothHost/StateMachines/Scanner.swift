@@ -79,7 +79,7 @@ public struct Scanner: Sendable {
     /// No device can expire before this.
     private var sweepAt: UInt64?
     /// Devices held back waiting for their scan response (see `Entry.holdUntil`).
-    private var held: [LEAddress] = []
+    private var held = HeldQueue()
     /// evictOldest's buffer, kept between passes.
     private var evictionScratch: [EvictionCandidate] = []
     private let lowercasedName: [UInt8]?
@@ -221,17 +221,21 @@ public struct Scanner: Sendable {
         var index = devices.index(of: address)
         if let i = index, now &- devices[index: i].lastSeen >= deviceTimeout {
             // Aged out but not swept yet: heard again, it is new.
+            let wasHeld = devices.values[i].holdUntil != nil
             devices.remove(at: i)
             statistics.expired &+= 1
             index = nil
+            if wasHeld { dropStaleHolds() }
         }
         if let i = index {
             // Updated in place (one access to the entry, no copy of it and its data); the
             // data is copied only when it differs.
+            let wasHeld = devices.values[i].holdUntil != nil
             let changed = Self.update(&devices[index: i], data: data, isScanResponse: isScanResponse, info: info,
                                       rssi: rssi, txPower: txPower, now: now)
             policy.decide(address, &devices[index: i], changed: changed, isScanResponse: isScanResponse, info: info,
                           rssi: rssi, now: now, held: &held, into: &out)
+            if wasHeld && devices.values[i].holdUntil == nil { dropStaleHolds() }
             return
         }
         // A new device: made whole here, then stored with one hash of its address.
@@ -256,7 +260,7 @@ public struct Scanner: Sendable {
         /// scan response.
         @inline(never)  // one copy for the known-device and new-device paths
         func decide(_ address: LEAddress, _ entry: inout Entry, changed: Bool, isScanResponse: Bool,
-                    info: AdvertisingEventInfo, rssi: Int8?, now: UInt64, held: inout [LEAddress],
+                    info: AdvertisingEventInfo, rssi: Int8?, now: UInt64, held: inout HeldQueue,
                     into out: inout [ScanEvent]) {
             if changed { entry.dataMatches = dataMatches(entry) }
             guard entry.dataMatches else { return }
@@ -267,13 +271,12 @@ public struct Scanner: Sendable {
                 if let until = entry.holdUntil {
                     // Held for its scan response: report now if it came or the wait is over.
                     guard isScanResponse || now >= until else { return }
-                    entry.holdUntil = nil
-                    held.removeAll { $0 == address }
+                    entry.holdUntil = nil  // its place in `held` goes stale (no search)
                 } else if configuration.active && !configuration.reportDuplicates && !isScanResponse
                             && Scanner.mayAnswerScanRequests(info) && entry.scanResponseData.isEmpty
                             && scanResponseWait > 0 {
                     entry.holdUntil = now &+ scanResponseWait
-                    held.append(address)
+                    held.append(HeldQueue.Hold(address: address, until: now &+ scanResponseWait))
                     return
                 }
                 entry.reported = true
@@ -372,7 +375,7 @@ public struct Scanner: Sendable {
         Self.selectOldest(&candidates, batch - 1)
         for c in candidates[0 ..< batch] { devices.remove(c.address) }
         evictionScratch = candidates
-        if !held.isEmpty { held.removeAll { devices.index(of: $0) == nil } }
+        dropStaleHolds()
         statistics.evicted &+= batch
     }
 
@@ -406,11 +409,10 @@ public struct Scanner: Sendable {
     /// When ``timerFired(now:)`` should next run (a held device to report, or silent
     /// devices to forget), or nil.
     public var nextDeadline: UInt64? {
-        var d = sweepAt
-        for a in held {
-            if let i = devices.index(of: a), let until = devices.values[i].holdUntil { d = min(d ?? until, until) }
-        }
-        return d
+        // The front of `held` is the earliest hold (stale fronts are dropped as they go
+        // stale, so this is exact; were one left, it would cost one early wake-up).
+        guard let until = held.first?.until else { return sweepAt }
+        return min(sweepAt ?? until, until)
     }
 
     /// Reports held devices whose scan response did not come in time, and forgets
@@ -429,20 +431,32 @@ public struct Scanner: Sendable {
         return out
     }
 
+    /// Reports the held devices whose wait is over (all of them without `now`), from the
+    /// front of the queue: one look per device released or stale, none at the others.
     private mutating func releaseHeld(now: UInt64?, into out: inout [ScanEvent]) {
-        guard !held.isEmpty else { return }
-        var waiting: [LEAddress] = []
-        for a in held {
-            guard let i = devices.index(of: a), let until = devices.values[i].holdUntil else { continue }
-            if let now, now < until {
-                waiting.append(a)
+        while let hold = held.first {
+            guard let i = liveIndex(of: hold) else {
+                held.removeFirst()
                 continue
             }
+            if let now, now < hold.until { break }
+            held.removeFirst()
             devices[index: i].holdUntil = nil
             devices[index: i].reported = true
-            out.append(.discovered(Self.snapshot(a, devices.values[i])))
+            out.append(.discovered(Self.snapshot(hold.address, devices.values[i])))
         }
-        held = waiting
+    }
+
+    /// Where the device of `hold` is, if it is still held by it (not answered, forgotten,
+    /// or forgotten and held again since).
+    private func liveIndex(of hold: HeldQueue.Hold) -> Int? {
+        guard let i = devices.index(of: hold.address), devices.values[i].holdUntil == hold.until else { return nil }
+        return i
+    }
+
+    /// Drops stale holds from the front, so the front is a live one (``nextDeadline``).
+    private mutating func dropStaleHolds() {
+        while let hold = held.first, liveIndex(of: hold) == nil { held.removeFirst() }
     }
 
     private mutating func sweep(now: UInt64) {
@@ -450,12 +464,52 @@ public struct Scanner: Sendable {
         let timeout = deviceTimeout
         let before = devices.count
         devices.removeAll { now &- $0.lastSeen >= timeout }
-        held.removeAll { devices.index(of: $0) == nil }
         statistics.expired &+= before - devices.count
+        dropStaleHolds()
+        // The next pass when the oldest ages out, but not sooner than an eighth of the
+        // timeout from now: with a stream of new devices each pass would otherwise find
+        // one device to forget and walk the whole table for it. Forgetting is late by at
+        // most that eighth; a device heard after its timeout is new either way (record).
         if let oldest = devices.values.min(by: { $0.lastSeen < $1.lastSeen }) {
-            sweepAt = oldest.lastSeen &+ timeout
+            sweepAt = max(oldest.lastSeen &+ timeout, now &+ timeout / 8)
         } else {
             sweepAt = nil
+        }
+    }
+}
+
+/// Devices held back for their scan responses, in the order they were held. Every hold
+/// lasts the same `scanResponseWait`, so that order is deadline order: releasing and the
+/// next deadline look at the front only (a capture whose clock steps back delays a
+/// release behind an earlier hold, and loses none). A hold whose device got its scan
+/// response, was forgotten or was held anew is not searched for: it goes stale, and is
+/// dropped when it reaches the front.
+struct HeldQueue: Sendable {
+    struct Hold: Sendable {
+        var address: LEAddress
+        var until: UInt64
+    }
+
+    private var storage: [Hold] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == storage.count }
+    var count: Int { storage.count &- head }
+    var first: Hold? { head < storage.count ? storage[head] : nil }
+
+    mutating func append(_ hold: Hold) { storage.append(hold) }
+
+    /// Drops the front; the storage is compacted when half of it is behind the front
+    /// (amortised O(1), and the array keeps its capacity).
+    mutating func removeFirst() {
+        guard head < storage.count else { return }
+        head &+= 1
+        if head == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head &* 2 >= storage.count {
+            storage.removeSubrange(0 ..< head)
+            head = 0
         }
     }
 }
