@@ -344,7 +344,13 @@ public final class MQTTClient: @unchecked Sendable {
             link.stream?.close()
             link = .none
             if case .closing = was { return }
-            core.withLock { apply($0.session.transportClosed(now: monotonicNow(), cause: cause), &$0) }
+            core.withLock { c in
+                // What the lost connection did not take is stale: the next one starts
+                // with CONNECT, and the session resends what needs it (with DUP).
+                c.output.removeAll(keepingCapacity: true)
+                c.outputOffset = 0
+                apply(c.session.transportClosed(now: monotonicNow(), cause: cause), &c)
+            }
         }
 
         while true {
@@ -389,7 +395,7 @@ public final class MQTTClient: @unchecked Sendable {
                                                       credentials: credentials)
                             link = .handshaking(s)
                         } catch {
-                            Glibc.close(fd)
+                            Glibc.close(fd)  // the stream that failed to start left it open
                             link = .none
                             core.withLock { apply($0.session.transportClosed(now: now, cause: error.message), &$0) }
                         }
@@ -410,13 +416,23 @@ public final class MQTTClient: @unchecked Sendable {
             // Handshake, reading and writing: whatever the socket allows now.
             if case .handshaking(let s) = link, s.isReady {
                 link = .open(s)
-                core.withLock { apply($0.session.transportOpened(now: now), &$0) }
+                core.withLock { c in
+                    c.output.removeAll(keepingCapacity: true)
+                    c.outputOffset = 0
+                    apply(c.session.transportOpened(now: now), &c)
+                }
             }
             if let s = link.stream, case .open = link {
                 writeOutput(s, fail: fail)
             } else if case .closing(let s, let until) = link {
                 writeOutput(s, fail: fail)
-                if !core.withLock({ $0.haveOutput }) || now >= until {
+                if case .none = link { continue }  // the write failed: closed
+                if s.hasPendingOutput {
+                    do throws(MQTTStreamFailure) { try s.flush() } catch { s.close(); link = .none; continue }
+                }
+                // Done when the DISCONNECT has left the stream too (TLS: its record), or
+                // the linger is over.
+                if (!core.withLock({ $0.haveOutput }) && !s.hasPendingOutput) || now >= until {
                     s.close()
                     link = .none
                     continue
@@ -499,7 +515,9 @@ public final class MQTTClient: @unchecked Sendable {
             let result: Result<Int32, TransportError> = await runOnOwnThread {
                 do throws(TransportError) {
                     return .success(try TCPTransport.connect(
-                        host: host, port: port, label: label, options: TransportOptions(connectTimeout: .seconds(10)),
+                        // 4 s an address: a name whose first address is black-holed
+                        // (broken IPv6) still gets to its second within the session's 10 s.
+                        host: host, port: port, label: label, options: TransportOptions(connectTimeout: .seconds(4)),
                         refusedHint: "is the broker running?"))
                 } catch {
                     return .failure(error)

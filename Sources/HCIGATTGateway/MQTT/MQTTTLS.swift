@@ -112,22 +112,25 @@ final class MQTTTLSCredentials: @unchecked Sendable {
             var bytes: [UInt8] = []
         }
         let sink = Sink()
-        var decoder = br_pem_decoder_context()
-        br_pem_decoder_init(&decoder)
+        // BearSSL's decoders point into themselves (their T0 stacks): a fixed address.
+        let decoder = UnsafeMutablePointer<br_pem_decoder_context>.allocate(capacity: 1)
+        defer { decoder.deallocate() }
+        br_pem_decoder_init(decoder)
         var objects: [PEMObject] = []
         var name = ""
         var offset = 0
         // A PEM file need not end with a newline; the decoder needs one to close the last line.
         let input = text.last == 10 ? text : text + [10]
-        return input.withUnsafeBytes { raw -> [PEMObject]? in
+        return withExtendedLifetime(sink) { input.withUnsafeBytes { raw -> [PEMObject]? in
             while offset < raw.count {
-                let used = br_pem_decoder_push(&decoder, raw.baseAddress! + offset, raw.count - offset)
+                guard let base = raw.baseAddress else { return objects }
+                let used = br_pem_decoder_push(decoder, base + offset, raw.count - offset)
                 offset += used
-                switch br_pem_decoder_event(&decoder) {
+                switch br_pem_decoder_event(decoder) {
                 case Int32(BR_PEM_BEGIN_OBJ):
-                    name = String(cString: br_pem_decoder_name(&decoder))
+                    name = String(cString: br_pem_decoder_name(decoder))
                     sink.bytes = []
-                    br_pem_decoder_setdest(&decoder, { context, data, length in
+                    br_pem_decoder_setdest(decoder, { context, data, length in
                         guard let context, let data else { return }
                         let s = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
                         s.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
@@ -142,7 +145,7 @@ final class MQTTTLSCredentials: @unchecked Sendable {
                 }
             }
             return objects
-        }
+        } }
     }
 
     /// A trust anchor from a DER certificate, its name and key copied out of the decoder
@@ -152,20 +155,23 @@ final class MQTTTLSCredentials: @unchecked Sendable {
             var bytes: [UInt8] = []
         }
         let name = Name()
-        var decoder = br_x509_decoder_context()
-        br_x509_decoder_init(&decoder, { context, data, length in
+        let decoder = UnsafeMutablePointer<br_x509_decoder_context>.allocate(capacity: 1)
+        defer { decoder.deallocate() }
+        br_x509_decoder_init(decoder, { context, data, length in
             guard let context, let data else { return }
             Unmanaged<Name>.fromOpaque(context).takeUnretainedValue().bytes
                 .append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
         }, Unmanaged.passUnretained(name).toOpaque())
-        der.withUnsafeBytes { br_x509_decoder_push(&decoder, $0.baseAddress, $0.count) }
-        guard br_x509_decoder_last_error(&decoder) == 0, let pk = br_x509_decoder_get_pkey(&decoder) else { return nil }
+        withExtendedLifetime(name) {
+            der.withUnsafeBytes { br_x509_decoder_push(decoder, $0.baseAddress, $0.count) }
+        }
+        guard br_x509_decoder_last_error(decoder) == 0, let pk = br_x509_decoder_get_pkey(decoder) else { return nil }
         var anchor = br_x509_trust_anchor()
         anchor.dn.data = name.bytes.withUnsafeBufferPointer { copy($0.baseAddress, $0.count) }
         anchor.dn.len = name.bytes.count
         // Every certificate of the file is a CA to trust; one that is not a CA is trusted as
         // the broker's own (BearSSL matches it directly).
-        anchor.flags = br_x509_decoder_isCA(&decoder) != 0 ? UInt32(BR_X509_TA_CA) : 0
+        anchor.flags = br_x509_decoder_isCA(decoder) != 0 ? UInt32(BR_X509_TA_CA) : 0
         anchor.pkey.key_type = pk.pointee.key_type
         switch Int32(pk.pointee.key_type) {
         case BR_KEYTYPE_RSA:
@@ -182,14 +188,17 @@ final class MQTTTLSCredentials: @unchecked Sendable {
 
     /// A private key from a DER object (RSA, EC or PKCS#8), copied out of the decoder.
     static func privateKey(_ der: [UInt8], copy: (UnsafePointer<UInt8>?, Int) -> UnsafeMutablePointer<UInt8>) -> Key? {
-        var decoder = br_skey_decoder_context()
-        br_skey_decoder_init(&decoder)
-        der.withUnsafeBytes { br_skey_decoder_push(&decoder, $0.baseAddress, $0.count) }
-        defer { memset(&decoder, 0, MemoryLayout<br_skey_decoder_context>.size) }
-        guard br_skey_decoder_last_error(&decoder) == 0 else { return nil }
-        switch br_skey_decoder_key_type(&decoder) {
+        let decoder = UnsafeMutablePointer<br_skey_decoder_context>.allocate(capacity: 1)
+        defer {
+            memset(decoder, 0, MemoryLayout<br_skey_decoder_context>.size)  // the key
+            decoder.deallocate()
+        }
+        br_skey_decoder_init(decoder)
+        der.withUnsafeBytes { br_skey_decoder_push(decoder, $0.baseAddress, $0.count) }
+        guard br_skey_decoder_last_error(decoder) == 0 else { return nil }
+        switch br_skey_decoder_key_type(decoder) {
         case Int32(BR_KEYTYPE_RSA):
-            guard let k = br_skey_decoder_get_rsa(&decoder)?.pointee else { return nil }
+            guard let k = br_skey_decoder_get_rsa(decoder)?.pointee else { return nil }
             let p = UnsafeMutablePointer<br_rsa_private_key>.allocate(capacity: 1)
             p.initialize(to: br_rsa_private_key(
                 n_bitlen: k.n_bitlen, p: copy(k.p, k.plen), plen: k.plen, q: copy(k.q, k.qlen), qlen: k.qlen,
@@ -197,7 +206,7 @@ final class MQTTTLSCredentials: @unchecked Sendable {
                 iq: copy(k.iq, k.iqlen), iqlen: k.iqlen))
             return .rsa(p)
         case Int32(BR_KEYTYPE_EC):
-            guard let k = br_skey_decoder_get_ec(&decoder)?.pointee else { return nil }
+            guard let k = br_skey_decoder_get_ec(decoder)?.pointee else { return nil }
             let p = UnsafeMutablePointer<br_ec_private_key>.allocate(capacity: 1)
             p.initialize(to: br_ec_private_key(curve: k.curve, x: copy(k.x, k.xlen), xlen: k.xlen))
             return .ec(p)
@@ -228,6 +237,10 @@ protocol MQTTByteStream: AnyObject {
     func receive(_ body: (UnsafeRawBufferPointer) -> Void) throws(MQTTStreamFailure)
     /// Takes what it can of `bytes` now (0: try when the socket is writable).
     func send(_ bytes: UnsafeRawBufferPointer) throws(MQTTStreamFailure) -> Int
+    /// Holds bytes taken by ``send(_:)`` that the socket has not (TLS: records).
+    var hasPendingOutput: Bool { get }
+    /// Writes what ``hasPendingOutput`` says is held, as far as the socket takes it.
+    func flush() throws(MQTTStreamFailure)
     /// Closes the socket (TLS: after a close_notify, if the socket takes it).
     func close()
 }
@@ -244,6 +257,8 @@ final class MQTTTCPStream: MQTTByteStream {
     func pollEvents(haveOutput: Bool) -> Int16 { Int16(POLLIN) | (haveOutput ? Int16(POLLOUT) : 0) }
     var isReady: Bool { true }
     var hasPendingInput: Bool { false }
+    var hasPendingOutput: Bool { false }
+    func flush() {}
 
 
     func receive(_ body: (UnsafeRawBufferPointer) -> Void) throws(MQTTStreamFailure) {
@@ -309,6 +324,9 @@ final class MQTTTLSStream: MQTTByteStream {
         io = .allocate(byteCount: hcigatt_tls_buffer_size(), alignment: 16)
         br_ssl_client_init_full(client, x509, credentials.anchors.baseAddress, credentials.anchors.count)
         br_ssl_engine_set_versions(engine, UInt32(BR_TLS12), UInt32(BR_TLS12))
+        // A broker's HelloRequest would mean a whole handshake (and a signature with the
+        // client key) inside a send: refused, as TLS 1.2 allows.
+        br_ssl_engine_add_flags(engine, UInt32(BR_OPT_NO_RENEGOTIATION))
         switch credentials.key {
         case .none: break
         case .rsa(let k):
@@ -322,6 +340,7 @@ final class MQTTTLSStream: MQTTByteStream {
         let started = serverName.map { br_ssl_client_reset(client, $0, 0) } ?? br_ssl_client_reset(client, nil, 0)
         guard started != 0 else {
             let e = br_ssl_engine_last_error(engine)
+            closed = true  // the socket stays the caller's to close (deinit runs on this throw)
             throw MQTTStreamFailure(message: "TLS: cannot start (BearSSL error \(e))")
         }
     }
@@ -346,6 +365,8 @@ final class MQTTTLSStream: MQTTByteStream {
 
     var isReady: Bool { state & UInt32(BR_SSL_SENDAPP) != 0 }
     var hasPendingInput: Bool { state & UInt32(BR_SSL_RECVAPP | BR_SSL_CLOSED) != 0 }
+    var hasPendingOutput: Bool { state & UInt32(BR_SSL_SENDREC) != 0 }
+    func flush() throws(MQTTStreamFailure) { try pump() }
 
     /// Writes the records the engine has and reads the ones it wants, until neither moves.
     private func pump() throws(MQTTStreamFailure) {
@@ -362,7 +383,11 @@ final class MQTTTLSStream: MQTTByteStream {
                 }
                 if n < 0, errno == EINTR { continue }
                 if n < 0, errno != EAGAIN, errno != EWOULDBLOCK {
-                    throw MQTTStreamFailure(message: "write failed: \(String(cString: strerror(errno)))")
+                    let cause = "write failed: \(String(cString: strerror(errno)))"
+                    // A broker that refuses the handshake sends its alert and closes; our
+                    // next record then meets EPIPE. The alert, if it came, says why.
+                    if let refusal = alertAlreadyReceived() { throw refusal }
+                    throw MQTTStreamFailure(message: cause)
                 }
                 // The socket is full; records wait, but received ones can still be read.
             }
@@ -381,6 +406,19 @@ final class MQTTTLSStream: MQTTByteStream {
             if errno == EAGAIN || errno == EWOULDBLOCK { return }
             throw MQTTStreamFailure(message: "read failed: \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// Reads what the socket still holds into the engine, without waiting; the failure it
+    /// names if that was a fatal alert (or the end of the session).
+    private func alertAlreadyReceived() -> MQTTStreamFailure? {
+        while state & UInt32(BR_SSL_RECVREC) != 0 {
+            var length = 0
+            let buf = br_ssl_engine_recvrec_buf(engine, &length)
+            let n = Glibc.recv(fileDescriptor, buf, length, Int32(MSG_DONTWAIT))
+            guard n > 0 else { break }
+            br_ssl_engine_recvrec_ack(engine, n)
+        }
+        return state & UInt32(BR_SSL_CLOSED) != 0 && br_ssl_engine_last_error(engine) != BR_ERR_OK ? failure() : nil
     }
 
     /// Why the engine closed, in words.
@@ -410,12 +448,15 @@ final class MQTTTLSStream: MQTTByteStream {
     /// has no certificate_required) or bad_certificate.
     private func received(alert: Int32) -> String {
         let what = "the broker refused the handshake (\(Self.alertName(alert)))"
-        switch (alert, credentials.key) {
-        case (40, .none), (42, .none): return what + "; it may require a client certificate (--cert-file)"
-        case (42, _), (43, _), (44, _), (45, _), (46, _), (48, _):
-            return what + "; it does not accept the client certificate"
-        default: return what
+        let sentCertificate: Bool = if case .none = credentials.key { false } else { true }
+        if !sentCertificate, [40, 42, 116].contains(alert) {
+            return what + "; it may require a client certificate (--cert-file)"
         }
+        if sentCertificate, (42 ... 46).contains(alert) || alert == 48 {
+            return what + "; it does not accept the client certificate"
+        }
+        if alert == 70 { return what + "; it may not accept TLS 1.2 (hcigatt has no TLS 1.3)" }
+        return what
     }
 
     /// TLS alert descriptions (RFC 5246 section 7.2).
