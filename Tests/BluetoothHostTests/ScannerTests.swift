@@ -354,15 +354,17 @@ import BluetoothWire
         #expect(reported.count + rest.count == next)
     }
 
-    @Test func evictedOrExpiredHeldDevicesAreNotReportedLater() {
+    @Test func evictedHeldDevicesAreShownAsTheyGoAndAgedOutOnesNotLater() {
         let wait: UInt64 = 150_000_000
         var s = Scanner(configuration: .init(deviceTimeout: .seconds(1), maximumDevices: 8), extended: false)
         for n in 0 ..< 8 {
             _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: device(n), data: ad(name: "H"), rssi: -50)]), now: UInt64(n))
         }
         #expect(s.nextDeadline == wait)
-        // Device 8 makes room: the least recently seen (device 0, at the front) goes.
-        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: device(8), data: ad(name: "H"), rssi: -50)]), now: 8)
+        // Device 8 makes room: the least recently seen (device 0, at the front) goes, shown
+        // as it goes (its wait not over), and not again.
+        let evicted = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: device(8), data: ad(name: "H"), rssi: -50)]), now: 8)
+        #expect(discovered(evicted) == [device(0)])
         #expect(s.deviceCount == 8)
         #expect(s.nextDeadline == wait + 1)  // the front is device 1 now
         let out = discovered(s.timerFired(now: wait + 8))
