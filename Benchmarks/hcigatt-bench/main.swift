@@ -6,6 +6,7 @@ import Glibc
 // hcigatt-bench: micro-benchmarks of the parsing hot path.
 //   swift run -c release hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check]
 //   hcigatt-bench --list | --run CASE N      (for Benchmarks/instructions)
+//   hcigatt-bench --shapes | --write-shape SHAPE FILE [N]   (for Benchmarks/replay-vs-btmon)
 // --check exits 1 when any case allocates on the heap (allocation counts are exact and
 // deterministic, so the test suite runs it; timing targets are reported, not enforced).
 
@@ -32,6 +33,26 @@ while argIndex < argv.count {
         _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
         fclose(f)
         exit(0)
+    case "--shapes":
+        // The traffic shapes of Benchmarks/replay-vs-btmon: name, tab, what it is.
+        for shape in CaptureShape.allCases { print("\(shape.rawValue)\t\(shape.summary)") }
+        exit(0)
+    case "--write-shape" where argIndex + 2 < argv.count:
+        // --write-shape SHAPE FILE [N]: a capture of that shape with about N reports.
+        guard let shape = CaptureShape(rawValue: argv[argIndex + 1]) else {
+            print("hcigatt-bench: unknown shape '\(argv[argIndex + 1])'; --shapes lists them")
+            exit(2)
+        }
+        var reports = ScanPipeline.reportCount
+        if argIndex + 3 < argv.count {
+            guard let n = Int(argv[argIndex + 3]), n > 0 else { print("hcigatt-bench: N must be a positive count"); exit(2) }
+            reports = n
+        }
+        let bytes = shape.capture(reports: reports)
+        guard let f = fopen(argv[argIndex + 2], "w") else { print("cannot write \(argv[argIndex + 2])"); exit(1) }
+        _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
+        fclose(f)
+        exit(0)
     case "--list":
         // Name, tab, items per operation.
         for c in allCases() { print("\(c.name)\t\(max(c.itemsPerOp, 1))") }
@@ -49,7 +70,7 @@ while argIndex < argv.count {
         print(checksumSink == 0x5EED_5EED_5EED_5EED ? "" : "done")
         exit(0)
     default:
-        print("usage: hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check] [--quick] [--write-capture FILE] [--list] [--run CASE N]")
+        print("usage: hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check] [--quick] [--write-capture FILE] [--shapes] [--write-shape SHAPE FILE [N]] [--list] [--run CASE N]")
         exit(2)
     }
     argIndex += 1
