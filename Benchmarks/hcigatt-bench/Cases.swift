@@ -135,7 +135,45 @@ func parseReports(_ event: UnsafeRawBufferPointer, decodeData: Bool) -> UInt64 {
     }
 }
 
-func allCases() -> [BenchmarkCase] {
+/// Every case; with `only`, the shape cases other than that one are left out (each makes
+/// its capture and replays it once to count its items: valgrind runs one case at a time).
+func allCases(only: String? = nil) -> [BenchmarkCase] {
+    fixedCases() + shapeCases(only: only)
+}
+
+/// `replay` on every traffic shape in every mode (issue 26): instructions per line shown
+/// for the scan-result modes, per packet for `--packets`. 4 000 reports a capture (the
+/// crowd's 300 devices all seen, the scannable ones' waits all over); the gatt shape has
+/// no scan results, only packets.
+func shapeCases(only: String? = nil) -> [BenchmarkCase] {
+    var cases: [BenchmarkCase] = []
+    for shape in CaptureShape.allCases {
+        let modes = ReplayMode.allCases.filter { mode in
+            (shape != .gatt || mode.packets) && (only == nil || only == shapeCaseName(shape, mode))
+        }
+        if modes.isEmpty { continue }
+        let capture = shape.capture(reports: 4000)
+        for mode in modes {
+            let counts = capture.withUnsafeBytes { ScanPipeline.replay($0, mode) }
+            cases.append(BenchmarkCase(name: shapeCaseName(shape, mode), targetNanos: nil,
+                                       itemsPerOp: mode.packets ? counts.packets : counts.lines,
+                                       allowsAllocations: true) { n in
+                capture.withUnsafeBytes { buf in
+                    var sum: UInt64 = 0
+                    for _ in 0 ..< n { sum &+= ScanPipeline.replay(buf, mode).bytes }
+                    return sum
+                }
+            })
+        }
+    }
+    return cases
+}
+
+func shapeCaseName(_ shape: CaptureShape, _ mode: ReplayMode) -> String {
+    "shape \(shape.rawValue) \(mode.name), per \(mode.packets ? "packet" : "line")"
+}
+
+func fixedCases() -> [BenchmarkCase] {
     [
         BenchmarkCase(name: "HCI LE Advertising Report", targetNanos: nil) { [input = RotatingInput(Inputs.advertisingReportEvent)] n in
             input.run(n) { buf in parseReports(buf, decodeData: false) }

@@ -45,7 +45,14 @@ enum ScanPipeline {
     /// lines rendered into one buffer, emptied when it holds 64 KiB); returns the bytes of
     /// output so none of it is optimized away.
     static func replay(_ file: UnsafeRawBufferPointer, packets: Bool = false, json: Bool = true) -> UInt64 {
-        var replay = CaptureReplay(configuration: ScanConfiguration(active: false), json: json, packets: packets)
+        replay(file, ReplayMode(json: json, packets: packets, duplicates: false)).bytes
+    }
+
+    /// Replays `file` in `mode`: the bytes of output, lines for devices and packets read.
+    static func replay(_ file: UnsafeRawBufferPointer, _ mode: ReplayMode) -> (bytes: UInt64, lines: Int, packets: Int) {
+        var configuration = ScanConfiguration(active: false)
+        configuration.reportDuplicates = mode.duplicates
+        var replay = CaptureReplay(configuration: configuration, json: mode.json, packets: mode.packets)
         var sum: UInt64 = 0
         do throws(WireError) {
             var reader = try BTSnoopReader(file)
@@ -57,9 +64,31 @@ enum ScanPipeline {
                 }
             }
         } catch {
-            return 0
+            return (0, 0, 0)
         }
         replay.finish()
-        return sum &+ UInt64(replay.writer.out.count)
+        return (sum &+ UInt64(replay.writer.out.count), replay.lines, replay.packets)
+    }
+}
+
+/// The modes of `hcigatt replay` that Benchmarks/replay-vs-btmon times.
+struct ReplayMode: CaseIterable {
+    var json: Bool
+    var packets: Bool
+    var duplicates: Bool
+
+    static let allCases = [
+        ReplayMode(json: true, packets: false, duplicates: false),
+        ReplayMode(json: false, packets: false, duplicates: false),
+        ReplayMode(json: false, packets: true, duplicates: false),
+        ReplayMode(json: true, packets: true, duplicates: false),
+        ReplayMode(json: false, packets: false, duplicates: true),
+        ReplayMode(json: true, packets: false, duplicates: true),
+    ]
+
+    /// As on the command line ("text" for none).
+    var name: String {
+        let words = (packets ? ["--packets"] : []) + (duplicates ? ["--duplicates"] : []) + (json ? ["--json"] : [])
+        return words.isEmpty ? "text" : words.joined(separator: " ")
     }
 }

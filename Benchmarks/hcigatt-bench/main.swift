@@ -61,7 +61,7 @@ while argIndex < argv.count {
         // One case, exactly N operations, nothing else: Benchmarks/instructions runs this
         // under valgrind twice (N and 2N) and takes the difference, so setup cancels out.
         let name = argv[argIndex + 1]
-        guard let c = allCases().first(where: { $0.name == name }), let n = Int(argv[argIndex + 2]), n > 0 else {
+        guard let c = allCases(only: name).first(where: { $0.name == name }), let n = Int(argv[argIndex + 2]), n > 0 else {
             print("hcigatt-bench: --run takes a case name from --list and a positive count")
             exit(2)
         }
