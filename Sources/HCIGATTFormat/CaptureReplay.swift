@@ -174,7 +174,7 @@ public struct CaptureReplay: ~Copyable {
     private mutating func header(title: String, received: Bool, now: UInt64) {
         if writer.format == .json {
             writer.beginRecord(type: "h4", title: title)
-            writer.double("time", Double(now) / 1e9)
+            writer.seconds("time", nanoseconds: now)
             if received { writer.text("direction", literal: "received") } else { writer.text("direction", literal: "sent") }
         } else {
             Self.seconds(now, into: &writer.out)

@@ -167,3 +167,109 @@ import Testing
         #expect(check([0x7B, 0xFF, 0x7D], lines: false) == "JSON output is not UTF-8")
     }
 }
+
+/// The output buffer's number, hex and indent writers against the standard library's text
+/// (they write with tables and word stores, so every width and boundary is tried).
+@Suite struct OutputBufferFormatTests {
+    func written(_ body: (inout OutputBuffer) -> Void) -> String {
+        var out = OutputBuffer(capacity: 1)  // grown on the way: the capacity checks too
+        body(&out)
+        return out.string
+    }
+
+    static let boundaries: [UInt64] = {
+        var values: [UInt64] = [0, 1, 9, 10, 11, 99, 100, 101, 255, 256, 999, 1000, 4095, 4096, 65535, 65536,
+                                .max, .max - 1, UInt64(Int64.max), 1 << 63, 0xDEAD_BEEF, 12_345_678_901_234_567_890]
+        var p: UInt64 = 1
+        while p <= UInt64.max / 10 { values += [p - 1, p, p + 1]; p *= 10 }
+        var h: UInt64 = 1
+        for _ in 0 ..< 63 { values += [h - 1, h, h + 1]; h <<= 1 }
+        return values
+    }()
+
+    @Test func decimalsAsTheStandardLibrary() {
+        for v in Self.boundaries {
+            #expect(written { $0.decimal(v) } == String(v))
+            let s = Int64(bitPattern: v)
+            #expect(written { $0.decimal(s) } == String(s))
+        }
+        #expect(written { $0.decimal(Int64.min) } == String(Int64.min))
+    }
+
+    @Test func upperHexAtEveryWidth() {
+        for v in Self.boundaries {
+            for width in [0, 1, 2, 3, 4, 5, 8, 12, 16] {
+                let plain = String(v, radix: 16, uppercase: true)
+                let expected = String(repeating: "0", count: max(0, width - plain.count)) + plain
+                #expect(written { $0.hexUpper(v, width: width) } == expected, "\(v) width \(width)")
+            }
+        }
+    }
+
+    @Test func lowerHexWithAndWithoutSeparator() {
+        let bytes = (0 ... 255).map { UInt8($0) }
+        let pairs = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }
+        for n in [0, 1, 2, 7, 8, 9, 256] {
+            bytes[0 ..< n].withUnsafeBytes { b in
+                #expect(written { $0.hexLower(b) } == pairs[0 ..< n].joined())
+                #expect(written { $0.hexLower(b, separator: UInt8(ascii: " ")) } == pairs[0 ..< n].joined(separator: " "))
+            }
+        }
+    }
+
+    @Test func addressesAndUUIDsAsTheirDescriptions() {
+        for raw: UInt64 in [0, 0xC0_00_00_00_00_2A, 0xFF_FF_FF_FF_FF_FF, 0x01_23_45_67_89_AB] {
+            let a = BluetoothAddress(rawValue: raw)
+            #expect(written { $0.address(a) } == a.description)
+        }
+        for u in [BluetoothUUID(0x180D), BluetoothUUID(0xFEAA), BluetoothUUID(uuid32: 0x1234_5678),
+                  BluetoothUUID(high: 0x6E40_0001_B5A3_F393, low: 0xE0A9_E50E_24DC_CA9E)] {
+            #expect(written { $0.uuid(u) } == u.description)
+        }
+    }
+
+    /// Seconds from nanoseconds: the digits Swift prints for the Double (shortest round
+    /// trip) wherever that has no exponent and enough precision, and never an exponent.
+    @Test func secondsAsTheDoubleWouldPrint() {
+        var values: [UInt64] = [0, 100_000, 123_456_000, 1_000_000_000, 1_500_000_000, 59_999_999_999, 86_400_000_001_000]
+        var x: UInt64 = 0x9E37_79B9
+        for _ in 0 ..< 2000 {
+            x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            values.append(100_000 + (x >> 14) % 900_000_000_000_000)  // 0.0001 s to 10 days, any nanosecond
+            values.append(((x >> 20) % 900_000_000_000) * 1000)        // btsnoop's microseconds
+        }
+        for ns in values {
+            #expect(written { $0.seconds(nanoseconds: ns) } == String(Double(ns) / 1e9), "\(ns)")
+        }
+        #expect(written { $0.seconds(nanoseconds: 50_000) } == "0.00005")  // Swift: 5e-05
+        #expect(written { $0.seconds(nanoseconds: 1) } == "0.000000001")
+    }
+
+    @Test func indentsAndFieldStartsAtEveryDepth() {
+        for n in 0 ... 70 {
+            #expect(written { $0.newlineIndent(n) } == "\n" + String(repeating: " ", count: n))
+            for name in ["", "a", "rssi", "subevent", "service_data", "a_name_of_twenty_two_"] {
+                let got = written { out in
+                    out.raw("x")
+                    name.utf8.withContiguousStorageIfAvailable { out.textFieldStart(indent: n, name: UnsafeRawBufferPointer($0)) }
+                    out.raw("y")
+                }
+                #expect(got == "x\n" + String(repeating: " ", count: n) + name + ": y")
+            }
+        }
+    }
+
+    /// Deeper than the writer's first stack of frames: every level closes in order.
+    @Test func deepNestingGrowsTheFrameStack() {
+        var w = FieldWriter(format: .json, out: OutputBuffer(capacity: 16))
+        w.beginRecord()
+        for _ in 0 ..< 40 { w.beginObject("o"); w.beginList("l", count: 1) }
+        w.uint("", 7)
+        for _ in 0 ..< 40 { w.end(); w.end() }
+        w.uint("after", 1)
+        w.endRecord()
+        // Inside a list, items have no names.
+        #expect(w.out.string == "{\"o\":{\"l\":[" + String(repeating: "{\"l\":[", count: 39) + "7"
+            + String(repeating: "]}", count: 40) + ",\"after\":1}\n")
+    }
+}

@@ -23,19 +23,36 @@ public struct FieldWriter: FieldSink, ~Copyable {
     }
     /// The innermost object or list (`nil` outside a record); its parents below it.
     private var top = Frame(kind: .none, indent: 0, count: 0)
-    private var parents: [Frame] = []
+    /// The parents of `top`, outermost first: a stack of our own (no uniqueness check or
+    /// bounds-checked array per field), grown by doubling.
+    private var parents: UnsafeMutablePointer<Frame>
+    private var parentCapacity = 16
+    private var depth = 0
 
     /// A writer appending to `out`.
     public init(format: Format, out: consuming OutputBuffer = OutputBuffer()) {
         self.format = format
         self.out = out
-        parents.reserveCapacity(16)
+        parents = .allocate(capacity: parentCapacity)
     }
 
-    deinit { namedCacheBytes?.deallocate() }
+    deinit {
+        parents.deallocate()
+        namedCacheBytes?.deallocate()
+    }
 
     private mutating func push(_ f: Frame) {
-        if top.kind != .none { parents.append(top) }
+        if top.kind != .none {
+            if depth == parentCapacity {
+                let bigger = UnsafeMutablePointer<Frame>.allocate(capacity: parentCapacity * 2)
+                bigger.moveInitialize(from: parents, count: depth)
+                parents.deallocate()
+                parents = bigger
+                parentCapacity *= 2
+            }
+            (parents + depth).initialize(to: top)
+            depth &+= 1
+        }
         top = f
     }
 
@@ -72,7 +89,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
     /// Ends the record and its line.
     public mutating func endRecord() {
         top = Frame(kind: .none, indent: 0, count: 0)
-        parents.removeAll(keepingCapacity: true)
+        depth = 0
         if format == .json { out.byte(UInt8(ascii: "}")) }
         out.byte(UInt8(ascii: "\n"))
     }
@@ -96,13 +113,9 @@ public struct FieldWriter: FieldSink, ~Copyable {
             switch f.kind {
             case .none: break
             case .object:
-                out.byte(UInt8(ascii: "\n"))
-                out.repeated(UInt8(ascii: " "), 2 * f.indent)
-                out.append(name.utf8)
-                out.raw(": ")
+                out.textFieldStart(indent: 2 &* f.indent, name: name.utf8)
             case .list:
-                out.byte(UInt8(ascii: "\n"))
-                out.repeated(UInt8(ascii: " "), 2 * f.indent + 2)
+                out.newlineIndent(2 &* f.indent &+ 2)
                 out.byte(UInt8(ascii: "["))
                 out.decimal(UInt64(f.count))
                 out.raw("] ")
@@ -129,6 +142,13 @@ public struct FieldWriter: FieldSink, ~Copyable {
     public mutating func double(_ name: FieldName, _ value: Double) {
         prefix(name)
         if format == .json && !value.isFinite { out.raw("null") } else { out.double(value) }
+    }
+
+    /// A time in seconds from nanoseconds, with the decimals it needs (no exponent, no
+    /// rounding through a Double: ``OutputBuffer/seconds(nanoseconds:)``).
+    public mutating func seconds(_ name: FieldName, nanoseconds: UInt64) {
+        prefix(name)
+        out.seconds(nanoseconds: nanoseconds)
     }
 
     public mutating func bool(_ name: FieldName, _ value: Bool) {
@@ -296,15 +316,13 @@ public struct FieldWriter: FieldSink, ~Copyable {
             switch parent.kind {
             case .object:
                 top.count &+= 1
-                out.byte(UInt8(ascii: "\n"))
-                out.repeated(UInt8(ascii: " "), 2 * parent.indent)
+                out.newlineIndent(2 &* parent.indent)
                 out.append(name.utf8)
                 out.byte(UInt8(ascii: ":"))
                 push(Frame(kind: .object, indent: parent.indent + 1, count: 0))
             case .list:
                 top.count &+= 1
-                out.byte(UInt8(ascii: "\n"))
-                out.repeated(UInt8(ascii: " "), 2 * parent.indent + 2)
+                out.newlineIndent(2 &* parent.indent &+ 2)
                 out.byte(UInt8(ascii: "["))
                 out.decimal(UInt64(parent.count))
                 out.byte(UInt8(ascii: "]"))
@@ -329,8 +347,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
             switch parent.kind {
             case .object:
                 top.count &+= 1
-                out.byte(UInt8(ascii: "\n"))
-                out.repeated(UInt8(ascii: " "), 2 * parent.indent)
+                out.newlineIndent(2 &* parent.indent)
                 out.append(name.utf8)
                 out.raw(": [")
                 out.decimal(UInt64(count))
@@ -347,7 +364,12 @@ public struct FieldWriter: FieldSink, ~Copyable {
     public mutating func end() {
         let f = top
         guard f.kind != .none else { return }
-        top = parents.popLast() ?? Frame(kind: .none, indent: 0, count: 0)
+        if depth > 0 {
+            depth &-= 1
+            top = (parents + depth).move()
+        } else {
+            top = Frame(kind: .none, indent: 0, count: 0)
+        }
         switch format {
         case .json:
             out.byte(f.kind == .list ? UInt8(ascii: "]") : UInt8(ascii: "}"))

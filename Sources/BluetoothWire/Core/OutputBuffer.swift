@@ -128,19 +128,107 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         length &+= n
     }
 
-    /// A decimal number.
+    /// A newline and `n` spaces (the text writer's indent): eight spaces a store.
+    @inlinable @inline(__always) public mutating func newlineIndent(_ n: Int) {
+        reserve(n &+ 17)
+        Self.storeIndent(base + length, n)
+        length &+= n &+ 1
+    }
+
+    /// A newline and `n` spaces at `p`, with room for at least 17 bytes and `n + 1`: two
+    /// stores up to sixteen spaces (the usual depth), more a word at a time. Bytes past
+    /// `n + 1` are reserved room, not counted.
+    @inlinable @inline(__always) static func storeIndent(_ p: UnsafeMutableRawPointer, _ n: Int) {
+        let spaces: UInt64 = 0x2020_2020_2020_2020
+        p.storeBytes(of: UInt8(ascii: "\n"), as: UInt8.self)
+        p.storeBytes(of: spaces, toByteOffset: 1, as: UInt64.self)
+        p.storeBytes(of: spaces, toByteOffset: 9, as: UInt64.self)
+        var i = 17
+        while i <= n {
+            p.storeBytes(of: spaces, toByteOffset: i, as: UInt64.self)
+            i &+= 8
+        }
+    }
+
+    /// A text field's start: newline, `indent` spaces, `name`, `": "`. One capacity check
+    /// for all (every line of the text writer begins so).
+    @inlinable public mutating func textFieldStart(indent: Int, name: UnsafeRawBufferPointer) {
+        let n = name.count
+        reserve(indent &+ n &+ 18)
+        let p = base + length
+        Self.storeIndent(p, indent)
+        let to = p + (indent &+ 1)
+        if let source = name.baseAddress {
+            if n >= 8 {
+                var k = 0
+                while k &+ 8 <= n {
+                    to.storeBytes(of: source.loadUnaligned(fromByteOffset: k, as: UInt64.self), toByteOffset: k, as: UInt64.self)
+                    k &+= 8
+                }
+                // The tail: the last eight bytes again.
+                to.storeBytes(of: source.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self), toByteOffset: n &- 8, as: UInt64.self)
+            } else {
+                var k = 0
+                while k < n {
+                    to.storeBytes(of: source.load(fromByteOffset: k, as: UInt8.self), toByteOffset: k, as: UInt8.self)
+                    k &+= 1
+                }
+            }
+        }
+        to.storeBytes(of: UInt8(ascii: ":"), toByteOffset: n, as: UInt8.self)
+        to.storeBytes(of: UInt8(ascii: " "), toByteOffset: n &+ 1, as: UInt8.self)
+        length &+= indent &+ n &+ 3
+    }
+
+    /// "00" to "99": two digits per load (a computed literal: no lazy global to check).
+    @usableFromInline static var decimalPairs: UnsafeRawPointer {
+        UnsafeRawPointer(("00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899" as StaticString).utf8Start)
+    }
+    /// "00" to "ff", each byte's two lowercase hex digits.
+    @usableFromInline static var lowerHexPairs: UnsafeRawPointer {
+        UnsafeRawPointer(("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff" as StaticString).utf8Start)
+    }
+    /// "00" to "FF".
+    @usableFromInline static var upperHexPairs: UnsafeRawPointer {
+        UnsafeRawPointer(("000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F202122232425262728292A2B2C2D2E2F303132333435363738393A3B3C3D3E3F404142434445464748494A4B4C4D4E4F505152535455565758595A5B5C5D5E5F606162636465666768696A6B6C6D6E6F707172737475767778797A7B7C7D7E7F808182838485868788898A8B8C8D8E8F909192939495969798999A9B9C9D9E9FA0A1A2A3A4A5A6A7A8A9AAABACADAEAFB0B1B2B3B4B5B6B7B8B9BABBBCBDBEBFC0C1C2C3C4C5C6C7C8C9CACBCCCDCECFD0D1D2D3D4D5D6D7D8D9DADBDCDDDEDFE0E1E2E3E4E5E6E7E8E9EAEBECEDEEEFF0F1F2F3F4F5F6F7F8F9FAFBFCFDFEFF" as StaticString).utf8Start)
+    }
+
+    /// The two digits of `v` (< 100, or a byte for the hex tables) from `table`, at `offset`.
+    @inline(__always)
+    mutating func storePair(_ table: UnsafeRawPointer, _ v: Int, at offset: Int) {
+        base.storeBytes(of: table.loadUnaligned(fromByteOffset: v &* 2, as: UInt16.self), toByteOffset: offset, as: UInt16.self)
+    }
+
+    /// A decimal number (two digits per division).
     public mutating func decimal(_ v: UInt64) {
         if v < 10 { byte(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
-        var digits = 1
-        var x = v
-        while x >= 10 { x /= 10; digits &+= 1 }
+        let table = Self.decimalPairs
+        if v < 100 {
+            reserve(2)
+            storePair(table, Int(truncatingIfNeeded: v), at: length)
+            length &+= 2
+            return
+        }
+        var digits = 3
+        var limit: UInt64 = 1000
+        while v >= limit && digits < 20 {
+            digits &+= 1
+            if limit > UInt64.max / 10 { break }
+            limit &*= 10
+        }
         reserve(digits)
-        var at = count &+ digits
-        x = v
-        while at > count {
-            at &-= 1
-            base.storeBytes(of: 0x30 &+ UInt8(truncatingIfNeeded: x % 10), toByteOffset: at, as: UInt8.self)
-            x /= 10
+        var at = length &+ digits
+        var x = v
+        while x >= 100 {
+            let r = Int(truncatingIfNeeded: x % 100)
+            x /= 100
+            at &-= 2
+            storePair(table, r, at: at)
+        }
+        if x >= 10 {
+            storePair(table, Int(truncatingIfNeeded: x), at: at &- 2)
+        } else {
+            base.storeBytes(of: 0x30 &+ UInt8(truncatingIfNeeded: x), toByteOffset: at &- 1, as: UInt8.self)
         }
         length &+= digits
     }
@@ -157,85 +245,88 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         utf8(d.description)
     }
 
-    @usableFromInline static let lowerDigits: StaticString = "0123456789abcdef"
-    @usableFromInline static let upperDigits: StaticString = "0123456789ABCDEF"
-
-    /// `v` in uppercase hex, at least `width` digits.
-    public mutating func hexUpper(_ v: UInt64, width: Int) {
-        var n = 1
-        while n < 16 && v >> (4 * UInt64(n)) != 0 { n += 1 }
-        n = max(n, width)
-        reserve(n)
-        Self.upperDigits.withUTF8Buffer { digits in
-            var shift = 4 * (n - 1)
-            var at = count
-            while shift >= 0 {
-                base.storeBytes(of: digits[Int((v >> UInt64(shift)) & 0xF)], toByteOffset: at, as: UInt8.self)
-                at &+= 1
-                shift -= 4
-            }
+    /// A time in seconds from nanoseconds, as a JSON number: the decimals it needs (none
+    /// to nine), never an exponent ("0.0", "0.00005", "12.3456"). The same digits as
+    /// ``double(_:)`` of `nanoseconds / 1e9` below 11 days and from 0.0001 s, written
+    /// with integer arithmetic.
+    public mutating func seconds(nanoseconds: UInt64) {
+        decimal(nanoseconds / 1_000_000_000)
+        var fraction = nanoseconds % 1_000_000_000
+        if fraction == 0 { raw(".0"); return }
+        var digits = 9
+        while fraction % 10 == 0 { fraction /= 10; digits &-= 1 }
+        reserve(digits &+ 1)
+        base.storeBytes(of: UInt8(ascii: "."), toByteOffset: length, as: UInt8.self)
+        var at = length &+ 1 &+ digits
+        while at > length &+ 1 {
+            at &-= 1
+            base.storeBytes(of: 0x30 &+ UInt8(truncatingIfNeeded: fraction % 10), toByteOffset: at, as: UInt8.self)
+            fraction /= 10
         }
-        length &+= n
+        length &+= digits &+ 1
     }
 
-    /// Each byte's two lowercase hex digits as one little-endian UInt16, made once.
-    @usableFromInline static let lowerHexPairs: [UInt16] = (0 ..< 256).map { v in
-        let digits = Array("0123456789abcdef".utf8)
-        return UInt16(digits[v >> 4]) | UInt16(digits[v & 0xF]) << 8
+    /// `v` in uppercase hex, at least `width` digits (up to 16).
+    public mutating func hexUpper(_ v: UInt64, width: Int) {
+        let n = max(max(width, 1), (64 &- v.leadingZeroBitCount &+ 3) / 4)
+        reserve(n)
+        let table = Self.upperHexPairs
+        var at = length &+ n
+        var x = v
+        while at &- length >= 2 {
+            at &-= 2
+            storePair(table, Int(truncatingIfNeeded: x & 0xFF), at: at)
+            x >>= 8
+        }
+        if at > length {
+            // An odd count: the first digit alone (the second of its pair).
+            base.storeBytes(of: table.load(fromByteOffset: Int(truncatingIfNeeded: x & 0xF) &* 2 &+ 1, as: UInt8.self),
+                            toByteOffset: length, as: UInt8.self)
+        }
+        length &+= n
     }
 
     /// Two lowercase hex digits per byte, `separator` between bytes (0: none).
     public mutating func hexLower(_ b: UnsafeRawBufferPointer, separator: UInt8 = 0) {
         guard !b.isEmpty else { return }
+        let table = Self.lowerHexPairs
         if separator == 0 {
             // Advertising data, manufacturer data, values: one table load and one two-byte
             // store per byte.
             reserve(2 &* b.count)
-            let out = base + length
-            Self.lowerHexPairs.withUnsafeBufferPointer { pairs in
-                var k = 0
-                for x in b {
-                    out.storeBytes(of: pairs[Int(x)].littleEndian, toByteOffset: k, as: UInt16.self)
-                    k &+= 2
-                }
+            var k = length
+            for x in b {
+                storePair(table, Int(x), at: k)
+                k &+= 2
             }
-            length &+= 2 &* b.count
+            length = k
             return
         }
-        let per = separator == 0 ? 2 : 3
-        let total = b.count &* per &- (separator == 0 ? 0 : 1)
-        reserve(total &+ 1)
-        let out = base + count
-        Self.lowerDigits.withUTF8Buffer { digits in
-            var k = 0
-            for x in b {
-                out.storeBytes(of: digits[Int(x >> 4)], toByteOffset: k, as: UInt8.self)
-                out.storeBytes(of: digits[Int(x & 0xF)], toByteOffset: k &+ 1, as: UInt8.self)
-                // The separator after the last byte is written and not counted.
-                if per == 3 { out.storeBytes(of: separator, toByteOffset: k &+ 2, as: UInt8.self) }
-                k &+= per
-            }
+        // The separator after the last byte is written and not counted.
+        reserve(3 &* b.count)
+        var k = length
+        for x in b {
+            storePair(table, Int(x), at: k)
+            base.storeBytes(of: separator, toByteOffset: k &+ 2, as: UInt8.self)
+            k &+= 3
         }
-        length &+= total
+        length = k &- 1
     }
 
     /// An address as ``BluetoothAddress/description`` writes it ("C0:00:00:00:00:2A").
     public mutating func address(_ a: BluetoothAddress) {
         // 17 bytes: one capacity check, then stores (every scan line has one or two).
         reserve(17)
-        let out = base + length
-        Self.upperDigits.withUTF8Buffer { digits in
-            var k = 0
-            var shift = 40
-            while shift >= 0 {
-                let b = Int(truncatingIfNeeded: a.rawValue >> UInt64(shift)) & 0xFF
-                out.storeBytes(of: digits[b >> 4], toByteOffset: k, as: UInt8.self)
-                out.storeBytes(of: digits[b & 0xF], toByteOffset: k &+ 1, as: UInt8.self)
-                if shift > 0 { out.storeBytes(of: UInt8(ascii: ":"), toByteOffset: k &+ 2, as: UInt8.self) }
-                k &+= 3
-                shift -= 8
-            }
+        let table = Self.upperHexPairs
+        var k = length
+        var shift = 40
+        while shift > 0 {
+            storePair(table, Int(truncatingIfNeeded: a.rawValue >> UInt64(shift)) & 0xFF, at: k)
+            base.storeBytes(of: UInt8(ascii: ":"), toByteOffset: k &+ 2, as: UInt8.self)
+            k &+= 3
+            shift &-= 8
         }
+        storePair(table, Int(truncatingIfNeeded: a.rawValue) & 0xFF, at: k)
         length &+= 17
     }
 
@@ -243,15 +334,20 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     public mutating func uuid(_ u: BluetoothUUID) {
         if let v = u.uuid16 { hexUpper(UInt64(v), width: 4); return }
         if let v = u.uuid32 { hexUpper(UInt64(v), width: 8); return }
-        Self.upperDigits.withUTF8Buffer { digits in
-            for i in 0 ..< 16 {
-                if i == 4 || i == 6 || i == 8 || i == 10 { byte(UInt8(ascii: "-")) }
-                let word = i < 8 ? u.high : u.low
-                let b = Int(truncatingIfNeeded: word >> UInt64(56 - 8 * (i & 7))) & 0xFF
-                byte(digits[b >> 4])
-                byte(digits[b & 0xF])
+        // 8-4-4-4-12: 36 bytes, one capacity check.
+        reserve(36)
+        let table = Self.upperHexPairs
+        var k = length
+        for i in 0 ..< 16 {
+            if i == 4 || i == 6 || i == 8 || i == 10 {
+                base.storeBytes(of: UInt8(ascii: "-"), toByteOffset: k, as: UInt8.self)
+                k &+= 1
             }
+            let word = i < 8 ? u.high : u.low
+            storePair(table, Int(truncatingIfNeeded: word >> UInt64(56 &- 8 &* (i & 7))) & 0xFF, at: k)
+            k &+= 2
         }
+        length = k
     }
 
     /// UTF-8 off the wire, invalid sequences replaced by U+FFFD as `String(decoding:as:)`
@@ -383,10 +479,9 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
 
     private mutating func escapeControl(_ c: UInt8) {
         raw("\\u00")
-        Self.lowerDigits.withUTF8Buffer { digits in
-            byte(digits[Int(c >> 4)])
-            byte(digits[Int(c & 0xF)])
-        }
+        reserve(2)
+        storePair(Self.lowerHexPairs, Int(c), at: length)
+        length &+= 2
     }
 
     /// A JSON string literal of UTF-8 off the wire (invalid sequences as U+FFFD).
@@ -398,6 +493,14 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     public mutating func jsonString(_ s: String) {
         var s = s
         s.withUTF8 { jsonString(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A JSON string of this library's literal text that needs no escape (names of
+    /// types and kinds): quoted and copied, not scanned.
+    @inlinable public mutating func jsonLiteral(_ s: StaticString) {
+        byte(UInt8(ascii: "\""))
+        raw(s)
+        byte(UInt8(ascii: "\""))
     }
 
     /// A JSON string literal of literal text.
