@@ -129,6 +129,6 @@ let package = Package(
         .testTarget(name: "HCIGATTGatewayTests",
                     dependencies: ["HCIGATTGateway", "HCIGATTFormat", "BluetoothLE", "BluetoothGATT", "BluetoothHost", "BluetoothProfiles", "BluetoothWire"]),
         .testTarget(name: "BluetoothLETests", dependencies: ["BluetoothLE", "BluetoothHost", "BluetoothGATT", "BluetoothSecurity", "BluetoothWire", "FakeController"]),
-        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost", "BluetoothGATT", "BluetoothLE"]),
+        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost", "BluetoothGATT", "BluetoothLE", "BluetoothProfiles"]),
     ]
 )

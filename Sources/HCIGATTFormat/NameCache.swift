@@ -114,3 +114,96 @@ final class ADJSONFragments: @unchecked Sendable {
         out.append(UnsafeRawBufferPointer(start: flags + flagOffsets[i], count: flagOffsets[i &+ 1] &- flagOffsets[i]))
     }
 }
+
+/// JSON renderings of AD structures met before, by their type and data: lines of a crowd,
+/// and of distinct devices of one make, repeat the same service lists and manufacturer
+/// data, and a hit costs a hash and two copies instead of the lookups and hex of a
+/// rendering. Direct-mapped (a miss renders and replaces the slot); an advertiser who
+/// makes its structures collide only makes them miss.
+struct StructureJSONCache: Sendable {
+    private static let slots = 128
+    private static let keyCapacity = 32
+    private static let valueCapacity = 224
+    /// Per slot: the type byte then the data.
+    private var keys = [UInt8](repeating: 0, count: slots * keyCapacity)
+    /// Bytes of the key, 0: empty.
+    private var keyLengths = [UInt8](repeating: 0, count: slots)
+    private var values = [UInt8](repeating: 0, count: slots * valueCapacity)
+    private var valueLengths = [UInt8](repeating: 0, count: slots)
+
+    @inline(__always)
+    private static func slot(_ type: UInt8, _ data: UnsafeRawBufferPointer) -> Int {
+        var h = (UInt64(type) << 8 | UInt64(data.count)) &* 0x9E37_79B9_7F4A_7C15
+        let n = data.count
+        guard let p = data.baseAddress else { return Int(truncatingIfNeeded: h >> 57) }
+        var i = 0
+        while i &+ 8 <= n {
+            h = (h ^ p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xFF51_AFD7_ED55_8CCD
+            i &+= 8
+        }
+        if i < n {
+            var tail: UInt64 = 0
+            var shift: UInt64 = 0
+            while i < n {
+                tail |= UInt64(p.load(fromByteOffset: i, as: UInt8.self)) << shift
+                shift &+= 8
+                i &+= 1
+            }
+            h = (h ^ tail) &* 0xFF51_AFD7_ED55_8CCD
+        }
+        h ^= h >> 29
+        return Int(truncatingIfNeeded: h >> 57)  // 7 bits: 128 slots
+    }
+
+    /// Whether the `data.count` bytes at `p` are `data`'s, eight at a time.
+    @inline(__always)
+    private static func equal(_ p: UnsafeRawPointer, _ data: UnsafeRawBufferPointer) -> Bool {
+        guard let q = data.baseAddress else { return true }
+        let n = data.count
+        var i = 0
+        while i &+ 8 <= n {
+            if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) != q.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i &+= 8
+        }
+        while i < n {
+            if p.load(fromByteOffset: i, as: UInt8.self) != q.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i &+= 1
+        }
+        return true
+    }
+
+    /// Appends the rendering of (`type`, `data`) when it is cached; false otherwise.
+    mutating func write(_ type: UInt8, _ data: UnsafeRawBufferPointer, into out: inout OutputBuffer) -> Bool {
+        guard data.count < Self.keyCapacity else { return false }
+        let i = Self.slot(type, data)
+        guard Int(keyLengths[i]) == data.count &+ 1 else { return false }
+        let same = keys.withUnsafeBytes { all -> Bool in
+            guard let key = all.baseAddress?.advanced(by: i &* Self.keyCapacity),
+                  key.load(as: UInt8.self) == type else { return false }
+            return Self.equal(key + 1, data)
+        }
+        guard same else { return false }
+        let length = Int(valueLengths[i])
+        values.withUnsafeBytes { all in
+            out.append(UnsafeRawBufferPointer(rebasing: all[i &* Self.valueCapacity ..< i &* Self.valueCapacity &+ length]))
+        }
+        return true
+    }
+
+    /// Keeps `rendered` as the rendering of (`type`, `data`) if both fit a slot.
+    mutating func store(_ type: UInt8, _ data: UnsafeRawBufferPointer, rendered: UnsafeRawBufferPointer) {
+        guard data.count < Self.keyCapacity, rendered.count <= Self.valueCapacity,
+              let source = rendered.baseAddress else { return }
+        let i = Self.slot(type, data)
+        keys.withUnsafeMutableBytes { all in
+            let at = i &* Self.keyCapacity
+            all[at] = type
+            if let d = data.baseAddress, let b = all.baseAddress { (b + (at &+ 1)).copyMemory(from: d, byteCount: data.count) }
+        }
+        values.withUnsafeMutableBytes { all in
+            if let b = all.baseAddress { (b + i &* Self.valueCapacity).copyMemory(from: source, byteCount: rendered.count) }
+        }
+        keyLengths[i] = UInt8(data.count &+ 1)
+        valueLengths[i] = UInt8(rendered.count)
+    }
+}

@@ -18,6 +18,8 @@ public struct ScanFormatter: Sendable {
     public private(set) var linesFormatted = 0
     /// Names of services, companies and appearances found before.
     private var names = NameCache()
+    /// The JSON of service lists and manufacturer data written before.
+    private var structureCache = StructureJSONCache()
     /// JSON lines write the common AD structures straight (false: all through the writer,
     /// the reference the tests compare the direct path with).
     var directStructures = true
@@ -178,13 +180,13 @@ public struct ScanFormatter: Sendable {
         // The line's own keys are written straight (their order is fixed: no writer state to
         // keep); the AD structures go through the writer, as for `decode ad`.
         if isNew { w.out.raw("{\"event\":\"new\",\"time\":") } else { w.out.raw("{\"event\":\"update\",\"time\":") }
-        w.out.double(Double(d.lastSeen &- origin) / 1e9)
+        w.out.seconds(nanoseconds: d.lastSeen >= origin ? d.lastSeen &- origin : 0)
         w.out.raw(",\"address\":\"")
         w.out.address(d.address.address)
         w.out.raw("\",\"address_type\":")
-        if let t = d.address.type.nameLiteral { w.out.jsonString(t) } else { w.out.jsonString(d.address.type.description) }
+        if let t = d.address.type.nameLiteral { w.out.jsonLiteral(t) } else { w.out.jsonString(d.address.type.description) }
         w.out.raw(",\"address_kind\":")
-        w.out.jsonString(d.address.kind.nameLiteral)
+        w.out.jsonLiteral(d.address.kind.nameLiteral)
         if let id = d.identity {
             // A bonded peer's private address, resolved with its IRK.
             w.out.raw(",\"identity\":\"")
@@ -268,7 +270,7 @@ public struct ScanFormatter: Sendable {
         }
         w.out.raw(d.eventType.connectable ? ",\"connectable\":true" : ",\"connectable\":false")
         w.out.raw(d.eventType.scannable ? ",\"scannable\":true,\"pdu\":" : ",\"scannable\":false,\"pdu\":")
-        w.out.jsonString(d.eventType.pduNameLiteral)
+        w.out.jsonLiteral(d.eventType.pduNameLiteral)
         if d.eventType.extendedReport {
             w.out.raw(",\"report\":\"extended\",\"primary_phy\":")
             w.out.jsonString(d.eventType.primaryPHY.name ?? "unknown")
@@ -323,33 +325,43 @@ public struct ScanFormatter: Sendable {
 
     /// The AD structures of `bytes` as JSON (`opening` is `,"key":[`), written straight for
     /// the types nearly every advertisement is made of: flags, 16-bit service UUIDs, names,
-    /// TX power, manufacturer data (not iBeacon). False, having written nothing, when a
-    /// structure is of another type or shape: ``structures(_:_:into:)`` writes them then.
-    /// Byte for byte what the writer gives (`FastStructureTests` compares the two).
+    /// TX power, manufacturer data (not iBeacon). False, having taken back what it wrote,
+    /// when a structure is of another type or shape: ``structures(_:_:into:)`` writes them
+    /// then. Byte for byte what the writer gives (`FastStructureTests` compares the two).
     @inline(never)  // one copy for the four call sites (the static binary's size)
     mutating func writeStructures(_ opening: StaticString, _ bytes: UnsafeRawBufferPointer, into out: inout OutputBuffer) -> Bool {
-        var it = AdvertisingData(bytes).makeIterator()
-        while let s = try? it.next() {
-            switch s.type.rawValue {
-            case 0x01: continue
-            case 0x02, 0x03: if s.data.count % 2 != 0 { return false }
-            case 0x08, 0x09: if !OutputBuffer.isValidUTF8(s.data) { return false }
-            case 0x0A: if s.data.count != 1 { return false }
-            case 0xFF:
-                guard let m = try? s.manufacturerData(), m.iBeacon == nil else { return false }
-            default: return false
-            }
-        }
+        let rollback = out.count
         out.raw(opening)
         let fragments = ADJSONFragments.shared
-        it = AdvertisingData(bytes).makeIterator()
+        var it = AdvertisingData(bytes).makeIterator()
         var first = true
         while let s = try? it.next() {
             if first { first = false } else { out.byte(UInt8(ascii: ",")) }
+            let type = s.type.rawValue
+            // Service lists and manufacturer data repeat from line to line: from the cache
+            // (which holds only structures that were written here, so valid ones).
+            let cached = type == 0x02 || type == 0x03 || type == 0xFF
+            if cached && structureCache.write(type, s.data, into: &out) { continue }
+            // One pass: a structure this path does not write takes back the whole list.
+            switch type {
+            case 0x01: break
+            case 0x02, 0x03: if s.data.count % 2 != 0 { out.removeLast(out.count &- rollback); return false }
+            case 0x08, 0x09: if !OutputBuffer.isValidUTF8(s.data) { out.removeLast(out.count &- rollback); return false }
+            case 0x0A: if s.data.count != 1 { out.removeLast(out.count &- rollback); return false }
+            case 0xFF:
+                guard let m = try? s.manufacturerData(), m.iBeacon == nil else {
+                    out.removeLast(out.count &- rollback)
+                    return false
+                }
+            default:
+                out.removeLast(out.count &- rollback)
+                return false
+            }
+            let start = out.count
             out.raw("{\"length\":")
             out.decimal(UInt64(s.data.count &+ 1))
-            fragments.type(s.type.rawValue, into: &out)
-            switch s.type.rawValue {
+            fragments.type(type, into: &out)
+            switch type {
             case 0x01:
                 fragments.flags(s.data.first ?? 0, into: &out)
             case 0x02, 0x03:
@@ -383,6 +395,11 @@ public struct ScanFormatter: Sendable {
                 out.raw("\"}")
             }
             out.byte(UInt8(ascii: "}"))
+            if cached {
+                out.withBytes { all in
+                    structureCache.store(type, s.data, rendered: UnsafeRawBufferPointer(rebasing: all[start...]))
+                }
+            }
         }
         out.byte(UInt8(ascii: "]"))
         return true
@@ -391,7 +408,13 @@ public struct ScanFormatter: Sendable {
     /// The sensor reading a device broadcasts (BTHome, Ruuvi, pvvx/ATC1441), in its
     /// advertising data or else its scan response; nil when it sends none.
     public static func sensor(_ a: ADSummary) -> Result<AdvertisedSensor, WireError>? {
-        AdvertisedSensor.find(in: AdvertisingData(a.advertisingData)) ?? AdvertisedSensor.find(in: AdvertisingData(a.scanResponseData))
+        // Sensor frames are in 16-bit service data or Ruuvi's manufacturer data: most
+        // lines have neither, known from the summary without another walk.
+        if a.serviceData16Count == 0 {
+            if a.manufacturerDataCount == 0 { return nil }
+            if a.manufacturerDataCount == 1, let m = a.manufacturerData, m.companyID != RuuviRAWv2.companyID { return nil }
+        }
+        return AdvertisedSensor.find(in: AdvertisingData(a.advertisingData)) ?? AdvertisedSensor.find(in: AdvertisingData(a.scanResponseData))
     }
 
     /// The AD structures of `bytes` as a list of objects (up to a layout error).

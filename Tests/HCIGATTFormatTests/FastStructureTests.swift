@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothProfiles
 import BluetoothWire
 @testable import HCIGATTFormat
 import Testing
@@ -19,7 +20,10 @@ import Testing
             let full = w.out.string
             let writer = String(full.dropFirst("{\"x\":0".count).dropLast(2))
             var out = OutputBuffer(capacity: 256)
-            guard formatter.writeStructures(",\"ad\":[", b, into: &out) else { return (writer, nil) }
+            guard formatter.writeStructures(",\"ad\":[", b, into: &out) else {
+                #expect(out.count == 0, "a declined list is taken back")
+                return (writer, nil)
+            }
             return (writer, out.string)
         }
     }
@@ -59,6 +63,52 @@ import Testing
         var formatter = ScanFormatter(json: true, origin: 0)
         let (_, direct) = both(bytes, &formatter)
         #expect(direct == nil)
+    }
+
+    /// The structure cache (direct-mapped by a hash of the bytes) never serves one
+    /// structure's JSON for another: hundreds of service lists and manufacturer data of
+    /// every length, many sharing a slot, each rendered again after the others.
+    @Test func cachedStructuresAreAlwaysTheirOwn() {
+        var formatter = ScanFormatter(json: true, origin: 0)
+        var x: UInt64 = 0x5EED
+        func next() -> UInt64 { x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return x >> 33 }
+        var structures: [[UInt8]] = []
+        for i in 0 ..< 600 {
+            let n = Int(next() % 14) * 2
+            let data = (0 ..< n).map { _ in UInt8(truncatingIfNeeded: next()) }
+            structures.append(i % 2 == 0 ? Self.ad(0x03, data) : Self.ad(0xFF, [0x4C, 0x00] + data + [UInt8(i & 0xFF)]))
+        }
+        for round in 0 ..< 2 {
+            for s in structures {
+                let (writer, direct) = both(s, &formatter)
+                #expect(direct == writer, "round \(round): \(s)")
+            }
+        }
+    }
+
+    /// The summary's shortcut (no 16-bit service data, no Ruuvi manufacturer data: no
+    /// walk for a sensor) finds what the full search finds: a sensor in a second
+    /// manufacturer structure or in the scan response, and a broken frame's error.
+    @Test func sensorShortcutAgreesWithTheFullSearch() {
+        let apple = Self.ad(0xFF, [0x4C, 0x00, 1, 2])
+        let ruuvi = Self.ad(0xFF, [0x99, 0x04] + Self.ruuvi)
+        let cases: [([UInt8], [UInt8])] = [
+            ([], []), (apple, []), (ruuvi, []), (apple + ruuvi, []), (apple, ruuvi), (apple, apple),
+            (Self.ad(0xFF, [0x4C]), []),  // too short to parse: no company
+            (Self.ad(0xFF, [0x99, 0x04, 0x05, 0x01]), []),  // Ruuvi, truncated: an error
+            (Self.ad(0x16, [0xD2, 0xFC, 0x40, 0x02, 0xCA, 0x09]), []), (apple, Self.ad(0x16, [0xD2, 0xFC, 0x40])),
+            (Self.ad(0x16, [0x0D]), []),  // service data too short for its UUID
+            (Self.ad(0x01, [0x06]) + [0x09, 0xFF, 0x99], ruuvi),  // a broken advertising data, a good scan response
+        ]
+        for (adv, response) in cases {
+            adv.withUnsafeBytes { a in
+                response.withUnsafeBytes { r in
+                    let full = AdvertisedSensor.find(in: AdvertisingData(a)) ?? AdvertisedSensor.find(in: AdvertisingData(r))
+                    let shortcut = ScanFormatter.sensor(ADSummary(a, r))
+                    #expect(String(describing: shortcut) == String(describing: full), "\(adv) \(response)")
+                }
+            }
+        }
     }
 
     /// Whole JSON lines, direct against the writer alone, for advertising data and scan

@@ -26,6 +26,10 @@ public struct ADSummary {
     public private(set) var hasServiceData = false
     /// A structure did not parse.
     public private(set) var malformed = false
+    /// Service Data – 16-bit UUID structures, parsed or not (where sensor broadcasts live).
+    public private(set) var serviceData16Count = 0
+    /// Manufacturer Specific Data structures, parsed or not.
+    public private(set) var manufacturerDataCount = 0
     /// The first distinct service UUIDs, kept inline (a scan line lists them twice); more
     /// than fit are found again by walking the data.
     private var firstUUIDs = InlineArray<8, BluetoothUUID>(repeating: BluetoothUUID(0))
@@ -67,10 +71,12 @@ public struct ADSummary {
             case 0x0A:
                 if txPower == nil { txPower = try? s.txPowerLevel() }
             case 0x16, 0x20, 0x21:
+                if s.type.rawValue == 0x16 { serviceData16Count &+= 1 }
                 if (try? s.serviceData()) != nil { hasServiceData = true } else { malformed = true }
             case 0x19:
                 if appearance == nil { appearance = try? s.appearance() }
             case 0xFF:
+                manufacturerDataCount &+= 1
                 if manufacturerData == nil {
                     if let m = try? s.manufacturerData() { manufacturerData = m } else { malformed = true }
                 }
