@@ -36,6 +36,11 @@ public struct CaptureReplay: ~Copyable {
     /// Packet mode: the attribute types learned from the capture's GATT discovery (boxed:
     /// the replay's own layout stays small).
     private let gatt = Box(CaptureGATTMap())
+    /// ACL packets of whole ATT PDUs are written straight (false: all through the
+    /// dissector's tree, the reference the tests compare the direct path with).
+    var directATTPackets = true
+    /// Packets written by the direct ATT path.
+    private(set) var directATTWritten = 0
 
     /// A replay printing JSON Lines or text; `packets` for every packet instead of the
     /// scan results; `forcePassive` ignores the recorded scan type (`--passive`).
@@ -143,6 +148,7 @@ public struct CaptureReplay: ~Copyable {
             }
             return
         }
+        if directATTPackets, record.data.first == H4PacketType.acl.rawValue, directATT(record, received: received, now: now) { return }
         do throws(WireError) {
             let d = try Dissector.h4(record.data)
             if d.error != nil { malformed &+= 1 }
@@ -158,6 +164,36 @@ public struct CaptureReplay: ~Copyable {
         } catch {
             malformedPacket(record, error, received: received, now: now)
         }
+    }
+
+    /// An ACL packet carrying a whole ATT PDU (nearly every packet of a connection),
+    /// written straight: the dissector's layers and fields, without building its tree.
+    /// False, having written nothing, for anything else (fragments, other channels,
+    /// malformed PDUs), which the dissector describes.
+    private mutating func directATT(_ record: BTSnoopRecord, received: Bool, now: UInt64) -> Bool {
+        let packet = UnsafeRawBufferPointer(rebasing: record.data.dropFirst())
+        guard let acl = try? ACLPacket(parsing: packet), acl.header.packetBoundary.isFirst,
+              let frame = try? L2CAPBasicFrame(parsing: acl.payload), frame.channelID == .att,
+              let pdu = try? ATTPDU(parsing: frame.payload) else { return false }
+        header(title: acl.fieldTitle, received: received, now: now)
+        let h = acl.header
+        writer.uint("handle", UInt64(h.handle))
+        writer.named("packet_boundary_flag", UInt64(h.packetBoundary.rawValue), h.packetBoundary.description)
+        writer.named("broadcast_flag", UInt64(h.broadcast.rawValue), h.broadcast.description)
+        writer.uint("data_total_length", UInt64(h.dataLength))
+        writer.beginObject("l2cap")
+        writer.uint("length", UInt64(frame.payload.count))
+        writer.named("channel_id", UInt64(frame.channelID.rawValue), literal: "ATT")
+        writer.beginObject("att")
+        writer.text("pdu", pdu.fieldTitle)
+        pdu.describe(into: &writer)
+        // The attribute's type and decoded value, from the discovery seen before.
+        writer.fields(gatt.value.att(connection: h.handle, sentByHost: !received, pdu: frame.payload))
+        writer.end()
+        writer.end()
+        writer.endRecord()
+        directATTWritten &+= 1
+        return true
     }
 
     /// Adds `extra` at the end of the ACL packet's `l2cap` → `att` object.

@@ -319,119 +319,160 @@ extension ATTPDU: WireEncodable {
 extension ATTPDU: FieldDescribable {
     public var fieldTitle: String { opcode.description }
 
-    /// The decoded fields, for the text and JSON renderers.
-    public var fields: [Field] {
-        var f: [Field] = [Field("opcode", opcode.field)]
-        func u(_ v: some BinaryInteger) -> FieldValue { .uint(UInt64(v)) }
-        func handle(_ v: UInt16) -> FieldValue { .named(UInt64(v), "0x" + Hex.pad(v, 4)) }
-        func uuid(_ v: BluetoothUUID) -> FieldValue { .text(v.description) }
+    /// The decoded fields, for the text and JSON renderers (the tree of ``describe(into:)``).
+    public var fields: [Field] { FieldTree.build { describe(into: &$0) } }
+
+    /// Writes the fields to `s`: straight into an output buffer for `replay --packets`
+    /// (no tree, no strings built), or into a ``FieldTree``.
+    public func describe<S: FieldSink & ~Copyable>(into s: inout S) {
+        s.named("opcode", UInt64(opcode.rawValue), opcode.description)
         switch self {
         case .errorResponse(let p):
-            f.append(Field("request_opcode_in_error", p.requestOpcode.field))
-            f.append(Field("attribute_handle_in_error", handle(p.handle)))
-            f.append(Field("error_code", .named(UInt64(p.error.rawValue), p.error.description)))
+            s.named("request_opcode_in_error", UInt64(p.requestOpcode.rawValue), p.requestOpcode.description)
+            Self.handle(&s, "attribute_handle_in_error", p.handle)
+            s.named("error_code", UInt64(p.error.rawValue), p.error.description)
         case .exchangeMTURequest(let p):
-            f.append(Field("client_rx_mtu", u(p.clientRxMTU)))
+            s.uint("client_rx_mtu", UInt64(p.clientRxMTU))
         case .exchangeMTUResponse(let p):
-            f.append(Field("server_rx_mtu", u(p.serverRxMTU)))
+            s.uint("server_rx_mtu", UInt64(p.serverRxMTU))
         case .findInformationRequest(let p):
-            f.append(Field("starting_handle", handle(p.startHandle)))
-            f.append(Field("ending_handle", handle(p.endHandle)))
+            Self.handle(&s, "starting_handle", p.startHandle)
+            Self.handle(&s, "ending_handle", p.endHandle)
         case .findInformationResponse(let p):
-            f.append(Field("format", p.format.name.map { .named(UInt64(p.format.rawValue), $0) } ?? u(p.format.rawValue)))
-            f.append(Field("information_data", .list(p.map {
-                .object([Field("handle", handle($0.handle)), Field("uuid", uuid($0.type))])
-            })))
+            if let name = p.format.name { s.named("format", UInt64(p.format.rawValue), name) } else { s.uint("format", UInt64(p.format.rawValue)) }
+            s.beginList("information_data", count: p.reduce(0) { n, _ in n + 1 })
+            for e in p {
+                s.beginObject("")
+                Self.handle(&s, "handle", e.handle)
+                s.uuid("uuid", e.type)
+                s.end()
+            }
+            s.end()
         case .findByTypeValueRequest(let p):
-            f.append(Field("starting_handle", handle(p.startHandle)))
-            f.append(Field("ending_handle", handle(p.endHandle)))
-            f.append(Field("attribute_type", uuid(BluetoothUUID(p.attributeType))))
-            f.append(Field("attribute_value", .bytes(p.value)))
+            Self.handle(&s, "starting_handle", p.startHandle)
+            Self.handle(&s, "ending_handle", p.endHandle)
+            s.uuid("attribute_type", BluetoothUUID(p.attributeType))
+            s.bytes("attribute_value", p.value)
         case .findByTypeValueResponse(let p):
-            f.append(Field("handles_information_list", .list(p.map {
-                .object([Field("found_attribute_handle", handle($0.foundHandle)),
-                         Field("group_end_handle", handle($0.groupEndHandle))])
-            })))
+            s.beginList("handles_information_list", count: p.reduce(0) { n, _ in n + 1 })
+            for e in p {
+                s.beginObject("")
+                Self.handle(&s, "found_attribute_handle", e.foundHandle)
+                Self.handle(&s, "group_end_handle", e.groupEndHandle)
+                s.end()
+            }
+            s.end()
         case .readByTypeRequest(let p):
-            f.append(Field("starting_handle", handle(p.startHandle)))
-            f.append(Field("ending_handle", handle(p.endHandle)))
-            f.append(Field("attribute_type", uuid(p.attributeType)))
+            Self.handle(&s, "starting_handle", p.startHandle)
+            Self.handle(&s, "ending_handle", p.endHandle)
+            s.uuid("attribute_type", p.attributeType)
         case .readByTypeResponse(let p):
-            f.append(Field("length", u(p.length)))
-            f.append(Field("attribute_data_list", .list(p.map {
-                .object([Field("attribute_handle", handle($0.handle)), Field("attribute_value", .bytes($0.value))])
-            })))
+            s.uint("length", UInt64(p.length))
+            s.beginList("attribute_data_list", count: p.reduce(0) { n, _ in n + 1 })
+            for e in p {
+                s.beginObject("")
+                Self.handle(&s, "attribute_handle", e.handle)
+                s.bytes("attribute_value", e.value)
+                s.end()
+            }
+            s.end()
         case .readRequest(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
+            Self.handle(&s, "attribute_handle", p.handle)
         case .readResponse(let p):
-            f.append(Field("attribute_value", .bytes(p.value)))
+            s.bytes("attribute_value", p.value)
         case .readBlobRequest(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
-            f.append(Field("value_offset", u(p.offset)))
+            Self.handle(&s, "attribute_handle", p.handle)
+            s.uint("value_offset", UInt64(p.offset))
         case .readBlobResponse(let p):
-            f.append(Field("part_attribute_value", .bytes(p.partValue)))
+            s.bytes("part_attribute_value", p.partValue)
         case .readMultipleRequest(let p):
-            f.append(Field("set_of_handles", .list(p.handles.map { handle($0) })))
+            s.beginList("set_of_handles", count: p.handles.count)
+            for h in p.handles { Self.handle(&s, "", h) }
+            s.end()
         case .readMultipleResponse(let p):
-            f.append(Field("set_of_values", .bytes(p.values)))
+            s.bytes("set_of_values", p.values)
         case .readByGroupTypeRequest(let p):
-            f.append(Field("starting_handle", handle(p.startHandle)))
-            f.append(Field("ending_handle", handle(p.endHandle)))
-            f.append(Field("attribute_group_type", uuid(p.attributeGroupType)))
+            Self.handle(&s, "starting_handle", p.startHandle)
+            Self.handle(&s, "ending_handle", p.endHandle)
+            s.uuid("attribute_group_type", p.attributeGroupType)
         case .readByGroupTypeResponse(let p):
-            f.append(Field("length", u(p.length)))
-            f.append(Field("attribute_data_list", .list(p.map { e -> FieldValue in
-                var o = [Field("attribute_handle", handle(e.handle)), Field("end_group_handle", handle(e.endGroupHandle))]
+            s.uint("length", UInt64(p.length))
+            s.beginList("attribute_data_list", count: p.reduce(0) { n, _ in n + 1 })
+            for e in p {
+                s.beginObject("")
+                Self.handle(&s, "attribute_handle", e.handle)
+                Self.handle(&s, "end_group_handle", e.endGroupHandle)
                 if e.value.count == 2 || e.value.count == 16, let id = try? BluetoothUUID(wire: e.value) {
-                    o.append(Field("attribute_value", uuid(id)))
+                    s.uuid("attribute_value", id)
                 } else {
-                    o.append(Field("attribute_value", .bytes(e.value)))
+                    s.bytes("attribute_value", e.value)
                 }
-                return .object(o)
-            })))
+                s.end()
+            }
+            s.end()
         case .readMultipleVariableRequest(let p):
-            f.append(Field("set_of_handles", .list(p.handles.map { handle($0) })))
+            s.beginList("set_of_handles", count: p.handles.count)
+            for h in p.handles { Self.handle(&s, "", h) }
+            s.end()
         case .readMultipleVariableResponse(let p):
-            f.append(Field("length_value_tuple_list", .list(p.map {
-                .object([Field("value_length", u($0.valueLength)), Field("attribute_value", .bytes($0.value)),
-                         Field("truncated", .bool($0.isTruncated))])
-            })))
+            s.beginList("length_value_tuple_list", count: p.reduce(0) { n, _ in n + 1 })
+            for e in p {
+                s.beginObject("")
+                s.uint("value_length", UInt64(e.valueLength))
+                s.bytes("attribute_value", e.value)
+                s.bool("truncated", e.isTruncated)
+                s.end()
+            }
+            s.end()
         case .writeRequest(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
-            f.append(Field("attribute_value", .bytes(p.value)))
+            Self.handle(&s, "attribute_handle", p.handle)
+            s.bytes("attribute_value", p.value)
         case .writeCommand(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
-            f.append(Field("attribute_value", .bytes(p.value)))
+            Self.handle(&s, "attribute_handle", p.handle)
+            s.bytes("attribute_value", p.value)
         case .signedWriteCommand(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
-            f.append(Field("attribute_value", .bytes(p.value)))
-            f.append(Field("authentication_signature", .bytes(p.signature)))
+            Self.handle(&s, "attribute_handle", p.handle)
+            s.bytes("attribute_value", p.value)
+            s.bytes("authentication_signature", p.signature)
         case .prepareWriteRequest(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
-            f.append(Field("value_offset", u(p.offset)))
-            f.append(Field("part_attribute_value", .bytes(p.partValue)))
+            Self.handle(&s, "attribute_handle", p.handle)
+            s.uint("value_offset", UInt64(p.offset))
+            s.bytes("part_attribute_value", p.partValue)
         case .prepareWriteResponse(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
-            f.append(Field("value_offset", u(p.offset)))
-            f.append(Field("part_attribute_value", .bytes(p.partValue)))
+            Self.handle(&s, "attribute_handle", p.handle)
+            s.uint("value_offset", UInt64(p.offset))
+            s.bytes("part_attribute_value", p.partValue)
         case .executeWriteRequest(let p):
-            f.append(Field("flags", p.flags.name.map { .named(UInt64(p.flags.rawValue), $0) } ?? u(p.flags.rawValue)))
+            if let name = p.flags.name { s.named("flags", UInt64(p.flags.rawValue), name) } else { s.uint("flags", UInt64(p.flags.rawValue)) }
         case .handleValueNotification(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
-            f.append(Field("attribute_value", .bytes(p.value)))
+            Self.handle(&s, "attribute_handle", p.handle)
+            s.bytes("attribute_value", p.value)
         case .handleValueIndication(let p):
-            f.append(Field("attribute_handle", handle(p.handle)))
-            f.append(Field("attribute_value", .bytes(p.value)))
+            Self.handle(&s, "attribute_handle", p.handle)
+            s.bytes("attribute_value", p.value)
         case .multipleHandleValueNotification(let p):
-            f.append(Field("handle_length_value_tuple_list", .list(p.map {
-                .object([Field("attribute_handle", handle($0.handle)), Field("length", u($0.value.count)),
-                         Field("attribute_value", .bytes($0.value))])
-            })))
+            s.beginList("handle_length_value_tuple_list", count: p.reduce(0) { n, _ in n + 1 })
+            for e in p {
+                s.beginObject("")
+                Self.handle(&s, "attribute_handle", e.handle)
+                s.uint("length", UInt64(e.value.count))
+                s.bytes("attribute_value", e.value)
+                s.end()
+            }
+            s.end()
         case .writeResponse, .executeWriteResponse, .handleValueConfirmation:
             break
         case .unknown(_, let parameters):
-            f.append(Field("parameters", .bytes(parameters)))
+            s.bytes("parameters", parameters)
         }
-        return f
+    }
+
+    /// An attribute handle: the number, named "0x002A" (spelled without building a String).
+    static func handle<S: FieldSink & ~Copyable>(_ s: inout S, _ name: FieldName, _ v: UInt16) {
+        let digits: StaticString = "0123456789ABCDEF"
+        let d = UnsafeRawPointer(digits.utf8Start)
+        func digit(_ shift: UInt16) -> UInt8 { d.load(fromByteOffset: Int((v >> shift) & 0xF), as: UInt8.self) }
+        var label: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0x30, 0x78, digit(12), digit(8), digit(4), digit(0))
+        withUnsafeBytes(of: &label) { s.named(name, UInt64(v), utf8: $0) }
     }
 }
