@@ -93,17 +93,37 @@ public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodab
 
     /// "2026-11-29 17:33:05"; unknown year/month/day print as "????", "??", "??".
     public var description: String {
-        func two(_ v: UInt8) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        let y: String
-        if year == 0 {
-            y = "????"
-        } else {
-            let s = String(year)
-            y = String(repeating: "0", count: max(0, 4 - s.count)) + s
+        // "YYYY-MM-DD hh:mm:ss" (unknown year, month or day as "?"s), written in place: a
+        // notification's time stamp is decoded on every measurement.
+        String(unsafeUninitializedCapacity: 32) { buf in
+            var i = 0
+            func put(_ c: UInt8) { buf[i] = c; i += 1 }
+            func number(_ v: Int, width: Int) {
+                var digits = 1
+                var x = v
+                while x >= 10 { x /= 10; digits += 1 }
+                for _ in digits ..< max(digits, width) { put(UInt8(ascii: "0")) }
+                var k = i + digits
+                x = v
+                while k > i { k -= 1; buf[k] = UInt8(ascii: "0") + UInt8(x % 10); x /= 10 }
+                i += digits
+            }
+            func field(_ v: UInt8, unknownIfZero: Bool) {
+                if unknownIfZero && v == 0 { put(UInt8(ascii: "?")); put(UInt8(ascii: "?")) } else { number(Int(v), width: 2) }
+            }
+            if year == 0 { for _ in 0 ..< 4 { put(UInt8(ascii: "?")) } } else { number(Int(year), width: 4) }
+            put(UInt8(ascii: "-"))
+            field(month, unknownIfZero: true)
+            put(UInt8(ascii: "-"))
+            field(day, unknownIfZero: true)
+            put(UInt8(ascii: " "))
+            field(hours, unknownIfZero: false)
+            put(UInt8(ascii: ":"))
+            field(minutes, unknownIfZero: false)
+            put(UInt8(ascii: ":"))
+            field(seconds, unknownIfZero: false)
+            return i
         }
-        let m = month == 0 ? "??" : two(month)
-        let d = day == 0 ? "??" : two(day)
-        return "\(y)-\(m)-\(d) \(two(hours)):\(two(minutes)):\(two(seconds))"
     }
 
     public var fieldTitle: String { "Date Time" }

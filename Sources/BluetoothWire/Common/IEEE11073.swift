@@ -72,20 +72,35 @@ public enum IEEE11073 {
 
     /// The exact decimal text of `mantissa × 10^exponent`: "36.4", "-0.05", "1200".
     public static func decimalString(_ mantissa: Int32, _ exponent: Int8) -> String {
-        let negative = mantissa < 0
-        var digits = String(mantissa.magnitude)
+        // Written in place (one string, no pieces joined): every decoded measurement has one.
+        let magnitude = mantissa.magnitude
+        var d = 1
+        var x = magnitude
+        while x >= 10 { x /= 10; d += 1 }
         let e = Int(exponent)
-        if e >= 0 {
-            if mantissa != 0 { digits += String(repeating: "0", count: e) }
-        } else {
-            let fraction = -e
-            if digits.count <= fraction {
-                digits = String(repeating: "0", count: fraction + 1 - digits.count) + digits
+        let sign = mantissa < 0 ? 1 : 0
+        let length = e >= 0 ? sign + d + (mantissa != 0 ? e : 0) : sign + max(d, 1 - e) + 1
+        return String(unsafeUninitializedCapacity: length) { buf in
+            if sign == 1 { buf[0] = UInt8(ascii: "-") }
+            var v = magnitude
+            if e >= 0 {
+                var k = sign + d
+                while k > sign { k -= 1; buf[k] = UInt8(ascii: "0") + UInt8(v % 10); v /= 10 }
+                for z in sign + d ..< length { buf[z] = UInt8(ascii: "0") }
+            } else {
+                // From the end: the fraction's -e digits, the point, then the integer part
+                // (at least one digit, zeros where the mantissa has none left).
+                let point = length - 1 + e
+                var k = length
+                while k > sign {
+                    k -= 1
+                    if k == point { buf[k] = UInt8(ascii: "."); continue }
+                    buf[k] = UInt8(ascii: "0") + UInt8(v % 10)
+                    v /= 10
+                }
             }
-            let split = digits.index(digits.endIndex, offsetBy: -fraction)
-            digits = digits[..<split] + "." + digits[split...]
+            return length
         }
-        return negative ? "-" + digits : digits
     }
 
     static func description(_ kind: IEEE11073Kind) -> String {
