@@ -122,14 +122,13 @@ final class ADJSONFragments: @unchecked Sendable {
 /// makes its structures collide only makes them miss.
 struct StructureJSONCache: Sendable {
     private static let slots = 128
-    private static let keyCapacity = 32
-    private static let valueCapacity = 224
-    /// Per slot: the type byte then the data.
-    private var keys = [UInt8](repeating: 0, count: slots * keyCapacity)
-    /// Bytes of the key, 0: empty.
-    private var keyLengths = [UInt8](repeating: 0, count: slots)
-    private var values = [UInt8](repeating: 0, count: slots * valueCapacity)
-    private var valueLengths = [UInt8](repeating: 0, count: slots)
+    /// Per slot: key length (0: empty), value length, the key (type byte, then the data:
+    /// up to 31 bytes), then the value.
+    private static let slotSize = 256
+    private static let keyAt = 2
+    private static let valueAt = 34
+    private static let valueCapacity = slotSize - valueAt
+    private var storage = [UInt8](repeating: 0, count: slots * slotSize)
 
     @inline(__always)
     private static func slot(_ type: UInt8, _ data: UnsafeRawBufferPointer) -> Int {
@@ -142,12 +141,16 @@ struct StructureJSONCache: Sendable {
             i &+= 8
         }
         if i < n {
-            var tail: UInt64 = 0
-            var shift: UInt64 = 0
-            while i < n {
-                tail |= UInt64(p.load(fromByteOffset: i, as: UInt8.self)) << shift
-                shift &+= 8
-                i &+= 1
+            // The last up-to-seven bytes: two overlapping loads when there are four or more.
+            let rest = n &- i
+            var tail: UInt64
+            if rest >= 4 {
+                tail = UInt64(p.loadUnaligned(fromByteOffset: i, as: UInt32.self))
+                    | UInt64(p.loadUnaligned(fromByteOffset: n &- 4, as: UInt32.self)) << 32
+            } else {
+                tail = UInt64(p.load(fromByteOffset: i, as: UInt8.self))
+                    | UInt64(p.load(fromByteOffset: i &+ rest / 2, as: UInt8.self)) << 8
+                    | UInt64(p.load(fromByteOffset: n &- 1, as: UInt8.self)) << 16
             }
             h = (h ^ tail) &* 0xFF51_AFD7_ED55_8CCD
         }
@@ -173,37 +176,32 @@ struct StructureJSONCache: Sendable {
     }
 
     /// Appends the rendering of (`type`, `data`) when it is cached; false otherwise.
-    mutating func write(_ type: UInt8, _ data: UnsafeRawBufferPointer, into out: inout OutputBuffer) -> Bool {
-        guard data.count < Self.keyCapacity else { return false }
+    func write(_ type: UInt8, _ data: UnsafeRawBufferPointer, into out: inout OutputBuffer) -> Bool {
+        guard data.count < Self.valueAt &- Self.keyAt else { return false }
         let i = Self.slot(type, data)
-        guard Int(keyLengths[i]) == data.count &+ 1 else { return false }
-        let same = keys.withUnsafeBytes { all -> Bool in
-            guard let key = all.baseAddress?.advanced(by: i &* Self.keyCapacity),
-                  key.load(as: UInt8.self) == type else { return false }
-            return Self.equal(key + 1, data)
+        return storage.withUnsafeBytes { all -> Bool in
+            guard let slot = all.baseAddress?.advanced(by: i &* Self.slotSize),
+                  Int(slot.load(as: UInt8.self)) == data.count &+ 1,
+                  slot.load(fromByteOffset: Self.keyAt, as: UInt8.self) == type,
+                  Self.equal(slot + (Self.keyAt &+ 1), data) else { return false }
+            let length = Int(slot.load(fromByteOffset: 1, as: UInt8.self))
+            out.append(UnsafeRawBufferPointer(start: slot + Self.valueAt, count: length))
+            return true
         }
-        guard same else { return false }
-        let length = Int(valueLengths[i])
-        values.withUnsafeBytes { all in
-            out.append(UnsafeRawBufferPointer(rebasing: all[i &* Self.valueCapacity ..< i &* Self.valueCapacity &+ length]))
-        }
-        return true
     }
 
     /// Keeps `rendered` as the rendering of (`type`, `data`) if both fit a slot.
     mutating func store(_ type: UInt8, _ data: UnsafeRawBufferPointer, rendered: UnsafeRawBufferPointer) {
-        guard data.count < Self.keyCapacity, rendered.count <= Self.valueCapacity,
+        guard data.count < Self.valueAt &- Self.keyAt, rendered.count <= Self.valueCapacity,
               let source = rendered.baseAddress else { return }
         let i = Self.slot(type, data)
-        keys.withUnsafeMutableBytes { all in
-            let at = i &* Self.keyCapacity
-            all[at] = type
-            if let d = data.baseAddress, let b = all.baseAddress { (b + (at &+ 1)).copyMemory(from: d, byteCount: data.count) }
+        storage.withUnsafeMutableBytes { all in
+            guard let slot = all.baseAddress?.advanced(by: i &* Self.slotSize) else { return }
+            slot.storeBytes(of: UInt8(data.count &+ 1), as: UInt8.self)
+            slot.storeBytes(of: UInt8(rendered.count), toByteOffset: 1, as: UInt8.self)
+            slot.storeBytes(of: type, toByteOffset: Self.keyAt, as: UInt8.self)
+            if let d = data.baseAddress { (slot + (Self.keyAt &+ 1)).copyMemory(from: d, byteCount: data.count) }
+            (slot + Self.valueAt).copyMemory(from: source, byteCount: rendered.count)
         }
-        values.withUnsafeMutableBytes { all in
-            if let b = all.baseAddress { (b + i &* Self.valueCapacity).copyMemory(from: source, byteCount: rendered.count) }
-        }
-        keyLengths[i] = UInt8(data.count &+ 1)
-        valueLengths[i] = UInt8(rendered.count)
     }
 }

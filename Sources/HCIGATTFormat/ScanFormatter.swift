@@ -208,31 +208,14 @@ public struct ScanFormatter: Sendable {
             w.out.raw(",\"name\":")
             w.out.jsonString(repairing: name)
         }
-        w.out.raw(",\"services\":[")
-        var first = true
-        a.forEachServiceUUID { u in
-            if !first { w.out.byte(UInt8(ascii: ",")) }
-            first = false
-            w.out.byte(UInt8(ascii: "\""))
-            w.out.uuid(u)
-            w.out.byte(UInt8(ascii: "\""))
+        if let (count, values) = a.serviceUUIDs16 {
+            writeServices16(count, values, into: &w.out)
+        } else {
+            writeServices(a, into: &w.out)
         }
-        w.out.raw("],\"service_names\":[")
-        first = true
-        a.forEachServiceUUID { u in
-            if !first { w.out.byte(UInt8(ascii: ",")) }
-            first = false
-            if let v = u.uuid16, names.writeJSON(.service, v, into: &w.out) {
-            } else {
-                w.out.byte(UInt8(ascii: "\""))
-                w.out.uuid(u)
-                w.out.byte(UInt8(ascii: "\""))
-            }
-        }
-        w.out.byte(UInt8(ascii: "]"))
         if a.hasServiceData {
             w.out.raw(",\"service_data_uuids\":[")
-            first = true
+            var first = true
             a.forEachServiceDataUUID { u in
                 if !first { w.out.byte(UInt8(ascii: ",")) }
                 first = false
@@ -321,6 +304,65 @@ public struct ScanFormatter: Sendable {
         }
         if a.malformed { w.bool("malformed", true) }
         w.endRecord()
+    }
+
+    /// `,"services":[…],"service_names":[…]` of any service UUIDs.
+    mutating func writeServices(_ a: ADSummary, into out: inout OutputBuffer) {
+        out.raw(",\"services\":[")
+        var first = true
+        a.forEachServiceUUID { u in
+            if !first { out.byte(UInt8(ascii: ",")) }
+            first = false
+            out.byte(UInt8(ascii: "\""))
+            out.uuid(u)
+            out.byte(UInt8(ascii: "\""))
+        }
+        out.raw("],\"service_names\":[")
+        first = true
+        a.forEachServiceUUID { u in
+            if !first { out.byte(UInt8(ascii: ",")) }
+            first = false
+            if let v = u.uuid16, names.writeJSON(.service, v, into: &out) {
+            } else {
+                out.byte(UInt8(ascii: "\""))
+                out.uuid(u)
+                out.byte(UInt8(ascii: "\""))
+            }
+        }
+        out.byte(UInt8(ascii: "]"))
+    }
+
+    /// The same for up to eight 16-bit UUIDs: from the cache when the list was seen before
+    /// (keyed by the UUIDs' bytes under type 0, which no cached AD structure has).
+    mutating func writeServices16(_ count: Int, _ values: InlineArray<8, UInt16>, into out: inout OutputBuffer) {
+        var key = InlineArray<16, UInt8>(repeating: 0)
+        for i in 0 ..< count {
+            key[2 &* i] = UInt8(truncatingIfNeeded: values[i])
+            key[2 &* i &+ 1] = UInt8(truncatingIfNeeded: values[i] >> 8)
+        }
+        key.span.withUnsafeBytes { all in
+            let bytes = UnsafeRawBufferPointer(rebasing: all[0 ..< 2 &* count])
+            if structureCache.write(0x00, bytes, into: &out) { return }
+            let start = out.count
+            out.raw(",\"services\":[")
+            for i in 0 ..< count {
+                if i > 0 { out.byte(UInt8(ascii: ",")) }
+                out.byte(UInt8(ascii: "\""))
+                out.hexUpper(UInt64(values[i]), width: 4)
+                out.byte(UInt8(ascii: "\""))
+            }
+            out.raw("],\"service_names\":[")
+            for i in 0 ..< count {
+                if i > 0 { out.byte(UInt8(ascii: ",")) }
+                if !names.writeJSON(.service, values[i], into: &out) {
+                    out.byte(UInt8(ascii: "\""))
+                    out.hexUpper(UInt64(values[i]), width: 4)
+                    out.byte(UInt8(ascii: "\""))
+                }
+            }
+            out.byte(UInt8(ascii: "]"))
+            out.withBytes { all in structureCache.store(0x00, bytes, rendered: UnsafeRawBufferPointer(rebasing: all[start...])) }
+        }
     }
 
     /// The AD structures of `bytes` as JSON (`opening` is `,"key":[`), written straight for

@@ -86,6 +86,38 @@ import Testing
         }
     }
 
+    /// `services` and `service_names` of 16-bit UUIDs (cached by their bytes) are what the
+    /// general writer gives, for lists of every length, known and unknown UUIDs, seen
+    /// again or not, and lists the cache cannot hold (long names).
+    @Test func sixteenBitServiceListsAsTheGeneralWriter() {
+        var formatter = ScanFormatter(json: true, origin: 0)
+        var x: UInt64 = 0xC0FFEE
+        func next() -> UInt64 { x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return x >> 33 }
+        let known: [UInt16] = [0x180D, 0x180F, 0x1809, 0x181A, 0xFEAA, 0xFE9F, 0x1800, 0x1801, 0xFD6F]
+        var lists: [[UInt16]] = []
+        for _ in 0 ..< 300 {
+            let n = Int(next() % 9)
+            lists.append((0 ..< n).map { _ in next() % 3 == 0 ? UInt16(truncatingIfNeeded: next()) : known[Int(next() % UInt64(known.count))] })
+        }
+        for round in 0 ..< 2 {
+            for list in lists {
+                let bytes = Self.ad(0x03, list.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
+                bytes.withUnsafeBytes { b in
+                    let summary = ADSummary(b, UnsafeRawBufferPointer(start: nil, count: 0))
+                    var general = OutputBuffer(capacity: 64)
+                    formatter.writeServices(summary, into: &general)
+                    guard let (count, values) = summary.serviceUUIDs16 else {
+                        Issue.record("16-bit list not inline: \(list)")
+                        return
+                    }
+                    var fast = OutputBuffer(capacity: 64)
+                    formatter.writeServices16(count, values, into: &fast)
+                    #expect(fast.string == general.string, "round \(round): \(list)")
+                }
+            }
+        }
+    }
+
     /// The summary's shortcut (no 16-bit service data, no Ruuvi manufacturer data: no
     /// walk for a sensor) finds what the full search finds: a sensor in a second
     /// manufacturer structure or in the scan response, and a broken frame's error.

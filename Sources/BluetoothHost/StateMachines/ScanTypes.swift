@@ -172,6 +172,7 @@ public struct DiscoveredDevice: Sendable, Hashable {
 
     /// Calls `body` with the summary of both data sets (no allocation); the views in it
     /// are valid only inside `body`.
+    @inlinable  // specialized where it is called (a generic call here costs metadata lookups)
     public func withSummary<R>(_ body: (ADSummary) -> R) -> R {
         advertisingData.withUnsafeBytes { a in
             scanResponseData.withUnsafeBytes { s in body(ADSummary(a, s)) }

@@ -98,6 +98,21 @@ public struct ADSummary {
         firstUUIDCount &+= 1
     }
 
+    /// The service UUIDs, when there are at most eight distinct ones and all are 16-bit
+    /// (nearly every advertisement): count, then their values in order of first
+    /// appearance; nil otherwise. Read without a closure, for the scan line.
+    public var serviceUUIDs16: (count: Int, values: InlineArray<8, UInt16>)? {
+        guard !moreUUIDs else { return nil }
+        var values = InlineArray<8, UInt16>(repeating: 0)
+        var i = 0
+        while i < firstUUIDCount {
+            guard let v = firstUUIDs[i].uuid16 else { return nil }
+            values[i] = v
+            i &+= 1
+        }
+        return (firstUUIDCount, values)
+    }
+
     /// Calls `body` with each service UUID once, in order of first appearance.
     public func forEachServiceUUID(_ body: (BluetoothUUID) -> Void) {
         guard hasServiceUUIDs else { return }

@@ -79,26 +79,7 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         let n = b.count
         guard n > 0, let source = UnsafeRawPointer(b.baseAddress) else { return }
         reserve(n)
-        let to = base + length
-        if n >= 8 && n <= 64 {
-            var i = 0
-            while i &+ 8 <= n {
-                to.storeBytes(of: source.loadUnaligned(fromByteOffset: i, as: UInt64.self), toByteOffset: i, as: UInt64.self)
-                i &+= 8
-            }
-            // The tail: the last eight bytes again (overlapping what was written).
-            if i < n {
-                to.storeBytes(of: source.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self), toByteOffset: n &- 8, as: UInt64.self)
-            }
-        } else if n < 8 {
-            var i = 0
-            while i < n {
-                to.storeBytes(of: source.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self)
-                i &+= 1
-            }
-        } else {
-            to.copyMemory(from: source, byteCount: n)
-        }
+        Self.copySmall(base + length, source, n)
         length &+= n
     }
 
@@ -497,10 +478,38 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
 
     /// A JSON string of this library's literal text that needs no escape (names of
     /// types and kinds): quoted and copied, not scanned.
-    @inlinable public mutating func jsonLiteral(_ s: StaticString) {
-        byte(UInt8(ascii: "\""))
-        raw(s)
-        byte(UInt8(ascii: "\""))
+    @inlinable @inline(__always) public mutating func jsonLiteral(_ s: StaticString) {
+        guard s.hasPointerRepresentation else { jsonString(s); return }
+        let n = s.utf8CodeUnitCount
+        reserve(n &+ 2)
+        base.storeBytes(of: UInt8(ascii: "\""), toByteOffset: length, as: UInt8.self)
+        Self.copySmall(base + (length &+ 1), UnsafeRawPointer(s.utf8Start), n)
+        base.storeBytes(of: UInt8(ascii: "\""), toByteOffset: length &+ 1 &+ n, as: UInt8.self)
+        length &+= n &+ 2
+    }
+
+    /// Copies `n` bytes: words for up to 64 (the last word overlapping), bytes below 8,
+    /// memcpy above 64 (most pieces of a line are short: a call costs more than they do).
+    @inlinable @inline(__always)
+    static func copySmall(_ to: UnsafeMutableRawPointer, _ source: UnsafeRawPointer, _ n: Int) {
+        if n >= 8 && n <= 64 {
+            var i = 0
+            while i &+ 8 <= n {
+                to.storeBytes(of: source.loadUnaligned(fromByteOffset: i, as: UInt64.self), toByteOffset: i, as: UInt64.self)
+                i &+= 8
+            }
+            if i < n {
+                to.storeBytes(of: source.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self), toByteOffset: n &- 8, as: UInt64.self)
+            }
+        } else if n < 8 {
+            var i = 0
+            while i < n {
+                to.storeBytes(of: source.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self)
+                i &+= 1
+            }
+        } else {
+            to.copyMemory(from: source, byteCount: n)
+        }
     }
 
     /// A JSON string literal of literal text.
