@@ -57,9 +57,19 @@ import BluetoothWire
                 }
             case 8:
                 if let i = table.index(of: a) { table[index: i] += 1; model[a]? += 1 }
+            case 9 where step % 2 == 0:
+                // By index: the index given is the value's place before the call.
+                let addresses = table.addresses
+                let dropped = Set(addresses.indices.filter { _ in rng.next() % 4 == 0 })
+                if step % 4 == 0 {
+                    table.removeAll { i, _ in dropped.contains(i) }
+                } else {
+                    table.removeAll(flagged: addresses.indices.map { dropped.contains($0) })
+                }
+                for i in dropped { model[addresses[i]] = nil }
             default:
                 let cut = step - 500
-                table.removeAll { $0 < cut }
+                table.removeAll { _, v in v < cut }
                 model = model.filter { $0.value >= cut }
             }
             if step % 97 == 0 { check(table, model, pool) }

@@ -162,6 +162,21 @@ import BluetoothWire
         else { Issue.record("expected device 2 to be new"); return }
     }
 
+    /// Devices heard at the same instant (one capture time stamp, a multi-report event):
+    /// the batch is still an eighth, not every device of that time.
+    @Test func evictionOfTiesTakesOnlyTheBatch() {
+        var s = Scanner(configuration: .init(maximumDevices: 80, scanResponseWait: .zero), extended: false)
+        for i in 1 ... 80 {
+            let a = LEAddress(BluetoothAddress(0xC0, 0x11, 0x22, 0x33, 0x44, UInt8(i)), type: .public)
+            _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "D\(i)"), rssi: -40)]),
+                     now: i <= 40 ? 1000 : 2000)
+        }
+        let a = LEAddress(BluetoothAddress(0xC0, 0x11, 0x22, 0x33, 0x44, 0xFF), type: .public)
+        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "new"), rssi: -40)]), now: 3000)
+        #expect(s.statistics.evicted == 10)
+        #expect(s.deviceCount == 71)
+    }
+
     /// A full table forgets its least recently seen eighth at once: exactly those, whatever
     /// order the devices came in.
     @Test func tableCapEvictsTheLeastRecentlySeenEighth() {

@@ -95,10 +95,12 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
         if let i = index(of: address) { remove(at: i) }
     }
 
-    /// Removes every value `drop` says so of (one pass, then the index is rebuilt).
-    mutating func removeAll(where drop: (Value) -> Bool) {
+    /// Removes every value `drop` says so of, given its index and value (one pass, then
+    /// the index is rebuilt). The indices are those before the call: a value is looked
+    /// at before any other moves into its place.
+    mutating func removeAll(where drop: (Int, Value) -> Bool) {
         var kept = 0
-        for i in 0 ..< values.count where !drop(values[i]) {
+        for i in 0 ..< values.count where !drop(i, values[i]) {
             if kept != i {
                 values.swapAt(kept, i)
                 addresses.swapAt(kept, i)
@@ -108,6 +110,29 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
         guard kept < values.count else { return }
         values.removeLast(values.count &- kept)
         addresses.removeLast(addresses.count &- kept)
+        resize(slots.count)
+    }
+
+    /// Removes the values whose index is flagged (`flagged` has one entry per value): each
+    /// hole is filled by the last value kept, so at most one move per value removed (a
+    /// compaction in order would move nearly every value kept), then the index is rebuilt.
+    mutating func removeAll(flagged: [Bool]) {
+        var end = values.count  // values[end...] are to go
+        var i = 0
+        while i < end {
+            if flagged[i] {
+                end &-= 1
+                while end > i && flagged[end] { end &-= 1 }
+                if end > i {
+                    values.swapAt(i, end)
+                    addresses.swapAt(i, end)
+                }
+            }
+            i &+= 1
+        }
+        guard end < values.count else { return }
+        values.removeLast(values.count &- end)
+        addresses.removeLast(addresses.count &- end)
         resize(slots.count)
     }
 

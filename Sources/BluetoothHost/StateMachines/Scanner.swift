@@ -80,8 +80,9 @@ public struct Scanner: Sendable {
     private var sweepAt: UInt64?
     /// Devices held back waiting for their scan response (see `Entry.holdUntil`).
     private var held = HeldQueue()
-    /// evictOldest's buffer, kept between passes.
-    private var evictionScratch: [EvictionCandidate] = []
+    /// evictOldest's buffers, kept between passes.
+    private var evictionScratch: [UInt64] = []
+    private var victimScratch: [Bool] = []
     private let lowercasedName: [UInt8]?
     /// The filters and the scan-response wait, made once.
     private let policy: Policy
@@ -361,50 +362,72 @@ public struct Scanner: Sendable {
 
     /// Makes room in a full table by forgetting the least recently seen devices: the
     /// oldest eighth at once (at least one), so a scan of many rotating addresses pays
-    /// one pass per `maximumDevices / 8` new devices instead of one per device. They are
-    /// found by selection (linear), not by sorting the table.
+    /// two passes over the table per `maximumDevices / 8` new devices instead of one per
+    /// device. The batch's last time is found by selection (linear), not by sorting; the
+    /// batch is then dropped at once (each hole filled from the end) and the index rebuilt,
+    /// not removed one by one (each two hashes, a shift and a swap).
     /// A device still held for its scan response is reported as it goes (more new devices
     /// within the wait than the table holds: 30 000 a second fill 4096 in 150 ms), so no
     /// device passes unseen.
     private mutating func evictOldest(into out: inout [ScanEvent]) {
-        let batch = max(1, devices.count / 8)
-        // One pass over the table: each device's time and address, into a buffer kept for
-        // the next pass (read by index: no copy of an entry and its data arrays).
-        var candidates = evictionScratch
+        let count = devices.count
+        let batch = max(1, count / 8)
+        // One pass: each device's time, into a buffer kept for the next pass.
+        var times = evictionScratch
         evictionScratch = []
-        candidates.removeAll(keepingCapacity: true)
-        for i in 0 ..< devices.count { candidates.append(EvictionCandidate(lastSeen: devices.values[i].lastSeen, address: devices.addresses[i])) }
-        // Selection puts the `batch` least recently seen first (ties broken arbitrarily).
-        Self.selectOldest(&candidates, batch - 1)
-        for c in candidates[0 ..< batch] {
-            guard let i = devices.index(of: c.address) else { continue }
-            if devices.values[i].holdUntil != nil {
+        times.removeAll(keepingCapacity: true)
+        // (Through a buffer pointer: a field read, no copy of an entry and its arrays.)
+        devices.values.withUnsafeBufferPointer { entries in
+            for e in entries { times.append(e.lastSeen) }
+        }
+        // Selection puts the `batch` oldest times first: the batch is every device seen
+        // before the latest of them, and as many seen at that time as the batch holds.
+        Self.selectOldest(&times, batch - 1)
+        var threshold: UInt64 = 0
+        var ties = 0
+        for t in times[0 ..< batch] {
+            if t > threshold { threshold = t; ties = 1 } else if t == threshold { ties &+= 1 }
+        }
+        var victims = victimScratch
+        victimScratch = []
+        victims.removeAll(keepingCapacity: true)
+        var heldVictims = false
+        devices.values.withUnsafeBufferPointer { entries in
+            for e in entries {
+                let t = e.lastSeen
+                var victim = t < threshold
+                if t == threshold && ties > 0 {
+                    victim = true
+                    ties &-= 1
+                }
+                victims.append(victim)
+                if victim && e.holdUntil != nil { heldVictims = true }
+            }
+        }
+        if heldVictims {
+            for i in 0 ..< count where victims[i] && devices.values[i].holdUntil != nil {
                 devices[index: i].holdUntil = nil
                 devices[index: i].reported = true
-                out.append(.discovered(Self.snapshot(c.address, devices.values[i])))
+                out.append(.discovered(Self.snapshot(devices.addresses[i], devices.values[i])))
             }
-            devices.remove(at: i)
         }
-        evictionScratch = candidates
+        devices.removeAll(flagged: victims)
+        statistics.evicted &+= count &- devices.count
+        evictionScratch = times
+        victimScratch = victims
         dropStaleHolds()
-        statistics.evicted &+= batch
     }
 
-    struct EvictionCandidate {
-        var lastSeen: UInt64
-        var address: LEAddress
-    }
-
-    /// Reorders `items` so that the first `k + 1` are the least recently seen (Hoare's
-    /// selection, middle pivot; linear on average).
-    static func selectOldest(_ items: inout [EvictionCandidate], _ k: Int) {
+    /// Reorders `items` so that the first `k + 1` are the smallest (Hoare's selection,
+    /// middle pivot; linear on average).
+    static func selectOldest(_ items: inout [UInt64], _ k: Int) {
         var lo = 0, hi = items.count - 1
         while lo < hi {
-            let pivot = items[lo + (hi - lo) / 2].lastSeen
+            let pivot = items[lo + (hi - lo) / 2]
             var i = lo, j = hi
             while i <= j {
-                while items[i].lastSeen < pivot { i += 1 }
-                while items[j].lastSeen > pivot { j -= 1 }
+                while items[i] < pivot { i += 1 }
+                while items[j] > pivot { j -= 1 }
                 if i <= j {
                     items.swapAt(i, j)
                     i += 1
@@ -474,7 +497,7 @@ public struct Scanner: Sendable {
         guard let at = sweepAt, at <= now else { return }
         let timeout = deviceTimeout
         let before = devices.count
-        devices.removeAll { now &- $0.lastSeen >= timeout }
+        devices.removeAll { _, e in now &- e.lastSeen >= timeout }
         statistics.expired &+= before - devices.count
         dropStaleHolds()
         // The next pass when the oldest ages out, but not sooner than an eighth of the
