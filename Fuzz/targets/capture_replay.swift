@@ -2,7 +2,8 @@
 // records (direction, packet type, length, bytes) replayed through CaptureReplay in every
 // mode: the scan lines, and `--packets` with the ATT handle map learning from discovery
 // responses and annotating later PDUs. Invariants: nothing traps; JSON lines are valid
-// UTF-8 with no raw control characters. To give the map something to learn, most ACL
+// UTF-8 with no raw control characters; ATT packets written straight are byte for byte
+// what the dissector's field tree gives. To give the map something to learn, most ACL
 // records are ATT PDUs wrapped in well-formed ACL and L2CAP headers of connection 0x0040
 // (the fuzzer varies the PDUs); the others are raw ACL bytes (bad lengths, fragments,
 // other channels).
@@ -29,13 +30,24 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     for (json, packetMode) in [(true, true), (false, true), (true, false), (false, false)] {
         var replay = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: packetMode, bufferCapacity: 4096)
+        // Packet mode: the same records through the dissector's tree only, in lockstep; the
+        // direct ATT path must write the very same bytes.
+        var reference = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: packetMode, bufferCapacity: 4096)
+        reference.directATTPackets = false
         for (i, p) in packets.enumerated() {
             p.bytes.withUnsafeBytes { bytes in
                 let flags = BTSnoopRecordFlags(received: p.received, commandOrEvent: bytes.first != 0x02)
-                replay.record(BTSnoopRecord(originalLength: UInt32(bytes.count), flags: flags, cumulativeDrops: 0,
-                                            timestamp: 0x00E0_3AB4_4A67_6000 + Int64(i) * 1000, data: bytes, offset: 0))
+                let record = BTSnoopRecord(originalLength: UInt32(bytes.count), flags: flags, cumulativeDrops: 0,
+                                           timestamp: 0x00E0_3AB4_4A67_6000 + Int64(i) * 1000, data: bytes, offset: 0)
+                replay.record(record)
+                if packetMode { reference.record(record) }
             }
             if json { replay.writer.out.withBytes { if let p = OutputBuffer.jsonOutputViolation($0, lines: true) { preconditionFailure(p) } } }
+            if packetMode {
+                let same = replay.writer.out.withBytes { a in reference.writer.out.withBytes { b in a.elementsEqual(b) } }
+                if !same { preconditionFailure("direct ATT packet differs from the dissector's: \(replay.writer.out.string) vs \(reference.writer.out.string)") }
+                reference.writer.out.removeAll()
+            }
             replay.writer.out.removeAll()
         }
         replay.finish()
