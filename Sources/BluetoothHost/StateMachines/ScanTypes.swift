@@ -171,8 +171,9 @@ public struct DiscoveredDevice: Sendable, Hashable {
     private var decoded: ADDecoded { ADDecoded(advertisingData, scanResponseData) }
 
     /// Calls `body` with the summary of both data sets (no allocation); the views in it
-    /// are valid only inside `body`.
-    @inlinable  // specialized where it is called (a generic call here costs metadata lookups)
+    /// are valid only inside `body`. Inlinable: specialized where it is called (a generic
+    /// call across modules looks up type metadata on every scan line).
+    @inlinable
     public func withSummary<R>(_ body: (ADSummary) -> R) -> R {
         advertisingData.withUnsafeBytes { a in
             scanResponseData.withUnsafeBytes { s in body(ADSummary(a, s)) }
