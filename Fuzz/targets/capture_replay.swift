@@ -21,9 +21,11 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         // An event (most of a capture), an ATT PDU on an ACL link, a command, or raw ACL.
         let type: UInt8 = switch kind & 0x03 { case 1, 3: 0x02; case 2: 0x01; default: 0x04 }
         if kind & 0x03 == 1 {
-            // ACL, first fragment, connection 0x0040, L2CAP on the ATT channel.
+            // ACL, first fragment (or, now and then, boundary 0b11), connection 0x0040, L2CAP
+            // on the ATT channel.
             let l2cap = [UInt8(body.count & 0xFF), UInt8(body.count >> 8), 0x04, 0x00] + body
-            packets.append((control & 1 != 0, [0x02, 0x40, 0x20, UInt8(l2cap.count & 0xFF), UInt8(l2cap.count >> 8)] + l2cap))
+            let flags: UInt8 = control & 0x06 == 0x06 ? 0x30 : 0x20
+            packets.append((control & 1 != 0, [0x02, 0x40, flags, UInt8(l2cap.count & 0xFF), UInt8(l2cap.count >> 8)] + l2cap))
         } else {
             packets.append((control & 1 != 0, [type] + body))
         }

@@ -187,8 +187,11 @@ public struct CaptureReplay: ~Copyable {
         writer.beginObject("att")
         writer.text("pdu", pdu.fieldTitle)
         pdu.describe(into: &writer)
-        // The attribute's type and decoded value, from the discovery seen before.
-        writer.fields(gatt.value.att(connection: h.handle, sentByHost: !received, pdu: frame.payload))
+        // The attribute's type and decoded value, from the discovery seen before: for the
+        // packets the map reads (its own test, so both paths learn from the same ones).
+        if let (connection, att) = CaptureGATTMap.attPDU(record.data) {
+            writer.fields(gatt.value.att(connection: connection, sentByHost: !received, pdu: att))
+        }
         writer.end()
         writer.end()
         writer.endRecord()
