@@ -84,3 +84,36 @@ public enum BluetoothCrypto {
                                m.assumingMemoryBound(to: UInt8.self), mic.count) == 1
     }
 }
+
+/// An AES-128 key with its schedule expanded once, for many blocks under one key (an IRK
+/// checked against every new resolvable private address). Immutable after `init` (BearSSL
+/// only reads the context), so it is shared freely; the schedule is wiped on deinit.
+public final class AES128Key: @unchecked Sendable {
+    private let context: UnsafeMutableRawPointer
+
+    /// The key, most significant byte first (as ``BluetoothCrypto/aes128(key:block:)``).
+    public init(_ key: UInt128) {
+        context = UnsafeMutableRawPointer.allocate(byteCount: hcigatt_aes_key_size(), alignment: 16)
+        // Most significant byte first in memory: each half big-endian, the high half first.
+        var bytes = (UInt64(truncatingIfNeeded: key >> 64).bigEndian, UInt64(truncatingIfNeeded: key).bigEndian)
+        withUnsafeBytes(of: &bytes) { k in
+            hcigatt_aes_key_init(context.assumingMemoryBound(to: hcigatt_aes_key.self), k.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        }
+        explicitBzero(&bytes)
+    }
+
+    deinit {
+        explicit_bzero(context, hcigatt_aes_key_size())
+        context.deallocate()
+    }
+
+    /// E(key, block): the 16 bytes at `block` (most significant first) into `out`.
+    public func encrypt(_ block: UnsafeRawPointer, into out: UnsafeMutableRawPointer) {
+        hcigatt_aes_key_encrypt(UnsafeRawPointer(context).assumingMemoryBound(to: hcigatt_aes_key.self),
+                                block.assumingMemoryBound(to: UInt8.self), out.assumingMemoryBound(to: UInt8.self))
+    }
+}
+
+private func explicitBzero(_ value: inout (UInt64, UInt64)) {
+    withUnsafeMutableBytes(of: &value) { if let p = $0.baseAddress { explicit_bzero(p, $0.count) } }
+}

@@ -15,6 +15,23 @@ public enum ResolvablePrivateAddress {
         (UInt32(truncatingIfNeeded: address.rawValue >> 24), UInt32(truncatingIfNeeded: address.rawValue & 0xFF_FFFF))
     }
 
+    /// True when `address` was made with the IRK `key` holds expanded (§1.3.2.3: hash ==
+    /// ah(IRK, prand)): one AES block, no allocation, for the resolver's hot path.
+    public static func resolves(_ address: BluetoothAddress, key: AES128Key) -> Bool {
+        let (prand, hash) = split(address)
+        guard prand >> 22 == 0b01 else { return false }
+        // r' = padding || prand (Core Vol 3 Part H §2.2.2): 13 zero bytes, then prand.
+        var block: (UInt64, UInt64) = (0, UInt64(prand).bigEndian)
+        var out: (UInt64, UInt64) = (0, 0)
+        withUnsafeBytes(of: &block) { b in
+            withUnsafeMutableBytes(of: &out) { o in
+                if let bp = b.baseAddress, let op = o.baseAddress { key.encrypt(bp, into: op) }
+            }
+        }
+        // ah is the last three bytes of the block, most significant first.
+        return UInt32(truncatingIfNeeded: UInt64(bigEndian: out.1)) & 0xFF_FFFF == hash
+    }
+
     /// True when `address` was made with `irk` (§1.3.2.3: hash == ah(IRK, prand)).
     public static func resolves(_ address: BluetoothAddress, irk: UInt128) -> Bool {
         let (prand, hash) = split(address)
@@ -53,6 +70,9 @@ public struct AddressResolver: Sendable {
 
     /// The keys, one per identity.
     public private(set) var entries: [Entry]
+    /// Each entry's IRK with its AES schedule expanded, in the same order: a miss costs one
+    /// block per IRK and nothing else.
+    private var keys: [AES128Key] = []
     /// Address → index into `entries` (-1: resolves to none of them).
     private var answers: [UInt64: Int] = [:]
     /// Answers kept before the table starts over.
@@ -69,14 +89,17 @@ public struct AddressResolver: Sendable {
 
     /// Adds (or replaces, by identity) a peer's key.
     public mutating func add(_ entry: Entry) {
-        entries.removeAll { $0.identity == entry.identity }
+        remove(identity: entry.identity)
         entries.append(entry)
-        answers = [:]
+        keys.append(AES128Key(entry.irk))
     }
 
     /// Forgets the key of `identity` (unpaired).
     public mutating func remove(identity: LEAddress) {
-        entries.removeAll { $0.identity == identity }
+        if let i = entries.firstIndex(where: { $0.identity == identity }) {
+            entries.remove(at: i)
+            keys.remove(at: i)
+        }
         answers = [:]
     }
 
@@ -86,7 +109,7 @@ public struct AddressResolver: Sendable {
         guard !entries.isEmpty, ResolvablePrivateAddress.isResolvable(address) else { return nil }
         let raw = address.address.rawValue
         if let i = answers[raw] { return i >= 0 ? entries[i].identity : nil }
-        let i = entries.firstIndex { ResolvablePrivateAddress.resolves(address.address, irk: $0.irk) } ?? -1
+        let i = keys.firstIndex { ResolvablePrivateAddress.resolves(address.address, key: $0) } ?? -1
         if answers.count >= Self.answerLimit { answers = [:] }
         answers[raw] = i
         return i >= 0 ? entries[i].identity : nil

@@ -65,6 +65,23 @@ static inline void hcigatt_aes128_encrypt(const unsigned char *key, const unsign
     hcigatt_aes128_encrypt_with(hcigatt_aes_vtable(), key, block, out);
 }
 
+/// An AES-128 key expanded once (the resolver keeps one per IRK): a block under it is
+/// then one call, no key schedule per block.
+typedef br_aes_gen_ctrcbc_keys hcigatt_aes_key;
+
+static inline size_t hcigatt_aes_key_size(void) { return sizeof(hcigatt_aes_key); }
+
+static inline void hcigatt_aes_key_init(hcigatt_aes_key *k, const unsigned char *key) {
+    hcigatt_aes_vtable()->init(&k->vtable, key, 16);
+}
+
+/// E(k, block) into `out` (the key context is only read).
+static inline void hcigatt_aes_key_encrypt(const hcigatt_aes_key *k, const unsigned char *block, unsigned char *out) {
+    unsigned char x[16] = {0};
+    hcigatt_aes_chain(k, x, block);
+    memcpy(out, x, 16);
+}
+
 /// AES-CMAC (RFC 4493, NIST SP 800-38B) with a 128-bit key: CBC-MAC with the last block
 /// masked by the subkey K1 (complete) or K2 (padded); AES from `vt`.
 static inline void hcigatt_aes_cmac_with(const br_block_ctrcbc_class *vt, const unsigned char *key,

@@ -1,3 +1,4 @@
+import BluetoothCrypto
 import BluetoothWire
 import Testing
 @testable import BluetoothSecurity
@@ -14,6 +15,26 @@ let vectorRPA = BluetoothAddress(rawValue: 0x7081_940D_FBAA)
         #expect(!ResolvablePrivateAddress.resolves(BluetoothAddress(rawValue: 0x7081_940D_FBAB), irk: vectorIRK))
         #expect(!ResolvablePrivateAddress.resolves(vectorRPA, irk: vectorIRK ^ 1))
         #expect(!ResolvablePrivateAddress.resolves(BluetoothAddress(rawValue: 0x7081_950D_FBAA), irk: vectorIRK))
+    }
+
+    /// The resolver's path (the IRK's AES schedule expanded once) on the same vector, and
+    /// against the one-shot ah for many addresses and keys.
+    @Test func expandedKeysAgreeWithTheSecurityFunction() throws {
+        let key = AES128Key(vectorIRK)
+        #expect(ResolvablePrivateAddress.resolves(vectorRPA, key: key))
+        #expect(!ResolvablePrivateAddress.resolves(BluetoothAddress(rawValue: 0x7081_940D_FBAB), key: key))
+        #expect(!ResolvablePrivateAddress.resolves(BluetoothAddress(rawValue: 0xC081_940D_FBAA), key: key))
+        var x: UInt64 = 0x5EED
+        for _ in 0 ..< 200 {
+            x = x &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let irk = UInt128(x) << 64 | UInt128(x &* 0x9E37_79B9_7F4A_7C15)
+            let k = AES128Key(irk)
+            let made = try ResolvablePrivateAddress.make(irk: irk, random: UInt32(truncatingIfNeeded: x >> 20))
+            #expect(ResolvablePrivateAddress.resolves(made, key: k))
+            let other = BluetoothAddress(rawValue: made.rawValue ^ UInt64(1 + (x >> 40) % 0xFF_FFFF))
+            #expect(ResolvablePrivateAddress.resolves(other, key: k) == ResolvablePrivateAddress.resolves(other, irk: irk))
+            #expect(!ResolvablePrivateAddress.resolves(made, key: AES128Key(irk ^ 1)))
+        }
     }
 
     @Test func onlyRandomAddressesWithTopBits01AreResolvable() {
