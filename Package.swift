@@ -96,7 +96,8 @@ let package = Package(
         // results, values, and what the application layer's steps say.
         .target(
             name: "HCIGATTFormat",
-            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "BluetoothLE"]
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothSecurity", "BluetoothHost", "BluetoothGATT",
+                           "BluetoothProfiles", "BluetoothLE"]
         ),
         // The gateway's parts: the disk spool, reading numbers, the publish window (sans-I/O),
         // Home Assistant discovery, the MQTT client (its own codec and session, TLS on BearSSL), and the publisher (GatewayRuntime)
@@ -113,7 +114,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "hcigatt-bench",
-            dependencies: ["BluetoothWire", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat", "CAllocCounter"],
+            dependencies: ["BluetoothWire", "BluetoothSecurity", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat",
+                           "CAllocCounter"],
             path: "Benchmarks/hcigatt-bench"
         ),
         .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),
@@ -129,6 +131,6 @@ let package = Package(
         .testTarget(name: "HCIGATTGatewayTests",
                     dependencies: ["HCIGATTGateway", "HCIGATTFormat", "BluetoothLE", "BluetoothGATT", "BluetoothHost", "BluetoothProfiles", "BluetoothWire"]),
         .testTarget(name: "BluetoothLETests", dependencies: ["BluetoothLE", "BluetoothHost", "BluetoothGATT", "BluetoothSecurity", "BluetoothWire", "FakeController"]),
-        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothHost", "BluetoothGATT", "BluetoothLE", "BluetoothProfiles"]),
+        .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothSecurity", "BluetoothHost", "BluetoothGATT", "BluetoothLE", "BluetoothProfiles"]),
     ]
 )

@@ -153,14 +153,16 @@ func shapeCases(only: String? = nil) -> [BenchmarkCase] {
         }
         if modes.isEmpty { continue }
         let capture = shape.capture(reports: 4000)
+        // The bonded shape replays with its bonds' IRKs, as `replay --bond-dir` does.
+        let keys = shape == .bonded ? CaptureShape.bondedEntries() : []
         for mode in modes {
-            let counts = capture.withUnsafeBytes { ScanPipeline.replay($0, mode) }
+            let counts = capture.withUnsafeBytes { ScanPipeline.replay($0, mode, resolving: keys) }
             cases.append(BenchmarkCase(name: shapeCaseName(shape, mode), targetNanos: nil,
                                        itemsPerOp: mode.packets ? counts.packets : counts.lines,
                                        allowsAllocations: true) { n in
                 capture.withUnsafeBytes { buf in
                     var sum: UInt64 = 0
-                    for _ in 0 ..< n { sum &+= ScanPipeline.replay(buf, mode).bytes }
+                    for _ in 0 ..< n { sum &+= ScanPipeline.replay(buf, mode, resolving: keys).bytes }
                     return sum
                 }
             })

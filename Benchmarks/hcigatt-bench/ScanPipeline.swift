@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothSecurity
 import BluetoothWire
 import HCIGATTFormat
 
@@ -49,10 +50,11 @@ enum ScanPipeline {
     }
 
     /// Replays `file` in `mode`: the bytes of output, lines for devices and packets read.
-    static func replay(_ file: UnsafeRawBufferPointer, _ mode: ReplayMode) -> (bytes: UInt64, lines: Int, packets: Int) {
+    static func replay(_ file: UnsafeRawBufferPointer, _ mode: ReplayMode,
+                       resolving: [AddressResolver.Entry] = []) -> (bytes: UInt64, lines: Int, packets: Int) {
         var configuration = ScanConfiguration(active: false)
         configuration.reportDuplicates = mode.duplicates
-        var replay = CaptureReplay(configuration: configuration, json: mode.json, packets: mode.packets)
+        var replay = CaptureReplay(configuration: configuration, json: mode.json, packets: mode.packets, resolving: resolving)
         var sum: UInt64 = 0
         do throws(WireError) {
             var reader = try BTSnoopReader(file)

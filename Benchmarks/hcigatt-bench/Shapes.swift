@@ -1,3 +1,5 @@
+import BluetoothHost
+import BluetoothSecurity
 import BluetoothWire
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +28,12 @@ enum CaptureShape: String, CaseIterable {
     /// One connection: discovery, subscriptions and then notifications of measurements
     /// (with the Number Of Completed Packets events of the writes).
     case gatt
+    /// Phones advertising from resolvable private addresses: 400, one in twenty bonded
+    /// (their IRKs in the bonds `--write-bonds` writes, so `replay --bond-dir` shows their
+    /// identities), each taking a new address every 20 000 reports (2 s of capture; real
+    /// phones wait 15 minutes: this is a crowd passing by). Every other new address is
+    /// checked against all twenty IRKs.
+    case bonded
 
     var summary: String {
         switch self {
@@ -35,6 +43,7 @@ enum CaptureShape: String, CaseIterable {
         case .multireport: "distinct, three reports an event"
         case .crowd: "300 devices repeating (busy place)"
         case .gatt: "one connection, GATT discovery + notifications"
+        case .bonded: "400 phones on rotating RPAs, 20 bonded (IRKs)"
         }
     }
 
@@ -51,6 +60,7 @@ enum CaptureShape: String, CaseIterable {
         case .multireport: Self.multireport(&w, &rng, reports)
         case .crowd: Self.crowd(&w, &rng, reports)
         case .gatt: Self.gatt(&w, &rng, reports)
+        case .bonded: Self.bonded(&w, &rng, reports)
         }
         return w.bytes
     }
@@ -181,6 +191,54 @@ enum CaptureShape: String, CaseIterable {
 
     /// A central's session with a thermometer: connect, MTU, discovery, two subscriptions,
     /// then notifications (temperature and battery) with a read now and then.
+    static let bondedPhones = 400
+
+    /// Phone `k`'s identity resolving key and public identity (every twentieth is bonded).
+    static func phone(_ k: Int) -> (irk: UInt128, identity: LEAddress) {
+        let irk = UInt128(0x1F2E_3D4C_5B6A_7988_0000_0000_0000_0000) | UInt128(k) &* 0x9E37_79B9_7F4A_7C15
+        return (irk, LEAddress(BluetoothAddress(rawValue: 0x00_1B_DC_00_0000 | UInt64(k)), type: .public))
+    }
+
+    /// The bonds of the bonded shape's phones (identity, IRK).
+    static func bondedEntries() -> [AddressResolver.Entry] {
+        stride(from: 0, to: bondedPhones, by: 20).map { k in
+            let p = phone(k)
+            return AddressResolver.Entry(irk: p.irk, identity: p.identity)
+        }
+    }
+
+    static func bonded(_ w: inout CaptureWriter, _ rng: inout ShapeRandom, _ reports: Int) {
+        var addresses: [Int: (epoch: Int, address: LEAddress)] = [:]
+        while w.reports < reports {
+            let k = Int(rng.next() % UInt64(bondedPhones))
+            let epoch = (w.reports + k * 50) / 20000  // phones rotate at different moments
+            var a = addresses[k]
+            if a?.epoch != epoch {
+                let prand = UInt32(truncatingIfNeeded: rng.next())
+                let raw = (try? ResolvablePrivateAddress.make(irk: phone(k).irk, random: prand)) ?? BluetoothAddress(rawValue: 0x4000_0000_0000)
+                a = (epoch, LEAddress(raw, type: .random))
+                addresses[k] = a
+            }
+            let address = a?.address ?? LEAddress(BluetoothAddress(rawValue: 0x4000_0000_0000), type: .random)
+            // Flags and Apple's Nearby data, which changes with the address.
+            let data: [UInt8] = [0x02, 0x01, 0x1A, 0x0A, 0xFF, 0x4C, 0x00, 0x10, 0x05, 0x01, 0x18,
+                                 UInt8(truncatingIfNeeded: epoch), UInt8(truncatingIfNeeded: k), 0x07]
+            w.legacy([Legacy(eventType: .advInd, address: address, data: data, rssi: -45 - Int8(k % 50))])
+        }
+    }
+
+    /// Writes the bonded shape's bonds into `directory` (as `hcigatt pair` keeps them).
+    static func writeBonds(_ directory: String) throws {
+        let store = BondStore(directory: directory)
+        for k in stride(from: 0, to: bondedPhones, by: 20) {
+            let p = phone(k)
+            let result = SMPPairingResult(method: .justWorks, secureConnections: true, authenticated: false, keySize: 16,
+                                          bonded: true, peerLTK: SMPLongTermKey(key: p.irk ^ 0xA5),
+                                          peerIdentityResolvingKey: p.irk, peerIdentityAddress: p.identity)
+            try store.save(Bond(identity: p.identity, result: result, created: 1_700_000_000))
+        }
+    }
+
     static func gatt(_ w: inout CaptureWriter, _ rng: inout ShapeRandom, _ packets: Int) {
         // LE Connection Complete: handle 0x0040, central, peer random C0:..:01, 30 ms.
         w.event([0x3E, 0x13, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0xC0,

@@ -6,7 +6,7 @@ import Glibc
 // hcigatt-bench: micro-benchmarks of the parsing hot path.
 //   swift run -c release hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check]
 //   hcigatt-bench --list | --run CASE N      (for Benchmarks/instructions)
-//   hcigatt-bench --shapes | --write-shape SHAPE FILE [N]   (for Benchmarks/replay-vs-btmon)
+//   hcigatt-bench --shapes | --write-shape SHAPE FILE [N] | --write-bonds DIR   (for Benchmarks/replay-vs-btmon)
 // --check exits 1 when any case allocates on the heap (allocation counts are exact and
 // deterministic, so the test suite runs it; timing targets are reported, not enforced).
 
@@ -53,6 +53,10 @@ while argIndex < argv.count {
         _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, f) }
         fclose(f)
         exit(0)
+    case "--write-bonds" where argIndex + 1 < argv.count:
+        // The bonds of the bonded shape (its bonded phones' IRKs), for `replay --bond-dir`.
+        do { try CaptureShape.writeBonds(argv[argIndex + 1]) } catch { print("hcigatt-bench: \(error)"); exit(1) }
+        exit(0)
     case "--list":
         // Name, tab, items per operation.
         for c in allCases() { print("\(c.name)\t\(max(c.itemsPerOp, 1))") }
@@ -70,7 +74,7 @@ while argIndex < argv.count {
         print(checksumSink == 0x5EED_5EED_5EED_5EED ? "" : "done")
         exit(0)
     default:
-        print("usage: hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check] [--quick] [--write-capture FILE] [--shapes] [--write-shape SHAPE FILE [N]] [--list] [--run CASE N]")
+        print("usage: hcigatt-bench [--json FILE] [--filter SUBSTRING] [--check] [--quick] [--write-capture FILE] [--shapes] [--write-shape SHAPE FILE [N]] [--write-bonds DIR] [--list] [--run CASE N]")
         exit(2)
     }
     argIndex += 1

@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothSecurity
 import BluetoothWire
 
 /// Replays the records of a btsnoop capture into lines of output, sans I/O: the caller
@@ -33,6 +34,9 @@ public struct CaptureReplay: ~Copyable {
     // table forgot it.
     private var shown = AddressSet()
     private var firstTimestamp: Int64?
+    /// Bonded peers' IRKs: a device advertising from a resolvable private address is shown
+    /// with its identity, as the live scan shows it (answers cached per address).
+    private var resolver: AddressResolver
     /// Packet mode: the attribute types learned from the capture's GATT discovery (boxed:
     /// the replay's own layout stays small).
     private let gatt = Box(CaptureGATTMap())
@@ -44,8 +48,10 @@ public struct CaptureReplay: ~Copyable {
 
     /// A replay printing JSON Lines or text; `packets` for every packet instead of the
     /// scan results; `forcePassive` ignores the recorded scan type (`--passive`).
+    /// `resolving`: the IRKs of bonded peers (``BondStore/resolvingEntries()``).
     public init(configuration: ScanConfiguration, json: Bool, packets: Bool, forcePassive: Bool = false,
-                bufferCapacity: Int = 1 << 16) {
+                bufferCapacity: Int = 1 << 16, resolving: [AddressResolver.Entry] = []) {
+        self.resolver = AddressResolver(resolving)
         var c = configuration
         // Nothing is forgotten for being unheard a while: a phone's capture has long gaps.
         c.deviceTimeout = .seconds(100 * 365 * 86_400)
@@ -111,7 +117,8 @@ public struct CaptureReplay: ~Copyable {
 
     private mutating func emit() {
         for e in scanEvents {
-            let d = e.device
+            var d = e.device
+            if let id = resolver.resolve(d.address) { d.identity = id }
             printer.write(d, isNew: shown.insert(d.address), into: &writer)
         }
         scanEvents.removeAll(keepingCapacity: true)

@@ -13,7 +13,7 @@ enum ReplayCommand {
         Command(
             name: "replay", summary: "Decode a btsnoop capture offline (scan results, or every packet)",
             help: """
-            Usage: hcigatt replay FILE [--packets] [--json] [--stats] [scan filters]
+            Usage: hcigatt replay FILE [--packets] [--json] [--stats] [--bond-dir DIR] [scan filters]
 
             Reads a btsnoop file (H4 datalink 1002, as written by `--snoop` or btmon/Android)
             and prints what a live `hcigatt scan` printed from the same packets. Active or
@@ -23,11 +23,14 @@ enum ReplayCommand {
               --packets              print every packet (direction, time, decoded layers)
               --json                 JSON Lines instead of text
               --stats                finish with one JSON line of counts and throughput
+              --bond-dir DIR         bonds whose IRKs resolve private addresses to identities,
+                                     as the live scan shows them (default $HCIGATT_BOND_DIR,
+                                     else /var/lib/hcigatt/bonds)
               --duplicates, --service UUID, --name SUBSTR, --address ADDR, --min-rssi DBM,
               --passive              the scan filters, as for `hcigatt scan`
             """,
             spec: Arguments.Spec(flags: ["packets", "json", "stats", "passive", "duplicates"],
-                                 options: ["service", "name", "address", "min-rssi"]),
+                                 options: ["service", "name", "address", "min-rssi", "bond-dir"]),
             run: { args in try run(args) }
         )
     }
@@ -38,7 +41,8 @@ enum ReplayCommand {
         let config = try ScanCommand.configuration(args)
         let start = monotonicNow()
         var replay = CaptureReplay(configuration: config, json: args.flag("json"), packets: args.flag("packets"),
-                                   forcePassive: args.flag("passive"), bufferCapacity: Console.blockSize + 4096)
+                                   forcePassive: args.flag("passive"), bufferCapacity: Console.blockSize + 4096,
+                                   resolving: SecurityOptions.bondStore(args).resolvingEntries())
         var failure: String?
         Console.batch = true
         do {

@@ -1,0 +1,56 @@
+import BluetoothHost
+import BluetoothSecurity
+import BluetoothWire
+import HCIGATTFormat
+import Testing
+
+/// `replay --bond-dir`: a bonded peer's resolvable private address is shown with its
+/// identity, as the live scan shows it; other private addresses are not.
+@Suite struct ReplayIdentityTests {
+    func capture(_ addresses: [LEAddress]) throws -> [UInt8] {
+        var file = [UInt8](repeating: 0, count: 4096)
+        let n = try file.withUnsafeMutableBytes { buf throws -> Int in
+            var w = ByteWriter(buf)
+            try BTSnoop.encodeFileHeader(into: &w)
+            for (i, a) in addresses.enumerated() {
+                let report = LEAdvertisingReportEvent.Owned.Report(eventType: .advNonconnInd, address: a,
+                                                                   data: [0x02, 0x01, 0x06], rssi: -40)
+                let h4 = [H4PacketType.event.rawValue] + (try LEAdvertisingReportEvent.Owned([report]).encoded())
+                try h4.withUnsafeBytes { p in
+                    try BTSnoop.encodeRecord(p, flags: BTSnoopRecordFlags(.event, received: true),
+                                             timestamp: BTSnoop.timestamp(unixMicroseconds: 1_700_000_000_000_000 + Int64(i)),
+                                             into: &w)
+                }
+            }
+            return w.count
+        }
+        return Array(file[0 ..< n])
+    }
+
+    @Test func bondedPrivateAddressesShowTheirIdentity() throws {
+        let irk: UInt128 = 0x0011_2233_4455_6677_8899_AABB_CCDD_EEFF
+        let identity = LEAddress(BluetoothAddress(rawValue: 0x00_1B_DC_01_02_03), type: .public)
+        let bonded = LEAddress(try ResolvablePrivateAddress.make(irk: irk, random: 0x12_3456), type: .random)
+        let stranger = LEAddress(try ResolvablePrivateAddress.make(irk: irk ^ 1, random: 0x12_3456), type: .random)
+        let file = try capture([bonded, stranger, bonded])
+        for json in [true, false] {
+            var r = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: false,
+                                  resolving: [AddressResolver.Entry(irk: irk, identity: identity)])
+            file.withUnsafeBytes { buf in
+                guard var reader = try? BTSnoopReader(buf) else { Issue.record("not a capture"); return }
+                while let record = try? reader.next() { r.record(record) }
+            }
+            r.finish()
+            let lines = r.writer.out.string.split(separator: "\n")
+            #expect(lines.count == 2)  // the bonded device once, the stranger once
+            let first = lines.first.map(String.init) ?? ""
+            let second = lines.dropFirst().first.map(String.init) ?? ""
+            if json {
+                #expect(first.contains("\"identity\":\"00:1B:DC:01:02:03\",\"identity_type\":\"public\""))
+            } else {
+                #expect(first.contains("identity 00:1B:DC:01:02:03 (public)"))
+            }
+            #expect(!second.contains("identity"))
+        }
+    }
+}
