@@ -35,7 +35,8 @@ public struct CaptureReplay: ~Copyable {
     private var shown = AddressSet()
     private var firstTimestamp: Int64?
     /// Bonded peers' IRKs: a device advertising from a resolvable private address is shown
-    /// with its identity, as the live scan shows it (answers cached per address).
+    /// with its identity, as the live scan shows it (answers cached per address). Scan
+    /// results only: `--packets` shows addresses as sent.
     private var resolver: AddressResolver
     /// Packet mode: the attribute types learned from the capture's GATT discovery (boxed:
     /// the replay's own layout stays small).
@@ -118,10 +119,20 @@ public struct CaptureReplay: ~Copyable {
     private mutating func emit() {
         for e in scanEvents {
             var d = e.device
-            if let id = resolver.resolve(d.address) { d.identity = id }
+            if let id = Self.identity(of: d.address, &resolver) { d.identity = id }
             printer.write(d, isNew: shown.insert(d.address), into: &writer)
         }
         scanEvents.removeAll(keepingCapacity: true)
+    }
+
+    /// The identity behind `address`, as the live scan finds it: an address the controller
+    /// resolved itself (Public/Random Identity Address types), else a bonded IRK's.
+    static func identity(of address: LEAddress, _ resolver: inout AddressResolver) -> LEAddress? {
+        switch address.type {
+        case .publicIdentity: LEAddress(address.address, type: .public)
+        case .randomIdentity: LEAddress(address.address, type: .random)
+        default: resolver.resolve(address)
+        }
     }
 
     /// For LE Set (Extended) Scan Parameters: whether scanning is active.

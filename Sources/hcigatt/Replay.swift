@@ -1,4 +1,5 @@
 import BluetoothHost
+import BluetoothSecurity
 import BluetoothTransport
 import BluetoothWire
 import HCIGATTFormat
@@ -23,9 +24,10 @@ enum ReplayCommand {
               --packets              print every packet (direction, time, decoded layers)
               --json                 JSON Lines instead of text
               --stats                finish with one JSON line of counts and throughput
-              --bond-dir DIR         bonds whose IRKs resolve private addresses to identities,
-                                     as the live scan shows them (default $HCIGATT_BOND_DIR,
-                                     else /var/lib/hcigatt/bonds)
+              --bond-dir DIR         bonds whose IRKs resolve private addresses to identities
+                                     in the scan results, as the live scan shows them (default
+                                     $HCIGATT_BOND_DIR, else /var/lib/hcigatt/bonds; not read
+                                     with --packets)
               --duplicates, --service UUID, --name SUBSTR, --address ADDR, --min-rssi DBM,
               --passive              the scan filters, as for `hcigatt scan`
             """,
@@ -39,10 +41,21 @@ enum ReplayCommand {
         guard let path = args.positional.first else { throw UsageError("missing FILE") }
         guard args.positional.count == 1 else { throw UsageError("unexpected argument '\(args.positional[1])'") }
         let config = try ScanCommand.configuration(args)
+        let packets = args.flag("packets")
+        // The bonds' IRKs, for the scan results. A directory named on the command line must
+        // open (a typo would silently resolve nothing); the default one may be absent.
+        var keys: [AddressResolver.Entry] = []
+        if !packets {
+            let store = SecurityOptions.bondStore(args)
+            if args.option("bond-dir") != nil, let reason = BondStore.unreadable(store.directory) {
+                throw UsageError("--bond-dir \(store.directory): \(reason)")
+            }
+            keys = store.resolvingEntries()
+        }
         let start = monotonicNow()
-        var replay = CaptureReplay(configuration: config, json: args.flag("json"), packets: args.flag("packets"),
+        var replay = CaptureReplay(configuration: config, json: args.flag("json"), packets: packets,
                                    forcePassive: args.flag("passive"), bufferCapacity: Console.blockSize + 4096,
-                                   resolving: SecurityOptions.bondStore(args).resolvingEntries())
+                                   resolving: keys)
         var failure: String?
         Console.batch = true
         do {

@@ -27,6 +27,23 @@ import Testing
         return Array(file[0 ..< n])
     }
 
+    /// An address the controller resolved itself (Public/Random Identity Address types)
+    /// is its own identity, with no bond needed, as in the live scan.
+    @Test func controllerResolvedAddressesAreTheirIdentity() throws {
+        let file = try capture([LEAddress(BluetoothAddress(rawValue: 0x00_1B_DC_0A_0B_0C), type: .publicIdentity),
+                                LEAddress(BluetoothAddress(rawValue: 0xC1_1B_DC_0A_0B_0C), type: .randomIdentity)])
+        var r = CaptureReplay(configuration: ScanConfiguration(), json: true, packets: false)
+        file.withUnsafeBytes { buf in
+            guard var reader = try? BTSnoopReader(buf) else { Issue.record("not a capture"); return }
+            while let record = try? reader.next() { r.record(record) }
+        }
+        r.finish()
+        let lines = r.writer.out.string.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2)
+        #expect(lines.first?.contains("\"identity\":\"00:1B:DC:0A:0B:0C\",\"identity_type\":\"public\"") == true)
+        #expect(lines.last?.contains("\"identity\":\"C1:1B:DC:0A:0B:0C\",\"identity_type\":\"random\"") == true)
+    }
+
     @Test func bondedPrivateAddressesShowTheirIdentity() throws {
         let irk: UInt128 = 0x0011_2233_4455_6677_8899_AABB_CCDD_EEFF
         let identity = LEAddress(BluetoothAddress(rawValue: 0x00_1B_DC_01_02_03), type: .public)

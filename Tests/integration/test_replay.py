@@ -109,6 +109,54 @@ class ReplayTests(unittest.TestCase):
             self.assertEqual(stats['malformed'], 0)
 
 
+class BondedReplayTests(unittest.TestCase):
+    """replay --bond-dir: the specification's IRK and address (Core Vol 3 Part H Appendix
+    D.7) in a bond file as `hcigatt pair` writes it; the capture's report from that address
+    is shown with the bond's identity, a stranger's not. A directory named but missing is a
+    usage error, not silently no resolution."""
+
+    @staticmethod
+    def capture(path, addresses):
+        with open(path, 'wb') as f:
+            f.write(b'btsnoop\0' + struct.pack('>II', 1, 1002))
+            for i, address in enumerate(addresses):
+                ad = bytes([2, 1, 6])
+                report = bytes([1, 3, 1]) + address.to_bytes(6, 'little') + bytes([len(ad)]) + ad + bytes([0xC4])
+                event = bytes([0x04, 0x3E, len(report) + 1, 0x02]) + report
+                f.write(struct.pack('>IIIIq', len(event), len(event), 3, 0, 0x00E03AB44A676000 + i * 1000))
+                f.write(event)
+
+    def test_bonded_private_address_shows_its_identity(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bonds = os.path.join(tmp, 'bonds')
+            os.mkdir(bonds, 0o700)
+            with open(os.path.join(bonds, '001BDC010203-public.bond'), 'w') as f:
+                f.write('version=1\nidentity=00:1B:DC:01:02:03/public\nsecure_connections=1\nauthenticated=0\n'
+                        'key_size=16\ncreated=1700000000\nltk=000102030405060708090a0b0c0d0e0f\nltk_ediv=0\n'
+                        'ltk_rand=0\nirk=ec0234a357c8ad05341010a60a397d9b\n')
+            cap = os.path.join(tmp, 'rpa.btsnoop')
+            self.capture(cap, [0x7081940DFBAA, 0x7081940DFBAB])
+            rc, out, err = hcigatt('replay', cap, '--json', '--bond-dir', bonds)
+            self.assertEqual(rc, 0, err)
+            lines = json_lines(out)
+            self.assertEqual([l['address'] for l in lines], ['70:81:94:0D:FB:AA', '70:81:94:0D:FB:AB'])
+            self.assertEqual((lines[0].get('identity'), lines[0].get('identity_type')), ('00:1B:DC:01:02:03', 'public'))
+            self.assertNotIn('identity', lines[1])
+            rc, out, err = hcigatt('replay', cap, '--bond-dir', bonds)
+            self.assertEqual(rc, 0, err)
+            self.assertIn('identity 00:1B:DC:01:02:03 (public)', out.splitlines()[0])
+            # Without the bond: no identity.
+            rc, out, err = hcigatt('replay', cap, '--json', '--bond-dir', tmp)
+            self.assertEqual(rc, 0, err)
+            self.assertFalse(any('identity' in l for l in json_lines(out)))
+            # A directory that is not there: said, and nothing printed.
+            rc, out, err = hcigatt('replay', cap, '--json', '--bond-dir', os.path.join(tmp, 'typo'))
+            self.assertEqual(rc, 2, (out, err))
+            self.assertIn('--bond-dir', err)
+            self.assertIn('No such file or directory', err)
+            self.assertEqual(out, '')
+
+
 def records(path):
     """The btsnoop header and the (header, data) of each record."""
     with open(path, 'rb') as f:

@@ -196,6 +196,14 @@ public final class BondStore: Sendable {
         return bonds
     }
 
+    /// Why `directory` cannot be listed ("No such file or directory", "Permission
+    /// denied"), or nil when it can.
+    public static func unreadable(_ directory: String) -> String? {
+        guard let dir = opendir(directory) else { return String(cString: strerror(errno)) }
+        closedir(dir)
+        return nil
+    }
+
     /// The IRKs of the bonds that have one, for resolving the peers' private addresses.
     /// Files that cannot be read are left out here; using them by address reports them.
     public func resolvingEntries() -> [AddressResolver.Entry] {
