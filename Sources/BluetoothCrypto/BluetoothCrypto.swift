@@ -89,15 +89,16 @@ public enum BluetoothCrypto {
 /// checked against every new resolvable private address). Immutable after `init` (BearSSL
 /// only reads the context), so it is shared freely; the schedule is wiped on deinit.
 public final class AES128Key: @unchecked Sendable {
-    private let context: UnsafeMutableRawPointer
+    private let context: UnsafeMutablePointer<hcigatt_aes_key>
 
     /// The key, most significant byte first (as ``BluetoothCrypto/aes128(key:block:)``).
     public init(_ key: UInt128) {
         context = UnsafeMutableRawPointer.allocate(byteCount: hcigatt_aes_key_size(), alignment: 16)
+            .bindMemory(to: hcigatt_aes_key.self, capacity: 1)
         // Most significant byte first in memory: each half big-endian, the high half first.
         var bytes = (UInt64(truncatingIfNeeded: key >> 64).bigEndian, UInt64(truncatingIfNeeded: key).bigEndian)
         withUnsafeBytes(of: &bytes) { k in
-            hcigatt_aes_key_init(context.assumingMemoryBound(to: hcigatt_aes_key.self), k.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            hcigatt_aes_key_init(context, k.baseAddress?.assumingMemoryBound(to: UInt8.self))
         }
         explicitBzero(&bytes)
     }
@@ -109,8 +110,7 @@ public final class AES128Key: @unchecked Sendable {
 
     /// E(key, block): the 16 bytes at `block` (most significant first) into `out`.
     public func encrypt(_ block: UnsafeRawPointer, into out: UnsafeMutableRawPointer) {
-        hcigatt_aes_key_encrypt(UnsafeRawPointer(context).assumingMemoryBound(to: hcigatt_aes_key.self),
-                                block.assumingMemoryBound(to: UInt8.self), out.assumingMemoryBound(to: UInt8.self))
+        hcigatt_aes_key_encrypt(context, block.assumingMemoryBound(to: UInt8.self), out.assumingMemoryBound(to: UInt8.self))
     }
 }
 

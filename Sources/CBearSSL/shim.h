@@ -80,6 +80,7 @@ static inline void hcigatt_aes_key_encrypt(const hcigatt_aes_key *k, const unsig
     unsigned char x[16] = {0};
     hcigatt_aes_chain(k, x, block);
     memcpy(out, x, 16);
+    explicit_bzero(x, sizeof x);
 }
 
 /// AES-CMAC (RFC 4493, NIST SP 800-38B) with a 128-bit key: CBC-MAC with the last block
