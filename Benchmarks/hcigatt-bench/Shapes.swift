@@ -31,8 +31,8 @@ enum CaptureShape: String, CaseIterable {
     /// Phones advertising from resolvable private addresses: 400, one in twenty bonded
     /// (their IRKs in the bonds `--write-bonds` writes, so `replay --bond-dir` shows their
     /// identities), each taking a new address every 20 000 reports (2 s of capture; real
-    /// phones wait 15 minutes: this is a crowd passing by). Every other new address is
-    /// checked against all twenty IRKs.
+    /// phones wait 15 minutes: this is a crowd passing by). The unbonded phones' new
+    /// addresses are each checked against all twenty IRKs.
     case bonded
 
     var summary: String {
@@ -189,9 +189,8 @@ enum CaptureShape: String, CaseIterable {
         }
     }
 
-    /// A central's session with a thermometer: connect, MTU, discovery, two subscriptions,
-    /// then notifications (temperature and battery) with a read now and then.
-    static let bondedPhones = 400
+    /// Phones in the bonded shape (every twentieth bonded).
+    static let phones = 400
 
     /// Phone `k`'s identity resolving key and public identity (every twentieth is bonded).
     static func phone(_ k: Int) -> (irk: UInt128, identity: LEAddress) {
@@ -201,7 +200,7 @@ enum CaptureShape: String, CaseIterable {
 
     /// The bonds of the bonded shape's phones (identity, IRK).
     static func bondedEntries() -> [AddressResolver.Entry] {
-        stride(from: 0, to: bondedPhones, by: 20).map { k in
+        stride(from: 0, to: phones, by: 20).map { k in
             let p = phone(k)
             return AddressResolver.Entry(irk: p.irk, identity: p.identity)
         }
@@ -210,7 +209,7 @@ enum CaptureShape: String, CaseIterable {
     static func bonded(_ w: inout CaptureWriter, _ rng: inout ShapeRandom, _ reports: Int) {
         var addresses: [Int: (epoch: Int, address: LEAddress)] = [:]
         while w.reports < reports {
-            let k = Int(rng.next() % UInt64(bondedPhones))
+            let k = Int(rng.next() % UInt64(phones))
             let epoch = (w.reports + k * 50) / 20000  // phones rotate at different moments
             var a = addresses[k]
             if a?.epoch != epoch {
@@ -230,7 +229,7 @@ enum CaptureShape: String, CaseIterable {
     /// Writes the bonded shape's bonds into `directory` (as `hcigatt pair` keeps them).
     static func writeBonds(_ directory: String) throws {
         let store = BondStore(directory: directory)
-        for k in stride(from: 0, to: bondedPhones, by: 20) {
+        for k in stride(from: 0, to: phones, by: 20) {
             let p = phone(k)
             let result = SMPPairingResult(method: .justWorks, secureConnections: true, authenticated: false, keySize: 16,
                                           bonded: true, peerLTK: SMPLongTermKey(key: p.irk ^ 0xA5),
@@ -239,6 +238,8 @@ enum CaptureShape: String, CaseIterable {
         }
     }
 
+    /// A central's session with a thermometer: connect, MTU, discovery, two subscriptions,
+    /// then notifications (temperature and battery) with a read now and then.
     static func gatt(_ w: inout CaptureWriter, _ rng: inout ShapeRandom, _ packets: Int) {
         // LE Connection Complete: handle 0x0040, central, peer random C0:..:01, 30 ms.
         w.event([0x3E, 0x13, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0xC0,
