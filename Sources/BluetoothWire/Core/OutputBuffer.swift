@@ -139,23 +139,7 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         let p = base + length
         Self.storeIndent(p, indent)
         let to = p + (indent &+ 1)
-        if let source = name.baseAddress {
-            if n >= 8 {
-                var k = 0
-                while k &+ 8 <= n {
-                    to.storeBytes(of: source.loadUnaligned(fromByteOffset: k, as: UInt64.self), toByteOffset: k, as: UInt64.self)
-                    k &+= 8
-                }
-                // The tail: the last eight bytes again.
-                to.storeBytes(of: source.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self), toByteOffset: n &- 8, as: UInt64.self)
-            } else {
-                var k = 0
-                while k < n {
-                    to.storeBytes(of: source.load(fromByteOffset: k, as: UInt8.self), toByteOffset: k, as: UInt8.self)
-                    k &+= 1
-                }
-            }
-        }
+        if let source = name.baseAddress { Self.copySmall(to, source, n) }
         to.storeBytes(of: UInt8(ascii: ":"), toByteOffset: n, as: UInt8.self)
         to.storeBytes(of: UInt8(ascii: " "), toByteOffset: n &+ 1, as: UInt8.self)
         length &+= indent &+ n &+ 3
