@@ -72,8 +72,38 @@ public struct ACLFlowControl: Sendable {
         var queuedBytes = 0
         var inFlight = 0
         var isEmpty: Bool { head == queue.count }
+
+        mutating func append(_ fragments: [([UInt8], Int)], frameBytes: Int, accounted: Bool) {
+            if head > 0 && head == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            for (packet, bytes) in fragments {
+                queue.append(Queued(packet: packet, accountedBytes: accounted ? bytes : 0))
+            }
+            queuedBytes += frameBytes
+        }
+
+        /// The head packet, now in flight; nil when nothing is queued. `more`: packets left.
+        mutating func takeHead() -> (packet: Queued, more: Bool)? {
+            guard !isEmpty else { return nil }
+            let q = queue[head]
+            queue[head].packet = []
+            head += 1
+            inFlight += 1
+            queuedBytes -= q.packet.count - 5
+            if isEmpty {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+                return (q, false)
+            }
+            return (q, true)
+        }
     }
 
+    /// Mutated in place only (`links[h]?.…`): a copy of a Link taken out and written back
+    /// shares its queue's buffer, so the first change copies the whole queue, making a long
+    /// queue (a bulk transfer's) cost O(queued) per packet.
     private var links: [UInt16: Link] = [:]
     /// Handles with queued packets, in turn order.
     private var ready: [UInt16] = []
@@ -126,19 +156,11 @@ public struct ACLFlowControl: Sendable {
     /// Queues one complete L2CAP frame (basic header included) for `handle`, fragmented to
     /// the buffer length, and returns the packets that can be sent now.
     public mutating func enqueue(_ frame: [UInt8], handle: UInt16, accounted: Bool = false) throws(ACLFlowError) -> [OutgoingACLPacket] {
-        guard var link = links[handle] else { throw .unknownHandle(handle) }
+        guard let (queuedBytes, wasEmpty) = links[handle].map({ ($0.queuedBytes, $0.isEmpty) }) else { throw .unknownHandle(handle) }
         guard frame.count <= 65535 + 4 else { throw .frameTooLong(frame.count) }
-        guard link.queuedBytes + frame.count <= maximumQueuedBytesPerLink else { throw .queueFull(handle) }
-        let wasEmpty = link.isEmpty
-        if link.head > 0 && link.head == link.queue.count {
-            link.queue.removeAll(keepingCapacity: true)
-            link.head = 0
-        }
-        for (packet, bytes) in Self.fragments(frame, handle: handle, bufferLength: bufferLength) {
-            link.queue.append(Queued(packet: packet, accountedBytes: accounted ? bytes : 0))
-        }
-        link.queuedBytes += frame.count
-        links[handle] = link
+        guard queuedBytes + frame.count <= maximumQueuedBytesPerLink else { throw .queueFull(handle) }
+        let fragments = Self.fragments(frame, handle: handle, bufferLength: bufferLength)
+        links[handle]?.append(fragments, frameBytes: frame.count, accounted: accounted)
         if wasEmpty { ready.append(handle) }
         return pump()
     }
@@ -158,14 +180,13 @@ public struct ACLFlowControl: Sendable {
     }
 
     private mutating func returnCredits(handle: UInt16, count: Int) {
-        guard var link = links[handle] else {
+        guard let inFlight = links[handle]?.inFlight else {
             unknownHandleCompletions += 1
             return
         }
-        let n = min(count, link.inFlight)
+        let n = min(count, inFlight)
         if n < count { excessCompletions += count - n }
-        link.inFlight -= n
-        links[handle] = link
+        links[handle]?.inFlight -= n
         freeBuffers = min(bufferCount, freeBuffers + n)
     }
 
@@ -173,19 +194,8 @@ public struct ACLFlowControl: Sendable {
         var out: [OutgoingACLPacket] = []
         while freeBuffers > 0, !ready.isEmpty {
             let handle = ready.removeFirst()
-            guard var link = links[handle], !link.isEmpty else { continue }
-            let q = link.queue[link.head]
-            link.queue[link.head].packet = []
-            link.head += 1
-            link.inFlight += 1
-            link.queuedBytes -= q.packet.count - 5
-            if link.isEmpty {
-                link.queue.removeAll(keepingCapacity: true)
-                link.head = 0
-            } else {
-                ready.append(handle)
-            }
-            links[handle] = link
+            guard let (q, more) = links[handle]?.takeHead() else { continue }
+            if more { ready.append(handle) }
             freeBuffers -= 1
             packetsSent += 1
             out.append(OutgoingACLPacket(handle: handle, packet: q.packet, accountedBytes: q.accountedBytes))
