@@ -115,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "hcigatt-bench",
             dependencies: ["BluetoothWire", "BluetoothSecurity", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat",
-                           "CAllocCounter"],
+                           "CAllocCounter", "FakeController"],
             path: "Benchmarks/hcigatt-bench"
         ),
         .testTarget(name: "BluetoothWireTests", dependencies: ["BluetoothWire"]),

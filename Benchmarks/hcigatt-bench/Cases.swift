@@ -177,6 +177,11 @@ func shapeCaseName(_ shape: CaptureShape, _ mode: ReplayMode) -> String {
 
 func fixedCases() -> [BenchmarkCase] {
     [
+        // A live host's notification path (NotifyRig): one notification, GATTServer.notify
+        // to the ACL packet written to the transport, the controller's completion read back.
+        BenchmarkCase(name: "GATT server notify (to transport write)", targetNanos: nil, allowsAllocations: true) { n in
+            NotifyRig.shared.run(n)
+        },
         BenchmarkCase(name: "HCI LE Advertising Report", targetNanos: nil) { [input = RotatingInput(Inputs.advertisingReportEvent)] n in
             input.run(n) { buf in parseReports(buf, decodeData: false) }
         },

@@ -26,10 +26,12 @@ public final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     public let onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)?
 
     public init(model: FakeControllerModel = .init(), completesPackets: Bool = true, holdsUnreadData: Bool = true,
+         keepsACL: Bool = true,
          onCommand: (@Sendable (HCIOpcode, FakeControllerTransport) -> Void)? = nil,
          onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)? = nil) {
         self.completesPackets = completesPackets
         self.holdsUnreadData = holdsUnreadData
+        self.keepsACL = keepsACL
         self.onACL = onACL
         var fds: [Int32] = [-1, -1]
         let r = fds.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, $0.baseAddress) }
@@ -57,6 +59,8 @@ public final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     /// A socketpair holds what the host does not read (the injecting writer waits), like
     /// TCP; false makes the host treat it like a kernel socket (no back-pressure).
     public let holdsUnreadData: Bool
+    /// Keep every ACL packet the host writes in ``acl`` (false: a benchmark's millions).
+    public let keepsACL: Bool
     /// Called (on the driver thread) for each ACL packet the host writes.
     public let onACL: (@Sendable ([UInt8], FakeControllerTransport) -> Void)?
 
@@ -84,7 +88,7 @@ public final class FakeControllerTransport: HCITransport, @unchecked Sendable {
     public func write(_ packet: UnsafeRawBufferPointer) throws(TransportError) {
         let bytes = Array(packet)
         if bytes.first == 0x02, bytes.count >= 5 {
-            state.withLock { $0.acl.append(bytes) }
+            if keepsACL { state.withLock { $0.acl.append(bytes) } }
             if completesPackets {
                 injectEvent(nocpEvent([(UInt16(bytes[1]) | UInt16(bytes[2] & 0x0F) << 8, 1)]))
             }
