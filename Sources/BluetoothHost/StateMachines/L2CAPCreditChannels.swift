@@ -365,6 +365,10 @@ public struct L2CAPCreditChannels: Sendable {
         guard c.rxSDU.count + body.count <= expected else {
             return violation(i, "K-frames longer than their SDU (\(expected) bytes)", nextIdentifier)
         }
+        // The copy `c` is written back on every path from here; the table's reference to the
+        // buffer goes first so the append grows it in place (shared, it would copy the SDU so
+        // far for every K-frame: O(SDU²/MPS) for a large SDU).
+        channels[i].rxSDU = []
         c.rxSDU.append(contentsOf: UnsafeRawBufferPointer(rebasing: body))
         var out: [L2CAPChannelAction] = []
         if c.rxSDU.count < expected && c.rxCredits == 0 {
