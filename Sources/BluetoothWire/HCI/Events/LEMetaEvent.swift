@@ -44,10 +44,25 @@ public enum LEMetaEvent {
     }
 
     /// The LE Meta event subevent code.
+    /// (Each case's own, not through ``payload``: boxing the parameters in an existential
+    /// allocated once per event, for every advertising report a replay describes.)
     public var subeventCode: LEMetaSubeventCode {
         switch self {
+        case .connectionComplete(let e): e.subeventCode
+        case .advertisingReport(let e): e.subeventCode
+        case .connectionUpdateComplete(let e): e.subeventCode
+        case .readRemoteFeaturesComplete(let e): e.subeventCode
+        case .longTermKeyRequest(let e): e.subeventCode
+        case .remoteConnectionParameterRequest(let e): e.subeventCode
+        case .dataLengthChange(let e): e.subeventCode
+        case .enhancedConnectionComplete(let e): e.subeventCode
+        case .directedAdvertisingReport(let e): e.subeventCode
+        case .phyUpdateComplete(let e): e.subeventCode
+        case .extendedAdvertisingReport(let e): e.subeventCode
+        case .scanTimeout(let e): e.subeventCode
+        case .advertisingSetTerminated(let e): e.subeventCode
+        case .channelSelectionAlgorithm(let e): e.subeventCode
         case .unknown(let c, _): c
-        default: payload?.subeventCode ?? LEMetaSubeventCode(rawValue: 0)
         }
     }
 
@@ -94,9 +109,25 @@ extension LEMetaEvent: WireEncodable, FieldDescribable {
         try payload?.encode(into: &w)
     }
 
+    /// Each case's own title (no existential box; see ``subeventCode``).
     public var fieldTitle: String {
-        if case .unknown(let c, _) = self { return c.name ?? "HCI_LE_Meta subevent 0x\(Hex.pad(c.rawValue, 2))" }
-        return payload?.fieldTitle ?? "HCI_LE_Meta"
+        switch self {
+        case .connectionComplete(let e): e.fieldTitle
+        case .advertisingReport(let e): e.fieldTitle
+        case .connectionUpdateComplete(let e): e.fieldTitle
+        case .readRemoteFeaturesComplete(let e): e.fieldTitle
+        case .longTermKeyRequest(let e): e.fieldTitle
+        case .remoteConnectionParameterRequest(let e): e.fieldTitle
+        case .dataLengthChange(let e): e.fieldTitle
+        case .enhancedConnectionComplete(let e): e.fieldTitle
+        case .directedAdvertisingReport(let e): e.fieldTitle
+        case .phyUpdateComplete(let e): e.fieldTitle
+        case .extendedAdvertisingReport(let e): e.fieldTitle
+        case .scanTimeout(let e): e.fieldTitle
+        case .advertisingSetTerminated(let e): e.fieldTitle
+        case .channelSelectionAlgorithm(let e): e.fieldTitle
+        case .unknown(let c, _): c.name ?? "HCI_LE_Meta subevent 0x\(Hex.pad(c.rawValue, 2))"
+        }
     }
 
     /// The decoded fields, for the text and JSON renderers.
