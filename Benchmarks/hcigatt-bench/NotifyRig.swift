@@ -29,13 +29,14 @@ final class NotifyRig: @unchecked Sendable {
         let subscribed = DispatchSemaphore(value: 0)
         let written = self.written
         transport = FakeControllerTransport(keepsACL: false, onACL: { packet, _ in
-            // The Write Response to the central's CCCD write: the link is subscribed.
-            if packet.count >= 10, packet[9] == 0x13 { subscribed.signal() }
             let now = written.state.withLock { w -> Bool in
                 w.count += 1
                 return w.count == w.target
             }
             if now { written.reached.signal() }
+            // The Write Response to the central's CCCD write: the link is subscribed (after
+            // the count, so that `run` starts from a count that includes it).
+            if packet.count >= 10, packet[9] == 0x13 { subscribed.signal() }
         })
         let made = Mutex<(HCIHost, GATTServer, UInt16)?>(nil)
         let opened = DispatchSemaphore(value: 0)
@@ -77,8 +78,11 @@ final class NotifyRig: @unchecked Sendable {
             var value: [UInt8] = [0x06, 0]
             for i in 0 ..< n {
                 value[1] = UInt8(truncatingIfNeeded: i)
-                if server.notify(handle, value: value).sent.isEmpty {
-                    await server.notifyWhenReady(handle, value: value)
+                // One ACL packet each (ATT_MTU 23, a 2-byte value); one lost would leave `run`
+                // waiting for ever, so a failure ends the benchmark instead.
+                if server.notify(handle, value: value).sent.isEmpty,
+                   await server.notifyWhenReady(handle, value: value).sent.isEmpty {
+                    fatalError("hcigatt-bench: a notification was not sent")
                 }
             }
         }
