@@ -2,11 +2,12 @@
 // records (direction, packet type, length, bytes) replayed through CaptureReplay in every
 // mode: the scan lines, and `--packets` with the ATT handle map learning from discovery
 // responses and annotating later PDUs. Invariants: nothing traps; JSON lines are valid
-// UTF-8 with no raw control characters; ATT packets written straight are byte for byte
-// what the dissector's field tree gives. To give the map something to learn, most ACL
-// records are ATT PDUs wrapped in well-formed ACL and L2CAP headers of connection 0x0040
-// (the fuzzer varies the PDUs); the others are raw ACL bytes (bad lengths, fragments,
-// other channels).
+// UTF-8 with no raw control characters; ATT packets and advertising report events written
+// straight are byte for byte what the dissector's field tree and the events' descriptions
+// give. To give the map something to learn, most ACL records are ATT PDUs wrapped in
+// well-formed ACL and L2CAP headers of connection 0x0040 (the fuzzer varies the PDUs); the
+// others are raw ACL bytes (bad lengths, fragments, other channels). Some events are LE
+// Advertising Reports around the fuzzer's bytes (Num_Reports onwards).
 // fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost BluetoothGATT BluetoothLE HCIGATTFormat
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -26,6 +27,9 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             let l2cap = [UInt8(body.count & 0xFF), UInt8(body.count >> 8), 0x04, 0x00] + body
             let flags: UInt8 = control & 0x06 == 0x06 ? 0x30 : 0x20
             packets.append((control & 1 != 0, [0x02, 0x40, flags, UInt8(l2cap.count & 0xFF), UInt8(l2cap.count >> 8)] + l2cap))
+        } else if kind & 0x07 == 0x04, body.count < 254 {
+            // An HCI_LE_Advertising_Report around the bytes: reports the fuzzer shapes.
+            packets.append((control & 1 != 0, [0x04, 0x3E, UInt8(body.count + 1), 0x02] + body))
         } else {
             packets.append((control & 1 != 0, [type] + body))
         }
@@ -36,6 +40,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         // direct ATT path must write the very same bytes.
         var reference = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: packetMode, bufferCapacity: 4096)
         reference.directATTPackets = false
+        reference.directAdvertisingPackets = false
         for (i, p) in packets.enumerated() {
             p.bytes.withUnsafeBytes { bytes in
                 let flags = BTSnoopRecordFlags(received: p.received, commandOrEvent: bytes.first != 0x02)
@@ -47,7 +52,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             if json { replay.writer.out.withBytes { if let p = OutputBuffer.jsonOutputViolation($0, lines: true) { preconditionFailure(p) } } }
             if packetMode {
                 let same = replay.writer.out.withBytes { a in reference.writer.out.withBytes { b in a.elementsEqual(b) } }
-                if !same { preconditionFailure("direct ATT packet differs from the dissector's: \(replay.writer.out.string) vs \(reference.writer.out.string)") }
+                if !same { preconditionFailure("a packet written straight differs from the dissector's: \(replay.writer.out.string) vs \(reference.writer.out.string)") }
                 reference.writer.out.removeAll()
             }
             replay.writer.out.removeAll()

@@ -46,6 +46,11 @@ public struct CaptureReplay: ~Copyable {
     var directATTPackets = true
     /// Packets written by the direct ATT path.
     private(set) var directATTWritten = 0
+    /// LE Advertising Report events are written straight (false: through the events'
+    /// descriptions, the reference the tests compare the direct path with).
+    var directAdvertisingPackets = true
+    /// Events written by the direct advertising report path.
+    private(set) var directAdvertisingWritten = 0
 
     /// A replay printing JSON Lines or text; `packets` for every packet instead of the
     /// scan results; `forcePassive` ignores the recorded scan type (`--passive`).
@@ -157,6 +162,11 @@ public struct CaptureReplay: ~Copyable {
         if record.data.first == H4PacketType.event.rawValue, let frame = try? H4Frame.parse(record.data) {
             do throws(WireError) {
                 let event = try HCIEvent(parsing: frame.packet)
+                if directAdvertisingPackets, case .leMeta(.advertisingReport(let e)) = event {
+                    AdvertisingReportPacket.write(e, received: received, now: now, into: &writer)
+                    directAdvertisingWritten &+= 1
+                    return
+                }
                 gatt.value.event(event)
                 header(title: event.fieldTitle, received: received, now: now)
                 event.describe(into: &writer)

@@ -86,6 +86,24 @@ public struct FieldWriter: FieldSink, ~Copyable {
         push(Frame(kind: .object, indent: 1, count: format == .json ? 1 : 0))
     }
 
+    /// Writes fields into an object a caller writing ``out`` by hand has opened (JSON: its
+    /// `{` and the first `fields` fields are in `out`): text fields at indent level `indent`
+    /// (two spaces each). ``leaveObject()`` hands the line back.
+    public mutating func enterObject(indent: Int, fields: Int) {
+        push(Frame(kind: .object, indent: indent, count: fields))
+    }
+
+    /// Leaves the object ``enterObject(indent:fields:)`` entered, writing nothing: the
+    /// caller closes it.
+    public mutating func leaveObject() {
+        if depth > 0 {
+            depth &-= 1
+            top = (parents + depth).move()
+        } else {
+            top = Frame(kind: .none, indent: 0, count: 0)
+        }
+    }
+
     /// Ends the record and its line.
     public mutating func endRecord() {
         top = Frame(kind: .none, indent: 0, count: 0)
