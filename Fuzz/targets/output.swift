@@ -51,6 +51,10 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     precondition(got == expected, "ADSummary's service UUIDs differ from the walk")
     precondition(summary.serviceUUIDCount == expected.count)
     if malformed { precondition(summary.malformed, "ADSummary missed a malformed structure") }
+    // The TX power alone (a device snapshot's) is the summary's, the bytes as either data set.
+    let none = UnsafeRawBufferPointer(start: nil, count: 0)
+    precondition(ADSummary.txPower(buf, none) == summary.txPower, "TX power alone differs from the summary's")
+    precondition(ADSummary.txPower(none, buf) == ADSummary(none, buf).txPower, "TX power alone differs (scan response)")
 
     // The same bytes as an HCI event packet (no indicator).
     if let event = try? HCIEvent(parsing: buf) {

@@ -26,6 +26,23 @@ import Testing
         }
     }
 
+    /// The TX power alone (what a device snapshot reads) is the summary's: the first
+    /// well-formed one of the advertising data, else of the scan response, never past a
+    /// layout error.
+    @Test(arguments: [
+        ("020a04 020af6", ""), ("", "020a07"), ("020a05", "020a07"), ("010a 020a03", ""),
+        ("030a0102 020a02", "020a09"), ("05090a", "020a0c"), ("020106", ""), ("", ""),
+        ("0400 020a01", "020a0b"), ("02ff 020a03", ""),
+    ])
+    func txPowerAloneIsTheSummarys(_ ad: String, _ sr: String) {
+        let a = h(ad), r = h(sr)
+        a.withUnsafeBytes { ab in
+            r.withUnsafeBytes { rb in
+                #expect(ADSummary.txPower(ab, rb) == ADSummary(ab, rb).txPower)
+            }
+        }
+    }
+
     @Test func moreThanEightUUIDsAndServiceDataStayApart() {
         // Ten 16-bit UUIDs (one repeated), then service data for FCD2: the slow path walks the
         // data again and must not take the service data UUID for a service.

@@ -192,8 +192,9 @@ public struct DiscoveredDevice: Sendable, Hashable {
         self.firstSeen = firstSeen
         self.lastSeen = lastSeen
         self.reportCount = reportCount
-        self.txPower = txPower
-        self.txPower = withSummary { $0.txPower } ?? txPower
+        self.txPower = advertisingData.withUnsafeBytes { a in
+            scanResponseData.withUnsafeBytes { s in ADSummary.txPower(a, s) }
+        } ?? txPower
     }
 
     /// True when a service list or service data names `uuid`.

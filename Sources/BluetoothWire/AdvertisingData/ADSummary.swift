@@ -44,6 +44,21 @@ public struct ADSummary {
         read(scanResponseData)
     }
 
+    /// ``txPower`` of the summary of these data, without summarizing the rest (a device
+    /// snapshot needs only this).
+    public static func txPower(_ advertisingData: UnsafeRawBufferPointer, _ scanResponseData: UnsafeRawBufferPointer) -> Int8? {
+        firstTXPower(advertisingData) ?? firstTXPower(scanResponseData)
+    }
+
+    /// The first well-formed TX Power Level before the end or a layout error (as ``read(_:)``).
+    private static func firstTXPower(_ bytes: UnsafeRawBufferPointer) -> Int8? {
+        var it = AdvertisingData(bytes).makeIterator()
+        while let s = try? it.next() {
+            if s.type.rawValue == 0x0A, let p = try? s.txPowerLevel() { return p }
+        }
+        return nil
+    }
+
     private mutating func read(_ bytes: UnsafeRawBufferPointer) {
         var it = AdvertisingData(bytes).makeIterator()
         while true {
