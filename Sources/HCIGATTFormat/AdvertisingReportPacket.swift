@@ -63,9 +63,7 @@ enum AdvertisingReportPacket {
 
     /// `value (0xHH)`, as the writer's named numbers.
     private static func textNamed(_ value: UInt64, _ out: inout OutputBuffer) {
-        out.raw(" (0x")
-        out.hexUpper(value, width: value > 0xFF ? 4 : 2)
-        out.byte(UInt8(ascii: ")"))
+        out.parenthesizedHex(value)
     }
 
     private static func text(_ r: LEAdvertisingReport, into w: inout FieldWriter) {

@@ -211,6 +211,18 @@ import Testing
             #expect(written { $0.decimal(s) } == String(s))
         }
         #expect(written { $0.decimal(Int64.min) } == String(Int64.min))
+        // Every value of the inline path (below 100) and past it.
+        for v in UInt64(0) ... 300 { #expect(written { $0.decimal(v) } == String(v)) }
+    }
+
+    /// The code after a named value's label: two digits to a byte, four above.
+    @Test func parenthesizedHexAsTheNamedFormat() {
+        for v: UInt64 in Array(0 ... 0x1FF) + [0xFFFF, 0x10000, 0xABCDE] {
+            let plain = String(v, radix: 16, uppercase: true)
+            let width = v > 0xFF ? 4 : 2
+            let expected = " (0x" + String(repeating: "0", count: max(0, width - plain.count)) + plain + ")"
+            #expect(written { $0.parenthesizedHex(v) } == expected)
+        }
     }
 
     @Test func upperHexAtEveryWidth() {

@@ -316,9 +316,7 @@ public struct FieldWriter: FieldSink, ~Copyable {
             if isStatic { cachedNamedJSON(value, label) } else { writeNamedJSON(value, label) }
         case .text:
             out.append(label)
-            out.raw(" (0x")
-            out.hexUpper(value, width: value > 0xFF ? 4 : 2)
-            out.byte(UInt8(ascii: ")"))
+            out.parenthesizedHex(value)
         }
     }
 

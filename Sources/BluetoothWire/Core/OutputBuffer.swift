@@ -159,21 +159,31 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     }
 
     /// The two digits of `v` (< 100, or a byte for the hex tables) from `table`, at `offset`.
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func storePair(_ table: UnsafeRawPointer, _ v: Int, at offset: Int) {
         base.storeBytes(of: table.loadUnaligned(fromByteOffset: v &* 2, as: UInt16.self), toByteOffset: offset, as: UInt16.self)
     }
 
-    /// A decimal number (two digits per division).
+    /// A decimal number (two digits per division). Below 100 (lengths, counts, indexes:
+    /// most numbers of a described packet) inline, without a call.
+    @inlinable @inline(__always)
     public mutating func decimal(_ v: UInt64) {
-        if v < 10 { byte(0x30 &+ UInt8(truncatingIfNeeded: v)); return }
-        let table = Self.decimalPairs
         if v < 100 {
             reserve(2)
-            storePair(table, Int(truncatingIfNeeded: v), at: length)
-            length &+= 2
+            if v < 10 {
+                base.storeBytes(of: 0x30 &+ UInt8(truncatingIfNeeded: v), toByteOffset: length, as: UInt8.self)
+                length &+= 1
+            } else {
+                storePair(Self.decimalPairs, Int(truncatingIfNeeded: v), at: length)
+                length &+= 2
+            }
             return
         }
+        decimalFrom100(v)
+    }
+
+    @usableFromInline mutating func decimalFrom100(_ v: UInt64) {
+        let table = Self.decimalPairs
         var digits = 3
         var limit: UInt64 = 1000
         while v >= limit && digits < 20 {
@@ -231,8 +241,38 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         length &+= digits &+ 1
     }
 
-    /// `v` in uppercase hex, at least `width` digits (up to 16).
+    /// `v` in uppercase hex, at least `width` digits (up to 16). A byte in two digits
+    /// (codes and types: "0x1A") inline.
+    @inlinable @inline(__always)
     public mutating func hexUpper(_ v: UInt64, width: Int) {
+        if width == 2 && v <= 0xFF {
+            reserve(2)
+            storePair(Self.upperHexPairs, Int(truncatingIfNeeded: v), at: length)
+            length &+= 2
+            return
+        }
+        hexUpperAny(v, width: width)
+    }
+
+    /// ` (0xHH)`, or ` (0xHHHH)` above a byte: the code after a named value's label, in
+    /// one capacity check and four stores for a byte.
+    @inlinable @inline(__always)
+    public mutating func parenthesizedHex(_ v: UInt64) {
+        if v <= 0xFF {
+            reserve(8)
+            // " (0x" as one little-endian word.
+            base.storeBytes(of: UInt32(0x7830_2820), toByteOffset: length, as: UInt32.self)
+            storePair(Self.upperHexPairs, Int(truncatingIfNeeded: v), at: length &+ 4)
+            base.storeBytes(of: UInt8(ascii: ")"), toByteOffset: length &+ 6, as: UInt8.self)
+            length &+= 7
+            return
+        }
+        raw(" (0x")
+        hexUpper(v, width: 4)
+        byte(UInt8(ascii: ")"))
+    }
+
+    @usableFromInline mutating func hexUpperAny(_ v: UInt64, width: Int) {
         let n = max(max(width, 1), (64 &- v.leadingZeroBitCount &+ 3) / 4)
         reserve(n)
         let table = Self.upperHexPairs
