@@ -265,11 +265,14 @@ class FailureTests(unittest.TestCase):
             self.assertLess(time.monotonic() - start, 10)
 
     def test_peer_disconnecting_mid_discovery_fails_promptly(self):
-        with Peer('--peripheral', THERMO, '--disconnect-after-connect', '0.05') as peer:
+        # The peer drops the link when the fourth request of the discovery comes (not after
+        # a time: on a fast link the whole discovery would be over first).
+        with Peer('--peripheral', THERMO, '--disconnect-at-att', '4') as peer:
             start = time.monotonic()
             rc, out, err = run(peer, 'gatt', ADDR)
             self.assertEqual(rc, 1)
             self.assertIn('disconnected by the peer', err)
+            self.assertIsNotNone(peer.events.wait_event('disconnecting', 2))
             self.assertLess(time.monotonic() - start, 10)
 
     def test_malformed_response_fails_that_request_and_the_link_stays_usable(self):

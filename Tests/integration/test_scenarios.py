@@ -71,7 +71,10 @@ class ScenarioTests(unittest.TestCase):
 
     def test_monitor_two_devices_at_once(self):
         # Two links over one controller, both subscribed at the same time; one is found by name.
-        with Peer('--peripheral', THERMO, '--peripheral', 'Pulse-2,service=180D,gatt=health') as peer:
+        # Values every 0.5 s: the device given by address (connected at once) must still be
+        # taking its 25 when the one found by a scan comes up, however fast the link runs.
+        with Peer('--peripheral', THERMO, '--peripheral', 'Pulse-2,service=180D,gatt=health',
+                  '--notify-interval', '0.5') as peer:
             rc, out, err = run(peer, 'monitor', ADDR, 'Pulse-2', '--count', '25', '--json')
             self.assertEqual(rc, 0, err)
             values = json_lines(out)

@@ -14,7 +14,7 @@ GATT peripherals (NAME,...,gatt=health) serve the database in gatt_db.py, send v
 subscribers every --notify-interval seconds, and report what happens as JSON event lines
 on stdout after the ready line (see peer_events.py for the vocabulary). Fault injection:
 --disconnect-after-connect S, --request-conn-params [MIN,MAX,LATENCY,TIMEOUT],
---ignore-att-after N (also per peripheral: disconnect_after=S, conn_params[=...],
+--ignore-att-after N, --disconnect-at-att N (also per peripheral: disconnect_after=S, conn_params[=...],
 ignore_att_after=N). --dump-own-db FILE writes every peripheral's attribute table.
 
 Bumble's LocalLink sends LE ACL data "from" the sender controller's random address,
@@ -464,6 +464,9 @@ async def main() -> None:
                         help='seconds after connecting before that request')
     parser.add_argument('--ignore-att-after', type=int, default=None, metavar='N',
                         help='GATT peripherals answer the first N ATT requests, then none')
+    parser.add_argument('--disconnect-at-att', type=int, default=None, metavar='N',
+                        help='GATT peripherals drop the link when their Nth ATT request comes '
+                             '(unanswered): a disconnection mid-procedure, whatever the pace')
     parser.add_argument('--malform-att', type=int, default=None, metavar='N',
                         help='GATT peripherals answer their Nth ATT request with a malformed '
                              '(truncated) Error Response')
@@ -506,6 +509,7 @@ async def main() -> None:
             ignore_att_after=p['ignore_att_after'] if p['ignore_att_after'] is not None
             else args.ignore_att_after,
             malform_att=args.malform_att,
+            disconnect_at_att=args.disconnect_at_att,
             log_att=args.log_att)
         behaviours.append(behaviour)
         devices.append(peripheral_info(p, database))

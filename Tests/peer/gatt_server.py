@@ -38,7 +38,8 @@ def opcode_name(opcode: int) -> str:
 
 class GattBehaviour:
     def __init__(self, device, name, events, *, database, notify_interval, disconnect_after,
-                 conn_params, conn_params_delay, ignore_att_after, log_att, malform_att=None):
+                 conn_params, conn_params_delay, ignore_att_after, log_att, malform_att=None,
+                 disconnect_at_att=None):
         self.device = device
         self.name = name
         self.emit_raw = events
@@ -48,6 +49,7 @@ class GattBehaviour:
         self.conn_params_delay = conn_params_delay
         self.ignore_att_after = ignore_att_after
         self.malform_att = malform_att
+        self.disconnect_at_att = disconnect_at_att
         self.log_att = log_att
         self.att_requests = 0
         # (connection handle, value handle) -> the task sending values.
@@ -104,6 +106,13 @@ class GattBehaviour:
                     self.emit('att-ignored', {'connection': handle, 'opcode': pdu.op_code,
                                               'name': opcode_name(pdu.op_code), 'count': self.att_requests})
                     return
+                if self.disconnect_at_att is not None and self.att_requests == self.disconnect_at_att:
+                    connection = self.device.lookup_connection(handle) if handle is not None else None
+                    if connection is not None:
+                        self.emit('disconnecting', {'connection': handle, 'at_att_request': self.att_requests,
+                                                    'name': opcode_name(pdu.op_code)})
+                        asyncio.get_running_loop().create_task(self.disconnect_now(connection))
+                        return
                 if self.malform_att is not None and self.att_requests == self.malform_att:
                     # An Error Response cut short (3 bytes instead of 5): malformed on purpose.
                     server.send_gatt_pdu(bearer, bytes([0x01, pdu.op_code, 0x00]))
@@ -169,6 +178,12 @@ class GattBehaviour:
             loop.create_task(self.request_conn_params(connection))
 
     # -- fault injection ------------------------------------------------------------
+
+    async def disconnect_now(self, connection):
+        try:
+            await connection.disconnect(hci.HCI_REMOTE_USER_TERMINATED_CONNECTION_ERROR)
+        except Exception as error:  # the link may already be gone
+            logger.warning('disconnect failed: %s', error)
 
     async def disconnect_later(self, connection, seconds):
         await asyncio.sleep(seconds)

@@ -16,7 +16,8 @@ monotonic) and, for peripheral events, "peripheral" (its name). The vocabulary:
   written              connection, handle, uuid, value (hex) — any accepted write: Write
                        Request, Write Command, Execute Write, CCCD writes included
   write-rejected       uuid, value (hex), error (ATT error code, 255 = Out of Range)
-  disconnecting        connection, after (seconds) — --disconnect-after-connect fired
+  disconnecting        connection, after (seconds) — --disconnect-after-connect fired; or
+                       connection, at_att_request, name — --disconnect-at-att fired
   conn-params-requested connection, interval_min, interval_max, latency, timeout (Core units)
   conn-params-result   connection, result (0 accepted, 1 rejected) or error ("timeout",
                        "disconnected"), accepted (boolean)
