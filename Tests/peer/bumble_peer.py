@@ -107,13 +107,13 @@ EXTENDED_ADVERTISING_COMMANDS = {
 }
 
 
-async def start_host_controller(link, port, address, legacy_reports, extended_advertising=False, nodelay=False):
+async def start_host_controller(link, port, address, legacy_reports, extended_advertising=False, nodelay=True):
     """A HostController on `link` served as H4 on a TCP socket bound to 127.0.0.1:port
     (0: any). Returns (socket, transport, controller)."""
     # nodelay: IPPROTO_TCP named, as asyncio sets TCP_NODELAY only on sockets whose proto
     # says TCP (accepted ones inherit it); with 0, Nagle holds small H4 packets back ~40 ms
-    # each. The integration tests keep Nagle: some time a peer's action against exchanges
-    # paced by it (Benchmarks/live-figures turns it off).
+    # each, a pace no UART or USB controller has. nodelay=False keeps Nagle (a test that
+    # wants a slow link).
     server_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP if nodelay else 0)
     server_socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server_socket.bind(('127.0.0.1', port))
