@@ -4,9 +4,11 @@ import BluetoothWire
 /// scanning capture), written straight: the text between the values (field names, their
 /// indentation, JSON punctuation) is copied as literals, where the ``FieldWriter`` works
 /// it out field by field from its frames. The bytes are the writer's, in both formats
-/// (the tests and the `capture_replay` fuzz target compare the two paths): AD values
-/// other than the common ones (flags, names, 16-bit UUID lists, TX power, manufacturer
-/// data) and malformed ones go through the writer, entered at the structure's depth.
+/// (the tests and the `capture_replay` fuzz target compare the two paths). Written
+/// directly: flags, names in valid UTF-8, 16-bit service UUID lists, TX power, and
+/// manufacturer data that is not an iBeacon frame; every other AD value (solicitation
+/// lists, service data, invalid UTF-8 names, …) and malformed ones go through the writer,
+/// entered at the structure's depth.
 enum AdvertisingReportPacket {
     /// The whole record: header ("TIME < TITLE" or the JSON keys), then the event.
     static func write(_ e: LEAdvertisingReportEvent, received: Bool, now: UInt64, into w: inout FieldWriter) {
@@ -61,7 +63,7 @@ enum AdvertisingReportPacket {
 
     // MARK: text
 
-    /// `value (0xHH)`, as the writer's named numbers.
+    /// ` (0xHH)` after a label, as the writer's named numbers.
     private static func textNamed(_ value: UInt64, _ out: inout OutputBuffer) {
         out.parenthesizedHex(value)
     }

@@ -5,8 +5,8 @@ import Testing
 
 /// `replay --packets` writes HCI_LE_Advertising_Report events straight; the bytes must be
 /// the events' descriptions through the field writer, in both formats, for every AD type,
-/// malformed values and layouts, odd names, every event and address type, and the RSSI's
-/// "not available".
+/// malformed values and layouts, odd names, the assigned event and address types and
+/// reserved ones, and the RSSI's "not available".
 @Suite struct DirectAdvertisingPacketTests {
     /// AD payloads tried with every AD type (one structure each): empty, a byte, a 16-bit
     /// value, four and sixteen bytes, an iBeacon frame, an Eddystone frame, and so on.
@@ -34,6 +34,10 @@ import Testing
         out.append([0x02, 0x01, 0x06, 0x09, 0x09] + Array("Sensor-0".utf8) + [0x05, 0x03, 0x09, 0x18, 0x0F, 0x18,
                     0x07, 0xFF, 0x4C, 0x00, 0x01, 0x02, 0x03, 0x04])
         out.append([])
+        // Written directly and through the writer in one report: flags, service data,
+        // appearance, a name; and 31 bytes (the most a legacy report holds).
+        out.append([0x02, 0x01, 0x06, 0x03, 0x16, 0x0F, 0x18, 0x03, 0x19, 0x41, 0x03, 0x05, 0x09] + Array("abcd".utf8))
+        out.append([0x1E, 0xFF, 0xFF, 0xFF] + Array(0 ..< 27))
         return out
     }
 

@@ -255,13 +255,13 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     }
 
     /// ` (0xHH)`, or ` (0xHHHH)` above a byte: the code after a named value's label, in
-    /// one capacity check and four stores for a byte.
+    /// one capacity check and three stores for a byte.
     @inlinable @inline(__always)
     public mutating func parenthesizedHex(_ v: UInt64) {
         if v <= 0xFF {
             reserve(8)
-            // " (0x" as one little-endian word.
-            base.storeBytes(of: UInt32(0x7830_2820), toByteOffset: length, as: UInt32.self)
+            // " (0x" as one word, its bytes in memory order on any host.
+            base.storeBytes(of: UInt32(0x7830_2820).littleEndian, toByteOffset: length, as: UInt32.self)
             storePair(Self.upperHexPairs, Int(truncatingIfNeeded: v), at: length &+ 4)
             base.storeBytes(of: UInt8(ascii: ")"), toByteOffset: length &+ 6, as: UInt8.self)
             length &+= 7
