@@ -112,8 +112,7 @@ async def start_host_controller(link, port, address, legacy_reports, extended_ad
     (0: any). Returns (socket, transport, controller)."""
     # nodelay: IPPROTO_TCP named, as asyncio sets TCP_NODELAY only on sockets whose proto
     # says TCP (accepted ones inherit it); with 0, Nagle holds small H4 packets back ~40 ms
-    # each, a pace no UART or USB controller has. nodelay=False keeps Nagle (a test that
-    # wants a slow link).
+    # each, a pace no UART or USB controller has.
     server_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP if nodelay else 0)
     server_socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server_socket.bind(('127.0.0.1', port))
