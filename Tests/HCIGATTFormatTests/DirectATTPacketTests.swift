@@ -47,34 +47,11 @@ import Testing
         acl.append(hex("02 40 20 07 00 03 00 06 00 01 03 00"))  // SMP
         acl.append(hex("02 40 20 05 00 01 00 04 00 0A"))  // Read Request without its handle
         acl.append(hex("02 40 20 05 00 02 00 04 00"))  // L2CAP length beyond the packet
-        var file = [UInt8](repeating: 0, count: 64 + acl.reduce(0) { $0 + $1.count + 24 })
-        let n = file.withUnsafeMutableBytes { buf -> Int in
-            var w = ByteWriter(buf)
-            do {
-                try BTSnoop.encodeFileHeader(into: &w)
-                for (i, packet) in acl.enumerated() {
-                    try packet.withUnsafeBytes { p in
-                        try BTSnoop.encodeRecord(p, flags: BTSnoopRecordFlags(.acl, received: i % 2 == 1),
-                                                 timestamp: BTSnoop.timestamp(unixMicroseconds: 1_700_000_000_000_000 + Int64(i) * 1250),
-                                                 into: &w)
-                    }
-                }
-            } catch {
-                Issue.record("capture: \(error)")
-            }
-            return w.count
-        }
-        return Array(file[0 ..< n])
+        return CaptureFixtures.capture(acl, step: 1250) { BTSnoopRecordFlags(.acl, received: $0 % 2 == 1) }
     }
 
     func replay(_ file: [UInt8], json: Bool, direct: Bool) -> (text: String, direct: Int) {
-        var r = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: true)
-        r.directATTPackets = direct
-        file.withUnsafeBytes { buf in
-            guard var reader = try? BTSnoopReader(buf) else { Issue.record("not a capture"); return }
-            while let record = try? reader.next() { r.record(record) }
-        }
-        r.finish()
+        let r = CaptureFixtures.replay(file, json: json) { $0.directATTPackets = direct }
         return (r.writer.out.string, r.directATTWritten)
     }
 

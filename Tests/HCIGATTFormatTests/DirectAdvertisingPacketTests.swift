@@ -63,35 +63,12 @@ import Testing
     }
 
     static func capture(_ packets: [[UInt8]]) -> [UInt8] {
-        var file = [UInt8](repeating: 0, count: 64 + packets.reduce(0) { $0 + $1.count + 24 })
-        let n = file.withUnsafeMutableBytes { buf -> Int in
-            var w = ByteWriter(buf)
-            do {
-                try BTSnoop.encodeFileHeader(into: &w)
-                for (i, packet) in packets.enumerated() {
-                    try packet.withUnsafeBytes { p in
-                        // Now and then recorded as sent: the header says so.
-                        try BTSnoop.encodeRecord(p, flags: BTSnoopRecordFlags(.event, received: i % 7 != 3),
-                                                 timestamp: BTSnoop.timestamp(unixMicroseconds: 1_700_000_000_000_000 + Int64(i) * 1_234_567),
-                                                 into: &w)
-                    }
-                }
-            } catch {
-                Issue.record("capture: \(error)")
-            }
-            return w.count
-        }
-        return Array(file[0 ..< n])
+        // Now and then recorded as sent: the header says so.
+        CaptureFixtures.capture(packets, step: 1_234_567) { BTSnoopRecordFlags(.event, received: $0 % 7 != 3) }
     }
 
     func replay(_ file: [UInt8], json: Bool, direct: Bool) -> (text: String, direct: Int) {
-        var r = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: true)
-        r.directAdvertisingPackets = direct
-        file.withUnsafeBytes { buf in
-            guard var reader = try? BTSnoopReader(buf) else { Issue.record("not a capture"); return }
-            while let record = try? reader.next() { r.record(record) }
-        }
-        r.finish()
+        let r = CaptureFixtures.replay(file, json: json) { $0.directAdvertisingPackets = direct }
         return (r.writer.out.string, r.directAdvertisingWritten)
     }
 
