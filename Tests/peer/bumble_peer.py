@@ -31,7 +31,7 @@ import signal
 import socket
 import sys
 
-from bumble import hci, smp
+from bumble import hci, ll, smp
 from bumble.controller import Controller
 from bumble.core import AdvertisingData, PhysicalTransport, UUID
 from bumble.device import Device
@@ -75,6 +75,20 @@ class HostController(Controller):
         # Runs after this handler's Command Complete has been sent.
         asyncio.get_running_loop().call_soon(self.send_hci_packet, event)
         return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
+
+    def on_hci_reset_command(self, command):
+        """A reset ends the controller's links, as on real hardware (Core Vol 4 Part E
+        §7.3.2: the controller returns to its default state). Bumble's reset changes
+        nothing: its connections outlive the host that made them, and a peer connected
+        to a host that closed without disconnecting (a user channel taken with
+        --bring-down after the kernel's host connected) never advertised again. The peer
+        sees what a vanished controller causes, its supervision timeout (0x08); the host
+        that sent the reset gets no Disconnection Complete."""
+        self.pending_le_connection = None
+        for connection in list(self.le_connections.values()):
+            connection.send_ll_control_pdu(ll.TerminateInd(hci.HCI_ErrorCode.CONNECTION_TIMEOUT_ERROR))
+            del self.le_connections[connection.peer_address]
+        return super().on_hci_reset_command(command)
 
 
 class PeerLink(LocalLink):

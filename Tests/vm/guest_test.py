@@ -198,10 +198,23 @@ class RealKernel(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("user:hci1: hci1 is up: the kernel's Bluetooth host (bluetoothd) is using it, "
                       "and the user channel needs it down. Pass hcigatt's --bring-down option", err)
+        # A link the kernel still holds when --bring-down takes the adapter (here one whose
+        # security raise failed, as in test_5): HCIDEVDOWN drops it only in the kernel;
+        # hcigatt's HCI Reset ends it in the controller and frees the peripheral.
+        rc, out, err = hcigatt('read', PERIPHERAL_ADDRESS, SECRET, '--transport', 'l2cap:hci1')
+        self.assertEqual(rc, 1, out)
+        self.assertIn('the kernel cannot encrypt this link (EINVAL: no SMP on hci1)', err)
         rc, out, err = hcigatt('info', '--transport', 'user:hci1', '--bring-down')
         self.assertEqual(rc, 0, err)
         self.assertIn(f'Address         {ADAPTERS[1]}', out)
         self.assertEqual(adapter_rows()['hci1'][2], 'down')
+        # The peripheral the dropped link went to takes a new connection (test_9 follows
+        # it over the kernel's socket too). Its own bond directory: the bond test_3 made
+        # belongs to hci0's address, which the peripheral knows, not hci1's.
+        rc, out, err = hcigatt('read', PERIPHERAL_ADDRESS, '2a00', '--transport', 'user:hci1', '--bond-dir',
+                               os.path.join(os.environ.get('TMPDIR', '/tmp'), 'hci1-bonds'))
+        self.assertEqual(rc, 0, err)
+        self.assertIn(PERIPHERAL, out)
 
     def test_7_without_cap_net_admin_the_messages_say_so(self):
         rc, out, err = hcigatt('info', '--transport', 'user:hci0', user=NOBODY)

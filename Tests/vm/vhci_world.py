@@ -16,7 +16,10 @@ What the kernel needs from this side:
   * the Bumble controller exists before the vhci device is created: the kernel sends
     its setup commands as soon as it registers hciN;
   * a write the kernel refuses (ENXIO while hciN is down, for one) is dropped and
-    counted — Bumble's own vhci transport would die on it.
+    counted — Bumble's own vhci transport would die on it;
+  * the controller is bumble_peer's HostController: a reset ends its links (the kernel
+    drops an adapter taken down without disconnecting; the user channel's reset must
+    free the peripheral it was connected to).
 """
 import argparse
 import asyncio
@@ -30,9 +33,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'peer'))
 
-from bumble.controller import Controller  # noqa: E402
-
-from bumble_peer import PeerLink, parse_peripheral, peripheral_info, start_peripheral  # noqa: E402
+from bumble_peer import HostController, PeerLink, parse_peripheral, peripheral_info, start_peripheral  # noqa: E402
 from peer_events import EventWriter  # noqa: E402
 
 HCI_VENDOR_PKT = 0xFF
@@ -53,7 +54,7 @@ class VhciController:
         self.dropped = 0
         self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         # The controller first (host_sink=self: what it sends goes to the kernel) ...
-        self.controller = Controller(name, host_sink=self, link=link, public_address=address)
+        self.controller = HostController(name, host_sink=self, link=link, public_address=address)
         asyncio.get_running_loop().add_reader(self.fd, self.readable)
         # ... then ask the kernel to create the adapter.
         os.write(self.fd, bytes([HCI_VENDOR_PKT, HCI_PRIMARY]))
