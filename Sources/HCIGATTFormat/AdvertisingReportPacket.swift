@@ -8,10 +8,13 @@ import BluetoothWire
 /// directly: flags, names in valid UTF-8, 16-bit service UUID lists, TX power, and
 /// manufacturer data that is not an iBeacon frame; every other AD value (solicitation
 /// lists, service data, invalid UTF-8 names, …) and malformed ones go through the writer,
-/// entered at the structure's depth.
-enum AdvertisingReportPacket {
+/// entered at the structure's depth. Holds the names of the companies met (the lookup is
+/// a binary search over thousands; a capture repeats a few).
+struct AdvertisingReportPacket {
+    private var names = NameCache()
+
     /// The whole record: header ("TIME < TITLE" or the JSON keys), then the event.
-    static func write(_ e: LEAdvertisingReportEvent, received: Bool, now: UInt64, into w: inout FieldWriter) {
+    mutating func write(_ e: LEAdvertisingReportEvent, received: Bool, now: UInt64, into w: inout FieldWriter) {
         if w.format == .json {
             w.out.raw("{\"type\":\"h4\",\"name\":\"HCI_LE_Advertising_Report\",\"time\":")
             w.out.seconds(nanoseconds: now)
@@ -68,21 +71,21 @@ enum AdvertisingReportPacket {
         out.parenthesizedHex(value)
     }
 
-    private static func text(_ r: LEAdvertisingReport, into w: inout FieldWriter) {
+    private mutating func text(_ r: LEAdvertisingReport, into w: inout FieldWriter) {
         w.out.raw("\n      event_type: ")
-        w.out.raw(eventTypeName(r.eventType))
-        textNamed(UInt64(r.eventType.rawValue), &w.out)
+        w.out.raw(Self.eventTypeName(r.eventType))
+        Self.textNamed(UInt64(r.eventType.rawValue), &w.out)
         w.out.raw("\n      address_type: ")
         if let name = r.address.type.nameLiteral { w.out.raw(name) } else { w.out.utf8(r.address.type.description) }
-        textNamed(UInt64(r.address.type.rawValue), &w.out)
+        Self.textNamed(UInt64(r.address.type.rawValue), &w.out)
         w.out.raw("\n      address: \"")
         w.out.address(r.address.address)
         w.out.raw("\"\n      data_length: ")
         w.out.decimal(UInt64(r.data.count))
         w.out.raw("\n      data: ")
-        textBytes(r.data, &w.out)
+        Self.textBytes(r.data, &w.out)
         w.out.raw("\n      advertising_data:\n        ad_structures: [")
-        let (count, failure) = structures(r.data)
+        let (count, failure) = Self.structures(r.data)
         w.out.decimal(UInt64(count))
         w.out.byte(UInt8(ascii: "]"))
         var it = AdvertisingData(r.data).makeIterator()
@@ -94,7 +97,7 @@ enum AdvertisingReportPacket {
             w.out.decimal(UInt64(s.data.count &+ 1))
             w.out.raw("\n            type: ")
             if let name = s.type.nameLiteral { w.out.raw(name) } else { w.out.raw("unknown") }
-            textNamed(UInt64(s.type.rawValue), &w.out)
+            Self.textNamed(UInt64(s.type.rawValue), &w.out)
             textValue(s, into: &w)
         }
         if let failure {
@@ -115,12 +118,12 @@ enum AdvertisingReportPacket {
     }
 
     /// The structure's `value` (text, fields at indent level 6).
-    private static func textValue(_ s: ADStructure, into w: inout FieldWriter) {
+    private mutating func textValue(_ s: ADStructure, into w: inout FieldWriter) {
         switch try? s.value() {
         case .flags(let f):
             w.out.raw("\n            value: ")
             w.out.utf8(ADFlags.description(ofRawValue: f.rawValue))
-            textNamed(UInt64(f.rawValue), &w.out)
+            Self.textNamed(UInt64(f.rawValue), &w.out)
         case .localName(let n) where OutputBuffer.isValidUTF8(n.bytes):
             w.out.raw("\n            value: \"")
             w.out.append(n.bytes)
@@ -144,24 +147,24 @@ enum AdvertisingReportPacket {
         case .manufacturerData(let m) where m.iBeacon == nil:
             w.out.raw("\n            value:\n              company_id: ")
             companyName(m.companyID, &w.out)
-            textNamed(UInt64(m.companyID), &w.out)
+            Self.textNamed(UInt64(m.companyID), &w.out)
             w.out.raw("\n              data: ")
-            textBytes(m.payload, &w.out)
+            Self.textBytes(m.payload, &w.out)
         default:
             // Through the writer: the structure's object, `length` and `type` written.
             w.enterObject(indent: 6, fields: 2)
-            describeValue(s, into: &w)
+            Self.describeValue(s, into: &w)
             w.leaveObject()
         }
     }
 
     // MARK: JSON
 
-    private static func json(_ r: LEAdvertisingReport, into w: inout FieldWriter) {
+    private mutating func json(_ r: LEAdvertisingReport, into w: inout FieldWriter) {
         w.out.raw("{\"event_type\":{\"value\":")
         w.out.decimal(UInt64(r.eventType.rawValue))
         w.out.raw(",\"name\":")
-        w.out.jsonLiteral(eventTypeName(r.eventType))
+        w.out.jsonLiteral(Self.eventTypeName(r.eventType))
         w.out.raw("},\"address_type\":{\"value\":")
         w.out.decimal(UInt64(r.address.type.rawValue))
         w.out.raw(",\"name\":")
@@ -173,7 +176,7 @@ enum AdvertisingReportPacket {
         w.out.raw(",\"data\":\"")
         w.out.hexLower(r.data)
         w.out.raw("\",\"advertising_data\":{\"ad_structures\":[")
-        let (count, failure) = structures(r.data)
+        let (count, failure) = Self.structures(r.data)
         var it = AdvertisingData(r.data).makeIterator()
         for j in 0 ..< count {
             guard let s = try? it.next() else { break }
@@ -198,7 +201,7 @@ enum AdvertisingReportPacket {
     }
 
     /// The structure's `,"value":…` (or, malformed, `error` and `data`).
-    private static func jsonValue(_ s: ADStructure, into w: inout FieldWriter) {
+    private mutating func jsonValue(_ s: ADStructure, into w: inout FieldWriter) {
         switch try? s.value() {
         case .flags(let f):
             w.out.raw(",\"value\":{\"value\":")
@@ -226,19 +229,13 @@ enum AdvertisingReportPacket {
             w.out.raw(",\"value\":{\"company_id\":{\"value\":")
             w.out.decimal(UInt64(m.companyID))
             w.out.raw(",\"name\":")
-            if let company = AssignedNumbers.lookup(m.companyID, in: .companies) {
-                w.out.jsonString(UnsafeRawBufferPointer(company.utf8))
-            } else if m.companyID == 0xFFFF {
-                w.out.jsonLiteral("test / no company")
-            } else {
-                w.out.jsonLiteral("unknown")
-            }
+            if !names.writeJSON(.company, m.companyID, into: &w.out) { w.out.jsonLiteral("unknown") }
             w.out.raw("},\"data\":\"")
             w.out.hexLower(m.payload)
             w.out.raw("\"}")
         default:
             w.enterObject(indent: 0, fields: 2)
-            describeValue(s, into: &w)
+            Self.describeValue(s, into: &w)
             w.leaveObject()
         }
     }
@@ -269,13 +266,7 @@ enum AdvertisingReportPacket {
     }
 
     /// The company's name as the description writes it (text).
-    private static func companyName(_ id: UInt16, _ out: inout OutputBuffer) {
-        if let company = AssignedNumbers.lookup(id, in: .companies) {
-            out.append(UnsafeRawBufferPointer(company.utf8))
-        } else if id == 0xFFFF {
-            out.raw("test / no company")
-        } else {
-            out.raw("unknown")
-        }
+    private mutating func companyName(_ id: UInt16, _ out: inout OutputBuffer) {
+        if let company = names.name(.company, id) { out.append(UnsafeRawBufferPointer(company.utf8)) } else { out.raw("unknown") }
     }
 }

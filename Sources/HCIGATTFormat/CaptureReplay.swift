@@ -51,6 +51,8 @@ public struct CaptureReplay: ~Copyable {
     var directAdvertisingPackets = true
     /// Events written by the direct advertising report path.
     private(set) var directAdvertisingWritten = 0
+    /// The direct advertising report path (its company names cached).
+    private var advertisingPacket = AdvertisingReportPacket()
 
     /// A replay printing JSON Lines or text; `packets` for every packet instead of the
     /// scan results; `forcePassive` ignores the recorded scan type (`--passive`).
@@ -163,7 +165,7 @@ public struct CaptureReplay: ~Copyable {
             do throws(WireError) {
                 let event = try HCIEvent(parsing: frame.packet)
                 if directAdvertisingPackets, case .leMeta(.advertisingReport(let e)) = event {
-                    AdvertisingReportPacket.write(e, received: received, now: now, into: &writer)
+                    advertisingPacket.write(e, received: received, now: now, into: &writer)
                     directAdvertisingWritten &+= 1
                     return
                 }

@@ -22,7 +22,7 @@ struct NameCache: Sendable {
         // other UUID tables), a company's, an appearance's (else its category's).
         let name: AssignedNumbers.Name? = switch kind {
         case .service: AssignedNumbers.lookup(key, in: .services) ?? AssignedNumbers.uuidLookup(BluetoothUUID(key))
-        case .company: AssignedNumbers.lookup(key, in: .companies)
+        case .company: AssignedNumbers.companyLabel(key)
         case .appearance: AssignedNumbers.lookup(key, in: .appearances) ?? AssignedNumbers.lookup(key & ~0x3F, in: .appearances)
         }
         keys[i] = k

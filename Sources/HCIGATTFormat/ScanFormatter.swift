@@ -125,9 +125,7 @@ public struct ScanFormatter: Sendable {
         }
         if let m = a.manufacturerData {
             separator(&out)
-            if let n = names.name(.company, m.companyID) { out.append(UnsafeRawBufferPointer(n.utf8)) } else if m.companyID == 0xFFFF {
-                out.raw("test / no company")
-            } else {
+            if let n = names.name(.company, m.companyID) { out.append(UnsafeRawBufferPointer(n.utf8)) } else {
                 out.raw("company 0x")
                 out.hexUpper(UInt64(m.companyID), width: 4)
             }
@@ -231,8 +229,6 @@ public struct ScanFormatter: Sendable {
             if names.name(.company, m.companyID) != nil {
                 w.out.raw(",\"company\":")
                 _ = names.writeJSON(.company, m.companyID, into: &w.out)
-            } else if m.companyID == 0xFFFF {
-                w.out.raw(",\"company\":\"test / no company\"")
             }
             w.out.raw(",\"data\":\"")
             w.out.hexLower(m.payload)
@@ -426,12 +422,7 @@ public struct ScanFormatter: Sendable {
                 out.raw("{\"company_id\":{\"value\":")
                 out.decimal(UInt64(company))
                 out.raw(",\"name\":")
-                if names.writeJSON(.company, company, into: &out) {
-                } else if company == 0xFFFF {
-                    out.raw("\"test / no company\"")
-                } else {
-                    out.raw("\"unknown\"")
-                }
+                if !names.writeJSON(.company, company, into: &out) { out.raw("\"unknown\"") }
                 out.raw("},\"data\":\"")
                 out.hexLower(UnsafeRawBufferPointer(rebasing: s.data[2...]))
                 out.raw("\"}")

@@ -194,7 +194,7 @@ public struct BroadcastReadings: Sendable {
         }
         if let m = a.manufacturerData {
             w.beginObject("manufacturer")
-            if let company = AssignedNumbers.lookup(m.companyID, in: .companies) {
+            if let company = AssignedNumbers.companyLabel(m.companyID) {
                 w.named("company_id", UInt64(m.companyID), company)
             } else {
                 w.named("company_id", UInt64(m.companyID), literal: "unknown")

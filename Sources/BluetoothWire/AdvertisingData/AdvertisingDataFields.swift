@@ -128,10 +128,8 @@ extension ADValue {
             s.text(name, u.string)
         case .manufacturerData(let m):
             s.beginObject(name)
-            if let company = AssignedNumbers.lookup(m.companyID, in: .companies) {
+            if let company = AssignedNumbers.companyLabel(m.companyID) {
                 s.named("company_id", UInt64(m.companyID), company)
-            } else if m.companyID == 0xFFFF {
-                s.named("company_id", 0xFFFF, literal: "test / no company")
             } else {
                 s.named("company_id", UInt64(m.companyID), literal: "unknown")
             }

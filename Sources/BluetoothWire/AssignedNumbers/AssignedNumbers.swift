@@ -170,8 +170,16 @@ public enum AssignedNumbers {
     /// 0xFFFF, which the SIG reserves for tests before an identifier is assigned, reads
     /// "test / no company".
     public static func companyName(_ id: UInt16) -> String? {
-        if let n = lookup(id, in: .companies) { return n.string }
-        return id == 0xFFFF ? "test / no company" : nil
+        companyLabel(id)?.string
+    }
+
+    /// `companyName` without allocating: the one place the rule lives (every output of a
+    /// company identifier, text or JSON, names it through here).
+    public static func companyLabel(_ id: UInt16) -> Name? {
+        if let n = lookup(id, in: .companies) { return n }
+        guard id == 0xFFFF else { return nil }
+        let test: StaticString = "test / no company"
+        return Name(utf8: UnsafeBufferPointer(start: test.utf8Start, count: test.utf8CodeUnitCount))
     }
 
     /// The name of an Appearance value: the subcategory's name when assigned
