@@ -124,12 +124,18 @@ public struct CaptureReplay: ~Copyable {
     }
 
     private mutating func emit() {
-        for e in scanEvents {
-            var d = e.device
+        guard !scanEvents.isEmpty else { return }
+        // Each event moved out of the list (reversed, then popped: nearly always one), not
+        // copied and then cleared: no retain and release of its data, no clearing pass.
+        scanEvents.reverse()
+        while let e = scanEvents.popLast() {
+            var d: DiscoveredDevice
+            switch consume e {
+            case .discovered(let device), .updated(let device): d = device
+            }
             if let id = Self.identity(of: d.address, &resolver) { d.identity = id }
             printer.write(d, isNew: shown.insert(d.address), into: &writer)
         }
-        scanEvents.removeAll(keepingCapacity: true)
     }
 
     /// The identity behind `address`, as the live scan finds it: an address the controller
