@@ -136,7 +136,15 @@ public struct DiscoveredDevice: Sendable, Hashable {
     /// dBm; nil when the controller did not measure it.
     public var rssi: Int8?
     /// Advertised TX power: the TX Power Level AD type, else the extended report's field.
-    public var txPower: Int8?
+    /// Read from the data when asked (most snapshots are printed with a summary that has
+    /// it already, and never asked).
+    public var txPower: Int8? {
+        advertisingData.withUnsafeBytes { a in
+            scanResponseData.withUnsafeBytes { s in ADSummary.txPower(a, s) }
+        } ?? reportedTxPower
+    }
+    /// The extended report's TX_Power field; nil when it has none (legacy reports, 0x7F).
+    public var reportedTxPower: Int8?
     /// The latest advertising data.
     public var advertisingData: [UInt8]
     /// The latest scan response data.
@@ -192,9 +200,7 @@ public struct DiscoveredDevice: Sendable, Hashable {
         self.firstSeen = firstSeen
         self.lastSeen = lastSeen
         self.reportCount = reportCount
-        self.txPower = advertisingData.withUnsafeBytes { a in
-            scanResponseData.withUnsafeBytes { s in ADSummary.txPower(a, s) }
-        } ?? txPower
+        reportedTxPower = txPower
     }
 
     /// True when a service list or service data names `uuid`.
