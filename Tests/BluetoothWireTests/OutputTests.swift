@@ -272,6 +272,19 @@ import Testing
         }
         #expect(written { $0.seconds(nanoseconds: 50_000) } == "0.00005")  // Swift: 5e-05
         #expect(written { $0.seconds(nanoseconds: 1) } == "0.000000001")
+        // Every digit position, below 0.0001 s too (where the Double prints an exponent):
+        // the nine digits with the trailing zeros dropped.
+        func reference(_ ns: UInt64) -> String {
+            let fraction = String(ns % 1_000_000_000)
+            var digits = String(repeating: "0", count: 9 - fraction.count) + fraction
+            while digits.count > 1 && digits.hasSuffix("0") { digits.removeLast() }
+            return "\(ns / 1_000_000_000).\(digits)"
+        }
+        var small: [UInt64] = [1, 9, 10, 99, 100, 1000, 10_000, 99_999, 100_001, 999_999_999, 1_000_000_001, 12_000_000_340]
+        for power in 0 ..< 9 { for d: UInt64 in 1 ... 9 { small.append(d * [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000][power]) } }
+        for ns in small + values {
+            #expect(written { $0.seconds(nanoseconds: ns) } == reference(ns), "\(ns)")
+        }
     }
 
     @Test func indentsAndFieldStartsAtEveryDepth() {

@@ -226,19 +226,25 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
     /// with integer arithmetic.
     public mutating func seconds(nanoseconds: UInt64) {
         decimal(nanoseconds / 1_000_000_000)
-        var fraction = nanoseconds % 1_000_000_000
-        if fraction == 0 { raw(".0"); return }
-        var digits = 9
-        while fraction % 10 == 0 { fraction /= 10; digits &-= 1 }
-        reserve(digits &+ 1)
+        var x = nanoseconds % 1_000_000_000
+        if x == 0 { raw(".0"); return }
+        // All nine digits, two per division, then the trailing zeros taken back (the
+        // fraction is not 0: a digit other than 0 stops the scan).
+        reserve(10)
         base.storeBytes(of: UInt8(ascii: "."), toByteOffset: length, as: UInt8.self)
-        var at = length &+ 1 &+ digits
-        while at > length &+ 1 {
-            at &-= 1
-            base.storeBytes(of: 0x30 &+ UInt8(truncatingIfNeeded: fraction % 10), toByteOffset: at, as: UInt8.self)
-            fraction /= 10
-        }
-        length &+= digits &+ 1
+        let start = length &+ 1
+        let table = Self.decimalPairs
+        base.storeBytes(of: 0x30 &+ UInt8(truncatingIfNeeded: x % 10), toByteOffset: start &+ 8, as: UInt8.self)
+        x /= 10
+        storePair(table, Int(truncatingIfNeeded: x % 100), at: start &+ 6)
+        x /= 100
+        storePair(table, Int(truncatingIfNeeded: x % 100), at: start &+ 4)
+        x /= 100
+        storePair(table, Int(truncatingIfNeeded: x % 100), at: start &+ 2)
+        storePair(table, Int(truncatingIfNeeded: x / 100), at: start)
+        var end = start &+ 9
+        while base.load(fromByteOffset: end &- 1, as: UInt8.self) == 0x30 { end &-= 1 }
+        length = end
     }
 
     /// `v` in uppercase hex, at least `width` digits (up to 16). A byte in two digits
