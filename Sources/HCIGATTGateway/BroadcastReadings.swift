@@ -79,7 +79,7 @@ public struct BroadcastReadings: Sendable {
         raw.combine(device.advertisingData)
         raw.combine(device.scanResponseData)
         raw.combine(device.eventType.connectable)
-        raw.combine(device.txPower)
+        raw.combine(device.reportedTxPower)  // the rest of txPower is in the data
         let rawHash = raw.finalize()
         let seen = lastRaw[address]
         if let seen, seen.0 == rawHash || seen.1 == rawHash { return .unchanged }

@@ -97,6 +97,21 @@ private let sensor = LEAddress(BluetoothAddress(0xC0, 0xDE, 0, 0, 0, 7), type: .
                                                       now: 1000 * ms, wallMilliseconds: 5000) else { Issue.record("no reading"); return }
         #expect(r.milliseconds == 5000)
     }
+
+    @Test func anAdvertisementNamesItsCompanyAsEveryOutputDoes() {
+        // Assigned, the SIG's test identifier, unassigned: the labels of `decode ad` and scan.
+        for (company, label) in [(UInt16(0x004C), "Apple, Inc."), (0xFFFF, "test / no company"), (0xFFFE, "unknown")] {
+            var readings = BroadcastReadings(keys: nil)
+            let d = DiscoveredDevice(address: sensor, rssi: -40, txPower: nil,
+                                     advertisingData: [0x05, 0xFF, UInt8(company & 0xFF), UInt8(company >> 8), 0x01, 0x02],
+                                     scanResponseData: [], eventType: AdvertisingEventInfo(), firstSeen: 0, lastSeen: 0, reportCount: 1)
+            guard case .reading(let r) = readings.reading(d, now: 0, wallMilliseconds: 0) else { Issue.record("no reading"); continue }
+            guard case .object(let m)? = r.fields.first(where: { $0.name == "manufacturer" })?.value else {
+                Issue.record("no manufacturer: \(r.fields)"); continue
+            }
+            #expect(m.first { $0.name == "company_id" }?.value == .named(UInt64(company), label), "\(company)")
+        }
+    }
 }
 
 @Suite struct ConnectedReadingsTests {

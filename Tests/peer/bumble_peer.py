@@ -77,16 +77,19 @@ class HostController(Controller):
         return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
 
     def on_hci_reset_command(self, command):
-        """A reset ends the controller's links, as on real hardware (Core Vol 4 Part E
-        §7.3.2: the controller returns to its default state). Bumble's reset changes
-        nothing: its connections outlive the host that made them, and a peer connected
+        """A reset ends the controller's LE links, as on real hardware (Core Vol 4 Part E
+        §7.3.2; scanning and advertising state are left as Bumble keeps them). Bumble's
+        reset changes nothing: its connections outlive the host that made them, and a peer connected
         to a host that closed without disconnecting (a user channel taken with
         --bring-down after the kernel's host connected) never advertised again. The peer
         sees what a vanished controller causes, its supervision timeout (0x08); the host
         that sent the reset gets no Disconnection Complete."""
         self.pending_le_connection = None
         for connection in list(self.le_connections.values()):
-            connection.send_ll_control_pdu(ll.TerminateInd(hci.HCI_ErrorCode.CONNECTION_TIMEOUT_ERROR))
+            try:
+                connection.send_ll_control_pdu(ll.TerminateInd(hci.HCI_ErrorCode.CONNECTION_TIMEOUT_ERROR))
+            except Exception:  # the peer is gone already (its own terminate in flight)
+                logging.getLogger(__name__).debug('reset: no peer for %s', connection.peer_address)
             del self.le_connections[connection.peer_address]
         return super().on_hci_reset_command(command)
 
