@@ -79,11 +79,12 @@ class HostController(Controller):
     def on_hci_reset_command(self, command):
         """A reset ends the controller's LE links, as on real hardware (Core Vol 4 Part E
         §7.3.2; scanning and advertising state are left as Bumble keeps them). Bumble's
-        reset changes nothing: its connections outlive the host that made them, and a peer connected
-        to a host that closed without disconnecting (a user channel taken with
-        --bring-down after the kernel's host connected) never advertised again. The peer
-        sees what a vanished controller causes, its supervision timeout (0x08); the host
-        that sent the reset gets no Disconnection Complete."""
+        reset changes nothing: its connections outlive the host that made them, and after a
+        host closed without disconnecting (a user channel taken with --bring-down while the
+        kernel's host held a link) this controller could never connect to that peer again
+        ("connection already exists": no LE Connection Complete). The peer sees what a
+        vanished controller causes, its supervision timeout (0x08); the host that sent the
+        reset gets no Disconnection Complete."""
         self.pending_le_connection = None
         for connection in list(self.le_connections.values()):
             try:
