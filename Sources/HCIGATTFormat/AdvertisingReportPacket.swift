@@ -66,18 +66,13 @@ struct AdvertisingReportPacket {
 
     // MARK: text
 
-    /// ` (0xHH)` after a label, as the writer's named numbers.
-    private static func textNamed(_ value: UInt64, _ out: inout OutputBuffer) {
-        out.parenthesizedHex(value)
-    }
-
     private mutating func text(_ r: LEAdvertisingReport, into w: inout FieldWriter) {
         w.out.raw("\n      event_type: ")
         w.out.raw(Self.eventTypeName(r.eventType))
-        Self.textNamed(UInt64(r.eventType.rawValue), &w.out)
+        w.out.parenthesizedHex(UInt64(r.eventType.rawValue))
         w.out.raw("\n      address_type: ")
         if let name = r.address.type.nameLiteral { w.out.raw(name) } else { w.out.utf8(r.address.type.description) }
-        Self.textNamed(UInt64(r.address.type.rawValue), &w.out)
+        w.out.parenthesizedHex(UInt64(r.address.type.rawValue))
         w.out.raw("\n      address: \"")
         w.out.address(r.address.address)
         w.out.raw("\"\n      data_length: ")
@@ -97,7 +92,7 @@ struct AdvertisingReportPacket {
             w.out.decimal(UInt64(s.data.count &+ 1))
             w.out.raw("\n            type: ")
             if let name = s.type.nameLiteral { w.out.raw(name) } else { w.out.raw("unknown") }
-            Self.textNamed(UInt64(s.type.rawValue), &w.out)
+            w.out.parenthesizedHex(UInt64(s.type.rawValue))
             textValue(s, into: &w)
         }
         if let failure {
@@ -123,7 +118,7 @@ struct AdvertisingReportPacket {
         case .flags(let f):
             w.out.raw("\n            value: ")
             w.out.utf8(ADFlags.description(ofRawValue: f.rawValue))
-            Self.textNamed(UInt64(f.rawValue), &w.out)
+            w.out.parenthesizedHex(UInt64(f.rawValue))
         case .localName(let n) where OutputBuffer.isValidUTF8(n.bytes):
             w.out.raw("\n            value: \"")
             w.out.append(n.bytes)
@@ -147,7 +142,7 @@ struct AdvertisingReportPacket {
         case .manufacturerData(let m) where m.iBeacon == nil:
             w.out.raw("\n            value:\n              company_id: ")
             companyName(m.companyID, &w.out)
-            Self.textNamed(UInt64(m.companyID), &w.out)
+            w.out.parenthesizedHex(UInt64(m.companyID))
             w.out.raw("\n              data: ")
             Self.textBytes(m.payload, &w.out)
         default:
