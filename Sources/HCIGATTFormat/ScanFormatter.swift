@@ -139,7 +139,7 @@ public struct ScanFormatter: Sendable {
                 out.hexUpper(UInt64(ap.rawValue), width: 4)
             }
         }
-        if let tx = a.txPower ?? d.reportedTxPower {
+        if let tx = d.txPower(a) {
             separator(&out)
             out.raw("tx ")
             out.decimal(Int64(tx))
@@ -198,7 +198,7 @@ public struct ScanFormatter: Sendable {
         } else {
             w.out.raw(",\"rssi\":\"unavailable\"")
         }
-        if let tx = a.txPower ?? d.reportedTxPower {
+        if let tx = d.txPower(a) {
             w.out.raw(",\"tx_power\":")
             w.out.decimal(Int64(tx))
         }

@@ -171,7 +171,7 @@ public struct BroadcastReadings: Sendable {
         if let name = a.name { w.text("name", utf8: name) }
         w.text("address_type", device.address.kind.rawValue)
         w.bool("connectable", device.eventType.connectable)
-        if let tx = device.txPower { w.int("tx_power", Int64(tx)) }
+        if let tx = device.txPower(a) { w.int("tx_power", Int64(tx)) }
         if let appearance = a.appearance { w.named("appearance", UInt64(appearance.rawValue), appearance.description) }
         if a.hasServiceUUIDs {
             w.beginList("services", count: a.serviceUUIDCount)

@@ -145,6 +145,10 @@ public struct DiscoveredDevice: Sendable, Hashable {
     }
     /// The extended report's TX_Power field; nil when it has none (legacy reports, 0x7F).
     public var reportedTxPower: Int8?
+
+    /// ``txPower`` from a summary of this device's data made already (no second walk).
+    @inlinable
+    public func txPower(_ summary: ADSummary) -> Int8? { summary.txPower ?? reportedTxPower }
     /// The latest advertising data.
     public var advertisingData: [UInt8]
     /// The latest scan response data.
