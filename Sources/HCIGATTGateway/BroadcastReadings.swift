@@ -76,8 +76,8 @@ public struct BroadcastReadings: Sendable {
         let address = device.identity?.address ?? heard
         var raw = Hasher()
         raw.combine(device.address)
-        raw.combine(device.advertisingData)
-        raw.combine(device.scanResponseData)
+        raw.combine(device.advertising)
+        raw.combine(device.scanResponse)
         raw.combine(device.eventType.connectable)
         raw.combine(device.reportedTxPower)  // the rest of txPower is in the data
         let rawHash = raw.finalize()

@@ -139,8 +139,8 @@ public struct DiscoveredDevice: Sendable, Hashable {
     /// Read from the data when asked (most snapshots are printed with a summary that has
     /// it already, and never asked).
     public var txPower: Int8? {
-        advertisingData.withUnsafeBytes { a in
-            scanResponseData.withUnsafeBytes { s in ADSummary.txPower(a, s) }
+        advertising.withUnsafeBytes { a in
+            scanResponse.withUnsafeBytes { s in ADSummary.txPower(a, s) }
         } ?? reportedTxPower
     }
     /// The extended report's TX_Power field; nil when it has none (legacy reports, 0x7F).
@@ -149,10 +149,20 @@ public struct DiscoveredDevice: Sendable, Hashable {
     /// ``txPower`` from a summary of this device's data made already (no second walk).
     @inlinable
     public func txPower(_ summary: ADSummary) -> Int8? { summary.txPower ?? reportedTxPower }
-    /// The latest advertising data.
-    public var advertisingData: [UInt8]
+    /// The latest advertising data (inline when legacy: a snapshot allocates nothing).
+    public var advertising: AdvertisingBytes
     /// The latest scan response data.
-    public var scanResponseData: [UInt8]
+    public var scanResponse: AdvertisingBytes
+    /// ``advertising`` as an array (a copy).
+    public var advertisingData: [UInt8] {
+        get { advertising.array }
+        set { advertising = AdvertisingBytes(newValue) }
+    }
+    /// ``scanResponse`` as an array (a copy).
+    public var scanResponseData: [UInt8] {
+        get { scanResponse.array }
+        set { scanResponse = AdvertisingBytes(newValue) }
+    }
     /// What kind of advertising it is.
     public var eventType: AdvertisingEventInfo
     /// Monotonic nanoseconds.
@@ -180,15 +190,15 @@ public struct DiscoveredDevice: Sendable, Hashable {
     /// Malformed AD structures were found in the data (decoded what came before them).
     public var hasMalformedData: Bool { decoded.malformed }
 
-    private var decoded: ADDecoded { ADDecoded(advertisingData, scanResponseData) }
+    private var decoded: ADDecoded { ADDecoded(advertising, scanResponse) }
 
     /// Calls `body` with the summary of both data sets (no allocation); the views in it
     /// are valid only inside `body`. Inlinable: specialized where it is called (a generic
     /// call across modules looks up type metadata on every scan line).
     @inlinable
     public func withSummary<R>(_ body: (ADSummary) -> R) -> R {
-        advertisingData.withUnsafeBytes { a in
-            scanResponseData.withUnsafeBytes { s in body(ADSummary(a, s)) }
+        advertising.withUnsafeBytes { a in
+            scanResponse.withUnsafeBytes { s in body(ADSummary(a, s)) }
         }
     }
 
@@ -196,10 +206,18 @@ public struct DiscoveredDevice: Sendable, Hashable {
     /// Level AD type, when present, wins).
     public init(address: LEAddress, rssi: Int8?, txPower: Int8?, advertisingData: [UInt8], scanResponseData: [UInt8],
                 eventType: AdvertisingEventInfo, firstSeen: UInt64, lastSeen: UInt64, reportCount: Int) {
+        self.init(address: address, rssi: rssi, txPower: txPower, advertising: AdvertisingBytes(advertisingData),
+                  scanResponse: AdvertisingBytes(scanResponseData), eventType: eventType, firstSeen: firstSeen,
+                  lastSeen: lastSeen, reportCount: reportCount)
+    }
+
+    /// A device as first heard, its data given as stored.
+    public init(address: LEAddress, rssi: Int8?, txPower: Int8?, advertising: AdvertisingBytes, scanResponse: AdvertisingBytes,
+                eventType: AdvertisingEventInfo, firstSeen: UInt64, lastSeen: UInt64, reportCount: Int) {
         self.address = address
         self.rssi = rssi
-        self.advertisingData = advertisingData
-        self.scanResponseData = scanResponseData
+        self.advertising = advertising
+        self.scanResponse = scanResponse
         self.eventType = eventType
         self.firstSeen = firstSeen
         self.lastSeen = lastSeen
@@ -254,7 +272,7 @@ struct ADDecoded {
     }
 
     /// The fields of `advertisingData` then `scanResponseData`.
-    init(_ advertisingData: [UInt8], _ scanResponseData: [UInt8]) {
+    init(_ advertisingData: AdvertisingBytes, _ scanResponseData: AdvertisingBytes) {
         self = advertisingData.withUnsafeBytes { a in scanResponseData.withUnsafeBytes { r in ADDecoded(ADSummary(a, r)) } }
     }
 }

@@ -51,8 +51,8 @@ public struct Scanner: Sendable {
     public private(set) var statistics = ScannerStatistics()
 
     struct Entry: Sendable {
-        var advertisingData: [UInt8] = []
-        var scanResponseData: [UInt8] = []
+        var advertisingData = AdvertisingBytes()
+        var scanResponseData = AdvertisingBytes()
         var rssi: Int8?
         var txPower: Int8?
         var eventType = AdvertisingEventInfo()
@@ -310,13 +310,13 @@ public struct Scanner: Sendable {
         if let rssi { e.rssi = rssi }
         if let txPower { e.txPower = txPower }
         if isScanResponse {
-            guard !equal(e.scanResponseData, data) else { return false }
-            replace(&e.scanResponseData, with: data)
+            guard !e.scanResponseData.equals(data) else { return false }
+            e.scanResponseData.replace(with: data)
             return true
         }
         if e.eventType != info { e.eventType = info }
-        guard !equal(e.advertisingData, data) else { return false }
-        replace(&e.advertisingData, with: data)
+        guard !e.advertisingData.equals(data) else { return false }
+        e.advertisingData.replace(with: data)
         return true
     }
 
@@ -325,23 +325,6 @@ public struct Scanner: Sendable {
     /// connectable non-scannable extended PDU and still deliver a scan response.
     static func mayAnswerScanRequests(_ info: AdvertisingEventInfo) -> Bool {
         info.scannable || (info.connectable && !info.directed)
-    }
-
-    @inline(__always)
-    static func equal(_ stored: [UInt8], _ data: UnsafeRawBufferPointer) -> Bool {
-        guard stored.count == data.count else { return false }
-        return stored.withUnsafeBytes { $0.elementsEqual(data) }
-    }
-
-    static func replace(_ stored: inout [UInt8], with data: UnsafeRawBufferPointer) {
-        // A new device's first data: one allocation (emptying the empty array would make one
-        // more); later data reuses the storage when it fits.
-        if stored.capacity < data.count {
-            stored = Array(data)
-        } else {
-            stored.removeAll(keepingCapacity: true)
-            stored.append(contentsOf: data)
-        }
     }
 
     /// Substring test on bytes (`Collection.contains(_: some Collection)` is in
@@ -355,8 +338,8 @@ public struct Scanner: Sendable {
     }
 
     static func snapshot(_ address: LEAddress, _ e: Entry) -> DiscoveredDevice {
-        DiscoveredDevice(address: address, rssi: e.rssi, txPower: e.txPower, advertisingData: e.advertisingData,
-                         scanResponseData: e.scanResponseData, eventType: e.eventType, firstSeen: e.firstSeen,
+        DiscoveredDevice(address: address, rssi: e.rssi, txPower: e.txPower, advertising: e.advertisingData,
+                         scanResponse: e.scanResponseData, eventType: e.eventType, firstSeen: e.firstSeen,
                          lastSeen: e.lastSeen, reportCount: e.reportCount)
     }
 
