@@ -53,12 +53,20 @@ public struct CaptureReplay: ~Copyable {
     private(set) var directAdvertisingWritten = 0
     /// The direct advertising report path (its company names cached).
     private var advertisingPacket = AdvertisingReportPacket()
+    /// Scan mode: the devices to show are kept in ``pendingLines`` for the caller to
+    /// format (on another thread: ``ScanLine``), not written to ``writer``.
+    private let defersLines: Bool
+    private var pendingLines: [ScanLine] = []
+    private var devicesShown = 0
+    private var linesShown = 0
 
     /// A replay printing JSON Lines or text; `packets` for every packet instead of the
     /// scan results; `forcePassive` ignores the recorded scan type (`--passive`).
     /// `resolving`: the IRKs of bonded peers (``BondStore/resolvingEntries()``).
+    /// `defersLines`: scan results are kept for ``takeLines(_:)`` instead of written.
     public init(configuration: ScanConfiguration, json: Bool, packets: Bool, forcePassive: Bool = false,
-                bufferCapacity: Int = 1 << 16, resolving: [AddressResolver.Entry] = []) {
+                bufferCapacity: Int = 1 << 16, resolving: [AddressResolver.Entry] = [], defersLines: Bool = false) {
+        self.defersLines = defersLines && !packets
         self.resolver = AddressResolver(resolving)
         var c = configuration
         // Nothing is forgotten for being unheard a while: a phone's capture has long gaps.
@@ -73,9 +81,18 @@ public struct CaptureReplay: ~Copyable {
     }
 
     /// Distinct devices shown.
-    public var devices: Int { printer.devicesShown }
-    /// Lines written for devices (new and updated).
-    public var lines: Int { printer.linesFormatted }
+    public var devices: Int { devicesShown }
+    /// Lines for devices (new and updated), written or deferred.
+    public var lines: Int { linesShown }
+    /// Deferred lines not taken yet.
+    public var pendingLineCount: Int { pendingLines.count }
+
+    /// Moves the deferred lines into `lines` (emptied first; its storage is kept and this
+    /// replay's is handed over, so batches passed back and forth allocate nothing).
+    public mutating func takeLines(_ lines: inout [ScanLine]) {
+        lines.removeAll(keepingCapacity: true)
+        swap(&lines, &pendingLines)
+    }
 
     /// One record of the capture.
     public mutating func record(_ record: BTSnoopRecord) {
@@ -134,7 +151,14 @@ public struct CaptureReplay: ~Copyable {
             case .discovered(let device), .updated(let device): d = device
             }
             if let id = Self.identity(of: d.address, &resolver) { d.identity = id }
-            printer.write(d, isNew: shown.insert(d.address), into: &writer)
+            let isNew = shown.insert(d.address)
+            if isNew { devicesShown &+= 1 }
+            linesShown &+= 1
+            if defersLines {
+                pendingLines.append(ScanLine(device: d, isNew: isNew))
+            } else {
+                printer.write(d, isNew: isNew, into: &writer)
+            }
         }
     }
 
@@ -277,6 +301,20 @@ public struct CaptureReplay: ~Copyable {
         out.decimal(tenths / 10)
         out.byte(UInt8(ascii: "."))
         out.decimal(tenths % 10)
+    }
+}
+
+/// A scan result to format: the device as shown (its identity resolved) and whether it is
+/// new. ``ScanFormatter/write(_:isNew:into:)`` makes the line, on any thread.
+public struct ScanLine: Sendable {
+    /// The device, its identity filled in when resolved.
+    public var device: DiscoveredDevice
+    /// The first line for this device (`NEW`, `"event":"new"`).
+    public var isNew: Bool
+    /// A line to format.
+    public init(device: DiscoveredDevice, isNew: Bool) {
+        self.device = device
+        self.isNew = isNew
     }
 }
 

@@ -53,28 +53,42 @@ enum ReplayCommand {
             keys = store.resolvingEntries()
         }
         let start = monotonicNow()
+        // Scan results are formatted on a second thread (packets are written as read).
+        let lines = packets ? nil : ScanLineThread(json: args.flag("json"))
         var replay = CaptureReplay(configuration: config, json: args.flag("json"), packets: packets,
                                    forcePassive: args.flag("passive"), bufferCapacity: Console.blockSize + 4096,
-                                   resolving: keys)
+                                   resolving: keys, defersLines: lines != nil)
+        var batch: [ScanLine] = []
         var failure: String?
         Console.batch = true
+        lines?.start()
         do {
             try BTSnoopFile.stream(path: path) { record in
                 replay.record(record)
-                if replay.writer.out.count >= Console.blockSize {
+                if let lines {
+                    guard replay.pendingLineCount >= ScanLineThread.batchSize else { return }
+                    replay.takeLines(&batch)
+                    lines.submit(&batch)
+                } else if replay.writer.out.count >= Console.blockSize {
                     Console.write(&replay.writer.out)
-                    // The reader went away (`| head`): stop reading the capture.
-                    if Console.stdoutClosed { throw StoppedEarly() }
                 }
+                // The reader went away (`| head`): stop reading the capture.
+                if Console.stdoutClosed { throw StoppedEarly() }
             }
         } catch let e as TransportError {
             // A file that cannot be opened or is not a capture: the error alone, no stats.
-            if replay.packets == 0 { throw RuntimeError(e.message) }
+            if replay.packets == 0 { lines?.finish(); throw RuntimeError(e.message) }
             failure = e.message
         } catch is StoppedEarly {
+            lines?.finish()
             return 0
         }
         replay.finish()
+        if let lines {
+            replay.takeLines(&batch)
+            lines.submit(&batch)
+            lines.finish()
+        }
         Console.write(&replay.writer.out)
         let elapsed = Double(monotonicNow() &- start) / 1e9
         if args.flag("stats") {

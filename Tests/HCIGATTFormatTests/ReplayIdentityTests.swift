@@ -71,3 +71,55 @@ import Testing
         }
     }
 }
+
+/// `hcigatt replay` formats scan results on a second thread: the replay keeps the lines
+/// (``CaptureReplay/takeLines(_:)``) and another formatter writes them. The bytes and
+/// counts must be those of the replay writing them itself, taken in any batch size.
+@Suite struct DeferredReplayLinesTests {
+    @Test func linesFormattedElsewhereAreTheSameBytes() throws {
+        let irk: UInt128 = 0x0011_2233_4455_6677_8899_AABB_CCDD_EEFF
+        let identity = LEAddress(BluetoothAddress(rawValue: 0x00_1B_DC_01_02_03), type: .public)
+        let bonded = LEAddress(try ResolvablePrivateAddress.make(irk: irk, random: 0x12_3456), type: .random)
+        let others = (0 ..< 5).map { LEAddress(BluetoothAddress(rawValue: 0xC0_00_00_00_00_10 + UInt64($0)), type: .random) }
+        let file = try ReplayIdentityTests().capture([bonded] + others + [bonded, others[0], others[3]] + others)
+        let keys = [AddressResolver.Entry(irk: irk, identity: identity)]
+        func run(_ r: inout CaptureReplay) {
+            file.withUnsafeBytes { buf in
+                guard var reader = try? BTSnoopReader(buf) else { Issue.record("not a capture"); return }
+                while let record = try? reader.next() { r.record(record) }
+            }
+            r.finish()
+        }
+        for json in [true, false] {
+            for duplicates in [false, true] {
+                var c = ScanConfiguration()
+                c.reportDuplicates = duplicates
+                var direct = CaptureReplay(configuration: c, json: json, packets: false, resolving: keys)
+                run(&direct)
+                for batch in [1, 3, 100] {
+                    var deferred = CaptureReplay(configuration: c, json: json, packets: false, resolving: keys,
+                                                 defersLines: true)
+                    var formatter = ScanFormatter(json: json, origin: 0)
+                    var writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer())
+                    var lines: [ScanLine] = []
+                    file.withUnsafeBytes { buf in
+                        guard var reader = try? BTSnoopReader(buf) else { return }
+                        while let record = try? reader.next() {
+                            deferred.record(record)
+                            guard deferred.pendingLineCount >= batch else { continue }
+                            deferred.takeLines(&lines)
+                            for l in lines { formatter.write(l.device, isNew: l.isNew, into: &writer) }
+                        }
+                    }
+                    deferred.finish()
+                    deferred.takeLines(&lines)
+                    for l in lines { formatter.write(l.device, isNew: l.isNew, into: &writer) }
+                    #expect(deferred.writer.out.count == 0, "nothing written by the replay itself")
+                    #expect(writer.out.string == direct.writer.out.string, "json \(json), duplicates \(duplicates), batch \(batch)")
+                    #expect(deferred.lines == direct.lines && deferred.devices == direct.devices)
+                    #expect(direct.devices == 6 && direct.lines == (duplicates ? 14 : 6))
+                }
+            }
+        }
+    }
+}
