@@ -155,7 +155,7 @@ public struct CaptureReplay: ~Copyable {
             if isNew { devicesShown &+= 1 }
             linesShown &+= 1
             if defersLines {
-                pendingLines.append(ScanLine(device: d, isNew: isNew))
+                pendingLines.append(ScanLine(device: consume d, isNew: isNew))
             } else {
                 printer.write(d, isNew: isNew, into: &writer)
             }

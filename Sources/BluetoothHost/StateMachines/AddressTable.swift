@@ -59,7 +59,7 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
 
     /// Adds `value` for `address` (replacing the value it has, if any); returns its index.
     @discardableResult
-    mutating func insert(_ value: Value, for address: LEAddress) -> Int {
+    mutating func insert(_ value: consuming Value, for address: LEAddress) -> Int {
         if (values.count &+ 1) &* 2 > slots.count { resize(slots.count &* 2) }
         let (s, found) = probe(address)
         if found {

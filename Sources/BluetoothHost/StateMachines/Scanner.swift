@@ -246,7 +246,7 @@ public struct Scanner: Sendable {
         if sweepAt == nil { sweepAt = now &+ deviceTimeout }
         policy.decide(address, &entry, changed: true, isScanResponse: isScanResponse, info: info, rssi: rssi, now: now,
                       held: &held, into: &out)
-        devices.insert(entry, for: address)
+        devices.insert(consume entry, for: address)
     }
 
     /// What decides whether a report is shown: the configuration's filters and the
@@ -314,7 +314,7 @@ public struct Scanner: Sendable {
             e.scanResponseData.replace(with: data)
             return true
         }
-        if e.eventType != info { e.eventType = info }
+        e.eventType = info
         guard !e.advertisingData.equals(data) else { return false }
         e.advertisingData.replace(with: data)
         return true
