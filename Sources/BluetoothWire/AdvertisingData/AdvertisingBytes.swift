@@ -1,15 +1,17 @@
 /// Advertising or scan response data, owned. Up to 31 bytes (all legacy data, Vol 6 Part B
 /// §2.3.1) are kept inline, so a scanner storing a new device's report and a snapshot of it
 /// allocate nothing; longer (extended) data, up to 1650 bytes, is kept in an array.
-public struct AdvertisingBytes: Sendable, Hashable {
+public struct AdvertisingBytes: Sendable, Hashable, CustomDebugStringConvertible {
     /// Bytes 0 ..< 31 of inline data, zero after the end (so equal data has equal words);
-    /// byte 31 is the count. All zero while `heap` holds the data.
+    /// byte ``countOffset`` is the count. All zero while `heap` holds the data.
     @usableFromInline var inline: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
     /// The data when longer than ``inlineCapacity`` (and only then).
     @usableFromInline var heap: [UInt8]?
 
     /// The longest data kept inline: legacy advertising data's maximum.
     public static let inlineCapacity = AdvertisingData.legacyMaximumLength
+    /// Where in the inline words the count is: the byte after the longest inline data.
+    @usableFromInline static let countOffset = 31
 
     /// No data.
     public init() {}
@@ -26,7 +28,7 @@ public struct AdvertisingBytes: Sendable, Hashable {
     @inlinable
     public var count: Int {
         if let heap { return heap.count }
-        return Int(Swift.withUnsafeBytes(of: inline) { $0[31] })
+        return Int(Swift.withUnsafeBytes(of: inline) { $0[Self.countOffset] })
     }
 
     /// No bytes held.
@@ -41,7 +43,9 @@ public struct AdvertisingBytes: Sendable, Hashable {
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         if let heap { return try heap.withUnsafeBytes(body) }
         let words = inline
-        return try Swift.withUnsafeBytes(of: words) { b in try body(UnsafeRawBufferPointer(rebasing: b[0 ..< Int(b[31])])) }
+        return try Swift.withUnsafeBytes(of: words) { b in
+            try body(UnsafeRawBufferPointer(rebasing: b[0 ..< Int(b[Self.countOffset])]))
+        }
     }
 
     /// Whether these are the bytes of `other` (word compares for inline data: a
@@ -55,7 +59,8 @@ public struct AdvertisingBytes: Sendable, Hashable {
         return Self.words(other) == inline
     }
 
-    /// Now holds a copy of `bytes` (an array it had is reused when the bytes fit in it).
+    /// Now holds a copy of `bytes`: inline when they fit, else in the array it had when
+    /// that has room (copied first if a snapshot shares it), else in a new one.
     public mutating func replace(with bytes: UnsafeRawBufferPointer) {
         guard bytes.count > Self.inlineCapacity else {
             heap = nil
@@ -63,7 +68,7 @@ public struct AdvertisingBytes: Sendable, Hashable {
             return
         }
         inline = (0, 0, 0, 0)
-        guard var stored = heap.take() else {
+        guard var stored = heap.take(), stored.capacity >= bytes.count else {
             heap = Array(bytes)
             return
         }
@@ -79,9 +84,20 @@ public struct AdvertisingBytes: Sendable, Hashable {
         let n = min(bytes.count, inlineCapacity)
         Swift.withUnsafeMutableBytes(of: &words) { w in
             UnsafeMutableRawBufferPointer(rebasing: w[0 ..< n]).copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0 ..< n]))
-            w[31] = UInt8(truncatingIfNeeded: n)
+            w[countOffset] = UInt8(truncatingIfNeeded: n)
         }
         return words
+    }
+
+    /// The bytes in hex ("020106"), as a test failure shows them.
+    public var debugDescription: String {
+        withUnsafeBytes { b in
+            var out = OutputBuffer(capacity: 2 * b.count + 2)
+            out.byte(UInt8(ascii: "\""))
+            out.hexLower(b)
+            out.byte(UInt8(ascii: "\""))
+            return out.string
+        }
     }
 
     public static func == (a: AdvertisingBytes, b: AdvertisingBytes) -> Bool {
