@@ -43,7 +43,8 @@ enum ScanPipeline {
     }
 
     /// Replays the capture as `hcigatt replay --json` does (scanner, one device table,
-    /// lines rendered into one buffer, emptied when it holds 64 KiB); returns the bytes of
+    /// lines rendered into one buffer, emptied when it holds 64 KiB), all on this thread
+    /// (the CLI formats the lines on a second one: the same work); returns the bytes of
     /// output so none of it is optimized away.
     static func replay(_ file: UnsafeRawBufferPointer, packets: Bool = false, json: Bool = true) -> UInt64 {
         replay(file, ReplayMode(json: json, packets: packets, duplicates: false)).bytes

@@ -9,7 +9,9 @@ import BluetoothWire
 /// Scan mode (the default) runs the advertising reports through the same ``Scanner`` as a
 /// live scan; one device table serves the whole capture, however often scanning was
 /// switched on and off, and a device is new once per capture. Packet mode
-/// (``packets``) describes every packet, down to ATT, SMP and L2CAP signaling.
+/// (``packets``) describes every packet, down to ATT, SMP and L2CAP signaling. With
+/// `defersLines`, scan results are kept for the caller to format elsewhere (`hcigatt
+/// replay` formats them on a second thread) instead of written to ``writer``.
 public struct CaptureReplay: ~Copyable {
     /// Where the lines go.
     public var writer: FieldWriter
@@ -74,7 +76,7 @@ public struct CaptureReplay: ~Copyable {
         self.configuration = c
         self.packetMode = packets
         self.forcePassive = forcePassive
-        self.printer = ScanFormatter(json: json, origin: 0)
+        self.printer = ScanFormatter(json: json, origin: 0)  // as lineFormatter() makes it
         self.scanner = Scanner(configuration: c, extended: false)
         self.writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: bufferCapacity))
         scanEvents.reserveCapacity(16)
@@ -86,6 +88,9 @@ public struct CaptureReplay: ~Copyable {
     public var lines: Int { linesShown }
     /// Deferred lines not taken yet.
     public var pendingLineCount: Int { pendingLines.count }
+
+    /// A formatter for the deferred lines: the one this replay would write them with.
+    public func lineFormatter() -> ScanFormatter { ScanFormatter(json: writer.format == .json, origin: 0) }
 
     /// Moves the deferred lines into `lines` (emptied first; its storage is kept and this
     /// replay's is handed over, so batches passed back and forth allocate nothing).

@@ -53,43 +53,51 @@ enum ReplayCommand {
             keys = store.resolvingEntries()
         }
         let start = monotonicNow()
-        // Scan results are formatted on a second thread (packets are written as read).
-        let lines = packets ? nil : ScanLineThread(json: args.flag("json"))
+        // Scan results are formatted on a second thread (packets are written as read; the
+        // replay's own buffer then holds nothing).
         var replay = CaptureReplay(configuration: config, json: args.flag("json"), packets: packets,
-                                   forcePassive: args.flag("passive"), bufferCapacity: Console.blockSize + 4096,
-                                   resolving: keys, defersLines: lines != nil)
+                                   forcePassive: args.flag("passive"),
+                                   bufferCapacity: packets ? Console.blockSize + 4096 : 64,
+                                   resolving: keys, defersLines: !packets)
+        let formatting = packets ? nil : ScanLineThread(formatter: replay.lineFormatter(), format: replay.writer.format)
         var batch: [ScanLine] = []
         var failure: String?
         Console.batch = true
-        lines?.start()
+        formatting?.start()
         do {
             try BTSnoopFile.stream(path: path) { record in
                 replay.record(record)
-                if let lines {
+                // Checked after each batch or block written: the reader went away (`| head`)?
+                if let formatting {
                     guard replay.pendingLineCount >= ScanLineThread.batchSize else { return }
                     replay.takeLines(&batch)
-                    lines.submit(&batch)
-                } else if replay.writer.out.count >= Console.blockSize {
+                    formatting.submit(&batch)
+                } else {
+                    guard replay.writer.out.count >= Console.blockSize else { return }
                     Console.write(&replay.writer.out)
                 }
-                // The reader went away (`| head`): stop reading the capture.
                 if Console.stdoutClosed { throw StoppedEarly() }
             }
         } catch let e as TransportError {
             // A file that cannot be opened or is not a capture: the error alone, no stats.
-            if replay.packets == 0 { lines?.finish(); throw RuntimeError(e.message) }
+            if replay.packets == 0 { formatting?.finish(); throw RuntimeError(e.message) }
             failure = e.message
         } catch is StoppedEarly {
-            lines?.finish()
+            formatting?.finish()
             return 0
+        } catch {
+            formatting?.finish()
+            throw error
         }
         replay.finish()
-        if let lines {
+        if let formatting {
             replay.takeLines(&batch)
-            lines.submit(&batch)
-            lines.finish()
+            formatting.submit(&batch)
+            formatting.finish()
         }
         Console.write(&replay.writer.out)
+        // The reader went away during the last lines: no statistics or warnings after them.
+        if Console.stdoutClosed { return 0 }
         let elapsed = Double(monotonicNow() &- start) / 1e9
         if args.flag("stats") {
             Console.out(FieldRenderer.jsonObject([

@@ -10,6 +10,7 @@ import HCIGATTFormat
 /// them all, in the order they were handed in). Batches go over a queue of at most
 /// ``depth`` and come back emptied, so nothing is allocated per batch once it runs. When
 /// no thread can be made, each batch is formatted on the caller's thread instead.
+/// `CaptureReplay.lineFormatter()` makes the formatter, so both paths format alike.
 /// (Two formatting threads beside the caller were no faster on two cores.)
 final class ScanLineThread: @unchecked Sendable {
     /// Lines handed over at once.
@@ -31,9 +32,9 @@ final class ScanLineThread: @unchecked Sendable {
     private var formatter: ScanFormatter
     private var writer: FieldWriter
 
-    init(json: Bool) {
-        formatter = ScanFormatter(json: json, origin: 0)
-        writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: Console.blockSize + 4096))
+    init(formatter: ScanFormatter, format: FieldWriter.Format) {
+        self.formatter = formatter
+        writer = FieldWriter(format: format, out: OutputBuffer(capacity: Console.blockSize + 4096))
         pthread_mutex_init(lock, nil)
         pthread_cond_init(changed, nil)
     }
@@ -45,8 +46,10 @@ final class ScanLineThread: @unchecked Sendable {
         lock.deallocate()
     }
 
-    /// Starts the formatting thread.
+    /// Starts the formatting thread, unless `HCIGATT_REPLAY_ONE_THREAD` is set (the tests
+    /// compare both ways; it is also the path taken when no thread can be made).
     func start() {
+        guard getenv("HCIGATT_REPLAY_ONE_THREAD") == nil else { return }
         let me = Unmanaged.passRetained(self).toOpaque()
         let r = pthread_create(&thread, nil, { p in
             guard let p else { return nil }

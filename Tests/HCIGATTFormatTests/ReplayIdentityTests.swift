@@ -99,7 +99,7 @@ import Testing
                 for batch in [1, 3, 100] {
                     var deferred = CaptureReplay(configuration: c, json: json, packets: false, resolving: keys,
                                                  defersLines: true)
-                    var formatter = ScanFormatter(json: json, origin: 0)
+                    var formatter = deferred.lineFormatter()
                     var writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer())
                     var lines: [ScanLine] = []
                     file.withUnsafeBytes { buf in

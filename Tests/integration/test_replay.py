@@ -109,6 +109,117 @@ class ReplayTests(unittest.TestCase):
             self.assertEqual(stats['malformed'], 0)
 
 
+def varied_capture(path, devices=700, rounds=4):
+    """A capture of an active scan whose lines vary in every way the scan formatter writes:
+    connectable devices with a name in their scan response, non-connectable ones whose
+    manufacturer data changes each round, and extended advertisements longer than legacy
+    data (kept outside the device's inline bytes), `rounds` times over `devices`."""
+    records = []
+
+    def event(params, subevent):
+        return bytes([0x04, 0x3E, len(params) + 1, subevent]) + params
+
+    def address(i):
+        return struct.pack('<Q', 0xC0_0000_0000 | i)[:6]
+
+    # LE Set Scan Parameters, active: scan responses count.
+    records.append((2, bytes([0x01, 0x0B, 0x20, 7, 0x01, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00])))
+    for r in range(rounds):
+        for i in range(devices):
+            kind = i % 3
+            if kind == 0:
+                ad = bytes([2, 1, 6, 3, 3, 0x0D, 0x18])
+                report = bytes([1, 0x00, 1]) + address(i) + bytes([len(ad)]) + ad + bytes([0xC0 + r])
+                records.append((3, event(report, 0x02)))
+                name = b'Phone-%d' % i
+                sr = bytes([len(name) + 1, 9]) + name
+                report = bytes([1, 0x04, 1]) + address(i) + bytes([len(sr)]) + sr + bytes([0xC0])
+                records.append((3, event(report, 0x02)))
+            elif kind == 1:
+                ad = bytes([2, 1, 4, 7, 0xFF, 0x4C, 0x00, r, i & 0xFF, 1, 2])
+                report = bytes([1, 0x03, 1]) + address(i) + bytes([len(ad)]) + ad + bytes([0xB0])
+                records.append((3, event(report, 0x02)))
+            else:
+                name = b'Extended-advertiser-with-a-long-name-%05d' % i
+                ad = bytes([2, 1, 6, len(name) + 1, 9]) + name + bytes([5, 0xFF, 0xFF, 0xFF, r, 7])
+                report = (struct.pack('<H', 0x0000) + bytes([1]) + address(i) + bytes([1, 0, 0xFF, 0x7F, 0xC8])
+                          + struct.pack('<H', 0) + bytes([0]) + bytes(6) + bytes([len(ad)]) + ad)
+                records.append((3, event(bytes([1]) + report, 0x0D)))
+    with open(path, 'wb') as f:
+        f.write(b'btsnoop\0' + struct.pack('>II', 1, 1002))
+        for n, (flags, packet) in enumerate(records):
+            f.write(struct.pack('>IIIIq', len(packet), len(packet), flags, 0, 0x00E03AB44A676000 + n * 1000))
+            f.write(packet)
+
+
+class FormattingThreadTests(unittest.TestCase):
+    """replay formats scan results on a second thread, in batches: the same bytes, exit code
+    and messages as formatting them on the reading thread (HCIGATT_REPLAY_ONE_THREAD, also the
+    path when no thread can be made), for every scan-result mode, over many batches, for a
+    capture cut off mid-record; and a reader that goes away stops it."""
+
+    def run_both(self, *args):
+        results = []
+        for one in (False, True):
+            env = dict(os.environ)
+            env.pop('HCIGATT_REPLAY_ONE_THREAD', None)
+            if one:
+                env['HCIGATT_REPLAY_ONE_THREAD'] = '1'
+            p = subprocess.run([HCIGATT, 'replay', *args], capture_output=True, env=env, timeout=120)
+            results.append((p.returncode, p.stdout, p.stderr))
+        return results
+
+    def test_lines_from_the_formatting_thread_are_the_same_bytes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'varied.btsnoop')
+            varied_capture(path)
+            for mode in ([], ['--json'], ['--duplicates'], ['--duplicates', '--json']):
+                threaded, one = self.run_both(*mode, path)
+                self.assertEqual(threaded[0], 0, threaded[2])
+                self.assertEqual(threaded, one, mode)
+                lines = threaded[1].count(b'\n')
+                # 700 devices new, then each round's changed data (466 devices); or every
+                # report, scan responses too, with --duplicates.
+                self.assertEqual(lines, 700 + 3 * 466 if '--duplicates' not in mode else 4 * (700 + 234), mode)
+                self.assertGreater(lines, 2 * 256, 'several batches')
+            json_out = self.run_both('--json', path)[0][1].decode()
+            extended = [d for d in json_lines(json_out) if d.get('name', '').startswith('Extended')]
+            self.assertEqual(len(extended), 4 * 233, 'new, then an update each round')
+            self.assertTrue(all(len(d['advertising_data']) > 62 for d in extended), 'data past 31 bytes kept whole')
+
+    def test_a_capture_cut_off_gives_the_same_lines_and_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'varied.btsnoop')
+            varied_capture(path)
+            data = open(path, 'rb').read()
+            with open(path, 'wb') as f:
+                f.write(data[: len(data) * 2 // 3 + 5])
+            threaded, one = self.run_both('--duplicates', '--stats', path)
+            # All but the statistics' timing.
+            (rc, out, err), (rc1, out1, err1) = threaded, one
+            self.assertEqual((rc, out.splitlines()[:-1], err), (rc1, out1.splitlines()[:-1], err1))
+            self.assertEqual(rc, 1)
+            self.assertIn(b'is cut off', err)
+            self.assertGreater(out.count(b'\n'), 1000)
+            stats = json.loads(out.splitlines()[-1])
+            self.assertEqual(stats['lines'], len(out.splitlines()) - 1)
+
+    def test_a_reader_going_away_stops_the_replay(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'varied.btsnoop')
+            varied_capture(path, devices=3000, rounds=6)
+            p = subprocess.Popen([HCIGATT, 'replay', '--duplicates', '--json', path], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+            first = p.stdout.readline()
+            p.stdout.close()
+            rc = p.wait(timeout=30)
+            err = p.stderr.read()
+            p.stderr.close()
+            self.assertTrue(first.startswith(b'{"event":"new"'), first)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(err, b'', 'no statistics or warnings for a reader gone away')
+
+
 class BondedReplayTests(unittest.TestCase):
     """replay --bond-dir: the specification's IRK and address (Core Vol 3 Part H Appendix
     D.7) in a bond file as `hcigatt pair` writes it; the capture's report from that address
