@@ -7,7 +7,9 @@
 // give. To give the map something to learn, most ACL records are ATT PDUs wrapped in
 // well-formed ACL and L2CAP headers of connection 0x0040 (the fuzzer varies the PDUs); the
 // others are raw ACL bytes (bad lengths, fragments, other channels). Some events are LE
-// Advertising Reports around the fuzzer's bytes (Num_Reports onwards).
+// Advertising Reports around the fuzzer's bytes (Num_Reports onwards). Scan mode also
+// runs in lockstep with the lines deferred and formatted apart (as `hcigatt replay` formats
+// them on a second thread): the same bytes and counts.
 // fuzz-modules: BluetoothWire BluetoothTransport BluetoothCrypto BluetoothSecurity BluetoothProfiles BluetoothHost BluetoothGATT BluetoothLE HCIGATTFormat
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -41,14 +43,31 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         var reference = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: packetMode, bufferCapacity: 4096)
         reference.directATTPackets = false
         reference.directAdvertisingPackets = false
+        var deferred = CaptureReplay(configuration: ScanConfiguration(), json: json, packets: packetMode, bufferCapacity: 64,
+                                     defersLines: true)
+        var formatter = deferred.lineFormatter()
+        var apart = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: 4096))
+        var lines: [ScanLine] = []
+        /// Formats the deferred lines and checks them against what the replay wrote itself.
+        func compareDeferred() {
+            guard !packetMode else { return }
+            deferred.takeLines(&lines)
+            for l in lines { formatter.write(l.device, isNew: l.isNew, into: &apart) }
+            let same = replay.writer.out.withBytes { a in apart.out.withBytes { b in a.elementsEqual(b) } }
+            if !same || deferred.lines != replay.lines || deferred.devices != replay.devices {
+                preconditionFailure("deferred lines differ: \(apart.out.string) vs \(replay.writer.out.string)")
+            }
+            apart.out.removeAll()
+        }
         for (i, p) in packets.enumerated() {
             p.bytes.withUnsafeBytes { bytes in
                 let flags = BTSnoopRecordFlags(received: p.received, commandOrEvent: bytes.first != 0x02)
                 let record = BTSnoopRecord(originalLength: UInt32(bytes.count), flags: flags, cumulativeDrops: 0,
                                            timestamp: 0x00E0_3AB4_4A67_6000 + Int64(i) * 1000, data: bytes, offset: 0)
                 replay.record(record)
-                if packetMode { reference.record(record) }
+                if packetMode { reference.record(record) } else { deferred.record(record) }
             }
+            compareDeferred()
             if json { replay.writer.out.withBytes { if let p = OutputBuffer.jsonOutputViolation($0, lines: true) { preconditionFailure(p) } } }
             if packetMode {
                 let same = replay.writer.out.withBytes { a in reference.writer.out.withBytes { b in a.elementsEqual(b) } }
@@ -58,7 +77,9 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             replay.writer.out.removeAll()
         }
         replay.finish()
+        if !packetMode { deferred.finish() }
         if json { replay.writer.out.withBytes { if let p = OutputBuffer.jsonOutputViolation($0, lines: true) { preconditionFailure(p) } } }
+        compareDeferred()
     }
     return 0
 }
