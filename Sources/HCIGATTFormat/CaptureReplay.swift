@@ -76,7 +76,7 @@ public struct CaptureReplay: ~Copyable {
         self.configuration = c
         self.packetMode = packets
         self.forcePassive = forcePassive
-        self.printer = ScanFormatter(json: json, origin: 0)  // as lineFormatter() makes it
+        self.printer = Self.formatter(json: json)
         self.scanner = Scanner(configuration: c, extended: false)
         self.writer = FieldWriter(format: json ? .json : .text, out: OutputBuffer(capacity: bufferCapacity))
         scanEvents.reserveCapacity(16)
@@ -90,7 +90,10 @@ public struct CaptureReplay: ~Copyable {
     public var pendingLineCount: Int { pendingLines.count }
 
     /// A formatter for the deferred lines: the one this replay would write them with.
-    public func lineFormatter() -> ScanFormatter { ScanFormatter(json: writer.format == .json, origin: 0) }
+    public func lineFormatter() -> ScanFormatter { Self.formatter(json: writer.format == .json) }
+
+    /// The scan lines' formatter: the replay's own and the one for its deferred lines.
+    private static func formatter(json: Bool) -> ScanFormatter { ScanFormatter(json: json, origin: 0) }
 
     /// Moves the deferred lines into `lines` (emptied first; its storage is kept and this
     /// replay's is handed over, so batches passed back and forth allocate nothing).
