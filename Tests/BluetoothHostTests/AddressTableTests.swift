@@ -3,8 +3,10 @@ import Testing
 @testable import BluetoothHost
 import BluetoothWire
 
-/// The scanner's address table against a Dictionary: random inserts, lookups, removals by
-/// address and position, and sweeps; every address found where it is, none where it is not.
+/// The scanner's address table against a Dictionary and a list in recency order: random
+/// inserts, touches, lookups, removals by address, by position and of the oldest, the
+/// oldest replaced; every address found where it is, none where it is not, and the
+/// recency order the model's.
 @Suite struct AddressTableTests {
     struct Rng: RandomNumberGenerator {
         var state: UInt64
@@ -17,8 +19,10 @@ import BluetoothWire
         }
     }
 
-    func check(_ table: AddressTable<Int>, _ model: [LEAddress: Int], _ pool: [LEAddress]) {
+    func check(_ table: AddressTable<Int>, _ model: [LEAddress: Int], _ order: [LEAddress], _ pool: [LEAddress]) {
         #expect(table.count == model.count)
+        #expect(table.recencyOrder.map { table.addresses[$0] } == order)
+        #expect(table.oldest.map { table.addresses[$0] } == order.first)
         for a in pool {
             let i = table.index(of: a)
             if let v = model[a] {
@@ -40,40 +44,58 @@ import BluetoothWire
         }
         var table = AddressTable<Int>(seed: seed)
         var model: [LEAddress: Int] = [:]
+        // Least recently inserted or touched first.
+        var order: [LEAddress] = []
+        func forget(_ a: LEAddress) {
+            model[a] = nil
+            order.removeAll { $0 == a }
+        }
+        func makeNewest(_ a: LEAddress) {
+            order.removeAll { $0 == a }
+            order.append(a)
+        }
         for step in 0 ..< 20_000 {
             let a = pool[Int(rng.next() % UInt64(pool.count))]
             switch rng.next() % 10 {
-            case 0 ..< 5:
+            case 0 ..< 4:
                 table.insert(step, for: a)
                 model[a] = step
+                makeNewest(a)
+            case 4:
+                // A full table making room; with `a` there already, as remove and insert.
+                if let first = order.first { forget(first) }
+                table.replaceOldest(with: step, for: a)
+                model[a] = step
+                makeNewest(a)
             case 5 ..< 7:
                 table.remove(a)
-                model[a] = nil
+                forget(a)
             case 7:
                 if !table.isEmpty {
                     let i = Int(rng.next() % UInt64(table.count))
-                    model[table.addresses[i]] = nil
+                    forget(table.addresses[i])
                     table.remove(at: i)
                 }
             case 8:
-                if let i = table.index(of: a) { table[index: i] += 1; model[a]? += 1 }
-            case 9 where step % 2 == 0:
-                // By index: the index given is the value's place before the call.
-                let addresses = table.addresses
-                let dropped = Set(addresses.indices.filter { _ in rng.next() % 4 == 0 })
-                if step % 4 == 0 {
-                    table.removeAll { i, _ in dropped.contains(i) }
-                } else {
-                    table.removeAll(flagged: addresses.indices.map { dropped.contains($0) })
+                if let i = table.index(of: a) {
+                    table[index: i] += 1
+                    model[a]? += 1
+                    if step % 2 == 0 {
+                        table.touch(i)
+                        makeNewest(a)
+                    }
                 }
-                for i in dropped { model[addresses[i]] = nil }
             default:
-                let cut = step - 500
-                table.removeAll { _, v in v < cut }
-                model = model.filter { $0.value >= cut }
+                // The oldest go, as a full table or a sweep forgets them.
+                for _ in 0 ..< Int(rng.next() % 4) {
+                    guard let i = table.oldest else { break }
+                    #expect(table.addresses[i] == order.first)
+                    forget(table.addresses[i])
+                    table.remove(at: i)
+                }
             }
-            if step % 97 == 0 { check(table, model, pool) }
+            if step % 97 == 0 { check(table, model, order, pool) }
         }
-        check(table, model, pool)
+        check(table, model, order, pool)
     }
 }

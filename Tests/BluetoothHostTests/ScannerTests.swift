@@ -163,46 +163,72 @@ import BluetoothWire
     }
 
     /// Devices heard at the same instant (one capture time stamp, a multi-report event):
-    /// the batch is still an eighth, not every device of that time.
-    @Test func evictionOfTiesTakesOnlyTheBatch() {
-        var s = Scanner(configuration: .init(maximumDevices: 80, scanResponseWait: .zero), extended: false)
-        for i in 1 ... 80 {
-            let a = LEAddress(BluetoothAddress(0xC0, 0x11, 0x22, 0x33, 0x44, UInt8(i)), type: .public)
-            _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "D\(i)"), rssi: -40)]),
-                     now: i <= 40 ? 1000 : 2000)
-        }
-        let a = LEAddress(BluetoothAddress(0xC0, 0x11, 0x22, 0x33, 0x44, 0xFF), type: .public)
-        _ = feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "new"), rssi: -40)]), now: 3000)
-        #expect(s.statistics.evicted == 10)
-        #expect(s.deviceCount == 71)
-    }
-
-    /// A full table forgets its least recently seen eighth at once: exactly those, whatever
-    /// order the devices came in.
-    @Test func tableCapEvictsTheLeastRecentlySeenEighth() {
+    /// the one heard first of them goes, one device for one new device.
+    @Test func evictionOfTiesTakesOneInTheOrderHeard() {
         var s = Scanner(configuration: .init(maximumDevices: 80, scanResponseWait: .zero), extended: false)
         func hear(_ i: Int, at now: UInt64) -> [ScanEvent] {
             let a = LEAddress(BluetoothAddress(0xC0, 0x11, 0x22, 0x33, 0x44, UInt8(i)), type: .public)
             return feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "D\(i)"), rssi: -40)]), now: now)
         }
-        // Devices 1...80 heard at times that are a shuffle of 1...80; then 1...5 again.
-        var times = Array(UInt64(1) ... 80)
-        times.shuffle()
-        for i in 1 ... 80 { _ = hear(i, at: 1000 + times[i - 1]) }
-        for i in 1 ... 5 { _ = hear(i, at: 2000 + UInt64(i)) }
-        _ = hear(81, at: 3000)  // full: the ten least recently seen go
-        #expect(s.statistics.evicted == 10)
-        #expect(s.deviceCount == 71)
-        let oldest = Set((6 ... 80).sorted { times[$0 - 1] < times[$1 - 1] }.prefix(10))
-        // The others first: still known, so heard again they say nothing (and add nothing).
-        for i in 1 ... 81 where !oldest.contains(i) {
-            #expect(hear(i, at: 4000 + UInt64(i)).isEmpty, "device \(i) should have been remembered")
+        for i in 1 ... 80 { _ = hear(i, at: i <= 40 ? 1000 : 2000) }
+        _ = hear(255, at: 3000)
+        #expect(s.statistics.evicted == 1)
+        #expect(s.deviceCount == 80)
+        #expect(hear(1, at: 3001).count == 1, "device 1, heard first, was forgotten")
+        #expect(s.statistics.evicted == 2)  // and device 2 made room for it
+        for i in 3 ... 80 { #expect(hear(i, at: 3002).isEmpty, "device \(i) should have been remembered") }
+    }
+
+    /// A full table forgets the least recently heard device for each new one: exactly those,
+    /// whatever order the devices were heard in, over many rounds (no pass over the table).
+    @Test func tableCapEvictsTheLeastRecentlyHeard() {
+        var s = Scanner(configuration: .init(maximumDevices: 80, scanResponseWait: .zero), extended: false)
+        func hear(_ i: Int, at now: UInt64) -> [ScanEvent] {
+            let a = LEAddress(BluetoothAddress(0xC0, 0x11, 0x22, 0x33, UInt8(i >> 8), UInt8(i & 0xFF)), type: .public)
+            return feed(&s, legacyReportEvent([LR(eventType: .advInd, address: a, data: ad(name: "D\(i)"), rssi: -40)]), now: now)
         }
-        // The forgotten ones are new again.
-        for i in oldest.sorted() {
-            #expect(hear(i, at: 5000 + UInt64(i)).count == 1, "device \(i) was forgotten: new again")
+        // The model: devices from least to most recently heard.
+        var recent: [Int] = []
+        var rng = AddressTableTests.Rng(state: 7)
+        var now: UInt64 = 1000
+        for _ in 0 ..< 2000 {
+            // Mostly the known devices again, sometimes a new one (from a pool of 300).
+            let i = Int.random(in: 1 ... 300, using: &rng)
+            now += 1
+            let known = recent.contains(i)
+            let out = hear(i, at: now)
+            #expect(out.isEmpty == known, "device \(i): new \(!known), events \(out.count)")
+            if !known && recent.count == 80 { recent.removeFirst() }
+            recent.removeAll { $0 == i }
+            recent.append(i)
+            #expect(s.deviceCount == recent.count)
         }
-        #expect(s.deviceCount <= 80)  // the last of them filled the table again: another eighth went
+        #expect(s.statistics.evicted > 0)
+    }
+
+    /// Silent devices are forgotten from the front of the recency order: exactly those not
+    /// heard for the timeout, in one timer, and the next timer when the next one ages out.
+    @Test func sweepForgetsExactlyTheSilentOnes() {
+        let second: UInt64 = 1_000_000_000
+        var s = Scanner(configuration: .init(deviceTimeout: .seconds(10), scanResponseWait: .zero), extended: false)
+        func hear(_ i: UInt8, at now: UInt64) -> [ScanEvent] {
+            feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(i), data: ad(name: "D\(i)"), rssi: -40)]), now: now)
+        }
+        for i: UInt8 in 1 ... 10 { _ = hear(i, at: UInt64(i) * second) }
+        // The even ones heard again at 10.5 s: at 20 s the odd ones (last heard 1 to 9 s)
+        // and nothing else go.
+        for i: UInt8 in stride(from: 2, through: 10, by: 2) { #expect(hear(i, at: 10 * second + second / 2).isEmpty) }
+        #expect(s.nextDeadline == 11 * second)
+        #expect(s.timerFired(now: 20 * second).isEmpty)
+        #expect(s.statistics.expired == 5)
+        #expect(s.deviceCount == 5)
+        // The evens age out at 20.5 s: the next timer not before an eighth of the timeout.
+        #expect(s.nextDeadline == 20 * second + 10 * second / 8)
+        for i: UInt8 in stride(from: 1, through: 9, by: 2) { #expect(hear(i, at: 20 * second).count == 1) }
+        #expect(s.timerFired(now: 20 * second + 10 * second / 8).isEmpty)
+        #expect(s.deviceCount == 5)  // the evens went; the odds, heard at 20 s, stay
+        #expect(s.statistics.expired == 10)
+        #expect(s.nextDeadline == 30 * second)
     }
 
     @Test func filters() {

@@ -1,16 +1,30 @@
 import BluetoothWire
 
-/// A table of values by LE address: the scanner's devices. Values live in a dense array
-/// (iterated in passes over the whole table without hashing); an open-addressing index
-/// (linear probing, at most half full, backward-shift deletion) maps an address to its
-/// place. The hash is a 64-bit mix of ``LEAddress/key`` with a per-table random seed, so
-/// advertisers cannot choose addresses that collide (they choose their addresses freely).
+/// A table of values by LE address: the scanner's devices. Values live in a dense array;
+/// an open-addressing index (linear probing, at most half full, backward-shift deletion)
+/// maps an address to its place. The hash is a 64-bit mix of ``LEAddress/key`` with a
+/// per-table random seed, so advertisers cannot choose addresses that collide (they choose
+/// their addresses freely).
+///
+/// The values are also kept in recency order, a doubly linked list through their places:
+/// ``touch(_:)`` makes one the most recent, ``oldest`` is the least recently touched or
+/// inserted. Forgetting the least recently seen device (table full, or silent too long)
+/// then costs one removal, not a pass over the table.
 struct AddressTable<Value>: Sendable where Value: Sendable {
     private(set) var values: [Value] = []
     private(set) var addresses: [LEAddress] = []
     /// Dense position + 1 of the value whose address hashes here (or after), 0 empty.
     private var slots: [Int32]
     private let seed: UInt64
+    /// Each value's neighbours in recency order (dense positions, -1 at either end).
+    private var links: [Link] = []
+    private var oldestIndex: Int32 = -1
+    private var newestIndex: Int32 = -1
+
+    struct Link: Sendable {
+        var older: Int32
+        var newer: Int32
+    }
 
     init(seed: UInt64 = UInt64.random(in: .min ... .max)) {
         self.seed = seed
@@ -45,6 +59,51 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
         }
     }
 
+    /// The least recently touched (or inserted) value's place.
+    var oldest: Int? { oldestIndex < 0 ? nil : Int(oldestIndex) }
+
+    /// The places from the least to the most recently touched (for tests and checks).
+    var recencyOrder: [Int] {
+        var order: [Int] = []
+        var i = oldestIndex
+        while i >= 0 {
+            order.append(Int(i))
+            i = links[Int(i)].newer
+        }
+        return order
+    }
+
+    /// Makes the value at `i` the most recent (every report of a known device: one pass
+    /// over the links, no uniqueness check per write).
+    mutating func touch(_ i: Int) {
+        let p = Int32(truncatingIfNeeded: i)
+        let newest = newestIndex
+        guard p != newest, links.indices.contains(i) else { return }
+        var oldest = oldestIndex
+        links.withUnsafeMutableBufferPointer { l in
+            let o = l[i]
+            // Not the newest: it has a newer neighbour.
+            if o.older >= 0 { l[Int(o.older)].newer = o.newer } else { oldest = o.newer }
+            l[Int(o.newer)].older = o.older
+            l[Int(newest)].newer = p
+            l[i] = Link(older: newest, newer: -1)
+        }
+        oldestIndex = oldest
+        newestIndex = p
+    }
+
+    private mutating func unlink(_ p: Int32) {
+        let l = links[Int(p)]
+        if l.older >= 0 { links[Int(l.older)].newer = l.newer } else { oldestIndex = l.newer }
+        if l.newer >= 0 { links[Int(l.newer)].older = l.older } else { newestIndex = l.older }
+    }
+
+    private mutating func linkNewest(_ p: Int32) {
+        links[Int(p)] = Link(older: newestIndex, newer: -1)
+        if newestIndex >= 0 { links[Int(newestIndex)].newer = p } else { oldestIndex = p }
+        newestIndex = p
+    }
+
     /// Where `address` is in ``values``.
     func index(of address: LEAddress) -> Int? {
         let (s, found) = probe(address)
@@ -57,7 +116,8 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
         _modify { yield &values[i] }
     }
 
-    /// Adds `value` for `address` (replacing the value it has, if any); returns its index.
+    /// Adds `value` for `address` (replacing the value it has, if any), as the most recent;
+    /// returns its index.
     @discardableResult
     mutating func insert(_ value: consuming Value, for address: LEAddress) -> Int {
         if (values.count &+ 1) &* 2 > slots.count { resize(slots.count &* 2) }
@@ -65,75 +125,69 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
         if found {
             let i = Int(slots[s]) &- 1
             values[i] = value
+            touch(i)
             return i
         }
         values.append(value)
         addresses.append(address)
+        links.append(Link(older: -1, newer: -1))
         slots[s] = Int32(truncatingIfNeeded: values.count)
+        linkNewest(Int32(truncatingIfNeeded: values.count &- 1))
         return values.count &- 1
     }
 
-    /// Removes the value at `i`; the last value moves into its place.
+    /// Adds `value` for `address` in the place of the least recently touched value, which
+    /// goes (a full table making room: no value moves, one slot freed and one taken);
+    /// returns its index. With `address` in the table already, or the table empty, the
+    /// oldest is removed and `value` inserted as ``insert(_:for:)`` would.
+    @discardableResult
+    mutating func replaceOldest(with value: consuming Value, for address: LEAddress) -> Int {
+        guard let i = oldest, index(of: address) == nil else {
+            if let i = oldest { remove(at: i) }
+            return insert(value, for: address)
+        }
+        let (old, found) = probe(addresses[i])
+        if found { deleteSlot(old) }
+        unlink(Int32(truncatingIfNeeded: i))
+        values[i] = value
+        addresses[i] = address
+        // After the deletion: the backward shift may have moved the new address's free slot.
+        let (s, _) = probe(address)
+        slots[s] = Int32(truncatingIfNeeded: i &+ 1)
+        linkNewest(Int32(truncatingIfNeeded: i))
+        return i
+    }
+
+    /// Removes the value at `i`; the last value moves into its place (its slot and its
+    /// recency neighbours repointed).
     mutating func remove(at i: Int) {
         let (s, found) = probe(addresses[i])
         guard found else { return }
         deleteSlot(s)
+        unlink(Int32(truncatingIfNeeded: i))
         let last = values.count &- 1
         if i != last {
-            // The last value moves to i: repoint its slot.
             let (ls, lfound) = probe(addresses[last])
             if lfound { slots[ls] = Int32(truncatingIfNeeded: i &+ 1) }
-            values.swapAt(i, last)
-            addresses.swapAt(i, last)
+            let moved = links[last]
+            let p = Int32(truncatingIfNeeded: i)
+            if moved.older >= 0 { links[Int(moved.older)].newer = p } else { oldestIndex = p }
+            if moved.newer >= 0 { links[Int(moved.newer)].older = p } else { newestIndex = p }
+            links[i] = moved
+            // The last value moved, not swapped: the value at i is dropped in its place.
+            values[i] = values.removeLast()
+            addresses[i] = addresses.removeLast()
+            links.removeLast()
+            return
         }
         values.removeLast()
         addresses.removeLast()
+        links.removeLast()
     }
 
     /// Removes `address` if it is there.
     mutating func remove(_ address: LEAddress) {
         if let i = index(of: address) { remove(at: i) }
-    }
-
-    /// Removes every value `drop` says so of, given its index and value (one pass, then
-    /// the index is rebuilt). The indices are those before the call: a value is looked
-    /// at before any other moves into its place.
-    mutating func removeAll(where drop: (Int, Value) -> Bool) {
-        var kept = 0
-        for i in 0 ..< values.count where !drop(i, values[i]) {
-            if kept != i {
-                values.swapAt(kept, i)
-                addresses.swapAt(kept, i)
-            }
-            kept &+= 1
-        }
-        guard kept < values.count else { return }
-        values.removeLast(values.count &- kept)
-        addresses.removeLast(addresses.count &- kept)
-        resize(slots.count)
-    }
-
-    /// Removes the values whose index is flagged (`flagged` has one entry per value): each
-    /// hole is filled by the last value kept, so at most one move per value removed (a
-    /// compaction in order would move nearly every value kept), then the index is rebuilt.
-    mutating func removeAll(flagged: [Bool]) {
-        var end = values.count  // values[end...] are to go
-        var i = 0
-        while i < end {
-            if flagged[i] {
-                end &-= 1
-                while end > i && flagged[end] { end &-= 1 }
-                if end > i {
-                    values.swapAt(i, end)
-                    addresses.swapAt(i, end)
-                }
-            }
-            i &+= 1
-        }
-        guard end < values.count else { return }
-        values.removeLast(values.count &- end)
-        addresses.removeLast(addresses.count &- end)
-        resize(slots.count)
     }
 
     /// Backward-shift deletion: later entries of the probe run move up so that no lookup

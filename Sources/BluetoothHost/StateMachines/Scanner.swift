@@ -80,9 +80,6 @@ public struct Scanner: Sendable {
     private var sweepAt: UInt64?
     /// Devices held back waiting for their scan response (see `Entry.holdUntil`).
     private var held = HeldQueue()
-    /// evictOldest's buffers, kept between passes.
-    private var evictionScratch: [UInt64] = []
-    private var victimScratch: [Bool] = []
     private let lowercasedName: [UInt8]?
     /// The filters and the scan-response wait, made once.
     private let policy: Policy
@@ -237,16 +234,25 @@ public struct Scanner: Sendable {
             policy.decide(address, &devices[index: i], changed: changed, isScanResponse: isScanResponse, info: info,
                           rssi: rssi, now: now, held: &held, into: &out)
             if wasHeld && devices.values[i].holdUntil == nil { dropStaleHolds() }
+            devices.touch(i)
             return
         }
-        // A new device: made whole here, then stored with one hash of its address.
-        if devices.count >= max(configuration.maximumDevices, 1) { evictOldest(into: &out) }
+        // A new device: made whole here, then stored with one hash of its address (in the
+        // place of the least recently heard one when the table is full).
+        let full = devices.count >= max(configuration.maximumDevices, 1)
+        let evictedHeld = full && showIfHeld(oldest: &out)
         var entry = Entry(firstSeen: now, lastSeen: now)
         _ = Self.update(&entry, data: data, isScanResponse: isScanResponse, info: info, rssi: rssi, txPower: txPower, now: now)
         if sweepAt == nil { sweepAt = now &+ deviceTimeout }
         policy.decide(address, &entry, changed: true, isScanResponse: isScanResponse, info: info, rssi: rssi, now: now,
                       held: &held, into: &out)
-        devices.insert(consume entry, for: address)
+        if full {
+            devices.replaceOldest(with: consume entry, for: address)
+            statistics.evicted &+= 1
+            if evictedHeld { dropStaleHolds() }
+        } else {
+            devices.insert(consume entry, for: address)
+        }
     }
 
     /// What decides whether a report is shown: the configuration's filters and the
@@ -343,82 +349,15 @@ public struct Scanner: Sendable {
                          lastSeen: e.lastSeen, reportCount: e.reportCount)
     }
 
-    /// Makes room in a full table by forgetting the least recently seen devices: the
-    /// oldest eighth at once (at least one), so a scan of many rotating addresses pays
-    /// two passes over the table per `maximumDevices / 8` new devices instead of one per
-    /// device. The batch's last time is found by selection (linear), not by sorting; the
-    /// batch is then dropped at once (each hole filled from the end) and the index rebuilt,
-    /// not removed one by one (each two hashes, a shift and a swap).
-    /// A device still held for its scan response is reported as it goes (more new devices
-    /// within the wait than the table holds: 30 000 a second fill 4096 in 150 ms), so no
-    /// device passes unseen.
-    private mutating func evictOldest(into out: inout [ScanEvent]) {
-        let count = devices.count
-        let batch = max(1, count / 8)
-        // One pass: each device's time, into a buffer kept for the next pass.
-        var times = evictionScratch
-        evictionScratch = []
-        times.removeAll(keepingCapacity: true)
-        // (Through a buffer pointer: a field read, no copy of an entry and its arrays.)
-        devices.values.withUnsafeBufferPointer { entries in
-            for e in entries { times.append(e.lastSeen) }
-        }
-        // Selection puts the `batch` oldest times first: the batch is every device seen
-        // before the latest of them, and as many seen at that time as the batch holds.
-        Self.selectOldest(&times, batch - 1)
-        var threshold: UInt64 = 0
-        var ties = 0
-        for t in times[0 ..< batch] {
-            if t > threshold { threshold = t; ties = 1 } else if t == threshold { ties &+= 1 }
-        }
-        var victims = victimScratch
-        victimScratch = []
-        victims.removeAll(keepingCapacity: true)
-        var heldVictims = false
-        devices.values.withUnsafeBufferPointer { entries in
-            for e in entries {
-                let t = e.lastSeen
-                var victim = t < threshold
-                if t == threshold && ties > 0 {
-                    victim = true
-                    ties &-= 1
-                }
-                victims.append(victim)
-                if victim && e.holdUntil != nil { heldVictims = true }
-            }
-        }
-        if heldVictims {
-            for i in 0 ..< count where victims[i] && devices.values[i].holdUntil != nil {
-                devices[index: i].holdUntil = nil
-                devices[index: i].reported = true
-                out.append(.discovered(Self.snapshot(devices.addresses[i], devices.values[i])))
-            }
-        }
-        devices.removeAll(flagged: victims)
-        statistics.evicted &+= count &- devices.count
-        evictionScratch = times
-        victimScratch = victims
-        dropStaleHolds()
-    }
-
-    /// Reorders `items` so that the first `k + 1` are the smallest (Hoare's selection,
-    /// middle pivot; linear on average).
-    static func selectOldest(_ items: inout [UInt64], _ k: Int) {
-        var lo = 0, hi = items.count - 1
-        while lo < hi {
-            let pivot = items[lo + (hi - lo) / 2]
-            var i = lo, j = hi
-            while i <= j {
-                while items[i] < pivot { i += 1 }
-                while items[j] > pivot { j -= 1 }
-                if i <= j {
-                    items.swapAt(i, j)
-                    i += 1
-                    j -= 1
-                }
-            }
-            if k <= j { hi = j } else if k >= i { lo = i } else { break }
-        }
+    /// A full table forgets its least recently heard device (the front of the table's
+    /// recency order: no pass over the table) for a new one. If that device is still held
+    /// for its scan response it is reported as it goes (more new devices within the wait
+    /// than the table holds: 30 000 a second fill 4096 in 150 ms), so no device passes
+    /// unseen; true then.
+    private mutating func showIfHeld(oldest out: inout [ScanEvent]) -> Bool {
+        guard let i = devices.oldest, devices.values[i].holdUntil != nil else { return false }
+        out.append(.discovered(Self.snapshot(devices.addresses[i], devices.values[i])))
+        return true
     }
 
     // MARK: Time
@@ -476,19 +415,25 @@ public struct Scanner: Sendable {
         while let hold = held.first, liveIndex(of: hold) == nil { held.removeFirst() }
     }
 
+    /// Forgets the devices not heard for `deviceTimeout`, from the front of the recency
+    /// order (one look per device forgotten, none at the others).
     private mutating func sweep(now: UInt64) {
         guard let at = sweepAt, at <= now else { return }
         let timeout = deviceTimeout
-        let before = devices.count
-        devices.removeAll { _, e in now &- e.lastSeen >= timeout }
-        statistics.expired &+= before - devices.count
-        dropStaleHolds()
+        var heldGone = false
+        while let i = devices.oldest, now &- devices.values[i].lastSeen >= timeout {
+            if devices.values[i].holdUntil != nil { heldGone = true }
+            devices.remove(at: i)
+            statistics.expired &+= 1
+        }
+        if heldGone { dropStaleHolds() }
         // The next pass when the oldest ages out, but not sooner than an eighth of the
-        // timeout from now: with a stream of new devices each pass would otherwise find
-        // one device to forget and walk the whole table for it. Forgetting is late by at
-        // most that eighth; a device heard after its timeout is new either way (record).
-        if let oldest = devices.values.min(by: { $0.lastSeen < $1.lastSeen }) {
-            sweepAt = max(oldest.lastSeen &+ timeout, now &+ timeout / 8)
+        // timeout from now: a stream of new devices would otherwise wake the timer once per
+        // device. Forgetting is late by at most that eighth; a device heard after its
+        // timeout is new either way (record). (A capture whose clock steps back can put a
+        // later time at the front; a device behind it is forgotten when it reaches the front.)
+        if let i = devices.oldest {
+            sweepAt = max(devices.values[i].lastSeen &+ timeout, now &+ timeout / 8)
         } else {
             sweepAt = nil
         }
