@@ -155,11 +155,18 @@ public struct CaptureReplay: ~Copyable {
         scanEvents.reverse()
         while let e = scanEvents.popLast() {
             var d: DiscoveredDevice
+            let isNew: Bool
             switch consume e {
-            case .discovered(let device), .updated(let device): d = device
+            case .discovered(let device):
+                d = device
+                // New to the scanner; new to the replay unless shown before it was forgotten.
+                isNew = shown.insert(d.address)
+            case .updated(let device):
+                // The scanner discovered it first, so it was shown (and is in `shown`).
+                d = device
+                isNew = false
             }
             if let id = Self.identity(of: d.address, &resolver) { d.identity = id }
-            let isNew = shown.insert(d.address)
             if isNew { devicesShown &+= 1 }
             linesShown &+= 1
             if defersLines {
