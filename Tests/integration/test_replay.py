@@ -153,21 +153,36 @@ def varied_capture(path, devices=700, rounds=4):
 
 
 class FormattingThreadTests(unittest.TestCase):
-    """replay formats scan results on a second thread, in batches: the same bytes, exit code
-    and messages as formatting them on the reading thread (HCIGATT_REPLAY_ONE_THREAD, also the
-    path when no thread can be made), for every scan-result mode, over many batches, for a
-    capture cut off mid-record; and a reader that goes away stops it."""
+    """replay formats scan results on a second thread, in batches, and the reading thread
+    formats batches itself when that thread is behind: the same bytes, exit code and
+    messages as formatting them on the reading thread (HCIGATT_REPLAY_ONE_THREAD, also the
+    path when no thread can be made), with every batch on the second thread
+    (HCIGATT_REPLAY_SHARING=never) and every second one on the reading thread (=alternate),
+    for every scan-result mode, over many batches, for a capture cut off mid-record; and a
+    reader that goes away stops it."""
 
-    def run_both(self, *args):
+    WAYS = ({}, {'HCIGATT_REPLAY_SHARING': 'never'}, {'HCIGATT_REPLAY_SHARING': 'alternate'},
+            {'HCIGATT_REPLAY_ONE_THREAD': '1'})
+
+    def run_all(self, *args):
+        """(threaded as it comes, ...), one result per way; the last is one thread."""
         results = []
-        for one in (False, True):
+        for way in self.WAYS:
             env = dict(os.environ)
-            env.pop('HCIGATT_REPLAY_ONE_THREAD', None)
-            if one:
-                env['HCIGATT_REPLAY_ONE_THREAD'] = '1'
+            for k in ('HCIGATT_REPLAY_ONE_THREAD', 'HCIGATT_REPLAY_SHARING'):
+                env.pop(k, None)
+            env.update(way)
             p = subprocess.run([HCIGATT, 'replay', *args], capture_output=True, env=env, timeout=120)
             results.append((p.returncode, p.stdout, p.stderr))
         return results
+
+    def run_both(self, *args):
+        results = self.run_all(*args)
+        for way, r in zip(self.WAYS[1:-1], results[1:-1]):
+            # All but a --stats line's timing.
+            strip = (lambda out: out.splitlines()[:-1]) if '--stats' in args else (lambda out: out)
+            self.assertEqual((r[0], strip(r[1]), r[2]), (results[-1][0], strip(results[-1][1]), results[-1][2]), way)
+        return results[0], results[-1]
 
     def test_lines_from_the_formatting_thread_are_the_same_bytes(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -208,8 +223,9 @@ class FormattingThreadTests(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, 'varied.btsnoop')
             varied_capture(path, devices=3000, rounds=6)
+            env = dict(os.environ, HCIGATT_REPLAY_SHARING='alternate')
             p = subprocess.Popen([HCIGATT, 'replay', '--duplicates', '--json', path], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE)
+                                 stderr=subprocess.PIPE, env=env)
             first = p.stdout.readline()
             p.stdout.close()
             rc = p.wait(timeout=30)
