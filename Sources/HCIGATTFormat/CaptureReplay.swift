@@ -59,6 +59,12 @@ public struct CaptureReplay: ~Copyable {
     /// format (on another thread: ``ScanLine``), not written to ``writer``.
     private let defersLines: Bool
     private var pendingLines: [ScanLine] = []
+    /// The places in ``pendingLines`` of devices the scanner discovered: whether each is
+    /// new to the replay (not shown before the scanner forgot it) is settled when the lines
+    /// are taken, all together. Each is a lookup in the set of every address shown, a cache
+    /// miss in a crowd: one at a time, between reports, each stalls; back to back the
+    /// processor overlaps them.
+    private var discoveredLines: [Int] = []
     private var devicesShown = 0
     private var linesShown = 0
 
@@ -82,7 +88,7 @@ public struct CaptureReplay: ~Copyable {
         scanEvents.reserveCapacity(16)
     }
 
-    /// Distinct devices shown.
+    /// Distinct devices shown (with deferred lines: in the lines taken).
     public var devices: Int { devicesShown }
     /// Lines for devices (new and updated), written or deferred.
     public var lines: Int { linesShown }
@@ -98,6 +104,12 @@ public struct CaptureReplay: ~Copyable {
     /// Moves the deferred lines into `lines` (emptied first; its storage is kept and this
     /// replay's is handed over, so batches passed back and forth allocate nothing).
     public mutating func takeLines(_ lines: inout [ScanLine]) {
+        for i in discoveredLines {
+            let isNew = shown.insert(pendingLines[i].device.address)
+            pendingLines[i].isNew = isNew
+            if isNew { devicesShown &+= 1 }
+        }
+        discoveredLines.removeAll(keepingCapacity: true)
         lines.removeAll(keepingCapacity: true)
         swap(&lines, &pendingLines)
     }
@@ -154,24 +166,23 @@ public struct CaptureReplay: ~Copyable {
         // copied and then cleared: no retain and release of its data, no clearing pass.
         scanEvents.reverse()
         while let e = scanEvents.popLast() {
+            // Discovered: new to the scanner, and new to the replay unless shown before the
+            // scanner forgot it. Updated: discovered first, so shown (and in `shown`).
             var d: DiscoveredDevice
-            let isNew: Bool
+            let discovered: Bool
             switch consume e {
-            case .discovered(let device):
-                d = device
-                // New to the scanner; new to the replay unless shown before it was forgotten.
-                isNew = shown.insert(d.address)
-            case .updated(let device):
-                // The scanner discovered it first, so it was shown (and is in `shown`).
-                d = device
-                isNew = false
+            case .discovered(let device): d = device; discovered = true
+            case .updated(let device): d = device; discovered = false
             }
             if let id = Self.identity(of: d.address, &resolver) { d.identity = id }
-            if isNew { devicesShown &+= 1 }
             linesShown &+= 1
             if defersLines {
-                pendingLines.append(ScanLine(device: consume d, isNew: isNew))
+                // Settled in takeLines.
+                if discovered { discoveredLines.append(pendingLines.count) }
+                pendingLines.append(ScanLine(device: consume d, isNew: discovered))
             } else {
+                let isNew = discovered && shown.insert(d.address)
+                if isNew { devicesShown &+= 1 }
                 printer.write(d, isNew: isNew, into: &writer)
             }
         }
