@@ -175,6 +175,37 @@ import Testing
         #expect(lines == 64)
     }
 
+    /// The line's name is written once and copied into its structure in `ad`: the same
+    /// bytes as the writer alone for names to escape, a shortened and a complete name, the
+    /// name in the scan response, a name that is not UTF-8 (repaired at the top, the whole
+    /// `ad` through the writer) and an empty one.
+    @Test func theNameCopiedIntoItsStructureIsTheWritersName() {
+        let names: [[UInt8]] = [Array("Thermo".utf8), Array("say \"hi\"\\ \u{7}".utf8), Array("Küche 🌡".utf8),
+                                [0x41, 0xC2, 0x85, 0x42], [0x41, 0xFF], [], Array(repeating: 0x5A, count: 29)]
+        var lines = 0
+        for name in names {
+            for (adv, response) in [(Self.ad(0x01, [0x06]) + Self.ad(0x09, name), []),
+                                    (Self.ad(0x08, Array(name.prefix(3))) + Self.ad(0x09, name), []),
+                                    (Self.ad(0x01, [0x06]), Self.ad(0x09, name)),
+                                    (Self.ad(0x09, name), Self.ad(0x08, name))] where adv.count <= 31 && response.count <= 31 {
+                let d = DiscoveredDevice(address: LEAddress(BluetoothAddress(0xC0, 1, 2, 3, 4, 5), type: .random),
+                                         rssi: -50, txPower: nil, advertisingData: adv, scanResponseData: response,
+                                         eventType: AdvertisingEventInfo(connectable: true, scannable: true),
+                                         firstSeen: 1, lastSeen: 2_000_000, reportCount: 2)
+                var fast = ScanFormatter(json: true, origin: 0)
+                var reference = ScanFormatter(json: true, origin: 0)
+                reference.directStructures = false
+                var a = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
+                var b = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
+                fast.write(.discovered(d), into: &a)
+                reference.write(.discovered(d), into: &b)
+                #expect(a.out.string == b.out.string, "name \(name), ad \(adv), scan response \(response)")
+                lines += 1
+            }
+        }
+        #expect(lines == 26)  // the 29-byte name fits beside no other structure
+    }
+
     /// Ruuvi's data format 5 example: 24.3 °C, 53.49 %, 1000.44 hPa ...
     static let ruuvi: [UInt8] = [0x05, 0x12, 0xFC, 0x53, 0x94, 0xC3, 0x7C, 0x00, 0x04, 0xFF, 0xFC, 0x04, 0x0C, 0xAC, 0x36,
                                  0x42, 0x00, 0xCD, 0xCB, 0xB8, 0x33, 0x4C, 0x88, 0x4F]
