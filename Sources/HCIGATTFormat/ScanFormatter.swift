@@ -202,18 +202,9 @@ public struct ScanFormatter: Sendable {
             w.out.raw(",\"tx_power\":")
             w.out.decimal(Int64(tx))
         }
-        // The name's JSON, kept for its structure in `ad` (the same bytes: copied, not
-        // validated and escaped again).
-        var renderedName: RenderedName?
         if let name = a.name {
             w.out.raw(",\"name\":")
-            if OutputBuffer.isValidUTF8(name) {
-                let start = w.out.count
-                w.out.jsonString(name)
-                renderedName = RenderedName(source: name, start: start, count: w.out.count &- start)
-            } else {
-                w.out.jsonString(String(decoding: name, as: UTF8.self))
-            }
+            w.out.jsonString(repairing: name)
         }
         if let (count, values) = a.serviceUUIDs16 {
             writeServices16(count, values, into: &w.out)
@@ -280,10 +271,10 @@ public struct ScanFormatter: Sendable {
         w.out.byte(UInt8(ascii: "\""))
         // The structures: the common types written straight, anything else through the
         // writer (inside an object already open); the same bytes either way.
-        let adDone = directStructures && writeStructures(",\"ad\":[", a.advertisingData, name: renderedName, into: &w.out)
+        let adDone = directStructures && writeStructures(",\"ad\":[", a.advertisingData, into: &w.out)
         // The scan response is tried directly only after a direct `ad` (the keys' order).
         let srDone = a.scanResponseData.isEmpty
-            || (adDone && writeStructures(",\"scan_response_ad\":[", a.scanResponseData, name: renderedName, into: &w.out))
+            || (adDone && writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out))
         let sensor = Self.sensor(a)
         if adDone, srDone, sensor == nil {
             if a.malformed { w.out.raw(",\"malformed\":true") }
@@ -294,8 +285,7 @@ public struct ScanFormatter: Sendable {
         if !adDone { Self.structures("ad", a.advertisingData, into: &w) }
         if !srDone {
             // After a direct `ad`, the scan response was tried directly already and declined.
-            let direct = !adDone && directStructures
-                && writeStructures(",\"scan_response_ad\":[", a.scanResponseData, name: renderedName, into: &w.out)
+            let direct = !adDone && directStructures && writeStructures(",\"scan_response_ad\":[", a.scanResponseData, into: &w.out)
             if !direct { Self.structures("scan_response_ad", a.scanResponseData, into: &w) }
         }
         switch sensor {
@@ -377,8 +367,7 @@ public struct ScanFormatter: Sendable {
     /// when a structure is of another type or shape: ``structures(_:_:into:)`` writes them
     /// then. Byte for byte what the writer gives (`FastStructureTests` compares the two).
     @inline(never)  // one copy for the four call sites (the static binary's size)
-    mutating func writeStructures(_ opening: StaticString, _ bytes: UnsafeRawBufferPointer, name: RenderedName? = nil,
-                                  into out: inout OutputBuffer) -> Bool {
+    mutating func writeStructures(_ opening: StaticString, _ bytes: UnsafeRawBufferPointer, into out: inout OutputBuffer) -> Bool {
         let rollback = out.count
         out.raw(opening)
         let fragments = ADJSONFragments.shared
@@ -395,10 +384,7 @@ public struct ScanFormatter: Sendable {
             switch type {
             case 0x01: break
             case 0x02, 0x03: if s.data.count % 2 != 0 { out.removeLast(out.count &- rollback); return false }
-            case 0x08, 0x09:
-                // The line's name, from these very bytes: valid, and its JSON written already.
-                if let name, name.isRendering(of: s.data) { break }
-                if !OutputBuffer.isValidUTF8(s.data) { out.removeLast(out.count &- rollback); return false }
+            case 0x08, 0x09: if !OutputBuffer.isValidUTF8(s.data) { out.removeLast(out.count &- rollback); return false }
             case 0x0A: if s.data.count != 1 { out.removeLast(out.count &- rollback); return false }
             case 0xFF:
                 guard let m = try? s.manufacturerData(), m.iBeacon == nil else {
@@ -428,11 +414,7 @@ public struct ScanFormatter: Sendable {
                 }
                 out.byte(UInt8(ascii: "]"))
             case 0x08, 0x09:
-                if let name, name.isRendering(of: s.data) {
-                    out.appendCopy(from: name.start, count: name.count)
-                } else {
-                    out.jsonString(s.data)
-                }
+                out.jsonString(s.data)
             case 0x0A:
                 out.decimal(Int64(Int8(bitPattern: s.data[0])))
             default:  // 0xFF, checked above
@@ -504,17 +486,5 @@ extension LEAddress.Kind {
         case .reservedRandom: "random?"
         case .anonymous: "anon"
         }
-    }
-}
-
-/// Where a line's name was written as JSON, and from which bytes (a structure's data
-/// within the same advertising data, when it is the same structure).
-struct RenderedName {
-    var source: UnsafeRawBufferPointer
-    var start: Int
-    var count: Int
-
-    func isRendering(of data: UnsafeRawBufferPointer) -> Bool {
-        data.baseAddress == source.baseAddress && data.count == source.count
     }
 }

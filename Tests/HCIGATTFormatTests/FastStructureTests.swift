@@ -175,11 +175,11 @@ import Testing
         #expect(lines == 64)
     }
 
-    /// The line's name is written once and copied into its structure in `ad`: the same
-    /// bytes as the writer alone for names to escape, a shortened and a complete name, the
-    /// name in the scan response, a name that is not UTF-8 (repaired at the top, the whole
-    /// `ad` through the writer) and an empty one.
-    @Test func theNameCopiedIntoItsStructureIsTheWritersName() {
+    /// A line's name, at the top and as its structure in `ad`: the same bytes as the writer
+    /// alone for names to escape, a shortened and a complete name, the name in the scan
+    /// response, a name that is not UTF-8 (repaired at the top, the whole `ad` through the
+    /// writer) and an empty one.
+    @Test func namesAtTheTopAndInTheirStructureAreTheWritersNames() {
         let names: [[UInt8]] = [Array("Thermo".utf8), Array("say \"hi\"\\ \u{7}".utf8), Array("Küche 🌡".utf8),
                                 [0x41, 0xC2, 0x85, 0x42], [0x41, 0xFF], [], Array(repeating: 0x5A, count: 29)]
         var lines = 0

@@ -83,14 +83,6 @@ public struct OutputBuffer: ~Copyable, @unchecked Sendable {
         length &+= n
     }
 
-    /// A copy of `count` bytes written already, from `offset` (a rendering repeated).
-    public mutating func appendCopy(from offset: Int, count n: Int) {
-        guard n > 0, offset >= 0, offset &+ n <= length else { return }
-        reserve(n)
-        Self.copySmall(base + length, UnsafeRawPointer(base + offset), n)
-        length &+= n
-    }
-
     /// `,"name":` (the comma when asked): a JSON object key that needs no escape.
     @inline(__always)
     public mutating func jsonKey(_ name: UnsafeRawBufferPointer, comma: Bool) {
