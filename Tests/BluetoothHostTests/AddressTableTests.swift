@@ -22,6 +22,7 @@ import BluetoothWire
     func check(_ table: AddressTable<Int>, _ model: [LEAddress: Int], _ order: [LEAddress], _ pool: [LEAddress]) {
         #expect(table.count == model.count)
         #expect(table.recencyOrder.map { table.addresses[$0] } == order)
+        #expect(table.recencyOrderFromNewest.map { table.addresses[$0] } == order.reversed())
         #expect(table.oldest.map { table.addresses[$0] } == order.first)
         for a in pool {
             let i = table.index(of: a)

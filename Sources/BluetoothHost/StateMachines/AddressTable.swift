@@ -62,6 +62,17 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
     /// The least recently touched (or inserted) value's place.
     var oldest: Int? { oldestIndex < 0 ? nil : Int(oldestIndex) }
 
+    /// The places from the most to the least recently touched, by the other links.
+    var recencyOrderFromNewest: [Int] {
+        var order: [Int] = []
+        var i = newestIndex
+        while i >= 0 {
+            order.append(Int(i))
+            i = links[Int(i)].older
+        }
+        return order
+    }
+
     /// The places from the least to the most recently touched (for tests and checks).
     var recencyOrder: [Int] {
         var order: [Int] = []
@@ -73,8 +84,8 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
         return order
     }
 
-    /// Makes the value at `i` the most recent (every report of a known device: one pass
-    /// over the links, no uniqueness check per write).
+    /// Makes the value at `i` the most recent (every report of a known device: four link
+    /// writes through one buffer, no uniqueness check per write).
     mutating func touch(_ i: Int) {
         let p = Int32(truncatingIfNeeded: i)
         let newest = newestIndex
@@ -82,7 +93,8 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
         var oldest = oldestIndex
         links.withUnsafeMutableBufferPointer { l in
             let o = l[i]
-            // Not the newest: it has a newer neighbour.
+            // Not the newest: it has a newer neighbour, and there is a newest.
+            assert(o.newer >= 0 && newest >= 0, "recency list broken")
             if o.older >= 0 { l[Int(o.older)].newer = o.newer } else { oldest = o.newer }
             l[Int(o.newer)].older = o.older
             l[Int(newest)].newer = p
@@ -142,17 +154,23 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
     /// oldest is removed and `value` inserted as ``insert(_:for:)`` would.
     @discardableResult
     mutating func replaceOldest(with value: consuming Value, for address: LEAddress) -> Int {
-        guard let i = oldest, index(of: address) == nil else {
-            if let i = oldest { remove(at: i) }
-            return insert(value, for: address)
-        }
+        guard let i = oldest else { return insert(value, for: address) }
         let (old, found) = probe(addresses[i])
         if found { deleteSlot(old) }
         unlink(Int32(truncatingIfNeeded: i))
+        // After the deletion (its backward shift may have moved the free slot).
+        let (s, present) = probe(address)
+        if present {
+            // Not how the scanner calls it: the oldest goes as remove(at:) takes it, and
+            // `value` replaces the one `address` has.
+            fillHole(at: i)
+            let j = Int(slots[s]) &- 1
+            values[j] = value
+            touch(j)
+            return j
+        }
         values[i] = value
         addresses[i] = address
-        // After the deletion: the backward shift may have moved the new address's free slot.
-        let (s, _) = probe(address)
         slots[s] = Int32(truncatingIfNeeded: i &+ 1)
         linkNewest(Int32(truncatingIfNeeded: i))
         return i
@@ -165,6 +183,12 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
         guard found else { return }
         deleteSlot(s)
         unlink(Int32(truncatingIfNeeded: i))
+        fillHole(at: i)
+    }
+
+    /// After the value at `i` lost its slot and its links: the last value moves into its
+    /// place, moved, not swapped (its slot and its neighbours repointed).
+    private mutating func fillHole(at i: Int) {
         let last = values.count &- 1
         if i != last {
             let (ls, lfound) = probe(addresses[last])
@@ -174,7 +198,6 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
             if moved.older >= 0 { links[Int(moved.older)].newer = p } else { oldestIndex = p }
             if moved.newer >= 0 { links[Int(moved.newer)].older = p } else { newestIndex = p }
             links[i] = moved
-            // The last value moved, not swapped: the value at i is dropped in its place.
             values[i] = values.removeLast()
             addresses[i] = addresses.removeLast()
             links.removeLast()
