@@ -162,6 +162,25 @@ import BluetoothWire
         else { Issue.record("expected device 2 to be new"); return }
     }
 
+    /// A capture whose clock steps back: a device last heard "later" than now is not aged
+    /// out (the difference would wrap), neither by the sweep nor when heard again.
+    @Test func aClockSteppingBackAgesNothingOut() {
+        let second: UInt64 = 1_000_000_000
+        var s = Scanner(configuration: .init(deviceTimeout: .seconds(10), scanResponseWait: .zero), extended: false)
+        func hear(_ i: UInt8, at now: UInt64) -> [ScanEvent] {
+            feed(&s, legacyReportEvent([LR(eventType: .advInd, address: addr(i), data: ad(name: "D\(i)"), rssi: -40)]), now: now)
+        }
+        #expect(hear(1, at: 100 * second).count == 1)
+        #expect(hear(2, at: 50 * second).count == 1)  // the clock stepped back 50 s
+        #expect(s.timerFired(now: 55 * second).isEmpty)
+        #expect(s.statistics.expired == 0 && s.deviceCount == 2)
+        #expect(hear(1, at: 56 * second).isEmpty, "device 1 is still known")
+        #expect(s.statistics.expired == 0)
+        // Time moves on past both: both age out.
+        #expect(s.timerFired(now: 200 * second).isEmpty)
+        #expect(s.statistics.expired == 2 && s.deviceCount == 0)
+    }
+
     /// Devices heard at the same instant (one capture time stamp, a multi-report event):
     /// the one heard first of them goes, one device for one new device.
     @Test func evictionOfTiesTakesOneInTheOrderHeard() {

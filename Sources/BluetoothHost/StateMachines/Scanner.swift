@@ -217,7 +217,8 @@ public struct Scanner: Sendable {
             return
         }
         var index = devices.index(of: address)
-        if let i = index, now &- devices[index: i].lastSeen >= deviceTimeout {
+        // (A clock that stepped back, now before the last report, ages nothing out.)
+        if let i = index, now >= devices[index: i].lastSeen, now &- devices[index: i].lastSeen >= deviceTimeout {
             // Aged out but not swept yet: heard again, it is new.
             let wasHeld = devices.values[i].holdUntil != nil
             devices.remove(at: i)
@@ -421,7 +422,7 @@ public struct Scanner: Sendable {
         guard let at = sweepAt, at <= now else { return }
         let timeout = deviceTimeout
         var heldGone = false
-        while let i = devices.oldest, now &- devices.values[i].lastSeen >= timeout {
+        while let i = devices.oldest, now >= devices.values[i].lastSeen, now &- devices.values[i].lastSeen >= timeout {
             if devices.values[i].holdUntil != nil { heldGone = true }
             devices.remove(at: i)
             statistics.expired &+= 1
