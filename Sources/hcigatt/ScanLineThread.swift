@@ -14,10 +14,9 @@ import HCIGATTFormat
 /// caller waits (a slow reader of stdout holds both). `HCIGATT_REPLAY_SHARING=never` keeps
 /// every batch on this thread, `=alternate` has the caller format every second batch
 /// whatever the queue (the tests' deterministic way through both paths). When no thread
-/// can be made, each
-/// batch is formatted on the caller's thread instead. `CaptureReplay.lineFormatter()`
-/// makes the formatters, so every path formats alike (a formatter's caches change its
-/// speed, not its bytes).
+/// can be made, each batch is formatted on the caller's thread instead.
+/// `CaptureReplay.lineFormatter()` makes the formatters, so every path formats alike (a
+/// formatter's caches change its speed, not its bytes).
 final class ScanLineThread: @unchecked Sendable {
     /// Lines handed over at once.
     static let batchSize = 256
@@ -125,7 +124,10 @@ final class ScanLineThread: @unchecked Sendable {
         }
         let text = spareText.popLast() ?? FormattedBatch(format: format)
         pthread_mutex_unlock(lock)
-        for line in batch { helper.write(line.device, isNew: line.isNew, into: &text.writer) }
+        // The reader went away (`| head`): nothing to format; the caller stops after this.
+        if !Console.stdoutClosed {
+            for line in batch { helper.write(line.device, isNew: line.isNew, into: &text.writer) }
+        }
         batch.removeAll(keepingCapacity: true)
         pthread_mutex_lock(lock)
         queue.append(.text(text))
