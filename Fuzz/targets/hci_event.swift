@@ -100,7 +100,26 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         event = try HCIEvent(parsing: buf)
     } catch {
         precondition(error.offset >= 0 && error.offset <= size, "error offset outside the input")
+        // The advertising report shortcut fails alike (nil only for another event).
+        do throws(WireError) {
+            _ = try HCIEvent.advertisingReport(parsing: buf)
+            precondition(!(size >= 3 && buf[0] == 0x3E && buf[2] == 0x02), "shortcut accepted what parsing refused: \(error)")
+        } catch let e {
+            precondition(e == error, "shortcut's error differs: \(e) vs \(error)")
+        }
         return 0
+    }
+    // The advertising report shortcut finds exactly the LE Advertising Reports, the same ones.
+    let shortcut: LEAdvertisingReportEvent?
+    do throws(WireError) { shortcut = try HCIEvent.advertisingReport(parsing: buf) } catch {
+        preconditionFailure("shortcut refused what parsing accepted: \(error)")
+    }
+    if case .leMeta(.advertisingReport(let e)) = event {
+        precondition(shortcut?.numReports == e.numReports && shortcut?.reportsOffset == e.reportsOffset
+                     && shortcut?.reportBytes.baseAddress == e.reportBytes.baseAddress
+                     && shortcut?.reportBytes.count == e.reportBytes.count, "shortcut differs")
+    } else {
+        precondition(shortcut == nil, "shortcut found a report in another event")
     }
     fuzzIterate(event)
     _ = event.fieldTitle

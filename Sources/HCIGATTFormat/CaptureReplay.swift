@@ -133,13 +133,31 @@ public struct CaptureReplay: ~Copyable {
         }
         guard type == .event else { return }
         events &+= 1
-        let event: HCIEvent
-        do throws(WireError) { event = try HCIEvent(parsing: packet) } catch { malformed &+= 1; return }
-        guard case .leMeta(let meta) = event else { return }
-        switch meta {
-        case .advertisingReport, .extendedAdvertisingReport: break
-        default: return
+        do throws(WireError) {
+            // LE Advertising Reports, most of a scan's capture, straight from the packet
+            // (the same checks and errors); any other event through HCIEvent.
+            if let e = try HCIEvent.advertisingReport(parsing: packet) {
+                let before = beginScanning(now: now)
+                scanner.handle(e, now: now, into: &scanEvents)
+                endScanning(since: before)
+                return
+            }
+            guard case .leMeta(let meta) = try HCIEvent(parsing: packet) else { return }
+            switch meta {
+            case .advertisingReport, .extendedAdvertisingReport: break
+            default: return
+            }
+            let before = beginScanning(now: now)
+            scanner.handle(meta, now: now, into: &scanEvents)
+            endScanning(since: before)
+        } catch {
+            malformed &+= 1
         }
+    }
+
+    /// Before an advertising report event: the scanner made, its timers run; returns its
+    /// report count.
+    private mutating func beginScanning(now: UInt64) -> Int {
         if !scanning {
             scanner = Scanner(configuration: configuration, extended: false)
             scanning = true
@@ -148,8 +166,11 @@ public struct CaptureReplay: ~Copyable {
             scanEvents += scanner.timerFired(now: now)
             emit()
         }
-        let before = scanner.statistics.reports
-        scanner.handle(meta, now: now, into: &scanEvents)
+        return scanner.statistics.reports
+    }
+
+    /// After it: its devices shown, its reports counted.
+    private mutating func endScanning(since before: Int) {
         emit()
         reports &+= scanner.statistics.reports &- before
     }

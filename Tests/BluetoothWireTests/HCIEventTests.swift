@@ -330,3 +330,71 @@ enum Vectors {
         #expect(LEFeatures(rawValue: 1 << 63).names == ["bit 63"])
     }
 }
+
+/// `HCIEvent.advertisingReport(parsing:)`, the replay's shortcut past the event enums,
+/// against parsing the whole event: the same report for an LE Advertising Report, the
+/// same error for a broken one, nil for every other event.
+@Suite struct AdvertisingReportShortcutTests {
+    /// One ADV_NONCONN_IND report from 00:C0:00:00:00:01 (random) with Flags, RSSI -60.
+    static let report: [UInt8] = [0x3E, 0x0F, 0x02, 0x01, 0x03, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0xC0,
+                                  0x03, 0x02, 0x01, 0x06, 0xC4]
+
+    func bothWays(_ bytes: [UInt8]) -> (whole: Result<LEAdvertisingReportEvent?, WireError>,
+                                        shortcut: Result<LEAdvertisingReportEvent?, WireError>) {
+        bytes.withUnsafeBytes { b in
+            let whole = Result<LEAdvertisingReportEvent?, WireError> { () throws(WireError) in
+                if case .leMeta(.advertisingReport(let e)) = try HCIEvent(parsing: b) { return e }
+                return nil
+            }
+            let shortcut = Result<LEAdvertisingReportEvent?, WireError> { () throws(WireError) in
+                try HCIEvent.advertisingReport(parsing: b)
+            }
+            return (whole, shortcut)
+        }
+    }
+
+    @Test func sameReportsSameErrorsNilForOtherEvents() throws {
+        var cases: [[UInt8]] = [Self.report]
+        var longer = Self.report
+        longer[1] += 1
+        cases.append(longer + [0x00])  // a byte after the report: refused by both
+        var short = Self.report
+        short[1] -= 1
+        cases.append(short)  // the length says one byte fewer than there are
+        cases.append(Array(Self.report.dropLast()))  // cut off
+        var tooMany = Self.report
+        tooMany[3] = 26  // Num_Reports above 25
+        cases.append(tooMany)
+        cases += [[0x3E, 0x01, 0x02], [0x3E], [], [0x3E, 0x0F], [0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00],
+                  [0x3E, 0x02, 0x0D, 0x00], [0x3E, 0x0A, 0x03, 0x00, 0x40, 0x00, 0x18, 0x00, 0x00, 0x00, 0x48, 0x00],
+                  [0x05, 0x04, 0x00, 0x40, 0x00, 0x13]]
+        var reports = 0, errors = 0, others = 0
+        for bytes in cases {
+            let (whole, shortcut) = bothWays(bytes)
+            switch (whole, shortcut) {
+            case (.success(let a?), .success(let b?)):
+                #expect(a.numReports == b.numReports && a.reportsOffset == b.reportsOffset
+                        && Array(a.reportBytes) == Array(b.reportBytes), "\(bytes)")
+                reports += 1
+            case (.failure(let a), .failure(let b)):
+                #expect(a == b, "\(bytes)")
+                errors += 1
+            case (.success(nil), .success(nil)):
+                others += 1
+            case (.failure, .success(nil)):
+                // Another event, broken: the shortcut leaves it to the whole parse.
+                #expect(!(bytes.count >= 3 && bytes[0] == 0x3E && bytes[2] == 0x02), "\(bytes)")
+                others += 1
+            default:
+                Issue.record("\(bytes): \(whole) vs \(shortcut)")
+            }
+        }
+        #expect(reports == 1 && errors == 5 && others == 7, "\(reports) \(errors) \(others)")
+        // The report itself, as the spec lays it out.
+        let (_, shortcut) = bothWays(Self.report)
+        var it = try #require(try shortcut.get()).reports
+        let r = try #require(try it.next())
+        #expect(r.address == LEAddress(BluetoothAddress(0xC0, 0, 0, 0, 0, 1), type: .random))
+        #expect(Array(r.data) == [0x02, 0x01, 0x06] && r.rssiIfAvailable == -60)
+    }
+}

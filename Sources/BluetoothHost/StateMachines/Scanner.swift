@@ -138,14 +138,19 @@ public struct Scanner: Sendable {
     public mutating func handle(_ event: LEMetaEvent, now: UInt64, into out: inout [ScanEvent]) {
         switch event {
         case .advertisingReport(let e):
-            var it = e.reports
-            while let r = try? it.next() { handleLegacy(r, now: now, into: &out) }
+            handle(e, now: now, into: &out)
         case .extendedAdvertisingReport(let e):
             var it = e.reports
             while let r = try? it.next() { handleExtended(r, now: now, into: &out) }
         default:
             break
         }
+    }
+
+    /// The reports of an LE Advertising Report event.
+    public mutating func handle(_ event: LEAdvertisingReportEvent, now: UInt64, into out: inout [ScanEvent]) {
+        var it = event.reports
+        while let r = try? it.next() { handleLegacy(r, now: now, into: &out) }
     }
 
     /// One report of an LE Advertising Report event; what it makes known goes to `out`.

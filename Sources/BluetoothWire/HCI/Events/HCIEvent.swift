@@ -21,13 +21,7 @@ public enum HCIEvent {
     /// parameters. The length must match the bytes present exactly (`.invalidLength`).
     @inlinable
     public init(parsing bytes: UnsafeRawBufferPointer) throws(WireError) {
-        var r = ByteReader(bytes)
-        let code = try r.u8("Event_Code")
-        let length = Int(try r.u8("Parameter_Total_Length"))
-        guard r.remaining == length else {
-            throw WireError(.invalidLength, at: 1, "Parameter_Total_Length does not match the bytes present")
-        }
-        var p = ByteReader(r.rest(), baseOffset: 2)
+        var (code, p) = try Self.parameters(of: bytes)
         switch code {
         case 0x3E: self = .leMeta(try LEMetaEvent(parameters: &p))
         case 0x0E: self = .commandComplete(try HCICommandComplete(parameters: &p))
@@ -43,6 +37,31 @@ public enum HCIEvent {
         default: self = .unknown(HCIEventCode(rawValue: code), p.rest())
         }
         try p.expectEnd("unexpected bytes after the event parameters")
+    }
+
+    /// The LE Advertising Report event in `bytes` (an event packet, as for
+    /// ``init(parsing:)``: the same checks, the same errors), nil for any other event;
+    /// without the enums around it, as most of a scanning capture is these.
+    @inlinable
+    public static func advertisingReport(parsing bytes: UnsafeRawBufferPointer) throws(WireError) -> LEAdvertisingReportEvent? {
+        guard bytes.count >= 3, bytes[0] == 0x3E, bytes[2] == 0x02 else { return nil }
+        var (_, p) = try parameters(of: bytes)
+        _ = try p.u8("Subevent_Code")
+        let e = try LEAdvertisingReportEvent(parameters: &p)
+        try p.expectEnd("unexpected bytes after the event parameters")
+        return e
+    }
+
+    /// Event_Code and a reader of the parameters, whose length must match the bytes present.
+    @inlinable
+    static func parameters(of bytes: UnsafeRawBufferPointer) throws(WireError) -> (code: UInt8, parameters: ByteReader) {
+        var r = ByteReader(bytes)
+        let code = try r.u8("Event_Code")
+        let length = Int(try r.u8("Parameter_Total_Length"))
+        guard r.remaining == length else {
+            throw WireError(.invalidLength, at: 1, "Parameter_Total_Length does not match the bytes present")
+        }
+        return (code, ByteReader(r.rest(), baseOffset: 2))
     }
 
     /// The Event_Code this event is sent with.
