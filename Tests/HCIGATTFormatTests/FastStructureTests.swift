@@ -143,6 +143,23 @@ import Testing
         }
     }
 
+    /// A scannable device's JSON line with these data, written directly and by the writer
+    /// alone (the reference).
+    static func jsonLines(_ adv: [UInt8], _ response: [UInt8]) -> (direct: String, writer: String) {
+        let d = DiscoveredDevice(address: LEAddress(BluetoothAddress(0xC0, 1, 2, 3, 4, 5), type: .random),
+                                 rssi: -50, txPower: nil, advertisingData: adv, scanResponseData: response,
+                                 eventType: AdvertisingEventInfo(connectable: true, scannable: true),
+                                 firstSeen: 1, lastSeen: 2_000_000, reportCount: 2)
+        var fast = ScanFormatter(json: true, origin: 0)
+        var reference = ScanFormatter(json: true, origin: 0)
+        reference.directStructures = false
+        var a = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
+        var b = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
+        fast.write(.discovered(d), into: &a)
+        reference.write(.discovered(d), into: &b)
+        return (a.out.string, b.out.string)
+    }
+
     /// Whole JSON lines, direct against the writer alone, for advertising data and scan
     /// responses that are each of direct types or not (a direct `ad` beside a scan response
     /// the writer writes once wrote `ad` twice).
@@ -157,18 +174,8 @@ import Testing
         var lines = 0
         for adv in direct + other {
             for response in direct + other {
-                let d = DiscoveredDevice(address: LEAddress(BluetoothAddress(0xC0, 1, 2, 3, 4, 5), type: .random),
-                                         rssi: -50, txPower: nil, advertisingData: adv, scanResponseData: response,
-                                         eventType: AdvertisingEventInfo(connectable: true, scannable: true),
-                                         firstSeen: 1, lastSeen: 2_000_000, reportCount: 2)
-                var fast = ScanFormatter(json: true, origin: 0)
-                var reference = ScanFormatter(json: true, origin: 0)
-                reference.directStructures = false
-                var a = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
-                var b = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
-                fast.write(.discovered(d), into: &a)
-                reference.write(.discovered(d), into: &b)
-                #expect(a.out.string == b.out.string, "ad \(adv), scan response \(response)")
+                let (direct, writer) = Self.jsonLines(adv, response)
+                #expect(direct == writer, "ad \(adv), scan response \(response)")
                 lines += 1
             }
         }
@@ -188,18 +195,8 @@ import Testing
                                     (Self.ad(0x08, Array(name.prefix(3))) + Self.ad(0x09, name), []),
                                     (Self.ad(0x01, [0x06]), Self.ad(0x09, name)),
                                     (Self.ad(0x09, name), Self.ad(0x08, name))] where adv.count <= 31 && response.count <= 31 {
-                let d = DiscoveredDevice(address: LEAddress(BluetoothAddress(0xC0, 1, 2, 3, 4, 5), type: .random),
-                                         rssi: -50, txPower: nil, advertisingData: adv, scanResponseData: response,
-                                         eventType: AdvertisingEventInfo(connectable: true, scannable: true),
-                                         firstSeen: 1, lastSeen: 2_000_000, reportCount: 2)
-                var fast = ScanFormatter(json: true, origin: 0)
-                var reference = ScanFormatter(json: true, origin: 0)
-                reference.directStructures = false
-                var a = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
-                var b = FieldWriter(format: .json, out: OutputBuffer(capacity: 512))
-                fast.write(.discovered(d), into: &a)
-                reference.write(.discovered(d), into: &b)
-                #expect(a.out.string == b.out.string, "name \(name), ad \(adv), scan response \(response)")
+                let (direct, writer) = Self.jsonLines(adv, response)
+                #expect(direct == writer, "name \(name), ad \(adv), scan response \(response)")
                 lines += 1
             }
         }

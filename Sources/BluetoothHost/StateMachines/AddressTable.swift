@@ -63,23 +63,17 @@ struct AddressTable<Value>: Sendable where Value: Sendable {
     var oldest: Int? { oldestIndex < 0 ? nil : Int(oldestIndex) }
 
     /// The places from the most to the least recently touched, by the other links.
-    var recencyOrderFromNewest: [Int] {
-        var order: [Int] = []
-        var i = newestIndex
-        while i >= 0 {
-            order.append(Int(i))
-            i = links[Int(i)].older
-        }
-        return order
-    }
+    var recencyOrderFromNewest: [Int] { walk(from: newestIndex) { $0.older } }
 
     /// The places from the least to the most recently touched (for tests and checks).
-    var recencyOrder: [Int] {
+    var recencyOrder: [Int] { walk(from: oldestIndex) { $0.newer } }
+
+    private func walk(from start: Int32, _ next: (Link) -> Int32) -> [Int] {
         var order: [Int] = []
-        var i = oldestIndex
+        var i = start
         while i >= 0 {
             order.append(Int(i))
-            i = links[Int(i)].newer
+            i = next(links[Int(i)])
         }
         return order
     }
