@@ -68,6 +68,12 @@ final class ServeOutput: Sendable {
         }
     }
 
+    /// The passkey shown for a central to type (JSON only: the text line is on stderr).
+    func passkey(_ link: LEConnection, _ value: UInt32) {
+        emit("passkey", [Field("peer", .text("\(link.address)")), Field("passkey", .text(SecurityOptions.sixDigits(value)))],
+             text: "")
+    }
+
     func note(_ s: String) {
         if json { emit("note", [Field("message", .text(s))], text: s) } else { Console.err(s) }
     }
@@ -190,14 +196,23 @@ enum ServeCommand {
 
         let privacy = settings.address == .privacy
         let rpaTimeout = settings.rpaTimeout
-        let controller = try await LocalController.open(settings.controller)
+        let out = ServeOutput(json: settings.json, layout: server.layout)
+        var controllerSettings = settings.controller
+        if settings.json {
+            // A script reading the events needs the passkey to type on the central.
+            let shown = controllerSettings.options.pairingAgent.displayPasskey
+            controllerSettings.options.pairingAgent.displayPasskey = { link, v in
+                shown(link, v)
+                out.passkey(link, v)
+            }
+        }
+        let controller = try await LocalController.open(controllerSettings)
         if privacy && controller.host.info.address == .zero {
             // Said before our IRK is made (and kept) for nothing.
             try? await controller.close()
             throw RuntimeError("--privacy needs a controller with a public address (the identity bonded centrals learn)")
         }
         let irk: UInt128? = privacy ? try settings.bondStore.localIdentityResolvingKey() : nil
-        let out = ServeOutput(json: settings.json, layout: server.layout)
         let choice: AdvertisingAddressChoice = irk.map { .privateAddress(irk: $0) } ?? (settings.address == .randomStatic ? .randomStatic : .automatic)
         let own: AdvertisingConfiguration.OwnAddress
         let ownText: String

@@ -1,0 +1,479 @@
+#!/usr/bin/env python3
+"""hcigatt against BlueZ, the Linux host most other devices run. Runs INSIDE the test VM
+(as root; Tests/vm/run-tests boots it): vhci_world.py gives the kernel two adapters on one
+virtual link; the kernel's host with bluetoothd (Debian's bluez, its own D-Bus system bus
+in the guest) keeps hci0 and hcigatt owns hci1 through the HCI user channel. BlueZ is
+driven over D-Bus by bluez_peer.py (Debian's python3 with python3-dbus and python3-gi)
+and btmgmt. The tests share one world and run in order.
+
+A bluetoothd that exits (crash) fails the test that was running and every later one;
+a kernel BUG, oops or WARNING fails the run (Tests/vm/run-job).
+"""
+import json
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HCIGATT = os.environ.get('HCIGATT', os.path.join(ROOT, '.build', 'debug', 'hcigatt'))
+WORLD = os.path.join(HERE, 'vhci_world.py')
+DRIVER = os.path.join(HERE, 'bluez_peer.py')
+SYSTEM_PYTHON = '/usr/bin/python3'  # python3-dbus and python3-gi are Debian's
+BLUETOOTHD = '/usr/libexec/bluetooth/bluetoothd'
+
+TMP = os.environ.get('TMPDIR', '/tmp')
+BLUEZ = 'C0:FF:EE:00:00:01'    # hci0: the kernel's host and bluetoothd
+HCIGATT_ADDRESS = 'C0:FF:EE:00:00:02'  # hci1: hcigatt over the user channel
+TRANSPORT = ['--transport', 'user:hci1']
+BONDS = os.path.join(TMP, 'hcigatt-bonds')
+os.environ['HCIGATT_BOND_DIR'] = BONDS
+
+# bluetoothd's settings for the tests (keys from Debian's main.conf, BlueZ 5.66):
+# AutoEnable off keeps hci1 down for hcigatt's user channel (bluetoothd would power
+# every adapter it sees); temporary (unpaired) devices stay 10 minutes, not 30 s.
+MAIN_CONF = """\
+[General]
+ControllerMode = le
+JustWorksRepairing = never
+TemporaryTimeout = 600
+[GATT]
+Cache = always
+[Policy]
+AutoEnable = false
+"""
+
+world = None
+btmon = None
+dbus_daemon = None
+bluetoothd = None
+peer = None
+
+
+def log_path(name):
+    return os.path.join(TMP, name)
+
+
+def read(path):
+    with open(path, errors='replace') as f:
+        return f.read()
+
+
+def hcigatt(*args, timeout=120):
+    p = subprocess.run([HCIGATT, *args], capture_output=True, text=True, timeout=timeout)
+    sys.stderr.write(f'\n$ hcigatt {" ".join(args)} -> {p.returncode}\n{p.stderr}')
+    return p.returncode, p.stdout, p.stderr
+
+
+def btmgmt(*args):
+    p = subprocess.run(['btmgmt', '--index', '0', *args], capture_output=True, text=True, timeout=30)
+    sys.stderr.write(f'\n$ btmgmt {" ".join(args)} -> {p.returncode}\n{p.stdout}{p.stderr}')
+    if p.returncode != 0:
+        raise AssertionError(f'btmgmt {" ".join(args)} failed: {p.stdout}{p.stderr}')
+    return p.stdout
+
+
+class BluezError(Exception):
+    pass
+
+
+class BluezPeer:
+    """bluez_peer.py: requests and their replies, and its events in a queue."""
+
+    def __init__(self):
+        self.log = open(log_path('bluez_peer.log'), 'w')
+        self.proc = subprocess.Popen([SYSTEM_PYTHON, DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True, bufsize=1)
+        self.lock = threading.Lock()
+        self.replies = {}
+        self.events = queue.Queue()
+        self.next_id = 0
+        self.reply_ready = threading.Condition(self.lock)
+        threading.Thread(target=self.reader, daemon=True).start()
+        self.wait_event(lambda e: e['event'] == 'ready', 30, 'bluez_peer.py ready')
+
+    def reader(self):
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            sys.stderr.write(f'bluez: {line}')
+            if 'id' in msg:
+                with self.lock:
+                    self.replies[msg['id']] = msg
+                    self.reply_ready.notify_all()
+            else:
+                self.events.put(msg)
+        with self.lock:
+            self.replies[None] = {'error': 'bluez_peer.py exited'}
+            self.reply_ready.notify_all()
+
+    def __call__(self, op, timeout=150, **fields):
+        with self.lock:
+            self.next_id += 1
+            req_id = self.next_id
+        sys.stderr.write(f'bluez> {op} {fields}\n')
+        self.proc.stdin.write(json.dumps({'id': req_id, 'op': op, **fields}) + '\n')
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while req_id not in self.replies and None not in self.replies:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f'bluez_peer.py did not answer {op} within {timeout} s')
+                self.reply_ready.wait(left)
+            msg = self.replies.pop(req_id, None) or self.replies[None]
+        if 'error' in msg:
+            raise BluezError(msg['error'])
+        return msg
+
+    def wait_event(self, predicate, timeout, what):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f'no BlueZ event: {what} within {timeout} s')
+            try:
+                event = self.events.get(timeout=left)
+            except queue.Empty:
+                continue
+            if predicate(event):
+                return event
+
+    def drain(self):
+        while not self.events.empty():
+            self.events.get_nowait()
+
+    def close(self):
+        try:
+            self('quit', timeout=10)
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+class Serve:
+    """`hcigatt serve ... --json` on hci1; its events collected as they come."""
+
+    def __init__(self, *args, name='VM-Serve'):
+        self.log = open(log_path('serve.log'), 'a+')
+        self.proc = subprocess.Popen([HCIGATT, 'serve', *TRANSPORT, '--name', name, '--json', *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.events = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self.reader, daemon=True).start()
+        self.wait_for(lambda e: e['event'] == 'advertising', 60, 'advertising')
+
+    def reader(self):
+        for line in self.proc.stdout:
+            sys.stderr.write(f'serve: {line}')
+            with self.cond:
+                self.events.append(json.loads(line))
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    def wait_for(self, predicate, timeout, what):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                found = [e for e in self.events if predicate(e)]
+                if found:
+                    return found[0]
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    raise AssertionError(f'serve: no {what} within {timeout} s (exit {self.proc.poll()}): '
+                                         f'{self.events}\n{read(self.log.name)}')
+                self.cond.wait(min(left, 1))
+
+    def of(self, kind):
+        with self.cond:
+            return [e for e in self.events if e['event'] == kind]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        code = self.stop()
+        if exc[0] is None and code != 0:
+            raise AssertionError(f'serve exited {code}')
+
+
+def start_bluez():
+    """dbus-daemon (the system bus), a tmpfs for BlueZ's storage, bluetoothd."""
+    global dbus_daemon, bluetoothd, btmon
+    # Every packet of both adapters (the monitor channel sees the user channel's too), for
+    # reading a failure afterwards: `btmon -r` or tshark on the job folder's hci.btsnoop.
+    btmon = subprocess.Popen(['btmon', '-w', log_path('hci.btsnoop')], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    os.makedirs('/run/dbus', exist_ok=True)
+    dbus_daemon = subprocess.Popen(['dbus-daemon', '--system', '--nofork', '--nopidfile', '--nosyslog',
+                                    '--print-address'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ready = select.select([dbus_daemon.stdout], [], [], 30)[0]
+    address = dbus_daemon.stdout.readline() if ready else ''
+    if not address.startswith('unix:'):
+        raise RuntimeError(f'dbus-daemon did not start: {address}')
+    # The guest's root is the host's, read-only: bonds and GATT caches go on a tmpfs.
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'mode=0700', 'tmpfs', '/var/lib/bluetooth'], check=True)
+    conf = log_path('main.conf')
+    with open(conf, 'w') as f:
+        f.write(MAIN_CONF)
+    versions = {
+        'bluetoothd': subprocess.run([BLUETOOTHD, '--version'], capture_output=True, text=True).stdout.strip(),
+        'bluez package': subprocess.run(['dpkg-query', '-W', '-f=${Version}', 'bluez'],
+                                        capture_output=True, text=True).stdout.strip(),
+        'dbus-daemon': subprocess.run(['dbus-daemon', '--version'], capture_output=True,
+                                      text=True).stdout.splitlines()[0],
+        'kernel': os.uname().release + ' ' + os.uname().version,
+    }
+    sys.stderr.write(f'BlueZ peer versions: {json.dumps(versions)}\n')
+    bluetoothd = subprocess.Popen([BLUETOOTHD, '-n', '-d', '-f', conf], stdout=subprocess.DEVNULL,
+                                  stderr=open(log_path('bluetoothd.log'), 'w'))
+
+
+def setUpModule():
+    global world, peer
+    with open(log_path('vhci_world.log'), 'w') as log:
+        world = subprocess.Popen([sys.executable, WORLD, '--controllers', '2'],
+                                 stdout=subprocess.PIPE, stderr=log, text=True)
+    ready = select.select([world.stdout], [], [], 180)[0]
+    line = world.stdout.readline() if ready else ''
+    if not line:
+        world.kill()
+        raise RuntimeError(f'vhci_world did not start: {read(log_path("vhci_world.log"))}')
+    got = {c['index']: c['address'] for c in json.loads(line)['controllers']}
+    if got != {0: BLUEZ, 1: HCIGATT_ADDRESS}:
+        raise RuntimeError(f'unexpected adapters: {got}')
+    start_bluez()
+    peer = BluezPeer()
+    adapter = peer('adapter', powered=True, pairable=True, alias='VM-BlueZ')
+    if adapter['Address'] != BLUEZ or not adapter['Powered']:
+        raise RuntimeError(f'hci0 in BlueZ: {adapter}')
+    peer('agent', capability='KeyboardDisplay')
+    sys.stderr.write(btmgmt('info'))
+    # hci1 settles down after the kernel's setup (bluetoothd does not power it).
+    deadline = time.monotonic() + 20
+    while 'hci1     C0:FF:EE:00:00:02  down   virtual free' not in hcigatt('list')[1]:
+        if time.monotonic() > deadline:
+            raise RuntimeError('hci1 did not come down for the user channel')
+        time.sleep(0.5)
+
+
+def tearDownModule():
+    if peer is not None:
+        peer.close()
+    for proc in (bluetoothd, dbus_daemon, world, btmon):
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    for name in ('bluetoothd.log', 'bluez_peer.log', 'vhci_world.log', 'serve.log'):
+        if os.path.exists(log_path(name)):
+            sys.stderr.write(f'\n==== {name}\n{read(log_path(name))[-20000:]}')
+    if bluetoothd is not None and bluetoothd.returncode not in (0, -signal.SIGTERM):
+        raise RuntimeError(f'bluetoothd exited {bluetoothd.returncode}')
+
+
+class BlueZ(unittest.TestCase):
+    def setUp(self):
+        if bluetoothd.poll() is not None:
+            self.fail(f'bluetoothd is gone (exit {bluetoothd.returncode}): see bluetoothd.log')
+        peer.drain()
+
+    def tearDown(self):
+        if bluetoothd.poll() is not None:
+            self.fail(f'bluetoothd exited {bluetoothd.returncode} during the test (crash?)')
+
+    def forget(self):
+        """BlueZ forgets hcigatt (its bond and cache) and hcigatt's bonds are removed."""
+        peer('remove', address=HCIGATT_ADDRESS)
+        subprocess.run(['rm', '-rf', BONDS], check=True)
+
+    @staticmethod
+    def call_catching(peer, *args, **kwargs):
+        try:
+            return peer(*args, **kwargs)
+        except Exception as e:
+            return e
+
+    def end_link(self, serve):
+        """Stops serve, which ends the link from hcigatt's side; BlueZ sees it go.
+
+        Not Device1.Disconnect(): on this kernel (Debian 6.1.192) mgmt Disconnect for the
+        link bluetoothd made completes at once without an HCI Disconnect (dmesg: "hci0:
+        Opcode 0x200e failed: -16": it tries LE Create Connection Cancel, as if the link
+        were still being made) and the link stays up in the controller while the kernel
+        and bluetoothd think it gone."""
+        self.assertEqual(serve.stop(), 0)
+        deadline = time.monotonic() + 30
+        while peer('device', address=HCIGATT_ADDRESS).get('Connected'):
+            if time.monotonic() > deadline:
+                self.fail('BlueZ still connected after serve stopped')
+            time.sleep(0.2)
+
+    def test_1_bluez_central_discovers_reads_writes_and_subscribes(self):
+        self.forget()
+        serve = Serve('--profile', 'thermometer,battery,device-info')
+        found = peer('find', address=HCIGATT_ADDRESS, timeout=60)
+        self.assertEqual(found['Name'], 'VM-Serve')
+        self.assertEqual(found['AddressType'], 'public')
+        dev = peer('connect', address=HCIGATT_ADDRESS, timeout=60)
+        services = {s['uuid'][4:8]: [c['uuid'][4:8] for c in s['characteristics']] for s in dev['services']}
+        # bluetoothd reads and subscribes to the Battery Level itself (its battery plugin)
+        # and keeps Generic Access to itself; the rest is on D-Bus as served.
+        self.assertEqual(services['1809'], ['2a1c', '2a1d', '2a1e', '2a21'])
+        self.assertEqual(services['1801'], ['2a05', '2b29', '2b2a'])
+        self.assertIn('2a50', services['180a'])
+        serve.wait_for(lambda e: e['event'] == 'subscription' and e['uuid'] == '2A19', 30,
+                       "bluetoothd's battery plugin subscribing")
+        self.assertEqual(peer('read', address=HCIGATT_ADDRESS, uuid='2a29')['hex'], b'hcigatt'.hex())
+        peer('write', address=HCIGATT_ADDRESS, uuid='2a21', hex='0500')
+        serve.wait_for(lambda e: e['event'] == 'write' and e['uuid'] == '2A21' and e['value'] == '0500', 30,
+                       'the write of 2A21')
+        self.assertEqual(peer('read', address=HCIGATT_ADDRESS, uuid='2a21')['hex'], '0500')
+        # A value outside the Valid Range (1...60 s): Out of Range (0xFF) reaches BlueZ.
+        with self.assertRaises(BluezError) as refused:
+            peer('write', address=HCIGATT_ADDRESS, uuid='2a21', hex='5802')
+        self.assertIn('org.bluez.Error', str(refused.exception))
+        path = peer('notify', address=HCIGATT_ADDRESS, uuid='2a1c', on=True)['path']
+        for _ in range(2):
+            v = peer.wait_event(lambda e: e['event'] == 'value' and e['path'] == path, 30, 'a temperature')
+            self.assertEqual(v['hex'][:2], '06', v)  # flags: time stamp and type present, Celsius
+            self.assertEqual(len(v['hex']), 26, v)   # flags, FLOAT, 7-byte time, type
+        serve.wait_for(lambda e: e['event'] == 'confirmed' and e['uuid'] == '2A1C', 30, 'a confirmation')
+        # bluetoothd read the Database Hash (robust caching) and keeps it with the cache.
+        self.end_link(serve)
+        cache = read(f'/var/lib/bluetooth/{BLUEZ}/cache/{HCIGATT_ADDRESS}')
+        sys.stderr.write(f'bluetoothd cache:\n{cache}\n')
+        self.assertIn('2b2a', cache.lower())
+
+    def pair_and_read(self, *serve_args, agent=None, during_pairing=None):
+        """serve --security ...; BlueZ pairs (Device1.Pair) and reads an encrypted value.
+        Returns (serve's paired event, BlueZ's device)."""
+        self.forget()
+        if agent:
+            peer('agent', **agent)
+        serve = Serve('--profile', 'battery,device-info', *serve_args)
+        try:
+            peer('find', address=HCIGATT_ADDRESS, timeout=60)
+            if during_pairing:
+                result = {}
+                pairing = threading.Thread(target=lambda: result.update(
+                    dev=self.call_catching(peer, 'pair', address=HCIGATT_ADDRESS, timeout=120)))
+                pairing.start()
+                try:
+                    during_pairing(serve)
+                finally:
+                    pairing.join(150)
+                dev = result['dev']
+                if isinstance(dev, Exception):
+                    raise dev
+            else:
+                dev = peer('pair', address=HCIGATT_ADDRESS, timeout=120)
+            self.assertTrue(dev['Paired'], dev)
+            self.assertTrue(dev['Bonded'], dev)
+            paired = serve.wait_for(lambda e: e['event'] == 'paired', 30, 'the pairing')
+            peer('connect', address=HCIGATT_ADDRESS, timeout=60)
+            self.assertEqual(peer('read', address=HCIGATT_ADDRESS, uuid='2a29')['hex'], b'hcigatt'.hex())
+            self.assertEqual(serve.of('pairing-failed'), [])
+        except BaseException:
+            serve.stop()
+            raise
+        finally:
+            if agent:
+                peer('agent', capability='KeyboardDisplay')
+        self.end_link(serve)
+        return paired, dev
+
+    def test_2a_bluez_pairs_sc_just_works(self):
+        paired, _ = self.pair_and_read('--security', 'encrypted')
+        self.assertEqual((paired['secure_connections'], paired['method'], paired['key_size'], paired['bonded']),
+                         (True, 'Just Works', 16, True), paired)
+        self.assertEqual(paired['peer'], f'{BLUEZ} (public)')
+
+    def test_2b_bluez_pairs_sc_passkey_with_its_agent(self):
+        # hcigatt shows a passkey (display-only); BlueZ's agent is asked for it
+        # (RequestPasskey) and types the one serve's "passkey" event gives.
+        def type_it(serve):
+            peer.wait_event(lambda e: e['event'] == 'agent' and e['method'] == 'RequestPasskey', 60,
+                            'the agent asked for the passkey')
+            shown = serve.wait_for(lambda e: e['event'] == 'passkey', 60, 'the passkey shown')
+            self.assertEqual(shown['peer'], f'{BLUEZ} (public)')
+            peer('agent_passkey', passkey=int(shown['passkey']))
+        paired, _ = self.pair_and_read('--security', 'authenticated', '--io-capability', 'display-only',
+                                       agent={'capability': 'KeyboardDisplay', 'passkey': 'ask'},
+                                       during_pairing=type_it)
+        self.assertEqual((paired['secure_connections'], paired['method'], paired['authenticated']),
+                         (True, 'Passkey Entry (shown here)', True), paired)
+
+    def test_2c_bluez_pairs_legacy_with_sc_off(self):
+        btmgmt('sc', 'off')
+        try:
+            paired, _ = self.pair_and_read('--security', 'encrypted')
+        finally:
+            btmgmt('sc', 'on')
+        self.assertEqual((paired['secure_connections'], paired['method'], paired['key_size']),
+                         (False, 'Just Works', 16), paired)
+
+    def test_3_bluez_reconnects_with_the_bond(self):
+        paired, _ = self.pair_and_read('--security', 'encrypted')
+        rc, out, err = hcigatt('bonds', '--json')
+        self.assertEqual(rc, 0, err)
+        bonds = [json.loads(l) for l in out.splitlines() if l.strip()]
+        self.assertEqual([(b['identity'], b['key_size'], b['secure_connections']) for b in bonds],
+                         [(f'{BLUEZ} (public)', 16, True)], out)
+        # A new serve (the bond from its directory): BlueZ connects and the link is
+        # encrypted with the stored key, no pairing; the encrypted value reads.
+        serve = Serve('--profile', 'battery,device-info', '--security', 'encrypted')
+        dev = peer('connect', address=HCIGATT_ADDRESS, timeout=60)
+        self.assertTrue(dev['Paired'])
+        self.assertEqual(peer('read', address=HCIGATT_ADDRESS, uuid='2a29')['hex'], b'hcigatt'.hex())
+        serve.wait_for(lambda e: e['event'] == 'bond-restored', 30, 'the bonded client back')
+        self.assertEqual(serve.of('paired'), [])
+        self.assertEqual(serve.of('pairing-failed'), [])
+        self.end_link(serve)
+
+    def test_4_bluez_sees_the_new_database_after_serve_restarts(self):
+        # Bonded (test_3's bond): BlueZ has the old database cached; serve comes back
+        # with another one and says so (Service Changed); nothing stale is read.
+        serve = Serve('--profile', 'heartrate,device-info')
+        dev = peer('connect', address=HCIGATT_ADDRESS, timeout=60)
+        restored = serve.wait_for(lambda e: e['event'] == 'bond-restored', 30, 'the bonded client back')
+        self.assertTrue(restored['service_changed'], restored)
+        deadline = time.monotonic() + 30
+        while True:
+            dev = peer('device', address=HCIGATT_ADDRESS)
+            uuids = {s['uuid'][4:8] for s in dev['services']}
+            if '180d' in uuids or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertIn('180d', uuids, dev)
+        self.assertNotIn('1809', uuids, dev)
+        self.assertNotIn('180f', uuids, dev)
+        self.assertEqual(peer('read', address=HCIGATT_ADDRESS, uuid='2a38')['hex'], '01')  # chest
+        self.end_link(serve)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
