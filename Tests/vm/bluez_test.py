@@ -481,6 +481,29 @@ class BlueZ(unittest.TestCase):
         self.end_link(serve)
 
 
+    def test_4b_unbonded_bluez_sees_the_new_database_too(self):
+        # Not bonded: no Service Changed is owed, but bluetoothd kept the database of
+        # the device it knows and checks it against the Database Hash when it connects.
+        self.forget()
+        serve = Serve('--profile', 'thermometer,device-info')
+        peer('find', address=HCIGATT_ADDRESS, timeout=60)
+        dev = peer('connect', address=HCIGATT_ADDRESS, timeout=60)
+        self.assertIn('1809', {s['uuid'][4:8] for s in dev['services']})
+        self.assertFalse(dev['Paired'])
+        self.end_link(serve)
+        serve = Serve('--profile', 'heartrate,device-info')
+        try:
+            dev = peer('connect', address=HCIGATT_ADDRESS, timeout=60)
+            uuids = {s['uuid'][4:8] for s in dev['services']}
+            self.assertIn('180d', uuids, dev)
+            self.assertNotIn('1809', uuids, dev)
+            self.assertEqual(peer('read', address=HCIGATT_ADDRESS, uuid='2a38')['hex'], '01')
+            self.assertEqual(serve.of('bond-restored'), [])
+        except BaseException:
+            serve.stop()
+            raise
+        self.end_link(serve)
+
     def test_5_hcigatt_central_against_a_bluez_peripheral(self):
         # bluetoothd advertises (LEAdvertisingManager1) and serves an application
         # registered over D-Bus (GattManager1); hcigatt is the central on hci1.
@@ -674,6 +697,59 @@ class BlueZ(unittest.TestCase):
             serve.stop()
             raise
         self.end_link(serve)
+
+
+    def test_8a_hcigatt_refuses_a_just_works_repairing_over_its_bond(self):
+        # BlueZ bonds with serve, forgets its key, and pairs again with Just Works: an
+        # impostor with BlueZ's address could do the same, so serve refuses (Pairing
+        # Failed: Authentication Requirements), keeps the bond, and BlueZ's Pair() fails.
+        self.pair_and_read('--security', 'encrypted')
+        peer('remove', address=HCIGATT_ADDRESS)
+        serve = Serve('--profile', 'battery,device-info', '--security', 'encrypted')
+        try:
+            peer('find', address=HCIGATT_ADDRESS, timeout=60)
+            with self.assertRaises(BluezError) as refused:
+                peer('pair', address=HCIGATT_ADDRESS, timeout=120)
+            self.assertIn('org.bluez.Error.AuthenticationFailed', str(refused.exception))
+            failed = serve.wait_for(lambda e: e['event'] == 'pairing-failed', 30, 'the refusal')
+            self.assertIn('Authentication Requirements', failed['message'])
+            self.assertEqual(serve.of('paired'), [])
+        finally:
+            self.assertEqual(serve.stop(), 0)
+        rc, out, err = hcigatt('bonds', '--json')
+        self.assertEqual([json.loads(l)['identity'] for l in out.splitlines() if l.strip()], [f'{BLUEZ} (public)'])
+        # --allow-repairing lets it replace the bond (the user chose to trust the address).
+        paired = None
+        serve = Serve('--profile', 'battery,device-info', '--security', 'encrypted', '--allow-repairing')
+        try:
+            peer('find', address=HCIGATT_ADDRESS, timeout=60, known=True)
+            dev = peer('pair', address=HCIGATT_ADDRESS, timeout=120)
+            self.assertTrue(dev['Bonded'], dev)
+            paired = serve.wait_for(lambda e: e['event'] == 'paired', 30, 'the pairing')
+        except BaseException:
+            serve.stop()
+            raise
+        self.end_link(serve)
+        self.assertEqual(paired['method'], 'Just Works')
+
+    def test_8b_bluez_refuses_a_just_works_repairing_over_its_bond(self):
+        # hcigatt bonds with BlueZ's peripheral, loses its key, and pairs again with Just
+        # Works: bluetoothd refuses it (JustWorksRepairing = never: the kernel asks it to
+        # confirm and it says no) and keeps its bond; hcigatt says what the device sent.
+        self.forget()
+        rc, out, err = hcigatt('pair', BLUEZ_DEVICE, *TRANSPORT, '--json')
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(peer('device', address=HCIGATT_ADDRESS)['Bonded'])
+        subprocess.run(['rm', '-rf', BONDS], check=True)
+        peer.drain()
+        rc, out, err = hcigatt('pair', BLUEZ_DEVICE, *TRANSPORT, '--json')
+        self.assertEqual(rc, 1, out)
+        # The kernel answers bluetoothd's refusal of the Just Works confirmation with
+        # Pairing Failed: Numeric Comparison Failed (0x0C, the SC reason for a "no").
+        self.assertIn(f'pairing with {BLUEZ} (public) failed: the peer ended pairing: Numeric Comparison Failed', err)
+        dev = peer('device', address=HCIGATT_ADDRESS)
+        self.assertTrue(dev['Bonded'], dev)
+        self.assertEqual(os.listdir(BONDS) if os.path.isdir(BONDS) else [], [])
 
 
 BLUEZ_IRK = '000102030405060708090a0b0c0d0e0f'
