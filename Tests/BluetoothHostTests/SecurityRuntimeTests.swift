@@ -316,7 +316,10 @@ import Testing
         impostor.run(impostor.machine.withLock { $0.start(now: 0) }, fake)
         #expect(await eventually { !impostor.failures.isEmpty })
         #expect(impostor.failures.first?.reason == .authenticationRequirements, "\(impostor.failures)")
-        #expect(await asked.value != nil, "our pair() fails with it")
+        let refusal = await asked.value
+        #expect(refusal != nil, "our pair() fails with it")
+        #expect(refusal?.message.contains("the device is bonded here, and pairing again over a bond must be authenticated") == true,
+                "the refusal says why: \(String(describing: refusal))")
         #expect(try store.readBytes(path: dir + "/F0F1F2F3F401-public.bond") == before, "the bond is as it was")
         await host.close()
         cleanUp(store, dir)

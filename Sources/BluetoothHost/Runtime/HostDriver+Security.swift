@@ -114,6 +114,7 @@ extension HostDriver {
                 return
             case .success(let bond?):
                 security.pairings[handle]?.machine.reconfigure(SecurityRuntime.repairing(m.configuration, over: bond, allowsRepairing: allowsRepairing))
+                security.pairings[handle]?.overBond = true
             case .success(nil):
                 break
             }
@@ -183,6 +184,7 @@ extension HostDriver {
                     // one it starts with a Pairing Request.
                     if case .success(let bond?) = stored {
                         security.pairings[handle]?.machine.reconfigure(SecurityRuntime.repairing(m.configuration, over: bond, allowsRepairing: allowsRepairing))
+                        security.pairings[handle]?.overBond = true
                     }
                     if let more = security.pairings[handle]?.machine.start(now: Sys.now()) { executeSMP(handle, more) }
                 }
@@ -193,7 +195,11 @@ extension HostDriver {
                     // Our check failed: a wrong passkey, or someone guessing; the next attempt waits.
                     security.checkFailed(conn.peerIdentity, now: Sys.now())
                 }
-                let detail = f.origin == .local ? "\(f.message) (Pairing Failed: \(f.reason))" : f.message
+                var detail = f.origin == .local ? "\(f.message) (Pairing Failed: \(f.reason))" : f.message
+                if f.origin == .local, f.reason == .authenticationRequirements, security.pairings[handle]?.overBond == true {
+                    detail += "; the device is bonded here, and pairing again over a bond must be authenticated "
+                        + "and as strong as the bond (allow re-pairing, or remove the bond, to let it pair)"
+                }
                 pairingFailed(conn, HostError(.pairingFailed(f.reason), "pairing with \(conn.address) failed: \(detail)"))
             }
         }

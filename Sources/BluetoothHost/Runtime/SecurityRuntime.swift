@@ -15,6 +15,9 @@ struct SecurityRuntime {
         var machine: SMPPairing
         var agent: PairingAgent
         var waiters: [PairingWaiter] = []
+        /// The machine was raised to what re-pairing over the peer's bond needs: a refusal
+        /// says why (the peer's user sees only Authentication Requirements).
+        var overBond = false
     }
 
     /// An encryption with a bond's key under way (LE Enable Encryption as central, or our
