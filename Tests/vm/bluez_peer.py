@@ -141,6 +141,7 @@ class Agent(dbus.service.Object):
     @dbus.service.method('org.bluez.Agent1', in_signature='', out_signature='')
     def Cancel(self):
         self.event('Cancel')
+        self.pending = None
 
 
 class Advertisement(dbus.service.Object):
@@ -322,10 +323,7 @@ class Peer:
 
     def check_waiters(self):
         for waiter in list(self.waiters):
-            try:
-                waiter()
-            except Exception as e:  # a waiter must not stop the loop
-                emit({'event': 'error', 'text': repr(e)})
+            waiter()
 
     def wait(self, reply, check, timeout, what):
         """Calls check() now and on every change until it returns a result (replied) or
@@ -338,11 +336,16 @@ class Peer:
             state['done'] = True
             if waiter in self.waiters:
                 self.waiters.remove(waiter)
-            GLib.source_remove(state['timer'])
+            if state['timer']:
+                GLib.source_remove(state['timer'])
             reply(result, error)
 
         def waiter():
-            result = check()
+            try:
+                result = check()
+            except Exception as e:  # a failed check ends the wait with its error
+                done(error=describe(e))
+                return
             if result is not None:
                 done(result)
 
@@ -402,6 +405,8 @@ class Peer:
     def op_connect(self, req, reply):
         path = self.device_path(req)
         dev = self.iface(path, DEVICE)
+        timeout = req.get('timeout', 60)
+        deadline = GLib.get_monotonic_time() / 1e6 + timeout  # Connect() and the discovery after it
 
         def resolved():
             props = self.device_props(path)
@@ -410,17 +415,18 @@ class Peer:
             return None
 
         def connected():
-            self.wait(reply, resolved, req.get('timeout', 60), 'services not resolved')
+            left = max(1.0, deadline - GLib.get_monotonic_time() / 1e6)
+            self.wait(reply, resolved, left, 'services not resolved')
 
         if self.device_props(path).get('Connected'):
             connected()  # Pair() connected it
             return
-        dev.Connect(reply_handler=connected, error_handler=lambda e: reply(error=dbus_error(e)),
-                    timeout=req.get('timeout', 60))
+        dev.Connect(reply_handler=guarded(reply, connected, replies=False),
+                    error_handler=lambda e: reply(error=dbus_error(e)), timeout=timeout)
 
     def op_pair(self, req, reply):
         path = self.device_path(req)
-        self.iface(path, DEVICE).Pair(reply_handler=lambda: reply(self.device_props(path)),
+        self.iface(path, DEVICE).Pair(reply_handler=guarded(reply, lambda: self.device_props(path)),
                                       error_handler=lambda e: reply(error=dbus_error(e)),
                                       timeout=req.get('timeout', CALL_TIMEOUT))
 
@@ -449,8 +455,9 @@ class Peer:
     def op_disconnect(self, req, reply):
         path = self.device_path(req)
         self.iface(path, DEVICE).Disconnect(
-            reply_handler=lambda: self.wait(reply, lambda: {} if not self.device_props(path).get('Connected') else None,
-                                            30, 'still connected'),
+            reply_handler=guarded(reply, lambda: self.wait(
+                reply, lambda: {} if not self.device_props(path).get('Connected') else None, 30, 'still connected'),
+                replies=False),
             error_handler=lambda e: reply(error=dbus_error(e)), timeout=60)
 
     def op_remove(self, req, reply):
@@ -476,6 +483,8 @@ class Peer:
         reply({})
 
     def op_agent_passkey(self, req, reply):
+        if self.agent is None:
+            raise Failure('no agent registered')
         self.agent.answer(req.get('passkey'))
         reply({})
 
@@ -506,10 +515,29 @@ class Peer:
                                     error_handler=lambda e: reply(error=dbus_error(e)), timeout=CALL_TIMEOUT)
 
 
-def dbus_error(e):
+def guarded(reply, work, replies=True):
+    """A D-Bus reply handler: work() (its result is the reply unless replies=False);
+    an exception is the request's error, not a lost reply."""
+    def handler(*_):
+        try:
+            result = work()
+        except Exception as e:
+            reply(error=describe(e))
+            return
+        if replies:
+            reply(result)
+    return handler
+
+
+def describe(e):
     if isinstance(e, dbus.DBusException):
         return f'{e.get_dbus_name()}: {e.get_dbus_message()}'
-    return repr(e)
+    if isinstance(e, Failure):
+        return str(e)
+    return f'{type(e).__name__}: {e}'
+
+
+dbus_error = describe
 
 
 def main():
@@ -520,7 +548,12 @@ def main():
     pending = bytearray()
 
     def answer(req_id):
+        answered = []
+
         def reply(result=None, error=None):
+            if answered:
+                return
+            answered.append(True)
             if error is not None:
                 emit({'id': req_id, 'error': error})
             else:
@@ -550,10 +583,8 @@ def main():
                 if handler is None:
                     raise Failure(f'unknown op {req["op"]}')
                 handler(req, reply)
-            except dbus.DBusException as e:
-                reply(error=dbus_error(e))
-            except Failure as e:
-                reply(error=str(e))
+            except Exception as e:  # every request gets its answer; the loop goes on
+                reply(error=describe(e))
         return True
 
     GLib.io_add_watch(sys.stdin.fileno(), GLib.IO_IN | GLib.IO_HUP, readable)
