@@ -1,0 +1,208 @@
+// The sensor side of the Record Access Control Point (GSS §3.187; Glucose Service §3.2.4,
+// CGM Service §3.2.7, PLX Service §3.3): one procedure at a time per client, records sent on
+// the measurement characteristic, then exactly one RACP indication.
+import BluetoothWire
+
+/// What a record store's server accepts. The Glucose Service's set by default (Nordic's
+/// qualified server has the same): report / delete / report number with all, first, last,
+/// ≤, ≥ and within range of sequence numbers.
+public struct RACPServerRules: Sendable, Hashable {
+    /// Filter types taken in ≤ / ≥ / range requests (the Glucose Service: 1, sequence number).
+    public var filterTypes: Set<UInt8> = [RACPFilterType.sequenceNumber.rawValue]
+    /// Operators taken (the first three op codes alike).
+    public var operators: Set<UInt8> = [1, 2, 3, 4, 5, 6]
+    /// Delete Stored Records is done (else Op Code Not Supported).
+    public var deletes = true
+    /// The ATT error for a request while one runs: the Glucose Service's own 0x80
+    /// (Procedure Already In Progress), 0xFE in the later services (Core Spec Supplement Part B).
+    public var busyError = ATTErrorCode(rawValue: 0x80)
+    /// The ATT error for a client not subscribed where the procedure sends: 0x81 (Glucose
+    /// Service), 0xFD (later services).
+    public var notSubscribedError = ATTErrorCode(rawValue: 0x81)
+
+    /// The Glucose Service's rules.
+    public init() {}
+}
+
+/// One client's Record Access Control Point procedure, sans-I/O: a write comes in with the
+/// sequence numbers held and what the client subscribed to; out come what to send. The caller
+/// sends each record named by ``RACPServer/Action/sendRecord(_:)`` and calls
+/// ``recordSent()`` (so an Abort is seen between records), sends the final indication and
+/// calls ``responseConfirmed()``; a link that goes calls ``reset()``.
+public struct RACPServer: Sendable {
+    /// The phase of the procedure.
+    public enum State: Sendable, Equatable {
+        /// Nothing running: a request starts one.
+        case idle
+        /// Sending records (sequence numbers, in order; `next` is the one to send now).
+        case reporting(records: [UInt16], next: Int)
+        /// An Abort came while records were going out: it is answered after the record in flight.
+        case aborting
+        /// The final indication is out; busy until it is confirmed (then, if an Abort came
+        /// meanwhile, its answer follows).
+        case responding(thenAnswerAbort: Bool)
+    }
+
+    /// What to do, in order.
+    public enum Action: Sendable, Equatable {
+        /// Refuse the write with this ATT error: no procedure starts, nothing is indicated.
+        case reject(ATTErrorCode)
+        /// Send the record with this sequence number (and its context, where it has one),
+        /// then call ``RACPServer/recordSent()``.
+        case sendRecord(UInt16)
+        /// Remove these records from the store.
+        case delete([UInt16])
+        /// Indicate this on the control point, then call ``RACPServer/responseConfirmed()``.
+        case indicate(RecordAccessControlPoint.Owned)
+    }
+
+    /// The phase now.
+    public private(set) var state: State = .idle
+    /// What this server accepts.
+    public let rules: RACPServerRules
+
+    /// A server with these rules, idle.
+    public init(rules: RACPServerRules = RACPServerRules()) {
+        self.rules = rules
+    }
+
+    /// A write of the control point. `stored`: the sequence numbers held, ascending (oldest
+    /// first). `racpIndications` / `recordNotifications`: the client's CCCDs. The checks run in
+    /// the order the services give: subscriptions, busy, op code, operator, operand, filter.
+    public mutating func write(_ value: [UInt8], stored: [UInt16], racpIndications: Bool,
+                               recordNotifications: Bool) -> [Action] {
+        guard value.count >= 2 else {
+            // Too short to name a procedure: answered like a malformed operand of an unknown one.
+            guard racpIndications else { return [.reject(rules.notSubscribedError)] }
+            guard case .idle = state else { return [.reject(rules.busyError)] }
+            return respond(to: RACPOpCode(rawValue: value.first ?? 0), .invalidOperand)
+        }
+        let op = RACPOpCode(rawValue: value[0]), oper = RACPOperator(rawValue: value[1])
+        let operand = Array(value[2...])
+        guard racpIndications, op != .reportStoredRecords || recordNotifications else {
+            return [.reject(rules.notSubscribedError)]
+        }
+        if op == .abortOperation { return abort(oper, operand) }
+        guard case .idle = state else { return [.reject(rules.busyError)] }
+        switch op {
+        case .reportStoredRecords, .reportNumberOfStoredRecords:
+            break
+        case .deleteStoredRecords where rules.deletes:
+            break
+        default:
+            return respond(to: op, .opCodeNotSupported)
+        }
+        guard (1 ... 6).contains(oper.rawValue) else { return respond(to: op, .invalidOperator) }
+        guard rules.operators.contains(oper.rawValue) else { return respond(to: op, .operatorNotSupported) }
+        let selected: [UInt16]
+        switch select(oper, operand, from: stored) {
+        case .records(let s): selected = s
+        case .refused(let code): return respond(to: op, code)
+        }
+        switch op {
+        case .reportNumberOfStoredRecords:
+            state = .responding(thenAnswerAbort: false)
+            return [.indicate(.numberOfRecordsResponse(UInt16(clamping: selected.count)))]
+        case .deleteStoredRecords:
+            guard !selected.isEmpty else { return respond(to: op, .noRecordsFound) }
+            state = .responding(thenAnswerAbort: false)
+            return [.delete(selected), .indicate(.response(to: op, .success))]
+        default:
+            guard let first = selected.first else { return respond(to: op, .noRecordsFound) }
+            state = .reporting(records: selected, next: 0)
+            return [.sendRecord(first)]
+        }
+    }
+
+    /// The record last named went out: the next one, or the final indication (an Abort's
+    /// answer when one came).
+    public mutating func recordSent() -> [Action] {
+        switch state {
+        case .reporting(let records, let next):
+            let n = next + 1
+            if n < records.count {
+                state = .reporting(records: records, next: n)
+                return [.sendRecord(records[n])]
+            }
+            return respond(to: .reportStoredRecords, .success)
+        case .aborting:
+            return respond(to: .abortOperation, .success)
+        case .idle, .responding:
+            return []
+        }
+    }
+
+    /// The final indication was confirmed: idle, or the Abort that came meanwhile answered.
+    public mutating func responseConfirmed() -> [Action] {
+        guard case .responding(let thenAbort) = state else { return [] }
+        state = .idle
+        return thenAbort ? respond(to: .abortOperation, .success) : []
+    }
+
+    /// The link went (or the client unsubscribed): the procedure ends silently.
+    public mutating func reset() {
+        state = .idle
+    }
+
+    /// Abort Operation: Null operator, no operand. Always accepted; it stops a report between
+    /// records and is answered once (the aborted report gets no answer of its own).
+    private mutating func abort(_ oper: RACPOperator, _ operand: [UInt8]) -> [Action] {
+        let invalid: RACPResponseCode? = oper != .null ? .invalidOperator : (!operand.isEmpty ? .invalidOperand : nil)
+        switch state {
+        case .idle:
+            // Nothing to stop: stopped, as the CGM Service words it.
+            return respond(to: .abortOperation, invalid ?? .success)
+        case .reporting:
+            guard invalid == nil else { return [.reject(rules.busyError)] }
+            state = .aborting
+            return []
+        case .aborting:
+            return [.reject(rules.busyError)]
+        case .responding:
+            guard invalid == nil else { return [.reject(rules.busyError)] }
+            state = .responding(thenAnswerAbort: true)
+            return []
+        }
+    }
+
+    private mutating func respond(to op: RACPOpCode, _ code: RACPResponseCode) -> [Action] {
+        state = .responding(thenAnswerAbort: false)
+        return [.indicate(.response(to: op, code))]
+    }
+
+    /// The records an operator and operand pick, or the response code that refuses them.
+    private enum Selection {
+        case records([UInt16])
+        case refused(RACPResponseCode)
+    }
+
+    private func select(_ oper: RACPOperator, _ operand: [UInt8], from stored: [UInt16]) -> Selection {
+        switch oper {
+        case .allRecords, .firstRecord, .lastRecord:
+            guard operand.isEmpty else { return .refused(.invalidOperand) }
+            if oper == .allRecords { return .records(stored) }
+            let one = oper == .firstRecord ? stored.first : stored.last
+            return .records(one.map { [$0] } ?? [])
+        default:
+            guard let type = operand.first else { return .refused(.invalidOperand) }
+            guard type == RACPFilterType.sequenceNumber.rawValue || type == RACPFilterType.userFacingTime.rawValue else {
+                return .refused(.invalidOperand)
+            }
+            guard rules.filterTypes.contains(type), type == RACPFilterType.sequenceNumber.rawValue else {
+                // A time filter is well formed only with its Date Times; refused either way.
+                return .refused(.operandNotSupported)
+            }
+            let count = oper == .withinRange ? 2 : 1
+            guard operand.count == 1 + 2 * count else { return .refused(.invalidOperand) }
+            let a = UInt16(operand[1]) | UInt16(operand[2]) << 8
+            switch oper {
+            case .lessThanOrEqual: return .records(stored.filter { $0 <= a })
+            case .greaterThanOrEqual: return .records(stored.filter { $0 >= a })
+            default:
+                let b = UInt16(operand[3]) | UInt16(operand[4]) << 8
+                guard a <= b else { return .refused(.invalidOperand) }
+                return .records(stored.filter { a <= $0 && $0 <= b })
+            }
+        }
+    }
+}
