@@ -32,7 +32,8 @@ extension ATTServer {
             return .success(.owned(table.hash.reversed()))  // least significant octet first
         case .service, .include, .characteristicDeclaration, .value, .descriptor:
             guard let handler = table.attributes[i].read else { return .success(.stored(i)) }
-            let ctx = GATTRequestContext(client: client, handle: table.attributes[i].handle, offset: offset, security: s.security)
+            let ctx = GATTRequestContext(client: client, handle: table.attributes[i].handle, offset: offset, security: s.security,
+                                         configurations: s.cccd)
             switch handler(ctx) {
             case .success(let v): return .success(.owned(Array(v.prefix(ATT.maximumAttributeValueLength))))
             case .failure(let e): return .failure(e)
@@ -344,7 +345,7 @@ extension ATTServer {
             guard value.count <= maximumLength else { return .failure(.invalidAttributeValueLength) }
         }
         if let handler = a.onWrite, !validated {
-            let ctx = GATTRequestContext(client: client, handle: handle, offset: 0, security: s.security)
+            let ctx = GATTRequestContext(client: client, handle: handle, offset: 0, security: s.security, configurations: s.cccd)
             if let code = handler(ctx, value) { return .failure(code) }
         }
         if validateOnly { return .success([]) }

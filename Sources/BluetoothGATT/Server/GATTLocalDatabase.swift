@@ -49,6 +49,15 @@ public struct GATTRequestContext: Sendable {
     public var offset: Int
     /// The link's security when the request arrived.
     public var security: LinkSecurity
+    /// The client's Client Characteristic Configuration values by descriptor handle, as they
+    /// were when the request arrived (a control point checks that the client subscribed where
+    /// its procedure will send).
+    public var configurations: [UInt16: UInt16] = [:]
+
+    /// What the client set in the Client Characteristic Configuration descriptor at `handle`.
+    public func configuration(ofDescriptor handle: UInt16) -> GATTClientConfiguration {
+        GATTClientConfiguration(rawValue: configurations[handle] ?? 0)
+    }
 }
 
 /// Computes a value when a client reads it: the whole value (the server applies the
