@@ -13,6 +13,17 @@ import BluetoothWire
 ///   with null/all/first/last: no operand. Abort (3): no operand.
 /// Unknown op codes and operators keep their operand as raw bytes.
 public struct RecordAccessControlPoint: WireEncodable {
+    /// The characteristic's UUID, 0x2A52.
+    public static let uuid = BluetoothUUID(0x2A52)
+
+    /// One line for an owned value, as ``summary`` says it for a parsed one.
+    public static func summary(of value: Owned) -> String {
+        guard let bytes = try? value.encoded() else { return "\(value.opCode.name)" }
+        return bytes.withUnsafeBytes { raw in
+            (try? RecordAccessControlPoint(parsing: raw).summary) ?? "\(value.opCode.name)"
+        }
+    }
+
     /// What is asked (Report Stored Records, Delete, Abort, Report Number...).
     public var opCode: RACPOpCode
     /// Which records (all, less or equal, within range, first, last).

@@ -557,3 +557,73 @@ EIGHT_BALL_ANSWERS = [
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class GlucoseMeterTests(unittest.TestCase):
+    """serve --profile glucose against a Bumble collector: stored readings through the Record
+    Access Control Point (2A52) on an encrypted link, the answers in the order they came."""
+
+    def collect(self, *central_args):
+        """One Bumble central that pairs, subscribes, writes what it is given and listens."""
+        with tempfile.TemporaryDirectory() as tmp:
+            centrals = Centrals('--centrals', '1', '--target', 'Glucose-1', '--listen', '2', '--pair', *central_args)
+            try:
+                with Serve(centrals.transport, '--profile', 'glucose', '--name', 'Glucose-1',
+                           '--bond-dir', os.path.join(tmp, 'bonds')) as serve:
+                    results, log = centrals.results(1)
+                    self.assertEqual(len(results), 1, log)
+                    self.assertIsNone(results[0]['error'], log)
+                    self.assertEqual(serve.close(), 0, serve.stderr())
+                    return results[0], [e['message'] for e in serve.all('note')]
+            finally:
+                centrals.close()
+
+    @staticmethod
+    def records(arrivals):
+        """(sequence number, with context) of each measurement, checking each context comes
+        right after its measurement; and the RACP answers."""
+        out, answers, last = [], [], None
+        for uuid, value in arrivals:
+            b = bytes.fromhex(value)
+            if uuid == '2A18':
+                last = (int.from_bytes(b[1:3], 'little'), bool(b[0] & 0x10))
+                out.append(last)
+            elif uuid == '2A34':
+                assert last is not None and last[1] and int.from_bytes(b[1:3], 'little') == last[0], (arrivals, value)
+            elif uuid == '2A52':
+                answers.append(value)
+        return out, answers
+
+    def test_report_all_records_then_success(self):
+        r, notes = self.collect('--write-after-subscribing', '2A52=0101')
+        self.assertEqual(r['late_writes'][0]['error'], None, r)
+        got, answers = self.records(r['arrivals'])
+        self.assertEqual(got, [(n, n % 3 == 0) for n in range(1, 13)], r['arrivals'])
+        self.assertEqual(answers, ['06000101'])
+        self.assertEqual(r['arrivals'][-1], ['2A52', '06000101'], 'the answer after the last record')
+        self.assertIn('records for D0:D1:D2:D3:D4:01 (public), handle 0x0001: 12 records, then response to '
+                      'report stored records: success', notes)
+        # The features say what the meter detects; the service needs an encrypted link.
+        self.assertEqual(r['reads']['2A51'], '0b05')
+
+    def test_a_filter_a_count_no_records_and_a_deletion(self):
+        cases = [
+            ('0103010a00', [(10, False), (11, False), (12, True)], '06000101'),   # ≥ 10
+            ('0401', [], '05000c00'),                                             # how many: 12
+            ('0103016400', [], '06000106'),                                       # ≥ 100: none
+            ('0202010200', [], '06000201'),                                       # delete ≤ 2
+            ('0901', [], '06000902'),                                             # reserved op code
+            ('0100', [], '06000103'),                                             # Null operator
+        ]
+        for request, records, answer in cases:
+            with self.subTest(request=request):
+                r, _ = self.collect('--write-after-subscribing', f'2A52={request}')
+                got, answers = self.records(r['arrivals'])
+                self.assertEqual((got, answers), (records, [answer]), r['arrivals'])
+
+    def test_a_request_before_subscribing_is_refused_with_the_glucose_services_error(self):
+        # Glucose Service 1.0: Client Characteristic Configuration Descriptor Improperly
+        # Configured is its own ATT error 0x81 (later services use 0xFD).
+        r, _ = self.collect('--write', '2A52=0101')
+        self.assertEqual(r['writes'][0]['error'], 0x81, r)
+        self.assertEqual(self.records(r['arrivals']), ([], []))

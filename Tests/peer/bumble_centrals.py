@@ -10,7 +10,11 @@ every characteristic that notifies or indicates, collects values for --listen se
 unsubscribes and disconnects. Each central prints one JSON result line:
 
   {"central": i, "mtu": 517, "services": [...], "reads": {uuid: hex | "error 0xNN"},
-   "writes": [{"uuid", "value", "error"}], "values": {uuid: [hex, ...]}, "error": null}
+   "writes": [{"uuid", "value", "error"}], "values": {uuid: [hex, ...]},
+   "arrivals": [[uuid, hex], ...] (all values in the order they came), "error": null}
+
+--write-after-subscribing UUID=HEX writes once subscribed (a control point such as RACP
+answers on the characteristics it needs subscribed), reported in "late_writes".
 
 then keeps the world up until SIGTERM (checks are the test's business).
 
@@ -156,27 +160,32 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
                         reads[f'{uuid}/{uuid_text(d.type)}'] = f'error 0x{e.error_code:02x}'
         result['reads'] = reads
 
-        writes = []
-        for spec in args.write:
-            uuid, _, value = spec.partition('=')
-            with_response = True
-            if uuid.endswith('!'):
-                uuid, with_response = uuid[:-1], False
-            w = {'uuid': uuid, 'value': value, 'error': None}
-            c = chars.get(uuid)
-            if c is None:
-                w['error'] = 'no such characteristic'
-            else:
-                try:
-                    await peer.write_value(c, bytes.fromhex(value), with_response=with_response)
-                    if with_response and c.properties & 0x02:
-                        w['read_back'] = bytes(await peer.read_value(c)).hex()
-                except att.ATT_Error as e:
-                    w['error'] = e.error_code
-            writes.append(w)
-        result['writes'] = writes
+        async def run_writes(specs):
+            done = []
+            for spec in specs:
+                uuid, _, value = spec.partition('=')
+                with_response = True
+                if uuid.endswith('!'):
+                    uuid, with_response = uuid[:-1], False
+                w = {'uuid': uuid, 'value': value, 'error': None}
+                c = chars.get(uuid)
+                if c is None:
+                    w['error'] = 'no such characteristic'
+                else:
+                    try:
+                        await peer.write_value(c, bytes.fromhex(value), with_response=with_response)
+                        if with_response and c.properties & 0x02:
+                            w['read_back'] = bytes(await peer.read_value(c)).hex()
+                    except att.ATT_Error as e:
+                        w['error'] = e.error_code
+                done.append(w)
+            return done
+
+        result['writes'] = await run_writes(args.write)
 
         values = {}
+        arrivals = []  # [uuid, hex] of every subscribed value, in the order they came
+        result['arrivals'] = arrivals
         subscribed = []
         if args.subscribe_service_changed and '2A05' in chars:
             values['2A05'] = []
@@ -186,15 +195,19 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
             if args.no_subscribe or uuid == '2A05' or not c.properties & 0x30:
                 continue
             values[uuid] = []
+
+            def received(v, u=uuid):
+                values[u].append(bytes(v).hex())
+                arrivals.append([u, bytes(v).hex()])
             try:
-                await peer.subscribe(c, lambda v, u=uuid: values[u].append(bytes(v).hex()),
-                                     prefer_notify=bool(c.properties & 0x10))
+                await peer.subscribe(c, received, prefer_notify=bool(c.properties & 0x10))
             except att.ATT_Error as e:
                 # The CCCD write refused (a protected value on a plain link): say which code.
                 refused[uuid] = e.error_code
                 continue
             subscribed.append(c)
         result['subscribe_errors'] = refused
+        result['late_writes'] = await run_writes(args.write_after_subscribing)
         await asyncio.sleep(args.listen)
         if not args.keep_subscribed:
             for c in subscribed:
@@ -215,6 +228,8 @@ async def main() -> None:
     parser.add_argument('--target', required=True, help='advertised name of the peripheral')
     parser.add_argument('--write', action='append', default=[], metavar='UUID[!]=HEX',
                         help='write HEX to the characteristic (! = without response)')
+    parser.add_argument('--write-after-subscribing', action='append', default=[], metavar='UUID[!]=HEX',
+                        help='like --write, once subscribed (a control point answering on what it subscribed)')
     parser.add_argument('--listen', type=float, default=3.0)
     parser.add_argument('--stagger', type=float, default=0.5,
                         help='seconds between the centrals starting (see run_central)')

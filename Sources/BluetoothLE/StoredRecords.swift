@@ -1,0 +1,202 @@
+import BluetoothGATT
+import BluetoothProfiles
+import BluetoothWire
+import Synchronization
+
+/// A sensor's stored records served behind a Record Access Control Point (0x2A52) on a
+/// ``GATTServer``: what glucose meters, CGMs and pulse oximeters keep while no collector is
+/// near. One ``RACPServer`` procedure per client; records go out on their characteristics
+/// (notified, or indicated where the characteristic only indicates) before the one RACP
+/// answer, and a report runs on its own task so an Abort is seen between records.
+///
+/// Use: put ``writeHandler`` on the RACP characteristic, call ``attach(to:)`` once the
+/// server exists, and pass every server event to ``handle(_:on:)``.
+public final class StoredRecords: Sendable {
+    /// One value that carries a record, on the characteristic `uuid` of the record service.
+    public struct Value: Sendable, Hashable {
+        /// The characteristic (2A18 Glucose Measurement, 2A34 its context...).
+        public var uuid: BluetoothUUID
+        /// The encoded value.
+        public var bytes: [UInt8]
+        /// A value for the characteristic `uuid`.
+        public init(_ uuid: BluetoothUUID, _ bytes: [UInt8]) {
+            self.uuid = uuid
+            self.bytes = bytes
+        }
+    }
+
+    /// A stored record: its sequence number and its values, sent in order (a glucose
+    /// reading's measurement, then its context).
+    public struct Record: Sendable, Hashable {
+        /// The record's sequence number (what RACP filters select).
+        public var sequenceNumber: UInt16
+        /// The values that carry it; the first one's characteristic is the one a client must
+        /// subscribe to before asking for records.
+        public var values: [Value]
+        /// A record.
+        public init(sequenceNumber: UInt16, values: [Value]) {
+            self.sequenceNumber = sequenceNumber
+            self.values = values
+        }
+    }
+
+    /// What happened, for the application's log.
+    public enum Event: Sendable, Equatable {
+        /// A client's request was answered (`answer`: the RACP indication) after `sent` records.
+        case answered(GATTServerClient, sent: Int, answer: RecordAccessControlPoint.Owned)
+        /// Records were deleted at a client's request.
+        case deleted(GATTServerClient, [UInt16])
+    }
+
+    private struct Handles: Sendable {
+        var racp: UInt16, racpCCCD: UInt16, recordCCCD: UInt16
+        var byUUID: [BluetoothUUID: (handle: UInt16, indicate: Bool)]
+    }
+
+    private struct State: Sendable {
+        var records: [Record]
+        var handles: Handles?
+        var procedures: [ATTServerClientID: RACPServer] = [:]
+        /// What a write left to do once its Write Response is out (the `.wrote` event).
+        var pending: [ATTServerClientID: [RACPServer.Action]] = [:]
+    }
+
+    /// The record service (0x1808 Glucose...): the characteristics are looked up in it.
+    public let service: BluetoothUUID
+    /// What the control point accepts.
+    public let rules: RACPServerRules
+    private let state: Mutex<State>
+    private let events: AsyncStream<Event>.Continuation
+    /// Answers and deletions as they happen.
+    public let log: AsyncStream<Event>
+
+    /// Records for `service` (oldest first), served with `rules`.
+    public init(service: BluetoothUUID, rules: RACPServerRules = RACPServerRules(), records: [Record] = []) {
+        self.service = service
+        self.rules = rules
+        state = Mutex(State(records: records.sorted { $0.sequenceNumber < $1.sequenceNumber }))
+        (log, events) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(64))
+    }
+
+    /// Stores a record (a new reading); a sequence number already held is replaced.
+    public func append(_ record: Record) {
+        state.withLock { s in
+            s.records.removeAll { $0.sequenceNumber == record.sequenceNumber }
+            let at = s.records.firstIndex { $0.sequenceNumber > record.sequenceNumber } ?? s.records.endIndex
+            s.records.insert(record, at: at)
+        }
+    }
+
+    /// The sequence numbers held, oldest first.
+    public var sequenceNumbers: [UInt16] { state.withLock { $0.records.map(\.sequenceNumber) } }
+
+    /// The RACP characteristic's write handler: a refused request is its ATT error (busy,
+    /// not subscribed); the rest of the procedure waits for the write's event.
+    public var writeHandler: GATTWriteHandler {
+        { [self] ctx, value in self.written(ctx, value) }
+    }
+
+    /// Finds the service's characteristics in the served database; false when the service,
+    /// its control point or a record characteristic (or their CCCDs) is missing.
+    @discardableResult
+    public func attach(to server: GATTServer) -> Bool {
+        let layout = server.layout
+        guard let svc = layout.services.first(where: { $0.uuid == service }),
+              let racp = svc.characteristics.first(where: { $0.uuid == RecordAccessControlPoint.uuid }),
+              let racpCCCD = racp.cccdHandle else { return false }
+        var byUUID: [BluetoothUUID: (handle: UInt16, indicate: Bool)] = [:]
+        for c in svc.characteristics where c.uuid != RecordAccessControlPoint.uuid {
+            byUUID[c.uuid] = (c.valueHandle, !c.properties.contains(.notify) && c.properties.contains(.indicate))
+        }
+        let first = state.withLock { $0.records.first?.values.first?.uuid }
+        let recordCCCD = first.flatMap { u in svc.characteristics.first { $0.uuid == u }?.cccdHandle }
+            ?? svc.characteristics.first { $0.uuid != RecordAccessControlPoint.uuid && $0.cccdHandle != nil }?.cccdHandle
+        guard let recordCCCD else { return false }
+        state.withLock { $0.handles = Handles(racp: racp.valueHandle, racpCCCD: racpCCCD, recordCCCD: recordCCCD, byUUID: byUUID) }
+        return true
+    }
+
+    private func written(_ ctx: GATTRequestContext, _ value: [UInt8]) -> ATTErrorCode? {
+        state.withLock { s in
+            guard let h = s.handles else { return .unlikelyError }
+            var procedure = s.procedures[ctx.client] ?? RACPServer(rules: rules)
+            let record = ctx.configuration(ofDescriptor: h.recordCCCD)
+            let actions = procedure.write(value, stored: s.records.map(\.sequenceNumber),
+                                          racpIndications: ctx.configuration(ofDescriptor: h.racpCCCD).contains(.indicate),
+                                          recordNotifications: !record.isEmpty)
+            if case .reject(let code)? = actions.first { return code }
+            s.procedures[ctx.client] = procedure
+            s.pending[ctx.client, default: []] += actions
+            return nil
+        }
+    }
+
+    /// A server event: a control point write starts (or feeds) its client's procedure on a
+    /// task of its own; a client that leaves ends its procedure silently.
+    public func handle(_ event: GATTServerEvent, on server: GATTServer) {
+        switch event {
+        case .wrote(let client, let handle, _, _):
+            let work: [RACPServer.Action]? = state.withLock { s in
+                guard handle == s.handles?.racp else { return nil }
+                return s.pending.removeValue(forKey: client.id)
+            }
+            if let work, !work.isEmpty { Task { await self.perform(work, for: client, on: server) } }
+        case .disconnected(let client, _):
+            state.withLock {
+                $0.procedures[client.id] = nil
+                $0.pending[client.id] = nil
+            }
+        default:
+            break
+        }
+    }
+
+    /// Carries out a procedure: after each record sent and each answer confirmed, the
+    /// machine says what comes next.
+    private func perform(_ first: [RACPServer.Action], for client: GATTServerClient, on server: GATTServer) async {
+        var queue = first[...]
+        var sent = 0
+        while let action = queue.popFirst() {
+            let next: [RACPServer.Action]
+            switch action {
+            case .sendRecord(let n):
+                let (record, handles) = state.withLock { s in (s.records.first { $0.sequenceNumber == n }, s.handles) }
+                if let record, let handles {
+                    for v in record.values {
+                        guard let target = handles.byUUID[v.uuid] else { continue }
+                        if target.indicate {
+                            do throws(GATTServerError) {
+                                try await server.indicate(target.handle, value: v.bytes, to: client.id, store: false)
+                            } catch {
+                                state.withLock { $0.procedures[client.id]?.reset() }
+                                return
+                            }
+                        } else {
+                            _ = await server.notifyWhenReady(target.handle, value: v.bytes, to: [client.id], store: false)
+                        }
+                    }
+                    sent += 1
+                }
+                next = state.withLock { $0.procedures[client.id]?.recordSent() ?? [] }
+            case .delete(let gone):
+                state.withLock { $0.records.removeAll { gone.contains($0.sequenceNumber) } }
+                events.yield(.deleted(client, gone))
+                next = []
+            case .indicate(let answer):
+                guard let racp = state.withLock({ $0.handles?.racp }), let bytes = try? answer.encoded() else { return }
+                do throws(GATTServerError) {
+                    try await server.indicate(racp, value: bytes, to: client.id, store: false)
+                } catch {
+                    state.withLock { $0.procedures[client.id]?.reset() }
+                    return
+                }
+                events.yield(.answered(client, sent: sent, answer: answer))
+                sent = 0
+                next = state.withLock { $0.procedures[client.id]?.responseConfirmed() ?? [] }
+            case .reject:
+                next = []
+            }
+            queue.append(contentsOf: next)
+        }
+    }
+}
