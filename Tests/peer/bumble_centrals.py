@@ -196,11 +196,11 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
                 continue
             values[uuid] = []
 
-            def received(v, u=uuid):
+            def on_value(v, u=uuid):  # (not "received": --record's list has that name)
                 values[u].append(bytes(v).hex())
                 arrivals.append([u, bytes(v).hex()])
             try:
-                await peer.subscribe(c, received, prefer_notify=bool(c.properties & 0x10))
+                await peer.subscribe(c, on_value, prefer_notify=bool(c.properties & 0x10))
             except att.ATT_Error as e:
                 # The CCCD write refused (a protected value on a plain link): say which code.
                 refused[uuid] = e.error_code
