@@ -2,6 +2,7 @@
 // collector. The input is a script: each step is a byte saying what happens (a write with a
 // length byte and the value, with or without the client's CCCDs; the record in flight sent;
 // the final indication confirmed; the link reset), and the store changes as the server says.
+// A record in flight is sent or fails (the client unsubscribed).
 // Checked on every step: one thing out at a time (a record or the final indication), records
 // only from the store and in order, a refusal only while a procedure runs or unsubscribed,
 // at most one answer per procedure.
@@ -21,7 +22,7 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         rules.deletes = r & 0x80 != 0
     }
     var server = RACPServer(rules: rules)
-    var stored: [UInt16] = [1, 2, 3, 5, 8, 13, 0xFFFF]
+    var stored: [UInt16] = [1, 2, 3, 5, 8, 13, 0xFFFF]  // oldest first
     var recordOut: UInt16?, answerOut = false, lastSent: UInt16?
     while let step = input.popFirst() {
         var actions: [RACPServer.Action] = []
@@ -36,14 +37,18 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             actions = server.write(value, stored: stored, racpIndications: racp, recordNotifications: records)
             if case .reject(let code)? = actions.first {
                 check(actions.count == 1, "a refusal with more")
-                check(code == rules.busyError || code == rules.notSubscribedError, "refused with \(code)")
+                check(code == rules.busyError || code == rules.notSubscribedError
+                      || (code == .invalidAttributeValueLength && value.isEmpty), "refused with \(code)")
                 check(code != rules.busyError || before != .idle, "busy while idle")
                 check(server.state == before, "a refused write changed the procedure")
             } else if before == .idle {
                 lastSent = nil
             }
         case 1:
-            if recordOut != nil { recordOut = nil; actions = server.recordSent() }
+            if recordOut != nil {
+                recordOut = nil
+                actions = step & 4 == 0 ? server.recordSent() : server.recordFailed()
+            }
         case 2:
             if answerOut { answerOut = false; actions = server.responseConfirmed() }
         default:

@@ -6,8 +6,9 @@ import Synchronization
 /// A sensor's stored records served behind a Record Access Control Point (0x2A52) on a
 /// ``GATTServer``: what glucose meters, CGMs and pulse oximeters keep while no collector is
 /// near. One ``RACPServer`` procedure per client; records go out on their characteristics
-/// (notified, or indicated where the characteristic only indicates) before the one RACP
-/// answer, and a report runs on its own task so an Abort is seen between records.
+/// (notified, or indicated where the client subscribed to indications) before the one RACP
+/// answer, and a report runs on its own task so an Abort is seen between records; a record
+/// that cannot go ends the report with Procedure Not Completed.
 ///
 /// Use: put ``writeHandler`` on the RACP characteristic, call ``attach(to:)`` once the
 /// server exists, and pass every server event to ``handle(_:on:)``.
@@ -50,7 +51,7 @@ public final class StoredRecords: Sendable {
 
     private struct Handles: Sendable {
         var racp: UInt16, racpCCCD: UInt16, recordCCCD: UInt16
-        var byUUID: [BluetoothUUID: (handle: UInt16, indicate: Bool)]
+        var byUUID: [BluetoothUUID: UInt16]
     }
 
     private struct State: Sendable {
@@ -65,25 +66,36 @@ public final class StoredRecords: Sendable {
     public let service: BluetoothUUID
     /// What the control point accepts.
     public let rules: RACPServerRules
+    /// The most records kept: a new one beyond it drops the oldest, as meters do.
+    public let capacity: Int
     private let state: Mutex<State>
     private let events: AsyncStream<Event>.Continuation
     /// Answers and deletions as they happen.
     public let log: AsyncStream<Event>
 
-    /// Records for `service` (oldest first), served with `rules`.
-    public init(service: BluetoothUUID, rules: RACPServerRules = RACPServerRules(), records: [Record] = []) {
+    /// Records for `service` (oldest first, in the order they were taken: sequence numbers
+    /// wrap), served with `rules`, at most `capacity` kept.
+    public init(service: BluetoothUUID, rules: RACPServerRules = RACPServerRules(), records: [Record] = [],
+                capacity: Int = 1000) {
         self.service = service
         self.rules = rules
-        state = Mutex(State(records: records.sorted { $0.sequenceNumber < $1.sequenceNumber }))
+        self.capacity = max(1, capacity)
+        state = Mutex(State(records: Array(records.suffix(max(1, capacity)))))
         (log, events) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(64))
     }
 
-    /// Stores a record (a new reading); a sequence number already held is replaced.
+    deinit { events.finish() }
+
+    /// Stores a new record as the newest (the oldest goes beyond ``capacity``); one whose
+    /// sequence number is held already replaces that record where it is.
     public func append(_ record: Record) {
         state.withLock { s in
-            s.records.removeAll { $0.sequenceNumber == record.sequenceNumber }
-            let at = s.records.firstIndex { $0.sequenceNumber > record.sequenceNumber } ?? s.records.endIndex
-            s.records.insert(record, at: at)
+            if let i = s.records.firstIndex(where: { $0.sequenceNumber == record.sequenceNumber }) {
+                s.records[i] = record
+                return
+            }
+            s.records.append(record)
+            if s.records.count > capacity { s.records.removeFirst(s.records.count - capacity) }
         }
     }
 
@@ -104,10 +116,8 @@ public final class StoredRecords: Sendable {
         guard let svc = layout.services.first(where: { $0.uuid == service }),
               let racp = svc.characteristics.first(where: { $0.uuid == RecordAccessControlPoint.uuid }),
               let racpCCCD = racp.cccdHandle else { return false }
-        var byUUID: [BluetoothUUID: (handle: UInt16, indicate: Bool)] = [:]
-        for c in svc.characteristics where c.uuid != RecordAccessControlPoint.uuid {
-            byUUID[c.uuid] = (c.valueHandle, !c.properties.contains(.notify) && c.properties.contains(.indicate))
-        }
+        var byUUID: [BluetoothUUID: UInt16] = [:]
+        for c in svc.characteristics where c.uuid != RecordAccessControlPoint.uuid { byUUID[c.uuid] = c.valueHandle }
         let first = state.withLock { $0.records.first?.values.first?.uuid }
         let recordCCCD = first.flatMap { u in svc.characteristics.first { $0.uuid == u }?.cccdHandle }
             ?? svc.characteristics.first { $0.uuid != RecordAccessControlPoint.uuid && $0.cccdHandle != nil }?.cccdHandle
@@ -151,6 +161,22 @@ public final class StoredRecords: Sendable {
         }
     }
 
+    /// One value of a record to one client: notified or indicated as that client subscribed
+    /// (indicated only where it asked for indications alone); false when it is not
+    /// subscribed or the value could not go.
+    private func send(_ bytes: [UInt8], on handle: UInt16, to client: GATTServerClient, _ server: GATTServer) async -> Bool {
+        guard let config = server.subscribers(of: handle).first(where: { $0.0.id == client.id })?.1 else { return false }
+        if config.contains(.notify) {
+            return !(await server.notifyWhenReady(handle, value: bytes, to: [client.id], store: false)).sent.isEmpty
+        }
+        do throws(GATTServerError) {
+            try await server.indicate(handle, value: bytes, to: client.id, store: false)
+            return true
+        } catch {
+            return false
+        }
+    }
+
     /// Carries out a procedure: after each record sent and each answer confirmed, the
     /// machine says what comes next.
     private func perform(_ first: [RACPServer.Action], for client: GATTServerClient, on server: GATTServer) async {
@@ -161,29 +187,26 @@ public final class StoredRecords: Sendable {
             switch action {
             case .sendRecord(let n):
                 let (record, handles) = state.withLock { s in (s.records.first { $0.sequenceNumber == n }, s.handles) }
+                var delivered = record != nil
                 if let record, let handles {
-                    for v in record.values {
+                    for v in record.values where delivered {
                         guard let target = handles.byUUID[v.uuid] else { continue }
-                        if target.indicate {
-                            do throws(GATTServerError) {
-                                try await server.indicate(target.handle, value: v.bytes, to: client.id, store: false)
-                            } catch {
-                                state.withLock { $0.procedures[client.id]?.reset() }
-                                return
-                            }
-                        } else {
-                            _ = await server.notifyWhenReady(target.handle, value: v.bytes, to: [client.id], store: false)
-                        }
+                        delivered = await send(v.bytes, on: target, to: client, server)
                     }
-                    sent += 1
                 }
-                next = state.withLock { $0.procedures[client.id]?.recordSent() ?? [] }
+                if delivered { sent += 1 }
+                next = state.withLock { s in
+                    delivered ? s.procedures[client.id]?.recordSent() ?? [] : s.procedures[client.id]?.recordFailed() ?? []
+                }
             case .delete(let gone):
                 state.withLock { $0.records.removeAll { gone.contains($0.sequenceNumber) } }
                 events.yield(.deleted(client, gone))
                 next = []
             case .indicate(let answer):
-                guard let racp = state.withLock({ $0.handles?.racp }), let bytes = try? answer.encoded() else { return }
+                guard let racp = state.withLock({ $0.handles?.racp }), let bytes = try? answer.encoded() else {
+                    state.withLock { $0.procedures[client.id]?.reset() }
+                    return
+                }
                 do throws(GATTServerError) {
                     try await server.indicate(racp, value: bytes, to: client.id, store: false)
                 } catch {

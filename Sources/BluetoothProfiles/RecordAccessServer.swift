@@ -7,8 +7,6 @@ import BluetoothWire
 /// qualified server has the same): report / delete / report number with all, first, last,
 /// ≤, ≥ and within range of sequence numbers.
 public struct RACPServerRules: Sendable, Hashable {
-    /// Filter types taken in ≤ / ≥ / range requests (the Glucose Service: 1, sequence number).
-    public var filterTypes: Set<UInt8> = [RACPFilterType.sequenceNumber.rawValue]
     /// Operators taken (the first three op codes alike).
     public var operators: Set<UInt8> = [1, 2, 3, 4, 5, 6]
     /// Delete Stored Records is done (else Op Code Not Supported).
@@ -36,11 +34,13 @@ public struct RACPServer: Sendable {
         case idle
         /// Sending records (sequence numbers, in order; `next` is the one to send now).
         case reporting(records: [UInt16], next: Int)
-        /// An Abort came while records were going out: it is answered after the record in flight.
-        case aborting
-        /// The final indication is out; busy until it is confirmed (then, if an Abort came
-        /// meanwhile, its answer follows).
-        case responding(thenAnswerAbort: Bool)
+        /// An Abort came while records were going out: it is answered (with `answer`: Success,
+        /// or Invalid Operator / Operand for a malformed one, which stops the report all the
+        /// same) after the record in flight.
+        case aborting(answer: RACPResponseCode)
+        /// The final indication is out; busy until it is confirmed (then the answer to an
+        /// Abort that came meanwhile, if one did).
+        case responding(thenAnswerAbort: RACPResponseCode?)
     }
 
     /// What to do, in order.
@@ -66,19 +66,17 @@ public struct RACPServer: Sendable {
         self.rules = rules
     }
 
-    /// A write of the control point. `stored`: the sequence numbers held, ascending (oldest
-    /// first). `racpIndications` / `recordNotifications`: the client's CCCDs. The checks run in
+    /// A write of the control point. `stored`: the keys (sequence numbers) held, oldest first
+    /// in the order they were taken (after a wrap not numeric: First and Last go by age, ≤ ≥
+    /// and range by value). `racpIndications` / `recordNotifications`: the client's CCCDs. The checks run in
     /// the order the services give: subscriptions, busy, op code, operator, operand, filter.
     public mutating func write(_ value: [UInt8], stored: [UInt16], racpIndications: Bool,
                                recordNotifications: Bool) -> [Action] {
-        guard value.count >= 2 else {
-            // Too short to name a procedure: answered like a malformed operand of an unknown one.
-            guard racpIndications else { return [.reject(rules.notSubscribedError)] }
-            guard case .idle = state else { return [.reject(rules.busyError)] }
-            return respond(to: RACPOpCode(rawValue: value.first ?? 0), .invalidOperand)
-        }
-        let op = RACPOpCode(rawValue: value[0]), oper = RACPOperator(rawValue: value[1])
-        let operand = Array(value[2...])
+        guard let code = value.first else { return [.reject(.invalidAttributeValueLength)] }
+        // A value without its operator names an invalid one (0xFF), as a qualified server
+        // decodes it: the op code is still checked first.
+        let op = RACPOpCode(rawValue: code), oper = RACPOperator(rawValue: value.count > 1 ? value[1] : 0xFF)
+        let operand = value.count > 2 ? Array(value[2...]) : []
         guard racpIndications, op != .reportStoredRecords || recordNotifications else {
             return [.reject(rules.notSubscribedError)]
         }
@@ -101,11 +99,11 @@ public struct RACPServer: Sendable {
         }
         switch op {
         case .reportNumberOfStoredRecords:
-            state = .responding(thenAnswerAbort: false)
+            state = .responding(thenAnswerAbort: nil)
             return [.indicate(.numberOfRecordsResponse(UInt16(clamping: selected.count)))]
         case .deleteStoredRecords:
             guard !selected.isEmpty else { return respond(to: op, .noRecordsFound) }
-            state = .responding(thenAnswerAbort: false)
+            state = .responding(thenAnswerAbort: nil)
             return [.delete(selected), .indicate(.response(to: op, .success))]
         default:
             guard let first = selected.first else { return respond(to: op, .noRecordsFound) }
@@ -125,8 +123,22 @@ public struct RACPServer: Sendable {
                 return [.sendRecord(records[n])]
             }
             return respond(to: .reportStoredRecords, .success)
-        case .aborting:
-            return respond(to: .abortOperation, .success)
+        case .aborting(let answer):
+            return respond(to: .abortOperation, answer)
+        case .idle, .responding:
+            return []
+        }
+    }
+
+    /// The record last named could not be sent (the client unsubscribed, its link's queue
+    /// stayed full): the report ends with Procedure Not Completed (an Abort's answer, if one
+    /// came).
+    public mutating func recordFailed() -> [Action] {
+        switch state {
+        case .reporting:
+            return respond(to: .reportStoredRecords, .procedureNotCompleted)
+        case .aborting(let answer):
+            return respond(to: .abortOperation, answer)
         case .idle, .responding:
             return []
         }
@@ -134,9 +146,9 @@ public struct RACPServer: Sendable {
 
     /// The final indication was confirmed: idle, or the Abort that came meanwhile answered.
     public mutating func responseConfirmed() -> [Action] {
-        guard case .responding(let thenAbort) = state else { return [] }
+        guard case .responding(let abortAnswer) = state else { return [] }
         state = .idle
-        return thenAbort ? respond(to: .abortOperation, .success) : []
+        return abortAnswer.map { respond(to: .abortOperation, $0) } ?? []
     }
 
     /// The link went (or the client unsubscribed): the procedure ends silently.
@@ -144,29 +156,28 @@ public struct RACPServer: Sendable {
         state = .idle
     }
 
-    /// Abort Operation: Null operator, no operand. Always accepted; it stops a report between
-    /// records and is answered once (the aborted report gets no answer of its own).
+    /// Abort Operation: Null operator, no operand. Always taken, even while a procedure runs
+    /// (only other op codes are busy); it stops a report between records and is answered
+    /// once (the aborted report gets no answer of its own). A malformed one stops it too and
+    /// is answered Invalid Operator / Operand. With nothing running: Success (nothing runs).
     private mutating func abort(_ oper: RACPOperator, _ operand: [UInt8]) -> [Action] {
-        let invalid: RACPResponseCode? = oper != .null ? .invalidOperator : (!operand.isEmpty ? .invalidOperand : nil)
+        let answer: RACPResponseCode = oper != .null ? .invalidOperator : (!operand.isEmpty ? .invalidOperand : .success)
         switch state {
         case .idle:
-            // Nothing to stop: stopped, as the CGM Service words it.
-            return respond(to: .abortOperation, invalid ?? .success)
+            return respond(to: .abortOperation, answer)
         case .reporting:
-            guard invalid == nil else { return [.reject(rules.busyError)] }
-            state = .aborting
+            state = .aborting(answer: answer)
             return []
         case .aborting:
-            return [.reject(rules.busyError)]
-        case .responding:
-            guard invalid == nil else { return [.reject(rules.busyError)] }
-            state = .responding(thenAnswerAbort: true)
+            return []  // one answer for the Aborts of one procedure
+        case .responding(let pending):
+            state = .responding(thenAnswerAbort: pending ?? answer)
             return []
         }
     }
 
     private mutating func respond(to op: RACPOpCode, _ code: RACPResponseCode) -> [Action] {
-        state = .responding(thenAnswerAbort: false)
+        state = .responding(thenAnswerAbort: nil)
         return [.indicate(.response(to: op, code))]
     }
 
@@ -188,12 +199,12 @@ public struct RACPServer: Sendable {
             guard type == RACPFilterType.sequenceNumber.rawValue || type == RACPFilterType.userFacingTime.rawValue else {
                 return .refused(.invalidOperand)
             }
-            guard rules.filterTypes.contains(type), type == RACPFilterType.sequenceNumber.rawValue else {
-                // A time filter is well formed only with its Date Times; refused either way.
-                return .refused(.operandNotSupported)
-            }
             let count = oper == .withinRange ? 2 : 1
-            guard operand.count == 1 + 2 * count else { return .refused(.invalidOperand) }
+            let width = type == RACPFilterType.sequenceNumber.rawValue ? 2 : 7
+            guard operand.count == 1 + width * count else { return .refused(.invalidOperand) }
+            // Records are selected by their u16 key (the Glucose Service's sequence number,
+            // the CGM Service's time offset); a time filter is well formed but not taken.
+            guard type == RACPFilterType.sequenceNumber.rawValue else { return .refused(.operandNotSupported) }
             let a = UInt16(operand[1]) | UInt16(operand[2]) << 8
             switch oper {
             case .lessThanOrEqual: return .records(stored.filter { $0 <= a })

@@ -11,12 +11,12 @@ extension ServeProfile {
     /// Measurement (2A18) and its Context (2A34) notified only in answer to a request,
     /// Glucose Feature (2A51), RACP (2A52). The service needs an encrypted link, as meters
     /// do (the Glucose Profile requires bonding). Twelve readings four hours apart to start
-    /// with, every third with a meal context; a new one every minute while serving.
+    /// with, every third with a meal context; a new one every minute while serving (at most
+    /// a thousand kept, the oldest dropped).
     static var glucose: ServeProfile {
         let store = StoredRecords(service: GlucoseReadings.service)
         var readings = GlucoseReadings()
-        let now = nowDateTime()
-        for back in stride(from: 11, through: 0, by: -1) { store.append(readings.next(at: now, minutesBefore: back * 240)) }
+        for back in stride(from: 11, through: 0, by: -1) { store.append(readings.next(taken: dateTime(secondsAgo: back * 4 * 3600))) }
         let next = Locked(readings)
         // Glucose Feature: low battery, sensor malfunction, strip insertion error and general
         // device fault detection; multiple bonds.
@@ -51,7 +51,7 @@ extension ServeProfile {
                     }
                 }
                 while await pause(.seconds(60)) {
-                    store.append(next.withLock { $0.next(at: nowDateTime(), minutesBefore: 0) })
+                    store.append(next.withLock { $0.next(taken: nowDateTime()) })
                 }
                 log.cancel()
             },
@@ -66,8 +66,9 @@ struct GlucoseReadings: Sendable {
     static let measurement = BluetoothUUID(0x2A18), context = BluetoothUUID(0x2A34)
     var sequenceNumber: UInt16 = 1
 
-    /// The next reading, taken `minutesBefore` the base time (its Time Offset).
-    mutating func next(at base: DateTime, minutesBefore: Int) -> StoredRecords.Record {
+    /// The next reading, taken at `time` (its Base Time; no Time Offset: the meter's clock
+    /// was not changed since).
+    mutating func next(taken time: DateTime) -> StoredRecords.Record {
         let n = sequenceNumber
         sequenceNumber &+= 1
         let tenths = 46 + Int(n) * 37 % 33
@@ -75,8 +76,7 @@ struct GlucoseReadings: Sendable {
         var values: [StoredRecords.Value] = []
         if let concentration = try? SFloat(mantissa: tenths, exponent: -4) {
             values.append(StoredRecords.Value(Self.measurement, encoded(GlucoseMeasurement(
-                sequenceNumber: n, baseTime: base, timeOffset: Int16(clamping: -minutesBefore),
-                concentration: concentration, unit: .molPerLiter,
+                sequenceNumber: n, baseTime: time, concentration: concentration, unit: .molPerLiter,
                 typeAndLocation: GlucoseTypeSampleLocation(type: .capillaryPlasma, location: .finger),
                 contextFollows: withContext))))
         }

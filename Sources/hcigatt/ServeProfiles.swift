@@ -34,8 +34,11 @@ struct ServeProfile: Sendable {
 func encoded(_ v: some WireEncodable) -> [UInt8] { (try? v.encoded()) ?? [] }
 
 /// Wall-clock time for measurement timestamps (UTC).
-func nowDateTime() -> DateTime {
-    var t = time(nil)
+func nowDateTime() -> DateTime { dateTime(secondsAgo: 0) }
+
+/// The wall-clock time `secondsAgo` (UTC), for readings taken before now.
+func dateTime(secondsAgo: Int) -> DateTime {
+    var t = time(nil) - secondsAgo
     var tm = Glibc.tm()
     gmtime_r(&t, &tm)
     return DateTime(year: UInt16(tm.tm_year + 1900), month: UInt8(tm.tm_mon + 1), day: UInt8(tm.tm_mday),

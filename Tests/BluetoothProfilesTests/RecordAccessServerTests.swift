@@ -38,7 +38,7 @@ import BluetoothWire
             let (sent, final) = run(&s, write(&s, request))
             #expect(sent == expected, "\(request)")
             #expect(final == [.indicate(.response(to: .reportStoredRecords, .success))])
-            #expect(s.state == .responding(thenAnswerAbort: false))
+            #expect(s.state == .responding(thenAnswerAbort: nil))
             #expect(s.responseConfirmed() == [])
             #expect(s.state == .idle)
         }
@@ -92,14 +92,19 @@ import BluetoothWire
             ([0x01, 0x03, 0x00, 0x01, 0x00], .reportStoredRecords, .invalidOperand),  // filter type 0
             ([0x01, 0x03, 0x02] + [0xEA, 0x07, 12, 7, 8, 0, 0], .reportStoredRecords, .operandNotSupported),  // user facing time
             ([0x04, 0x03, 0x02] + [0xEA, 0x07, 12, 7, 8, 0, 0], .reportNumberOfStoredRecords, .operandNotSupported),
-            ([0x01], RACPOpCode(rawValue: 1), .invalidOperand),                   // too short
+            ([0x01], .reportStoredRecords, .invalidOperator),                     // no operator
+            ([0x09], RACPOpCode(rawValue: 9), .opCodeNotSupported),               // the op code first
+            ([0x01, 0x03, 0x02, 0xEA], .reportStoredRecords, .invalidOperand),    // a short Date Time
         ]
         for (value, op, code) in bad {
             var t = RACPServer()
             #expect(t.write(value, stored: Self.stored, racpIndications: true, recordNotifications: true)
                     == [.indicate(.response(to: op, code))], "\(value)")
-            #expect(t.state == .responding(thenAnswerAbort: false))
+            #expect(t.state == .responding(thenAnswerAbort: nil))
         }
+        var empty = RACPServer()
+        #expect(empty.write([], stored: Self.stored, racpIndications: true, recordNotifications: true)
+                == [.reject(.invalidAttributeValueLength)])
         var rules = RACPServerRules()
         rules.operators = [1, 5, 6]
         var t = RACPServer(rules: rules)
@@ -122,6 +127,44 @@ import BluetoothWire
         #expect(s.recordSent() == [.indicate(.response(to: .abortOperation, .success))])
         #expect(s.responseConfirmed() == [])
         #expect(s.state == .idle)
+    }
+
+    @Test("A malformed Abort stops a report too and is answered Invalid Operator; a second Abort adds nothing")
+    func malformedAbortDuringReport() {
+        var s = RACPServer()
+        #expect(write(&s, .reportAllRecords) == [.sendRecord(1)])
+        #expect(s.write([0x03, 0x01], stored: Self.stored, racpIndications: true, recordNotifications: true) == [],
+                "an Abort is never busy")
+        #expect(write(&s, .abort) == [], "one answer for the Aborts of one procedure")
+        #expect(s.recordSent() == [.indicate(.response(to: .abortOperation, .invalidOperator))])
+        #expect(s.responseConfirmed() == [])
+        #expect(s.state == .idle)
+    }
+
+    @Test("A record that cannot be sent ends the report with Procedure Not Completed")
+    func recordFailed() {
+        var s = RACPServer()
+        #expect(write(&s, .reportAllRecords) == [.sendRecord(1)])
+        #expect(s.recordSent() == [.sendRecord(2)])
+        #expect(s.recordFailed() == [.indicate(.response(to: .reportStoredRecords, .procedureNotCompleted))])
+        #expect(s.recordFailed() == [], "nothing more once answered")
+        _ = s.responseConfirmed()
+        #expect(s.state == .idle)
+    }
+
+    @Test("First and Last go by age, ≤ ≥ and range by value: a store whose numbers wrapped")
+    func wrapped() {
+        var s = RACPServer()
+        let aged: [UInt16] = [65534, 65535, 0, 1]
+        #expect(write(&s, .reportFirstRecord, stored: aged) == [.sendRecord(65534)])
+        s.reset()
+        #expect(write(&s, .reportLastRecord, stored: aged) == [.sendRecord(1)])
+        s.reset()
+        let (sent, _) = run(&s, write(&s, .records(sequenceNumberAtMost: 1), stored: aged))
+        #expect(sent == [0, 1])
+        s.reset()
+        let (all, _) = run(&s, write(&s, .reportAllRecords, stored: aged))
+        #expect(all == aged, "in the order they were taken")
     }
 
     @Test("Abort with nothing running: Success; with an operator or operand: Invalid Operator / Operand")

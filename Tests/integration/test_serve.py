@@ -555,10 +555,6 @@ EIGHT_BALL_ANSWERS = [
     "Outlook not so good.", "Very doubtful.",
 ]
 
-if __name__ == '__main__':
-    unittest.main()
-
-
 class GlucoseMeterTests(unittest.TestCase):
     """serve --profile glucose against a Bumble collector: stored readings through the Record
     Access Control Point (2A52) on an encrypted link, the answers in the order they came."""
@@ -627,3 +623,7 @@ class GlucoseMeterTests(unittest.TestCase):
         r, _ = self.collect('--write', '2A52=0101')
         self.assertEqual(r['writes'][0]['error'], 0x81, r)
         self.assertEqual(self.records(r['arrivals']), ([], []))
+
+
+if __name__ == '__main__':
+    unittest.main()
