@@ -171,7 +171,9 @@ import Testing
             Issue.record("paired")
         } catch {
             #expect(error.kind == .pairingFailed(.repeatedAttempts))
-            #expect(error.message.contains("wait 2 s"))
+            // Two failures make a 2 s wait; the host's clock is the wall clock, so a loaded
+            // machine may already be into the second when the pairing is asked for.
+            #expect(error.message.contains("wait 2 s") || error.message.contains("wait 1 s"), "\(error.message)")
         }
         await host.close()
     }
