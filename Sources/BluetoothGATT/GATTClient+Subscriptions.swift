@@ -23,9 +23,51 @@ extension GATTClient {
         }
     }
 
+    /// Subscribes to several characteristics on one stream: the values come in the order the
+    /// server sent them, whichever characteristic they are of (``GATTValue/handle`` tells),
+    /// which separate streams cannot promise. What a control point procedure needs: records
+    /// on their characteristics, then the control point's answer (Record Access Control
+    /// Point, Core Vol 3 Part G §4.10–4.11 for the values). Each pair is a characteristic and
+    /// whether to take indications (else notifications). The CCCDs are written in order; one
+    /// that fails clears those written and throws.
+    public func subscribe(_ characteristics: [(GATTCharacteristic, indicate: Bool)]) async throws(GATTError)
+        -> AsyncThrowingStream<GATTValue, Error>
+    {
+        var handles = Set<UInt16>()
+        for (c, _) in characteristics where !handles.insert(c.valueHandle).inserted {
+            throw .invalidRequest("characteristic \(c.uuid) at 0x\(hex(c.valueHandle, 4)) is named twice for one stream")
+        }
+        let id = subscriberIDs.add(1, ordering: .relaxed).oldValue
+        for (c, indicate) in characteristics {
+            do {
+                try await addSubscription(id, characteristic: c, indicate: indicate)
+            } catch {
+                guard await raiseSecurityToRetry(after: error) else {
+                    subscriberEnded(id)
+                    throw error
+                }
+                do { try await addSubscription(id, characteristic: c, indicate: indicate) } catch {
+                    subscriberEnded(id)
+                    throw error
+                }
+            }
+        }
+        let lifetime = SubscriptionLifetime(client: self, id: id)
+        return AsyncThrowingStream(unfolding: { try await lifetime.next() })
+    }
+
     func subscribeOnce(characteristic: GATTCharacteristic, indicate: Bool) async throws(GATTError)
         -> AsyncThrowingStream<GATTValue, Error>
     {
+        let id = subscriberIDs.add(1, ordering: .relaxed).oldValue
+        try await addSubscription(id, characteristic: characteristic, indicate: indicate)
+        let lifetime = SubscriptionLifetime(client: self, id: id)
+        return AsyncThrowingStream(unfolding: { try await lifetime.next() })
+    }
+
+    /// Adds `characteristic` to subscriber `id` (made on the first) and writes its CCCD when
+    /// the wanted bits change; on failure the characteristic is taken off again.
+    func addSubscription(_ id: UInt64, characteristic: GATTCharacteristic, indicate: Bool) async throws(GATTError) {
         try await exchangeMTU()
         let needed: GATTCharacteristicProperties = indicate ? .indicate : .notify
         guard characteristic.properties.contains(needed) else {
@@ -42,7 +84,6 @@ extension GATTClient {
         guard let cccd else {
             throw .invalidRequest("characteristic \(characteristic.uuid) at 0x\(hex(characteristic.valueHandle, 4)) has no Client Characteristic Configuration descriptor")
         }
-        let id = subscriberIDs.add(1, ordering: .relaxed).oldValue
         let valueHandle = characteristic.valueHandle
         let result = await withCheckedContinuation { (c: ResponseContinuation) in
             locked { s, fx in
@@ -50,7 +91,9 @@ extension GATTClient {
                     fx.append { c.resume(returning: .failure(e)) }
                     return
                 }
-                s.subscribers[id] = Subscriber(valueHandle: valueHandle, indicate: indicate)
+                var sub = s.subscribers[id] ?? Subscriber(handles: [:])
+                sub.handles[valueHandle] = indicate
+                s.subscribers[id] = sub
                 var entry = s.cccds[valueHandle] ?? CCCD(cccdHandle: cccd)
                 entry.subscribers.append(id)
                 s.cccds[valueHandle] = entry
@@ -59,12 +102,14 @@ extension GATTClient {
                 }
             }
         }
-        switch result {
-        case .success:
-            let lifetime = SubscriptionLifetime(client: self, id: id)
-            return AsyncThrowingStream(unfolding: { try await lifetime.next() })
-        case .failure(let error):
-            locked { s, fx in removeSubscriber(id, &s, &fx, writeFailed: true) }
+        if case .failure(let error) = result {
+            locked { s, fx in
+                // Only this characteristic's write failed: the stream's others stay as written.
+                s.subscribers[id]?.handles[valueHandle] = nil
+                if s.subscribers[id]?.handles.isEmpty == true { removeSubscriber(id, &s, &fx, writeFailed: false) }
+                s.cccds[valueHandle]?.subscribers.removeAll { $0 == id }
+                s.cccds[valueHandle]?.requested = 0
+            }
             throw error
         }
     }
@@ -190,11 +235,13 @@ extension GATTClient {
         guard let sub = s.subscribers.removeValue(forKey: id) else { return }
         for e in sub.buffer { if let t = e.token { taken(t, &s, &fx) } }
         if let w = sub.waiting { fx.append { w.resume(returning: .success(nil)) } }
-        guard var entry = s.cccds[sub.valueHandle] else { return }
-        entry.subscribers.removeAll { $0 == id }
-        if writeFailed { entry.requested = 0 }
-        s.cccds[sub.valueHandle] = entry
-        if !writeFailed { _ = updateCCCD(valueHandle: sub.valueHandle, waiter: .ignore, &s, &fx) }
+        for valueHandle in sub.handles.keys.sorted() {
+            guard var entry = s.cccds[valueHandle] else { continue }
+            entry.subscribers.removeAll { $0 == id }
+            if writeFailed { entry.requested = 0 }
+            s.cccds[valueHandle] = entry
+            if !writeFailed { _ = updateCCCD(valueHandle: valueHandle, waiter: .ignore, &s, &fx) }
+        }
     }
 
     /// Writes the CCCD if the wanted bits changed; returns false when nothing was written.
@@ -202,7 +249,7 @@ extension GATTClient {
         guard var entry = s.cccds[valueHandle], s.terminal == nil else { return false }
         var bits: UInt16 = entry.internalIndications ? 0x0002 : 0
         for id in entry.subscribers {
-            if let sub = s.subscribers[id] { bits |= sub.indicate ? 0x0002 : 0x0001 }
+            if let indicate = s.subscribers[id]?.handles[valueHandle] { bits |= indicate ? 0x0002 : 0x0001 }
         }
         guard bits != entry.requested else { return false }
         entry.requested = bits

@@ -79,8 +79,9 @@ public final class GATTClient: Sendable {
     }
 
     struct Subscriber {
-        var valueHandle: UInt16
-        var indicate: Bool
+        /// The characteristics it takes values of (value handle → indications rather than
+        /// notifications), all on one stream in arrival order.
+        var handles: [UInt16: Bool]
         var buffer: [Entry] = []
         var bufferedNotifications = 0
         var dropped = 0

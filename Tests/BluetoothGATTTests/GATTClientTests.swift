@@ -180,6 +180,44 @@ import Testing
         #expect(client.unhandledNotifications == 1)
     }
 
+    @Test("Several characteristics on one stream: values in the order sent, each CCCD written once and cleared")
+    func oneStreamForSeveralCharacteristicsKeepsTheirOrder() async throws {
+        let (server, client, db) = makeClient()
+        _ = try await client.discoverAll()
+        let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
+        let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
+        do {
+            let stream = try await client.subscribe([(battery, indicate: false), (tm, indicate: true)])
+            #expect(server.writes(to: try #require(battery.cccdHandle)) == [[0x01, 0x00]])
+            #expect(server.writes(to: try #require(tm.cccdHandle)) == [[0x02, 0x00]])
+            // Notifications, then an indication, then more: what separate streams could reorder.
+            server.notify(battery.valueHandle, [1])
+            server.notify(battery.valueHandle, [2])
+            server.indicate(tm.valueHandle, [9])
+            server.notify(battery.valueHandle, [3])
+            var it = stream.makeAsyncIterator()
+            var got: [(UInt16, [UInt8], Bool)] = []
+            for _ in 0 ..< 4 {
+                let v = try #require(try await it.next())
+                got.append((v.handle, v.value, v.isIndication))
+            }
+            #expect(got.map(\.0) == [battery.valueHandle, battery.valueHandle, tm.valueHandle, battery.valueHandle])
+            #expect(got.map(\.1) == [[1], [2], [9], [3]])
+            #expect(got.map(\.2) == [false, false, true, false])
+            #expect(server.confirmations == 1)
+            // The same characteristic twice on one stream is refused, and what was written is cleared.
+            await #expect(throws: GATTError.self) { _ = try await client.subscribe([(battery, indicate: false), (battery, indicate: false)]) }
+        }
+        _ = try await client.read(handle: battery.valueHandle)
+        let batteryCCCD = try #require(battery.cccdHandle)
+        #expect(server.writes(to: batteryCCCD).last == [0x00, 0x00], "\(server.writes(to: batteryCCCD))")
+        #expect(server.writes(to: try #require(tm.cccdHandle)) == [[0x02, 0x00], [0x00, 0x00]])
+        // One that cannot indicate fails the whole subscription; the first CCCD is cleared again.
+        await #expect(throws: GATTError.self) { _ = try await client.subscribe([(tm, indicate: true), (battery, indicate: true)]) }
+        _ = try await client.read(handle: battery.valueHandle)
+        #expect(server.writes(to: try #require(tm.cccdHandle)).suffix(2) == [[0x02, 0x00], [0x00, 0x00]])
+    }
+
     @Test func cancellingTheConsumingTaskUnsubscribes() async throws {
         let (server, client, db) = makeClient()
         let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
