@@ -46,3 +46,33 @@ import Testing
         #expect(wireError(bytes + [0]) { buf in try DateTime(wire: buf) } == WireError(.trailingBytes, at: 7, ""))
     }
 }
+
+@Suite struct DateTimeArithmeticTests {
+    @Test("Seconds since 1970 and back: known instants, leap days, century rules")
+    func epoch() {
+        let cases: [(DateTime, Int64)] = [
+            (DateTime(year: 1970, month: 1, day: 1, hours: 0, minutes: 0, seconds: 0), 0),
+            (DateTime(year: 2000, month: 2, day: 29, hours: 12, minutes: 0, seconds: 0), 951_825_600),
+            (DateTime(year: 2026, month: 12, day: 7, hours: 8, minutes: 21, seconds: 19), 1_796_631_679),
+            (DateTime(year: 1969, month: 12, day: 31, hours: 23, minutes: 59, seconds: 59), -1),
+            (DateTime(year: 2100, month: 3, day: 1, hours: 0, minutes: 0, seconds: 0), 4_107_542_400),
+        ]
+        for (t, s) in cases {
+            #expect(t.secondsSince1970 == s, "\(t)")
+            #expect(DateTime(secondsSince1970: s) == t)
+        }
+        #expect(DateTime(year: 0, month: 1, day: 1, hours: 0, minutes: 0, seconds: 0).secondsSince1970 == nil)
+    }
+
+    @Test("A time offset crosses days, months, a leap February and a year; unknown dates stay")
+    func adding() {
+        let t = DateTime(year: 2024, month: 2, day: 28, hours: 23, minutes: 30, seconds: 5)
+        #expect(t.adding(minutes: 45) == DateTime(year: 2024, month: 2, day: 29, hours: 0, minutes: 15, seconds: 5))
+        #expect(t.adding(minutes: 24 * 60 + 45) == DateTime(year: 2024, month: 3, day: 1, hours: 0, minutes: 15, seconds: 5))
+        let newYear = DateTime(year: 2026, month: 12, day: 31, hours: 23, minutes: 59, seconds: 0)
+        #expect(newYear.adding(minutes: 1) == DateTime(year: 2027, month: 1, day: 1, hours: 0, minutes: 0, seconds: 0))
+        #expect(newYear.adding(minutes: -Int(Int16.max)) == DateTime(year: 2026, month: 12, day: 9, hours: 5, minutes: 52, seconds: 0))
+        let unknown = DateTime(year: 0, month: 5, day: 1, hours: 10, minutes: 0, seconds: 0)
+        #expect(unknown.adding(minutes: 90) == unknown)
+    }
+}

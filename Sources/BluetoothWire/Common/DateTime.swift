@@ -38,6 +38,46 @@ public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodab
     /// The day is not 0.
     @inlinable public var isDayKnown: Bool { day != 0 }
 
+    /// Seconds since 1970-01-01 00:00:00 of this calendar time (proleptic Gregorian, no
+    /// time zone); nil unless year, month and day are known.
+    public var secondsSince1970: Int64? {
+        guard isYearKnown, isMonthKnown, isDayKnown else { return nil }
+        // Days from civil (H. Hinnant's algorithm): March-based years make leap days last.
+        let y = Int64(year) - (month <= 2 ? 1 : 0)
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let m = Int64(month)
+        let doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + Int64(day) - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return days * 86_400 + Int64(hours) * 3600 + Int64(minutes) * 60 + Int64(seconds)
+    }
+
+    /// The calendar time `seconds` after 1970-01-01 00:00:00 (years 1582...9999).
+    public init?(secondsSince1970 seconds: Int64) {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let rest = seconds - days * 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        guard (1582 ... 9999).contains(y) else { return nil }
+        self.init(year: UInt16(y), month: UInt8(m), day: UInt8(d), hours: UInt8(rest / 3600),
+                  minutes: UInt8(rest % 3600 / 60), seconds: UInt8(rest % 60))
+    }
+
+    /// This time `minutes` later (earlier when negative), across days, months and years;
+    /// itself when the date is not all known (a time offset cannot be placed then).
+    public func adding(minutes: Int) -> DateTime {
+        guard minutes != 0, let t = secondsSince1970, let moved = DateTime(secondsSince1970: t + Int64(minutes) * 60) else { return self }
+        return moved
+    }
+
     /// Reads and validates seven bytes; an out-of-range field throws `.invalidValue`
     /// at that field's offset.
     @inlinable
