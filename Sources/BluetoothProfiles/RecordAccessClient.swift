@@ -1,0 +1,213 @@
+// The collector side of the Record Access Control Point (GSS §3.187; Glucose Profile §4.9,
+// CGM Profile §4.11, PLX Profile §4.6): one procedure at a time, records on the measurement
+// characteristic, then one RACP indication ends it; 30 s without either is a failed procedure.
+import BluetoothWire
+
+/// One Record Access Control Point procedure as the collector runs it, sans-I/O. The caller
+/// writes what ``start(_:now:)`` returns to the control point (Write Request), calls
+/// ``written(now:)`` at its Write Response, passes each record with ``record(sequenceNumber:now:)``
+/// and each control point indication with ``controlPoint(_:now:)``, and ``timeout(now:)`` at
+/// ``deadline``. The procedure timer (30 s in every record profile) starts at the Write
+/// Response and restarts with each record. An ``abort(now:)`` sends Abort Operation;
+/// records that still come are dropped and counted: they were queued before the server saw it.
+public struct RACPClient: Sendable {
+    /// How a procedure ended.
+    public enum Outcome: Sendable, Hashable {
+        /// The server's Response Code to the request (success, no records found, ...).
+        case answered(RACPResponseCode)
+        /// The server's Number of Stored Records Response.
+        case count(UInt16)
+        /// Stopped at our request; `confirmed`: the server answered the Abort with Success.
+        /// `answer` is what it said when it did not (Abort Unsuccessful...).
+        case aborted(confirmed: Bool, answer: RACPResponseCode?)
+        /// Neither a record nor an answer for the procedure timeout.
+        case timedOut
+    }
+
+    /// What a finished procedure did.
+    public struct Summary: Sendable, Hashable {
+        /// The end.
+        public var outcome: Outcome
+        /// Records delivered.
+        public var records: Int
+        /// Records that came after the Abort was sent, dropped.
+        public var droppedAfterAbort: Int = 0
+        /// Records with a sequence number already delivered in this procedure, dropped.
+        public var duplicates: Int = 0
+        /// Records whose sequence number was below the one before (delivered all the same).
+        public var outOfOrder: Int = 0
+        /// Control point values that did not answer this procedure (ignored).
+        public var strayAnswers: Int = 0
+    }
+
+    /// What to do with a record that came.
+    public enum Verdict: Sendable, Hashable {
+        /// Hand it to the user.
+        case deliver
+        /// Drop it: it came after the Abort, repeats one delivered, or no procedure asked.
+        case drop
+    }
+
+    struct Running: Sendable, Hashable {
+        var request: RecordAccessControlPoint.Owned
+        var deadline: UInt64
+        var summary: Summary
+        var last: UInt16?
+        var seen: Set<UInt16> = []
+    }
+
+    /// The phase of the procedure.
+    enum State: Sendable, Hashable {
+        /// No procedure yet.
+        case idle
+        /// The request is written (or being written); records and the answer come.
+        case running(Running)
+        /// Abort Operation is written; what comes until its answer is dropped.
+        case aborting(Running)
+        /// Done.
+        case finished(Summary)
+    }
+
+    private(set) var state: State = .idle
+    /// The procedure timeout (30 s in GLP, CGMP and PLXP).
+    public let timeout: UInt64
+
+    /// A collector's procedure with `timeout` nanoseconds without progress allowed.
+    public init(timeout nanoseconds: UInt64 = 30_000_000_000) { timeout = nanoseconds }
+
+    /// When ``timeout(now:)`` is due (nil when nothing is running).
+    public var deadline: UInt64? {
+        switch state {
+        case .running(let r), .aborting(let r): r.deadline
+        case .idle, .finished: nil
+        }
+    }
+
+    /// The summary once finished.
+    public var finished: Summary? {
+        if case .finished(let s) = state { return s }
+        return nil
+    }
+
+    /// Starts `request`; returns the bytes to write to the control point, nil when a
+    /// procedure ran already (one machine per procedure).
+    public mutating func start(_ request: RecordAccessControlPoint.Owned, now: UInt64) -> [UInt8]? {
+        guard case .idle = state, let bytes = try? request.encoded() else { return nil }
+        state = .running(Running(request: request, deadline: now &+ timeout, summary: Summary(outcome: .timedOut, records: 0)))
+        return bytes
+    }
+
+    /// The control point's Write Response came: the procedure timer starts now.
+    public mutating func written(now: UInt64) {
+        switch state {
+        case .running(var r):
+            r.deadline = now &+ timeout
+            state = .running(r)
+        case .aborting(var r):
+            r.deadline = now &+ timeout
+            state = .aborting(r)
+        case .idle, .finished:
+            break
+        }
+    }
+
+    /// A record came, with its sequence number where the record has one (glucose; CGM and
+    /// PLX records carry none).
+    public mutating func record(sequenceNumber: UInt16?, now: UInt64) -> Verdict {
+        switch state {
+        case .running(var r):
+            r.deadline = now &+ timeout
+            defer { state = .running(r) }
+            // Report Number of Stored Records and Delete send no records: one that comes is not ours.
+            guard r.request.opCode == .reportStoredRecords else {
+                r.summary.strayAnswers += 1
+                return .drop
+            }
+            if let n = sequenceNumber {
+                guard r.seen.insert(n).inserted else {
+                    r.summary.duplicates += 1
+                    return .drop
+                }
+                // Sequence numbers wrap: `n` is behind when it is within half the space below the last.
+                if let last = r.last, last &- n != 0, last &- n < 0x8000 { r.summary.outOfOrder += 1 }
+                r.last = n
+            }
+            r.summary.records += 1
+            return .deliver
+        case .aborting(var r):
+            r.summary.droppedAfterAbort += 1
+            state = .aborting(r)
+            return .drop
+        case .idle, .finished:
+            return .drop
+        }
+    }
+
+    /// A control point indication came; returns the summary when it ended the procedure.
+    public mutating func controlPoint(_ value: [UInt8], now: UInt64) -> Summary? {
+        let answer: (op: RACPOpCode, code: RACPResponseCode?, count: UInt16?)? = value.withUnsafeBytes { raw in
+            guard let v = try? RecordAccessControlPoint(parsing: raw) else { return nil }
+            if let n = v.numberOfRecords { return (.numberOfStoredRecordsResponse, nil, n) }
+            if let (req, code) = v.response { return (req, code, nil) }
+            return nil
+        }
+        switch state {
+        case .running(var r):
+            switch answer {
+            case let (op, nil, n?)? where op == .numberOfStoredRecordsResponse && r.request.opCode == .reportNumberOfStoredRecords:
+                return finish(r, .count(n))
+            case let (op, code?, nil)? where op == r.request.opCode:
+                return finish(r, .answered(code))
+            default:
+                r.summary.strayAnswers += 1
+                state = .running(r)
+                return nil
+            }
+        case .aborting(var r):
+            switch answer {
+            case let (op, code?, nil)? where op == .abortOperation:
+                return finish(r, .aborted(confirmed: code == .success, answer: code == .success ? nil : code))
+            case let (op, _, nil)? where op == r.request.opCode:
+                // The aborted request's own answer (Procedure Not Completed, or Success for a
+                // report that had ended): the Abort's is still to come.
+                state = .aborting(r)
+                return nil
+            default:
+                r.summary.strayAnswers += 1
+                state = .aborting(r)
+                return nil
+            }
+        case .idle, .finished:
+            return nil
+        }
+    }
+
+    /// Stops the running procedure: returns Abort Operation's bytes to write (nil when
+    /// nothing runs or an Abort is out already). The answer is waited for as long as a record.
+    public mutating func abort(now: UInt64) -> [UInt8]? {
+        guard case .running(var r) = state, let bytes = try? RecordAccessControlPoint.Owned.abort.encoded() else { return nil }
+        r.deadline = now &+ timeout
+        state = .aborting(r)
+        return bytes
+    }
+
+    /// The deadline passed with nothing from the server: the procedure failed (running), or
+    /// the Abort went unanswered.
+    public mutating func timeout(now: UInt64) -> Summary? {
+        switch state {
+        case .running(let r) where now >= r.deadline:
+            return finish(r, .timedOut)
+        case .aborting(let r) where now >= r.deadline:
+            return finish(r, .aborted(confirmed: false, answer: nil))
+        default:
+            return nil
+        }
+    }
+
+    private mutating func finish(_ r: Running, _ outcome: Outcome) -> Summary {
+        var s = r.summary
+        s.outcome = outcome
+        state = .finished(s)
+        return s
+    }
+}
