@@ -1,0 +1,65 @@
+// Fuzz target: the collector's RACP procedure (RACPClient) driven by a hostile sensor. The
+// input picks a request, then is a script: records with sequence numbers (or none), control
+// point values of any bytes, the Write Response, an Abort, time passing.
+// Checked on every step: records delivered are counted exactly, none after the Abort or the
+// end, no repeats of a sequence number; the procedure ends at most once, its summary kept;
+// the deadline only ever moves within the timeout of the latest step; the timer ends it.
+// fuzz-modules: BluetoothWire BluetoothProfiles
+
+/// A failed check names itself (precondition's message is gone in -O builds).
+func check(_ ok: Bool, _ what: @autoclosure () -> String = "check") {
+    if !ok { fatalError(what()) }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    var input = UnsafeRawBufferPointer(start: data, count: size)[...]
+    guard let pick = input.popFirst() else { return 0 }
+    let requests: [RecordAccessControlPoint.Owned] = [
+        .reportAllRecords, .reportFirstRecord, .reportLastRecord, .reportNumberOfAllRecords,
+        .deleteAllRecords, .records(sequenceNumberAtLeast: 5), .records(sequenceNumbersIn: 2 ... 9),
+    ]
+    let timeout: UInt64 = 30_000
+    var m = RACPClient(timeout: timeout)
+    var now: UInt64 = 0
+    guard m.start(requests[Int(pick) % requests.count], now: now) != nil else { fatalError("start") }
+    var delivered = 0, seen = Set<UInt16>(), aborted = false
+    var ended: RACPClient.Summary?
+    while let step = input.popFirst() {
+        now += UInt64(step >> 4) * 1000
+        var end: RACPClient.Summary?
+        switch step & 7 {
+        case 0, 1:
+            guard let a = input.popFirst(), let b = input.popFirst() else { return 0 }
+            let n: UInt16? = step & 1 == 0 ? UInt16(a) | UInt16(b) << 8 : nil
+            if m.record(sequenceNumber: n, now: now) == .deliver {
+                check(ended == nil && !aborted, "a record delivered after the Abort or the end")
+                if let n { check(seen.insert(n).inserted, "sequence number \(n) delivered twice") }
+                delivered += 1
+            }
+        case 2:
+            guard let n = input.popFirst() else { return 0 }
+            let count = min(Int(n & 7), input.count)
+            end = m.controlPoint(Array(input.prefix(count)), now: now)
+            input = input.dropFirst(count)
+        case 3:
+            m.written(now: now)
+        case 4:
+            if m.abort(now: now) != nil {
+                check(ended == nil && !aborted, "an Abort after the end or twice")
+                aborted = true
+            }
+        default:
+            end = m.timeout(now: now)
+        }
+        if let deadline = m.deadline { check(deadline <= now + timeout && ended == nil, "deadline \(deadline) at \(now)") }
+        if let end {
+            check(ended == nil, "ended twice")
+            check(end.records == delivered, "\(end.records) records counted, \(delivered) delivered")
+            if case .aborted = end.outcome { check(aborted, "aborted with no Abort") }
+            ended = end
+        }
+        check(m.finished == ended, "the summary kept")
+    }
+    return 0
+}
