@@ -173,6 +173,18 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         return BluetoothStream(values) { $0.value }
     }
 
+    // MARK: Stored records
+
+    /// Asks the device's record store (its Record Access Control Point) for records: a
+    /// ``RecordTransfer`` whose events are the records decoded, in the order they come, then
+    /// how the procedure ended. The database is discovered first when it is not yet.
+    public func records(_ request: RecordRequest = .report(.all), service: RecordService = .glucose) async throws(BluetoothError)
+        -> RecordTransfer
+    {
+        let db = try await discoverDatabase().discovery.database
+        return try await RecordTransfer.start(request, service: service, on: gatt, database: db)
+    }
+
     // MARK: Link
 
     /// Opens an LE credit-based L2CAP channel to `psm` (`CBPeripheral.openL2CAPChannel`).

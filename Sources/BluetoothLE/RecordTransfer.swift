@@ -1,0 +1,383 @@
+import BluetoothGATT
+import BluetoothProfiles
+import BluetoothTransport
+import BluetoothWire
+import Synchronization
+
+/// A service that keeps records behind a Record Access Control Point (0x2A52).
+public enum RecordService: String, Sendable, Hashable, CaseIterable {
+    /// Glucose Service (0x1808): Glucose Measurement (0x2A18) notified, each followed by its
+    /// Glucose Measurement Context (0x2A34) when its flags say so.
+    case glucose
+    /// Pulse Oximeter Service (0x1822): PLX Spot-check Measurement (0x2A5E) indicated; its
+    /// RACP reports and deletes all records only (PLXS §3.3).
+    case pulseOximeter = "plx"
+
+    /// The service's UUID.
+    public var uuid: BluetoothUUID {
+        switch self {
+        case .glucose: BluetoothUUID(0x1808)
+        case .pulseOximeter: BluetoothUUID(0x1822)
+        }
+    }
+
+    /// The characteristic that carries the records.
+    public var recordCharacteristic: BluetoothUUID {
+        switch self {
+        case .glucose: BluetoothUUID(0x2A18)
+        case .pulseOximeter: BluetoothUUID(0x2A5E)
+        }
+    }
+
+    /// The characteristic carrying a record's second part, if the service has one.
+    public var contextCharacteristic: BluetoothUUID? {
+        switch self {
+        case .glucose: BluetoothUUID(0x2A34)
+        case .pulseOximeter: nil
+        }
+    }
+
+    /// The service's name, for messages.
+    public var name: String {
+        switch self {
+        case .glucose: "Glucose"
+        case .pulseOximeter: "Pulse Oximeter"
+        }
+    }
+
+    /// Whether its records carry sequence numbers the RACP can select by.
+    public var hasSequenceNumbers: Bool { self == .glucose }
+}
+
+/// Which stored records.
+public enum RecordSelection: Sendable, Hashable {
+    /// Every record.
+    case all
+    /// The oldest one.
+    case first
+    /// The newest one.
+    case last
+    /// Sequence numbers from `n` up.
+    case atLeast(UInt16)
+    /// Sequence numbers up to `n`.
+    case atMost(UInt16)
+    /// Sequence numbers in the range.
+    case within(ClosedRange<UInt16>)
+
+    func request(_ op: RACPOpCode) -> RecordAccessControlPoint.Owned {
+        switch self {
+        case .all: RecordAccessControlPoint.Owned(opCode: op, operator: .allRecords)
+        case .first: RecordAccessControlPoint.Owned(opCode: op, operator: .firstRecord)
+        case .last: RecordAccessControlPoint.Owned(opCode: op, operator: .lastRecord)
+        case .atLeast(let n): .records(op, sequenceNumberAtLeast: n)
+        case .atMost(let n): .records(op, sequenceNumberAtMost: n)
+        case .within(let r): .records(op, sequenceNumbersIn: r)
+        }
+    }
+}
+
+/// What to ask the record store.
+public enum RecordRequest: Sendable, Hashable {
+    /// Report Stored Records: the records come, then the answer.
+    case report(RecordSelection)
+    /// Report Number of Stored Records.
+    case count(RecordSelection)
+    /// Delete Stored Records.
+    case delete(RecordSelection)
+
+    /// The control point value.
+    public var controlPoint: RecordAccessControlPoint.Owned {
+        switch self {
+        case .report(let s): s.request(.reportStoredRecords)
+        case .count(let s): s.request(.reportNumberOfStoredRecords)
+        case .delete(let s): s.request(.deleteStoredRecords)
+        }
+    }
+
+    var selection: RecordSelection {
+        switch self {
+        case .report(let s), .count(let s), .delete(let s): s
+        }
+    }
+}
+
+/// A record as it came, decoded.
+public struct StoredRecord: Sendable, Hashable {
+    /// The service it came from.
+    public var service: RecordService
+    /// The record characteristic's value.
+    public var measurement: [UInt8]
+    /// The second part (a glucose context), when one came.
+    public var context: [UInt8]?
+    /// The record decoded.
+    public var decoded: Decoded
+
+    /// A record decoded by its service.
+    public enum Decoded: Sendable, Hashable {
+        /// A glucose reading and its context.
+        case glucose(GlucoseMeasurement, context: GlucoseMeasurementContext?)
+        /// A pulse oximeter spot-check.
+        case pulseOximeter(PLXSpotCheckMeasurement)
+    }
+
+    /// The record's sequence number (glucose records have one).
+    public var sequenceNumber: UInt16? {
+        if case .glucose(let m, _) = decoded { return m.sequenceNumber }
+        return nil
+    }
+
+    /// When the reading was taken (its base time plus time offset), if it says.
+    public var measurementTime: DateTime? {
+        switch decoded {
+        case .glucose(let m, _): m.baseTime.adding(minutes: Int(m.timeOffset ?? 0))
+        case .pulseOximeter(let m): m.timestamp
+        }
+    }
+}
+
+/// What a record transfer hands over, in order.
+public enum RecordEvent: Sendable, Equatable {
+    /// A record.
+    case record(StoredRecord)
+    /// A value on a record characteristic that does not decode (kept, with why).
+    case malformed(BluetoothUUID, [UInt8], WireError)
+    /// The procedure ended (always the last event).
+    case finished(RACPClient.Summary)
+}
+
+/// One Record Access Control Point procedure on a connected device: the records as they
+/// come, then how it ended. Made by ``start(_:service:on:database:)``; ``abort()`` stops it
+/// (Abort Operation); the stream ends after ``RecordEvent/finished(_:)``, or throws when the
+/// link goes.
+public final class RecordTransfer: AsyncSequence, Sendable {
+    public typealias Element = RecordEvent
+    public typealias AsyncIterator = AsyncThrowingStream<RecordEvent, any Error>.AsyncIterator
+
+    enum Input: Sendable {
+        case value(GATTValue)
+        case written
+        case abort
+        case tick
+        case ended(any Error)
+    }
+
+    private let events: AsyncThrowingStream<RecordEvent, any Error>
+    private let inputs: AsyncStream<Input>.Continuation
+
+    private init(events: AsyncThrowingStream<RecordEvent, any Error>, inputs: AsyncStream<Input>.Continuation) {
+        self.events = events
+        self.inputs = inputs
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { events.makeAsyncIterator() }
+
+    /// Stops the procedure (RACP Abort Operation): records that still come are dropped and
+    /// counted, and the stream ends once the server answers (or the timeout passes).
+    public func abort() { inputs.yield(.abort) }
+
+    /// Subscribes to the service's record characteristics and control point on one ordered
+    /// stream (so the answer cannot overtake the last records), writes `request` and returns
+    /// the transfer. Throws when the device lacks the service, the request does not suit it
+    /// (PLX: all records only), or the control point refuses the write (ATT 0x80/0xFE:
+    /// a procedure already runs; 0x81/0xFD: not subscribed). Security is raised where the
+    /// device asks for it (glucose meters want an encrypted, bonded link).
+    public static func start(_ request: RecordRequest, service: RecordService, on client: GATTClient,
+                             database: GATTDatabase, timeout: Duration = .seconds(30)) async throws(BluetoothError) -> RecordTransfer {
+        guard let svc = database.services.first(where: { $0.uuid == service.uuid }) else {
+            throw BluetoothError(.notFound, "the device has no \(service.name) Service (\(service.uuid))")
+        }
+        func characteristic(_ u: BluetoothUUID) -> GATTCharacteristic? { svc.characteristics.first { $0.uuid == u } }
+        guard let racp = characteristic(RecordAccessControlPoint.uuid) else {
+            throw BluetoothError(.notFound, "the \(service.name) Service has no Record Access Control Point (2A52)")
+        }
+        guard let record = characteristic(service.recordCharacteristic) else {
+            throw BluetoothError(.notFound, "the \(service.name) Service has no \(service.recordCharacteristic) to send records on")
+        }
+        if service == .pulseOximeter, request.selection != .all {
+            throw BluetoothError(.invalidRequest, "the Pulse Oximeter Service's control point takes all records only (PLXS §3.3)")
+        }
+        func subscription(_ c: GATTCharacteristic) -> (GATTCharacteristic, indicate: Bool) {
+            (c, indicate: !c.properties.contains(.notify))
+        }
+        var wanted = [subscription(record)]
+        if let u = service.contextCharacteristic, let c = characteristic(u) { wanted.append(subscription(c)) }
+        wanted.append((racp, indicate: true))
+        let values: AsyncThrowingStream<GATTValue, any Error>
+        do throws(GATTError) { values = try await client.subscribe(wanted) } catch { throw BluetoothError(error) }
+
+        let (inputStream, inputs) = AsyncStream<Input>.makeStream()
+        let (events, sink) = AsyncThrowingStream<RecordEvent, any Error>.makeStream()
+        // A program that stops listening (its task cancelled, the loop left) stops the
+        // procedure too: the device is left idle, not busy for 30 s.
+        sink.onTermination = { reason in
+            if case .cancelled = reason { inputs.yield(.abort) }
+        }
+        let pump = Task {
+            do {
+                for try await v in values { inputs.yield(.value(v)) }
+                inputs.yield(.ended(BluetoothError(.disconnected, "the link went down during the record transfer")))
+            } catch {
+                inputs.yield(.ended(error))
+            }
+        }
+        var machine = RACPClient(timeout: UInt64(timeout.components.seconds) * 1_000_000_000
+            + UInt64(timeout.components.attoseconds / 1_000_000_000))
+        guard let bytes = machine.start(request.controlPoint, now: monotonicNow()) else {
+            pump.cancel()
+            throw BluetoothError(.invalidRequest, "the request cannot be encoded")
+        }
+        do throws(GATTError) { try await client.write(handle: racp.valueHandle, value: bytes) } catch {
+            pump.cancel()
+            throw BluetoothError(recordError: error, service: service)
+        }
+        inputs.yield(.written)
+        let handles = Handles(record: record.valueHandle, context: service.contextCharacteristic.flatMap { characteristic($0)?.valueHandle },
+                              racp: racp.valueHandle)
+        let transfer = RecordTransfer(events: events, inputs: inputs)
+        Task {
+            await Self.drive(machine, service: service, handles: handles, inputs: inputStream, input: inputs, sink: sink,
+                             client: client)
+            pump.cancel()
+        }
+        return transfer
+    }
+
+    struct Handles: Sendable {
+        var record: UInt16, context: UInt16?, racp: UInt16
+    }
+
+    /// The one loop: values, the write's answer, the user's Abort and the timer go through
+    /// the machine in order; a glucose measurement whose context follows waits for it.
+    private static func drive(_ start: RACPClient, service: RecordService, handles: Handles, inputs: AsyncStream<Input>,
+                              input: AsyncStream<Input>.Continuation, sink: AsyncThrowingStream<RecordEvent, any Error>.Continuation,
+                              client: GATTClient) async {
+        var machine = start
+        var held: GlucoseMeasurement?
+        var heldBytes: [UInt8] = []
+        var timer: Task<Void, Never>?
+        defer { timer?.cancel() }
+        func arm() {
+            timer?.cancel()
+            guard let deadline = machine.deadline else { return }
+            let wait = deadline &- Swift.min(deadline, monotonicNow())
+            timer = Task {
+                do { try await Task.sleep(for: .nanoseconds(Int64(clamping: wait))) } catch { return }
+                input.yield(.tick)
+            }
+        }
+        func flush() {
+            guard let m = held else { return }
+            held = nil
+            sink.yield(.record(StoredRecord(service: service, measurement: heldBytes, context: nil, decoded: .glucose(m, context: nil))))
+        }
+        func finish(_ s: RACPClient.Summary) {
+            flush()
+            sink.yield(.finished(s))
+            sink.finish()
+            input.finish()
+        }
+        arm()
+        for await i in inputs {
+            let now = monotonicNow()
+            switch i {
+            case .written:
+                machine.written(now: now)
+            case .abort:
+                if let bytes = machine.abort(now: now) {
+                    flush()
+                    Task {
+                        do throws(GATTError) { try await client.write(handle: handles.racp, value: bytes) } catch {
+                            // Refused or lost: the timer ends the procedure.
+                        }
+                    }
+                }
+            case .tick:
+                if let s = machine.timeout(now: now) { return finish(s) }
+            case .ended(let e):
+                flush()
+                sink.finish(throwing: e)
+                input.finish()
+                return
+            case .value(let v) where v.handle == handles.racp:
+                if let s = machine.controlPoint(v.value, now: now) { return finish(s) }
+            case .value(let v) where v.handle == handles.context:
+                // A context belongs to the measurement just before it with its sequence number.
+                do throws(WireError) {
+                    let ctx = try parsed(v.value) { (raw) throws(WireError) in try GlucoseMeasurementContext(parsing: raw) }.get()
+                    if let m = held, ctx.sequenceNumber == m.sequenceNumber {
+                        held = nil
+                        sink.yield(.record(StoredRecord(service: service, measurement: heldBytes, context: v.value,
+                                                        decoded: .glucose(m, context: ctx))))
+                    } else {
+                        // One for no measurement: the measurement it belonged to was dropped.
+                        flush()
+                    }
+                } catch {
+                    flush()
+                    sink.yield(.malformed(BluetoothUUID(0x2A34), v.value, error))
+                }
+            case .value(let v) where v.handle == handles.record:
+                flush()
+                switch service {
+                case .glucose:
+                    do throws(WireError) {
+                        let m = try parsed(v.value) { (raw) throws(WireError) in try GlucoseMeasurement(parsing: raw) }.get()
+                        guard machine.record(sequenceNumber: m.sequenceNumber, now: now) == .deliver else { break }
+                        if m.contextFollows && handles.context != nil {
+                            held = m
+                            heldBytes = v.value
+                        } else {
+                            sink.yield(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: .glucose(m, context: nil))))
+                        }
+                    } catch {
+                        if machine.record(sequenceNumber: nil, now: now) == .deliver {
+                            sink.yield(.malformed(service.recordCharacteristic, v.value, error))
+                        }
+                    }
+                case .pulseOximeter:
+                    do throws(WireError) {
+                        let m = try parsed(v.value) { (raw) throws(WireError) in try PLXSpotCheckMeasurement(parsing: raw) }.get()
+                        if machine.record(sequenceNumber: nil, now: now) == .deliver {
+                            sink.yield(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: .pulseOximeter(m))))
+                        }
+                    } catch {
+                        if machine.record(sequenceNumber: nil, now: now) == .deliver {
+                            sink.yield(.malformed(service.recordCharacteristic, v.value, error))
+                        }
+                    }
+                }
+            case .value:
+                break
+            }
+            arm()
+        }
+    }
+}
+
+/// Parses `bytes` with `body`, the typed error kept (`withUnsafeBytes` rethrows untyped).
+private func parsed<T>(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(WireError) -> T) -> Result<T, WireError> {
+    bytes.withUnsafeBytes { raw in
+        do throws(WireError) { return .success(try body(raw)) } catch { return .failure(error) }
+    }
+}
+
+extension BluetoothError {
+    /// A refused control point write, named as the record services name it: 0x80/0xFE a
+    /// procedure already runs, 0x81/0xFD the client is not subscribed (GLS §3.2.4.x; later
+    /// services use the Core Spec Supplement's common codes).
+    init(recordError e: GATTError, service: RecordService) {
+        if case .attError(let code, _, _) = e {
+            switch code.rawValue {
+            case 0x80, 0xFE:
+                self.init(.attError(code), "the \(service.name) Service is busy: a procedure is already in progress (ATT error 0x\(hex(code.rawValue, 2)))", underlying: e)
+                return
+            case 0x81, 0xFD:
+                self.init(.attError(code), "the \(service.name) Service says its Client Characteristic Configuration is not set (ATT error 0x\(hex(code.rawValue, 2)))", underlying: e)
+                return
+            default:
+                break
+            }
+        }
+        self.init(e)
+    }
+}
