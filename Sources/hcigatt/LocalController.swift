@@ -124,10 +124,11 @@ struct LocalController: Sendable {
 /// Runs `body` until it finishes or SIGINT/SIGTERM arrives (then its task is cancelled,
 /// so scans stop cleanly). Returns true when interrupted.
 @discardableResult
-func runInterruptible(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+func runInterruptible(stopping: (@Sendable () -> Void)? = nil, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
     let task = Task { try await body() }
     let interrupted = InterruptFlag()
-    let stop = StopSwitch(flag: interrupted) { task.cancel() }
+    // `stopping`: the body stops itself the clean way (an Abort that still needs answering).
+    let stop = StopSwitch(flag: interrupted) { if let stopping { stopping() } else { task.cancel() } }
     StopSwitch.current.withLock { $0 = stop }
     var sources: [any DispatchSourceSignal] = []
     let signalled = SignalCount()

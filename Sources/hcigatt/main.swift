@@ -6,7 +6,7 @@ import Glibc
 /// Exit codes: 0 ok, 1 runtime error (including malformed input), 2 usage error.
 let commands: [Command] = [
     ScanCommand.command, InfoCommand.command, ListCommand.command, CmdCommand.command,
-    GATTDumpCommand.command, ReadCommand.command, WriteCommand.command, SubscribeCommand.command,
+    GATTDumpCommand.command, ReadCommand.command, WriteCommand.command, SubscribeCommand.command, RecordsCommand.command,
     ReplayCommand.command, DecodeCommand.command, ServeCommand.command, AskCommand.command, PairCommand.command, BondsCommand.command, UnpairCommand.command,
     L2CAPCommand.command, ChatCommand.command, GatewayCommand.command,
 ] + HealthMonitors.all.map(\.command)

@@ -1,0 +1,234 @@
+import BluetoothLE
+import BluetoothProfiles
+import BluetoothWire
+import HCIGATTFormat
+
+/// `hcigatt records`: a sensor's stored records through its Record Access Control Point.
+enum RecordsCommand {
+    static var command: Command {
+        Command(
+            name: "records", summary: "Fetch (count, delete) a sensor's stored records through its Record Access Control Point",
+            help: """
+            Usage: hcigatt records ADDR|NAME [--service glucose|plx] [SELECTION] [--count | --delete --yes] [--json] [OPTIONS]
+
+            Subscribes to the service's record characteristics and to the Record Access
+            Control Point (2A52), asks for the records and prints each as it comes, decoded,
+            then the control point's answer (success, no records found, operator not
+            supported...). Ctrl-C sends Abort Operation: records still on their way are
+            dropped and counted. A procedure with no record or answer for 30 s fails.
+            Glucose meters want an encrypted, bonded link: it is paired when they ask.
+
+            Selection (default --all):
+              --all                  every record
+              --first, --last        the oldest, the newest record
+              --since SEQ            sequence numbers SEQ and up (glucose)
+              --until SEQ            sequence numbers up to SEQ (glucose)
+              --range A-B            sequence numbers A to B (glucose)
+            Options:
+              --service S            glucose (default) or plx (Pulse Oximeter: all records only)
+              --count                ask for the number of matching records instead
+              --delete --yes         delete the selected records (refused without --yes)
+              --json                 one JSON object per record, then one for the answer
+              --procedure-timeout S  seconds without a record or answer before the procedure
+                                     fails (default 30, the record profiles' value)
+            \(PeerOptions.help)
+            """,
+            spec: Arguments.Spec(flags: PeerOptions.flags.union(["all", "first", "last", "count", "delete", "yes", "json"]),
+                                 options: PeerOptions.options.union(["service", "since", "until", "range", "procedure-timeout"])),
+            run: { args in try await run(args) }
+        )
+    }
+
+    /// What the command line asks, checked before any radio work.
+    struct Settings: Equatable {
+        var service: RecordService
+        var request: RecordRequest
+        var json: Bool
+        var timeout: Duration
+
+        init(_ args: Arguments) throws {
+            let name = args.option("service") ?? "glucose"
+            guard let service = RecordService(rawValue: name) else {
+                throw UsageError("--service takes glucose or plx, not '\(name)' (the Blood Pressure and Weight Scale services keep no records behind a control point: their stored readings come as indications; use subscribe)")
+            }
+            self.service = service
+            var chosen: [(String, RecordSelection)] = []
+            if args.flag("all") { chosen.append(("--all", .all)) }
+            if args.flag("first") { chosen.append(("--first", .first)) }
+            if args.flag("last") { chosen.append(("--last", .last)) }
+            func sequence(_ option: String) throws -> UInt16? {
+                guard let text = args.option(option) else { return nil }
+                guard let n = UInt16(text) else { throw UsageError("--\(option) takes a sequence number 0...65535, not '\(text)'") }
+                return n
+            }
+            if let n = try sequence("since") { chosen.append(("--since", .atLeast(n))) }
+            if let n = try sequence("until") { chosen.append(("--until", .atMost(n))) }
+            if let text = args.option("range") {
+                let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+                guard parts.count == 2, let a = UInt16(parts[0]), let b = UInt16(parts[1]), a <= b else {
+                    throw UsageError("--range takes A-B with sequence numbers A <= B, not '\(text)'")
+                }
+                chosen.append(("--range", .within(a ... b)))
+            }
+            guard chosen.count <= 1 else {
+                throw UsageError("give one selection, not \(chosen.map(\.0).joined(separator: " and "))")
+            }
+            let selection = chosen.first?.1 ?? .all
+            if !service.hasSequenceNumbers, selection != .all {
+                throw UsageError("the Pulse Oximeter Service's control point takes all records only: \(chosen.first?.0 ?? "") cannot be asked")
+            }
+            switch (args.flag("count"), args.flag("delete")) {
+            case (true, true):
+                throw UsageError("--count and --delete are two requests: give one")
+            case (true, false):
+                request = .count(selection)
+            case (false, true):
+                guard args.flag("yes") else {
+                    throw UsageError("--delete removes records from the device for good: add --yes to mean it")
+                }
+                request = .delete(selection)
+            case (false, false):
+                if args.flag("yes") { throw UsageError("--yes goes with --delete") }
+                request = .report(selection)
+            }
+            json = args.flag("json")
+            timeout = .seconds(30)
+            if let text = args.option("procedure-timeout") {
+                guard let t = Double(text), t > 0, t <= 3600 else {
+                    throw UsageError("--procedure-timeout takes seconds (0 < S <= 3600), not '\(text)'")
+                }
+                timeout = .milliseconds(Int64(t * 1000))
+            }
+        }
+    }
+
+    static func run(_ args: Arguments) async throws -> Int32 {
+        guard args.positional.count == 1 else { throw UsageError("expected one device: ADDR or NAME") }
+        let target = try DeviceTarget(argument: args.positional[0])
+        let settings = try Settings(args)
+        let p = try await ConnectedPeer.open(try PeerCommandSettings(args), target: target)
+        var failure: (any Error)?
+        var status: Int32 = 0
+        do {
+            let db = try await p.discover().database
+            let transfer = try await RecordTransfer.start(settings.request, service: settings.service, on: p.client, database: db,
+                                                         timeout: settings.timeout)
+            Console.err("asked: \(RecordAccessControlPoint.summary(of: settings.request.controlPoint))")
+            let printed = Locked(0)
+            let ending = Locked<RACPClient.Summary?>(nil)
+            let interrupted = try await runInterruptible(stopping: { transfer.abort() }) {
+                for try await event in transfer {
+                    switch event {
+                    case .record(let r):
+                        printed.withLock { $0 += 1 }
+                        Console.out(settings.json ? json(r) : line(r))
+                        Console.flush()
+                    case .malformed(let uuid, let bytes, let error):
+                        Console.err("a malformed \(uuidLabel(uuid)) value (\(error)): \(Hex.string(bytes, separator: " "))")
+                    case .finished(let s):
+                        ending.withLock { $0 = s }
+                    }
+                }
+            }
+            guard let summary = ending.withLock({ $0 }) else { throw RuntimeError("the record transfer ended without an answer") }
+            if settings.json { Console.out(json(summary)) }
+            let (text, ok) = describe(summary, request: settings.request, timeout: settings.timeout)
+            Console.err(text)
+            if interrupted, case .aborted = summary.outcome {} else if !ok { status = 1 }
+        } catch {
+            failure = error
+        }
+        await p.close()
+        if let failure {
+            if let e = failure as? BluetoothError { throw RuntimeError(e.message, cause: e.underlying ?? e) }
+            throw RuntimeError(describeGATT(failure))
+        }
+        return status
+    }
+
+    /// A record in one line: the reading decoded, its context after it.
+    static func line(_ r: StoredRecord) -> String {
+        var s = summary(r.service.recordCharacteristic, r.measurement)
+        if let c = r.context { s += "  | context: " + summary(BluetoothUUID(0x2A34), c) }
+        return s
+    }
+
+    private static func summary(_ uuid: BluetoothUUID, _ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { raw in
+            (try? CharacteristicDecoder.decode(uuid: uuid, value: raw)).flatMap { $0?.summary } ?? Hex.string(bytes, separator: " ")
+        }
+    }
+
+    private static func fields(_ uuid: BluetoothUUID, _ bytes: [UInt8]) -> [Field] {
+        bytes.withUnsafeBytes { raw in
+            var f = [Field("hex", .bytes(bytes))]
+            if let d = (try? CharacteristicDecoder.decode(uuid: uuid, value: raw)) ?? nil { f += d.fields }
+            return f
+        }
+    }
+
+    /// A record as one JSON object: its sequence number and time first, then each part.
+    static func json(_ r: StoredRecord) -> String {
+        var f = [Field("kind", .text("record")), Field("service", .text(r.service.rawValue))]
+        if let n = r.sequenceNumber { f.append(Field("sequence_number", .uint(UInt64(n)))) }
+        if let t = r.measurementTime { f.append(Field("time", .text(t.description))) }
+        f.append(Field("measurement", .object(fields(r.service.recordCharacteristic, r.measurement))))
+        if let c = r.context { f.append(Field("context", .object(fields(BluetoothUUID(0x2A34), c)))) }
+        return FieldRenderer.jsonObject(f)
+    }
+
+    static func json(_ s: RACPClient.Summary) -> String {
+        var f = [Field("kind", .text("response")), Field("records", .uint(UInt64(s.records)))]
+        switch s.outcome {
+        case .answered(let code): f.append(Field("response", .named(UInt64(code.rawValue), code.name)))
+        case .count(let n): f.append(Field("number_of_records", .uint(UInt64(n))))
+        case .aborted(let confirmed, let answer):
+            f.append(Field("response", .text("aborted")))
+            f.append(Field("abort_confirmed", .bool(confirmed)))
+            if let answer { f.append(Field("abort_response", .named(UInt64(answer.rawValue), answer.name))) }
+        case .timedOut: f.append(Field("response", .text("timed out")))
+        }
+        if s.droppedAfterAbort > 0 { f.append(Field("dropped_after_abort", .uint(UInt64(s.droppedAfterAbort)))) }
+        if s.duplicates > 0 { f.append(Field("duplicates_dropped", .uint(UInt64(s.duplicates)))) }
+        if s.outOfOrder > 0 { f.append(Field("out_of_order", .uint(UInt64(s.outOfOrder)))) }
+        if s.strayAnswers > 0 { f.append(Field("stray_values", .uint(UInt64(s.strayAnswers)))) }
+        return FieldRenderer.jsonObject(f)
+    }
+
+    /// The ending for people, and whether it is a success (no records found is one).
+    static func describe(_ s: RACPClient.Summary, request: RecordRequest, timeout: Duration = .seconds(30)) -> (String, Bool) {
+        let n = "\(s.records) record\(s.records == 1 ? "" : "s")"
+        var text: String
+        var ok = true
+        switch s.outcome {
+        case .answered(let code):
+            switch (request, code) {
+            case (.delete, .success): text = "deleted"
+            case (_, .success): text = "\(n); response: success"
+            case (_, .noRecordsFound): text = "\(n); response: no records found"
+            default:
+                text = "\(n); the device answered: \(code.name) (RACP response code \(code.rawValue))"
+                ok = false
+            }
+        case .count(let c):
+            text = "number of stored records: \(c)"
+        case .aborted(let confirmed, let answer):
+            text = "\(n); aborted" + (confirmed ? "" : answer.map { " (the device answered the Abort: \($0.name))" } ?? " (the device did not answer the Abort)")
+            ok = false
+        case .timedOut:
+            text = "\(n); the device sent neither a record nor an answer for \(timeout.seconds) s: the procedure failed"
+            ok = false
+        }
+        if s.droppedAfterAbort > 0 { text += "; \(s.droppedAfterAbort) record\(s.droppedAfterAbort == 1 ? "" : "s") after the Abort dropped" }
+        if s.duplicates > 0 { text += "; \(s.duplicates) repeated record\(s.duplicates == 1 ? "" : "s") dropped" }
+        if s.outOfOrder > 0 { text += "; \(s.outOfOrder) out of sequence-number order" }
+        return (text, ok)
+    }
+}
+
+extension Duration {
+    /// Seconds as people read them ("30", "2.5").
+    var seconds: String {
+        formatSeconds(Double(components.seconds) + Double(components.attoseconds) / 1e18)
+    }
+}
