@@ -34,6 +34,7 @@ The 600-byte value is longer than the 512 bytes the Core Specification allows fo
 attribute value (Vol 3 Part F §3.2.9); Bumble serves it anyway through Read Blob, which
 is what the long-read test wants (a client must read to the end, not stop at 512).
 """
+import asyncio
 import struct
 
 from bumble import att
@@ -223,4 +224,101 @@ class UartDatabase:
         return []
 
 
-DATABASES = {'health': HealthDatabase, 'uart': UartDatabase}
+def glucose_measurement(n: int, context: bool) -> bytes:
+    """Glucose Measurement #n: concentration and type present, kg/L, 2026-12-01 0n:00:00,
+    (90 + n) mg/dL = (90 + n)e-5 kg/L, capillary whole blood (1) at the finger (1)."""
+    flags = 0x02 | (0x10 if context else 0)
+    base_time = struct.pack('<HBBBBB', 2026, 12, 1, n % 24, 0, 0)
+    return bytes([flags]) + struct.pack('<H', n) + base_time + ieee11073_sfloat(90 + n, -5) + bytes([0x11])
+
+
+def glucose_context(n: int) -> bytes:
+    """Glucose Measurement Context #n: meal present, preprandial (1)."""
+    return bytes([0x02]) + struct.pack('<H', n) + bytes([0x01])
+
+
+class GlucoseDatabase:
+    """gatt=glucose[-MODE]: a glucose meter (0x1808) with five stored readings, sequence
+    numbers 1 to 5 (#2 with a context), behind its Record Access Control Point; records go
+    0.25 s apart so a test can abort in the middle. Report Stored Records (any operator)
+    sends them all; Report Number answers 5; Abort stops a report and is answered Success;
+    a request while one runs is refused with ATT 0x80 (Procedure Already In Progress).
+    Misbehaving modes (no encryption needed in any):
+      busy      every request refused with ATT 0x80, as a meter busy with another collector
+      silent    requests taken (Write Response) and never answered
+      disorder  records 3, 1, 2, 2, 5, 4: out of order and one sent twice, then Success
+      late      the five records, Success, then one more record after the answer
+      lagging   an Abort stops the report only after two more records (queued before it)"""
+
+    SERVICE = '1808'
+
+    def __init__(self, events, mode='normal'):
+        self.events = events
+        self.mode = mode
+        self.interval_listener = None
+        # Set by GattBehaviour: coroutine (connection, characteristic, indicate, data, sequence).
+        self.sender = None
+        self.task = None
+        self.abort_requested = False
+        self.measurement = Characteristic('2A18', P.NOTIFY, 0, b'')
+        self.context = Characteristic('2A34', P.NOTIFY, 0, b'')
+        self.racp = Characteristic('2A52', P.WRITE | P.INDICATE, WRITE, CharacteristicValue(write=self.on_racp))
+        self.services = [Service(self.SERVICE, [
+            self.measurement, self.context,
+            Characteristic('2A51', P.READ, READ, struct.pack('<H', 0x0000)),
+            self.racp,
+        ])]
+
+    def periodic(self):
+        return []
+
+    def on_racp(self, connection, value):
+        value = bytes(value)
+        self.events('racp-write', {'value': value.hex()})
+        if self.mode == 'busy':
+            raise att.ATT_Error(0x80)
+        loop = asyncio.get_running_loop()
+        if value[:1] == b'\x03':
+            if self.mode == 'lagging' and self.task is not None and not self.task.done():
+                self.abort_requested = True
+                return
+            if self.task is not None:
+                self.task.cancel()
+            self.task = loop.create_task(self.answer(connection, bytes([6, 0, 3, 1])))
+            return
+        if self.task is not None and not self.task.done():
+            raise att.ATT_Error(0x80)
+        if self.mode == 'silent':
+            return
+        self.task = loop.create_task(self.run(connection, value))
+
+    async def answer(self, connection, data):
+        await asyncio.sleep(0.05)  # after the Write Response
+        await self.sender(connection, self.racp, True, data, 0)
+
+    async def run(self, connection, value):
+        await asyncio.sleep(0.05)
+        if value[:1] == b'\x04':
+            return await self.sender(connection, self.racp, True, bytes([5, 0, 5, 0]), 0)
+        if value[:1] != b'\x01':
+            return await self.sender(connection, self.racp, True, bytes([6, 0, value[0] if value else 0, 2]), 0)
+        order = [3, 1, 2, 2, 5, 4] if self.mode == 'disorder' else [1, 2, 3, 4, 5]
+        self.abort_requested = False
+        after_abort = 0
+        for n in order:
+            if self.abort_requested:
+                if after_abort == 2:
+                    return await self.sender(connection, self.racp, True, bytes([6, 0, 3, 1]), 0)
+                after_abort += 1
+            await self.sender(connection, self.measurement, False, glucose_measurement(n, n == 2), n)
+            if n == 2:
+                await self.sender(connection, self.context, False, glucose_context(n), n)
+            await asyncio.sleep(0.25)
+        await self.sender(connection, self.racp, True, bytes([6, 0, 1, 1]), 0)
+        if self.mode == 'late':
+            await self.sender(connection, self.measurement, False, glucose_measurement(6, False), 6)
+
+
+DATABASES = {'health': HealthDatabase, 'uart': UartDatabase, 'glucose': GlucoseDatabase}
+for _mode in ('busy', 'silent', 'disorder', 'late', 'lagging'):
+    DATABASES[f'glucose-{_mode}'] = lambda events, _mode=_mode: GlucoseDatabase(events, _mode)

@@ -63,6 +63,8 @@ class GattBehaviour:
             self.db.interval_listener = self.on_interval_changed
             if hasattr(self.db, 'echo_listener'):
                 self.db.echo_listener = self.on_echo
+            if hasattr(self.db, 'sender'):
+                self.db.sender = self.send_value
             device.add_services(self.db.services)
             self.periodic = {c.handle: (c, indicate, value) for c, indicate, value in self.db.periodic()}
         else:

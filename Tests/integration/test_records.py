@@ -1,0 +1,201 @@
+"""hcigatt records: stored readings through the Record Access Control Point (2A52).
+
+Against `hcigatt serve --profile glucose` (our meter: encrypted service, bonding, twelve
+readings, the Glucose Service's error cases) on a second virtual controller, and against
+Bumble meters that misbehave on purpose (gatt=glucose-MODE in gatt_db.py): busy, silent,
+records out of order and repeated, a record after the answer, records after an Abort."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer import HCIGATT, Peer, hcigatt, json_lines  # noqa: E402
+from test_serve import Serve  # noqa: E402
+
+
+def record_numbers(text):
+    """The sequence numbers of the records printed as text, in order."""
+    return [int(m.group(1)) for m in re.finditer(r'^#(\d+), ', text, re.M)]
+
+
+class RecordsAgainstServeTests(unittest.TestCase):
+    """Both ends are hcigatt: the meter and the collector, bonded on the first request."""
+
+    def test_every_selection_count_delete_and_no_records_found(self):
+        with tempfile.TemporaryDirectory() as tmp, Peer('--hosts', '2') as world:
+            meter, collector = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+            with Serve(meter, '--profile', 'glucose', '--name', 'Glucose-1', '--bond-dir', os.path.join(tmp, 's')) as serve:
+                def records(*args):
+                    return hcigatt('records', 'Glucose-1', '--transport', collector, '--bond-dir', os.path.join(tmp, 'c'), *args)
+
+                # Everything, as text: each reading once, in order, contexts on every third.
+                rc, out, err = records()
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(record_numbers(out), list(range(1, 13)), out)
+                self.assertEqual(len(re.findall(r'\| context: #(\d+)', out)), 4, out)
+                for n in (3, 6, 9, 12):
+                    self.assertRegex(out, rf'(?m)^#{n}, .*context follows  \| context: #{n}, ')
+                self.assertIn('12 records; response: success', err)
+                self.assertIn('bonded', err, 'the meter asks for encryption: paired and bonded')
+
+                # --since as JSON: one object per record with its sequence number and time,
+                # the context inside its record, then the answer.
+                rc, out, err = records('--since', '10', '--json')
+                self.assertEqual(rc, 0, err)
+                objs = json_lines(out)
+                self.assertEqual([o['kind'] for o in objs], ['record'] * 3 + ['response'])
+                self.assertEqual([o['sequence_number'] for o in objs[:3]], [10, 11, 12])
+                self.assertTrue(all(re.fullmatch(r'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d', o['time']) for o in objs[:3]), objs)
+                self.assertEqual(objs[2]['context']['sequence_number'], 12)
+                self.assertNotIn('context', objs[0])
+                self.assertEqual(objs[3]['records'], 3)
+                self.assertEqual(objs[3]['response'], {'value': 1, 'name': 'success'})
+                self.assertIn('encrypted with the stored bond', err, 'the bond is used, no pairing again')
+
+                for args, numbers in ((['--last'], [12]), (['--first'], [1]), (['--range', '3-5'], [3, 4, 5]),
+                                      (['--until', '2'], [1, 2])):
+                    with self.subTest(args=args):
+                        rc, out, err = records(*args)
+                        self.assertEqual((rc, record_numbers(out)), (0, numbers), err)
+
+                rc, out, err = records('--count')
+                self.assertEqual(rc, 0, err)
+                self.assertIn('number of stored records: 12', err)
+
+                # Nothing matches: not an error.
+                rc, out, err = records('--since', '100')
+                self.assertEqual((rc, out), (0, ''), err)
+                self.assertIn('0 records; response: no records found', err)
+
+                # Deleting: asked twice; the meter says so and the records are gone.
+                rc, out, err = records('--delete', '--until', '4')
+                self.assertEqual(rc, 2, err)
+                rc, out, err = records('--delete', '--yes', '--until', '4')
+                self.assertEqual(rc, 0, err)
+                self.assertIn('deleted', err)
+                self.assertIsNotNone(serve.wait('note', 5, message='deleted 4 stored records for C0:FF:EE:00:00:02 (public), handle 0x0001'),
+                                     [e.get('message') for e in serve.all('note')])
+                rc, out, err = records('--count', '--json')
+                self.assertEqual(json_lines(out)[-1]['number_of_records'], 8, out)
+                rc, out, err = records()
+                self.assertEqual(record_numbers(out), list(range(5, 13)), out)
+                self.assertEqual(serve.close(), 0, serve.stderr())
+
+
+class Collector:
+    """`hcigatt records` running, its stdout read line by line (to interrupt it mid-report)."""
+
+    def __init__(self, *args):
+        self.bonds = tempfile.TemporaryDirectory()
+        env = dict(os.environ, HCIGATT_BOND_DIR=os.path.join(self.bonds.name, 'b'))
+        self.proc = subprocess.Popen([HCIGATT, 'records', *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=env)
+        self.lines = []
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip('\n'))
+                self.cond.notify_all()
+
+    def wait_lines(self, n, timeout=20):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while len(self.lines) < n and time.monotonic() < deadline:
+                self.cond.wait(deadline - time.monotonic())
+            return len(self.lines) >= n
+
+    def finish(self, sig=None, timeout=40):
+        if sig is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.reader.join(timeout=5)
+        err = self.proc.stderr.read()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        self.bonds.cleanup()
+        return rc, err
+
+
+class RecordsAgainstMisbehavingMetersTests(unittest.TestCase):
+    """Bumble meters: five readings 0.25 s apart (#2 with a context), and their faults."""
+
+    def run_records(self, mode, *args):
+        with Peer('--peripheral', f'Meter-1,gatt={mode}') as world:
+            rc, out, err = hcigatt('records', 'Meter-1', '--transport', world.transport, *args)
+            return rc, out, err, world.stderr()
+
+    def test_a_well_behaved_meter_its_context_joined_to_its_reading(self):
+        rc, out, err, log = self.run_records('glucose', '--json')
+        self.assertEqual(rc, 0, err + log)
+        objs = json_lines(out)
+        self.assertEqual([o.get('sequence_number') for o in objs], [1, 2, 3, 4, 5, None])
+        self.assertEqual(objs[1]['context']['meal']['name'], 'preprandial (before meal)')
+        self.assertEqual(objs[0]['measurement']['glucose_mg_per_dl'], 91.0)
+        self.assertEqual(objs[0]['time'], '2026-12-01 01:00:00')
+        self.assertEqual(objs[-1]['response']['name'], 'success')
+
+    def test_a_busy_meter_is_named_and_fails(self):
+        rc, out, err, _ = self.run_records('glucose-busy')
+        self.assertEqual((rc, out), (1, ''), err)
+        self.assertIn('busy: a procedure is already in progress (ATT error 0x80)', err)
+
+    def test_a_silent_meter_times_out(self):
+        start = time.monotonic()
+        rc, out, err, _ = self.run_records('glucose-silent', '--procedure-timeout', '2')
+        self.assertEqual((rc, out), (1, ''), err)
+        self.assertIn('neither a record nor an answer for 2.0 s: the procedure failed', err)
+        self.assertLess(time.monotonic() - start, 25, 'the timeout given, not 30 s')
+
+    def test_records_out_of_order_and_repeated_are_said_and_the_repeat_dropped(self):
+        rc, out, err, _ = self.run_records('glucose-disorder', '--json')
+        self.assertEqual(rc, 0, err)
+        objs = json_lines(out)
+        self.assertEqual([o.get('sequence_number') for o in objs[:-1]], [3, 1, 2, 5, 4])
+        self.assertEqual(objs[2]['context']['sequence_number'], 2, 'the first #2 keeps its context')
+        self.assertEqual((objs[-1]['duplicates_dropped'], objs[-1]['out_of_order']), (1, 2), objs[-1])
+        self.assertIn('5 records; response: success; 1 repeated record dropped; 2 out of sequence-number order', err)
+
+    def test_a_record_after_the_answer_is_not_taken(self):
+        rc, out, err, _ = self.run_records('glucose-late')
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(record_numbers(out), [1, 2, 3, 4, 5])
+
+    def test_ctrl_c_aborts_and_records_still_coming_are_dropped_and_counted(self):
+        for mode, dropped in (('glucose', 0), ('glucose-lagging', 2)):
+            with self.subTest(mode=mode), Peer('--peripheral', f'Meter-1,gatt={mode}') as world:
+                c = Collector('Meter-1', '--transport', world.transport, '--json')
+                if not c.wait_lines(2):
+                    self.fail(f'no records: {c.finish(signal.SIGKILL)}')
+                rc, err = c.finish(signal.SIGINT)
+                self.assertEqual(rc, 0, err)
+                objs = [json.loads(line) for line in c.lines]
+                records = [o for o in objs if o['kind'] == 'record']
+                self.assertLess(len(records), 5, 'stopped before the end')
+                end = objs[-1]
+                self.assertEqual((end['kind'], end['response'], end['abort_confirmed']), ('response', 'aborted', True), objs)
+                self.assertEqual(end.get('dropped_after_abort', 0), dropped, objs)
+                self.assertEqual(end['records'], len(records))
+                self.assertIn('aborted', err)
+                if dropped:
+                    self.assertIn(f'{dropped} records after the Abort dropped', err)
+                writes = [world.events.wait_event('racp-write', 5) for _ in range(2)]
+                self.assertEqual([w and w['value'] for w in writes], ['0101', '0300'], 'the request, then Abort Operation')
+
+
+if __name__ == '__main__':
+    unittest.main()
