@@ -11,7 +11,8 @@ import Synchronization
 /// that cannot go ends the report with Procedure Not Completed.
 ///
 /// Use: put ``writeHandler`` on the RACP characteristic, call ``attach(to:)`` once the
-/// server exists, and pass every server event to ``handle(_:on:)``.
+/// server exists, and pass every server event to ``handle(_:on:)`` (a control point write
+/// starts its procedure at its `.wrote` event).
 public final class StoredRecords: Sendable {
     /// One value that carries a record, on the characteristic `uuid` of the record service.
     public struct Value: Sendable, Hashable {
@@ -50,7 +51,7 @@ public final class StoredRecords: Sendable {
     }
 
     private struct Handles: Sendable {
-        var racp: UInt16, racpCCCD: UInt16, recordCCCD: UInt16
+        var racp: UInt16, racpCCCD: UInt16, record: UInt16, recordCCCD: UInt16
         var byUUID: [BluetoothUUID: UInt16]
     }
 
@@ -58,12 +59,13 @@ public final class StoredRecords: Sendable {
         var records: [Record]
         var handles: Handles?
         var procedures: [ATTServerClientID: RACPServer] = [:]
-        /// What a write left to do once its Write Response is out (the `.wrote` event).
-        var pending: [ATTServerClientID: [RACPServer.Action]] = [:]
     }
 
     /// The record service (0x1808 Glucose...): the characteristics are looked up in it.
     public let service: BluetoothUUID
+    /// The characteristic a client must subscribe to before asking for records (2A18
+    /// Glucose Measurement; 2A5E PLX Spot-check...); nil: the first value's of a record.
+    public let recordCharacteristic: BluetoothUUID?
     /// What the control point accepts.
     public let rules: RACPServerRules
     /// The most records kept: a new one beyond it drops the oldest, as meters do.
@@ -75,9 +77,10 @@ public final class StoredRecords: Sendable {
 
     /// Records for `service` (oldest first, in the order they were taken: sequence numbers
     /// wrap), served with `rules`, at most `capacity` kept.
-    public init(service: BluetoothUUID, rules: RACPServerRules = RACPServerRules(), records: [Record] = [],
-                capacity: Int = 1000) {
+    public init(service: BluetoothUUID, recordCharacteristic: BluetoothUUID? = nil, rules: RACPServerRules = RACPServerRules(),
+                records: [Record] = [], capacity: Int = 1000) {
         self.service = service
+        self.recordCharacteristic = recordCharacteristic
         self.rules = rules
         self.capacity = max(1, capacity)
         state = Mutex(State(records: Array(records.suffix(max(1, capacity)))))
@@ -103,7 +106,9 @@ public final class StoredRecords: Sendable {
     public var sequenceNumbers: [UInt16] { state.withLock { $0.records.map(\.sequenceNumber) } }
 
     /// The RACP characteristic's write handler: a refused request is its ATT error (busy,
-    /// not subscribed); the rest of the procedure waits for the write's event.
+    /// not subscribed; a Write Command, which cannot be answered, is dropped). Nothing changes
+    /// here: the procedure starts at the write's event, once the write is committed and its
+    /// Write Response out (a prepared write whose Execute fails never starts one).
     public var writeHandler: GATTWriteHandler {
         { [self] ctx, value in self.written(ctx, value) }
     }
@@ -118,25 +123,27 @@ public final class StoredRecords: Sendable {
               let racpCCCD = racp.cccdHandle else { return false }
         var byUUID: [BluetoothUUID: UInt16] = [:]
         for c in svc.characteristics where c.uuid != RecordAccessControlPoint.uuid { byUUID[c.uuid] = c.valueHandle }
-        let first = state.withLock { $0.records.first?.values.first?.uuid }
-        let recordCCCD = first.flatMap { u in svc.characteristics.first { $0.uuid == u }?.cccdHandle }
-            ?? svc.characteristics.first { $0.uuid != RecordAccessControlPoint.uuid && $0.cccdHandle != nil }?.cccdHandle
-        guard let recordCCCD else { return false }
-        state.withLock { $0.handles = Handles(racp: racp.valueHandle, racpCCCD: racpCCCD, recordCCCD: recordCCCD, byUUID: byUUID) }
+        let wanted = recordCharacteristic ?? state.withLock { $0.records.first?.values.first?.uuid }
+        let record = wanted.flatMap { u in svc.characteristics.first { $0.uuid == u } }
+            ?? svc.characteristics.first { $0.uuid != RecordAccessControlPoint.uuid && $0.cccdHandle != nil }
+        guard let record, let recordCCCD = record.cccdHandle else { return false }
+        state.withLock {
+            $0.handles = Handles(racp: racp.valueHandle, racpCCCD: racpCCCD, record: record.valueHandle, recordCCCD: recordCCCD,
+                                 byUUID: byUUID)
+        }
         return true
     }
 
     private func written(_ ctx: GATTRequestContext, _ value: [UInt8]) -> ATTErrorCode? {
-        state.withLock { s in
+        guard ctx.withResponse else { return .requestNotSupported }
+        return state.withLock { s in
             guard let h = s.handles else { return .unlikelyError }
-            var procedure = s.procedures[ctx.client] ?? RACPServer(rules: rules)
-            let record = ctx.configuration(ofDescriptor: h.recordCCCD)
-            let actions = procedure.write(value, stored: s.records.map(\.sequenceNumber),
-                                          racpIndications: ctx.configuration(ofDescriptor: h.racpCCCD).contains(.indicate),
-                                          recordNotifications: !record.isEmpty)
+            // A trial run: only the refusals matter here.
+            var trial = s.procedures[ctx.client] ?? RACPServer(rules: rules)
+            let actions = trial.write(value, stored: s.records.map(\.sequenceNumber),
+                                      racpIndications: ctx.configuration(ofDescriptor: h.racpCCCD).contains(.indicate),
+                                      recordNotifications: !ctx.configuration(ofDescriptor: h.recordCCCD).isEmpty)
             if case .reject(let code)? = actions.first { return code }
-            s.procedures[ctx.client] = procedure
-            s.pending[ctx.client, default: []] += actions
             return nil
         }
     }
@@ -145,35 +152,46 @@ public final class StoredRecords: Sendable {
     /// task of its own; a client that leaves ends its procedure silently.
     public func handle(_ event: GATTServerEvent, on server: GATTServer) {
         switch event {
-        case .wrote(let client, let handle, _, _):
-            let work: [RACPServer.Action]? = state.withLock { s in
-                guard handle == s.handles?.racp else { return nil }
-                return s.pending.removeValue(forKey: client.id)
+        case .wrote(let client, let handle, let value, true):
+            guard let h = state.withLock({ $0.handles }), handle == h.racp else { return }
+            func subscribed(_ valueHandle: UInt16) -> GATTClientConfiguration {
+                server.subscribers(of: valueHandle).first { $0.0.id == client.id }?.1 ?? []
             }
-            if let work, !work.isEmpty { Task { await self.perform(work, for: client, on: server) } }
+            let racpIndications = subscribed(h.racp).contains(.indicate), records = !subscribed(h.record).isEmpty
+            let work: [RACPServer.Action] = state.withLock { s in
+                var procedure = s.procedures[client.id] ?? RACPServer(rules: rules)
+                let actions = procedure.write(value, stored: s.records.map(\.sequenceNumber), racpIndications: racpIndications,
+                                              recordNotifications: records)
+                // Refused now (unsubscribed since the write was checked): there is no one to answer.
+                if case .reject? = actions.first { return [] }
+                s.procedures[client.id] = procedure
+                return actions
+            }
+            if !work.isEmpty { Task { await self.perform(work, for: client, on: server) } }
         case .disconnected(let client, _):
-            state.withLock {
-                $0.procedures[client.id] = nil
-                $0.pending[client.id] = nil
-            }
+            state.withLock { $0.procedures[client.id] = nil }
         default:
             break
         }
     }
 
+    /// How one value of a record went.
+    private enum Delivery {
+        case sent, notSubscribed, failed
+    }
+
     /// One value of a record to one client: notified or indicated as that client subscribed
-    /// (indicated only where it asked for indications alone); false when it is not
-    /// subscribed or the value could not go.
-    private func send(_ bytes: [UInt8], on handle: UInt16, to client: GATTServerClient, _ server: GATTServer) async -> Bool {
-        guard let config = server.subscribers(of: handle).first(where: { $0.0.id == client.id })?.1 else { return false }
+    /// (indicated only where it asked for indications alone).
+    private func send(_ bytes: [UInt8], on handle: UInt16, to client: GATTServerClient, _ server: GATTServer) async -> Delivery {
+        guard let config = server.subscribers(of: handle).first(where: { $0.0.id == client.id })?.1 else { return .notSubscribed }
         if config.contains(.notify) {
-            return !(await server.notifyWhenReady(handle, value: bytes, to: [client.id], store: false)).sent.isEmpty
+            return (await server.notifyWhenReady(handle, value: bytes, to: [client.id], store: false)).sent.isEmpty ? .failed : .sent
         }
         do throws(GATTServerError) {
             try await server.indicate(handle, value: bytes, to: client.id, store: false)
-            return true
+            return .sent
         } catch {
-            return false
+            return .failed
         }
     }
 
@@ -189,9 +207,15 @@ public final class StoredRecords: Sendable {
                 let (record, handles) = state.withLock { s in (s.records.first { $0.sequenceNumber == n }, s.handles) }
                 var delivered = record != nil
                 if let record, let handles {
-                    for v in record.values where delivered {
+                    // The record's own value must go; a second part (a glucose context) only
+                    // to a client that subscribed to it (GLS §3.2.3: it is optional for them).
+                    for (i, v) in record.values.enumerated() where delivered {
                         guard let target = handles.byUUID[v.uuid] else { continue }
-                        delivered = await send(v.bytes, on: target, to: client, server)
+                        switch await send(v.bytes, on: target, to: client, server) {
+                        case .sent: break
+                        case .notSubscribed: delivered = i > 0 && target != handles.record
+                        case .failed: delivered = false
+                        }
                     }
                 }
                 if delivered { sent += 1 }

@@ -14,7 +14,7 @@ extension ServeProfile {
     /// with, every third with a meal context; a new one every minute while serving (at most
     /// a thousand kept, the oldest dropped).
     static var glucose: ServeProfile {
-        let store = StoredRecords(service: GlucoseReadings.service)
+        let store = StoredRecords(service: GlucoseReadings.service, recordCharacteristic: GlucoseReadings.measurement)
         var readings = GlucoseReadings()
         for back in stride(from: 11, through: 0, by: -1) { store.append(readings.next(taken: dateTime(secondsAgo: back * 4 * 3600))) }
         let next = Locked(readings)

@@ -617,6 +617,15 @@ class GlucoseMeterTests(unittest.TestCase):
                 got, answers = self.records(r['arrivals'])
                 self.assertEqual((got, answers), (records, [answer]), r['arrivals'])
 
+    def test_a_collector_not_subscribed_to_contexts_gets_every_measurement(self):
+        # The context characteristic is optional for a collector (GLS §3.2.3): the report
+        # goes on without the contexts, it does not fail.
+        r, _ = self.collect('--skip-subscribe', '2A34', '--write-after-subscribing', '2A52=0101')
+        got, answers = self.records(r['arrivals'])
+        self.assertEqual(got, [(n, n % 3 == 0) for n in range(1, 13)], r['arrivals'])
+        self.assertNotIn('2A34', [uuid for uuid, _ in r['arrivals']])
+        self.assertEqual(answers, ['06000101'])
+
     def test_a_request_before_subscribing_is_refused_with_the_glucose_services_error(self):
         # Glucose Service 1.0: Client Characteristic Configuration Descriptor Improperly
         # Configured is its own ATT error 0x81 (later services use 0xFD).

@@ -20,7 +20,7 @@ then keeps the world up until SIGTERM (checks are the test's business).
 
 Bonds across runs: --keystore FILE keeps the centrals' keys in a JSON file; a later run
 with --encrypt encrypts with them instead of pairing. --keep-subscribed leaves the CCCDs
-enabled when disconnecting, --no-subscribe writes none, --subscribe-service-changed
+enabled when disconnecting, --no-subscribe writes none (--skip-subscribe UUID: not that one), --subscribe-service-changed
 enables Service Changed indications, and --record puts every notification and indication
 received from the moment of connecting, subscribed or not, in "received":
 [{"kind", "handle", "value"}] (what a bonded client gets without asking again).
@@ -192,7 +192,7 @@ async def run_central(index: int, device: Device, args, turns) -> dict:
             await peer.subscribe(chars['2A05'], lambda v: values['2A05'].append(bytes(v).hex()), prefer_notify=False)
         refused = {}
         for uuid, c in chars.items():
-            if args.no_subscribe or uuid == '2A05' or not c.properties & 0x30:
+            if args.no_subscribe or uuid == '2A05' or uuid in args.skip_subscribe or not c.properties & 0x30:
                 continue
             values[uuid] = []
 
@@ -243,6 +243,8 @@ async def main() -> None:
                         help='connect from a private address of a new IRK of its own, distributing the public address as identity')
     parser.add_argument('--keep-subscribed', action='store_true', help='leave the CCCDs enabled')
     parser.add_argument('--no-subscribe', action='store_true', help='write no CCCD')
+    parser.add_argument('--skip-subscribe', action='append', default=[], metavar='UUID',
+                        help='do not subscribe to this characteristic (upper-case 16-bit UUID)')
     parser.add_argument('--subscribe-service-changed', action='store_true')
     parser.add_argument('--record', action='store_true', help='record every notification and indication')
     parser.add_argument('--l2cap', type=lambda v: int(v, 0), default=None, metavar='PSM',

@@ -345,7 +345,8 @@ extension ATTServer {
             guard value.count <= maximumLength else { return .failure(.invalidAttributeValueLength) }
         }
         if let handler = a.onWrite, !validated {
-            let ctx = GATTRequestContext(client: client, handle: handle, offset: 0, security: s.security, configurations: s.cccd)
+            let ctx = GATTRequestContext(client: client, handle: handle, offset: 0, security: s.security, configurations: s.cccd,
+                                         withResponse: withResponse)
             if let code = handler(ctx, value) { return .failure(code) }
         }
         if validateOnly { return .success([]) }

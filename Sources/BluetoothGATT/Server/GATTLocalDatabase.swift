@@ -53,6 +53,10 @@ public struct GATTRequestContext: Sendable {
     /// were when the request arrived (a control point checks that the client subscribed where
     /// its procedure will send).
     public var configurations: [UInt16: UInt16] = [:]
+    /// The write asks for a response (Write Request, or a prepared write executed); false for
+    /// a Write Command or a Signed Write, which the client sends and forgets (a control point
+    /// that must answer refuses those).
+    public var withResponse = true
 
     /// What the client set in the Client Characteristic Configuration descriptor at `handle`.
     public func configuration(ofDescriptor handle: UInt16) -> GATTClientConfiguration {

@@ -1,0 +1,127 @@
+import BluetoothGATT
+import BluetoothHost
+import BluetoothLE
+import BluetoothProfiles
+import BluetoothWire
+import FakeController
+import Synchronization
+import Testing
+
+/// Stored records end to end in the library: ``RecordTransfer`` (the collector) against
+/// ``StoredRecords`` (the sensor) on two hosts of ours over a FakeAir.
+@Suite struct RecordTransferTests {
+    static func reading(_ n: UInt16, context: Bool) -> StoredRecords.Record {
+        let time = DateTime(year: 2026, month: 12, day: 1, hours: UInt8(n), minutes: 0, seconds: 0)
+        var values = [StoredRecords.Value(BluetoothUUID(0x2A18), (try? GlucoseMeasurement(
+            sequenceNumber: n, baseTime: time, timeOffset: 90, contextFollows: context).encoded()) ?? [])]
+        if context {
+            values.append(StoredRecords.Value(BluetoothUUID(0x2A34), (try? GlucoseMeasurementContext(
+                sequenceNumber: n, meal: .preprandial).encoded()) ?? []))
+        }
+        return StoredRecords.Record(sequenceNumber: n, values: values)
+    }
+
+    /// A meter serving `store` (no encryption asked: the FakeAir pairs too, but this is about RACP).
+    static func meter(_ rig: GATTPeerTests.Rig, _ store: StoredRecords, context: Bool = true) async throws -> (GATTServer, Task<Void, Never>) {
+        var characteristics = [GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A18), properties: .notify)]
+        if context { characteristics.append(GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A34), properties: .notify)) }
+        characteristics.append(GATTLocalCharacteristic(uuid: RecordAccessControlPoint.uuid, properties: [.write, .indicate],
+                                                       maximumLength: 20, onWrite: store.writeHandler))
+        let (server, serving) = try await rig.serve([GATTLocalService(uuid: BluetoothUUID(0x1808), characteristics: characteristics)])
+        #expect(store.attach(to: server))
+        let events = Task { for await e in server.events { store.handle(e, on: server) } }
+        return (server, Task {
+            await withTaskCancellationHandler { await serving.value } onCancel: { serving.cancel(); events.cancel() }
+        })
+    }
+
+    static func collect(_ transfer: RecordTransfer) async throws -> ([StoredRecord], RACPClient.Summary?) {
+        var records: [StoredRecord] = [], end: RACPClient.Summary?
+        for try await e in transfer {
+            switch e {
+            case .record(let r): records.append(r)
+            case .finished(let s): end = s
+            case .malformed: Issue.record("malformed: \(e)")
+            }
+        }
+        return (records, end)
+    }
+
+    @Test("Report all, ≥, last, count and delete: records whole (context joined), in order, then the answer")
+    func reportsCountAndDelete() async throws {
+        let rig = try await GATTPeerTests.Rig()
+        let store = StoredRecords(service: BluetoothUUID(0x1808), recordCharacteristic: BluetoothUUID(0x2A18),
+                                  records: (1 ... 5).map { Self.reading($0, context: $0 % 2 == 0) })
+        let (_, serving) = try await Self.meter(rig, store)
+        let peer = try await rig.open()
+        let db = try await peer.discover().discovery.database
+        func run(_ r: RecordRequest) async throws -> ([StoredRecord], RACPClient.Summary?) {
+            try await Self.collect(try await RecordTransfer.start(r, service: .glucose, on: peer.client, database: db))
+        }
+        var (records, end) = try await run(.report(.all))
+        #expect(records.map(\.sequenceNumber) == [1, 2, 3, 4, 5])
+        #expect(records.map { $0.context != nil } == [false, true, false, true, false])
+        if case .glucose(_, let ctx?) = records[1].decoded { #expect(ctx.sequenceNumber == 2 && ctx.meal == .preprandial) }
+        #expect(records[0].measurementTime == DateTime(year: 2026, month: 12, day: 1, hours: 2, minutes: 30, seconds: 0),
+                "base time plus the 90-minute offset")
+        #expect(end?.outcome == .answered(.success) && end?.records == 5 && end?.duplicates == 0)
+        (records, end) = try await run(.report(.atLeast(4)))
+        #expect(records.map(\.sequenceNumber) == [4, 5] && end?.outcome == .answered(.success))
+        (records, end) = try await run(.report(.last))
+        #expect(records.map(\.sequenceNumber) == [5])
+        (records, end) = try await run(.count(.all))
+        #expect(records.isEmpty && end?.outcome == .count(5))
+        (records, end) = try await run(.delete(.atMost(2)))
+        #expect(end?.outcome == .answered(.success) && store.sequenceNumbers == [3, 4, 5])
+        (records, end) = try await run(.report(.within(1 ... 2)))
+        #expect(records.isEmpty && end?.outcome == .answered(.noRecordsFound))
+        await rig.close(peer)
+        serving.cancel()
+        await rig.shutDown()
+    }
+
+    @Test("A Write Command to the control point starts nothing; the next request is not busy")
+    func writeCommandIsRefused() async throws {
+        let rig = try await GATTPeerTests.Rig()
+        let store = StoredRecords(service: BluetoothUUID(0x1808), records: [Self.reading(7, context: false)])
+        let (_, serving) = try await Self.meter(rig, store, context: false)
+        let peer = try await rig.open()
+        let db = try await peer.discover().discovery.database
+        let racp = try #require(db.characteristic(uuid: RecordAccessControlPoint.uuid))
+        // Subscribed, so the request would be good; as a Write Command nobody could be answered.
+        let values = try await peer.client.subscribe([(try #require(db.characteristic(uuid: BluetoothUUID(0x2A18))), indicate: false),
+                                                      (racp, indicate: true)])
+        try await peer.client.writeWithoutResponse(handle: racp.valueHandle, value: [1, 1])
+        _ = try await peer.client.read(handle: 1)  // the command was handled before this answer
+        _ = values
+        let (records, end) = try await Self.collect(try await RecordTransfer.start(.report(.all), service: .glucose,
+                                                                                     on: peer.client, database: db))
+        #expect(records.map(\.sequenceNumber) == [7] && end?.outcome == .answered(.success))
+        await rig.close(peer)
+        serving.cancel()
+        await rig.shutDown()
+    }
+
+    @Test("Without the context characteristic subscribed a collector still gets every measurement")
+    func contextsAreOptionalForTheCollector() async throws {
+        let rig = try await GATTPeerTests.Rig()
+        let store = StoredRecords(service: BluetoothUUID(0x1808), recordCharacteristic: BluetoothUUID(0x2A18),
+                                  records: (1 ... 3).map { Self.reading($0, context: true) })
+        let (_, serving) = try await Self.meter(rig, store)
+        let peer = try await rig.open()
+        let db = try await peer.discover().discovery.database
+        let racp = try #require(db.characteristic(uuid: RecordAccessControlPoint.uuid))
+        let measurement = try #require(db.characteristic(uuid: BluetoothUUID(0x2A18)))
+        let values = try await peer.client.subscribe([(measurement, indicate: false), (racp, indicate: true)])
+        try await peer.client.write(handle: racp.valueHandle, value: [1, 1])
+        var got: [[UInt8]] = []
+        for try await v in values {
+            got.append(v.value)
+            if v.handle == racp.valueHandle { break }
+        }
+        #expect(got.count == 4 && got.last == [6, 0, 1, 1], "three measurements, then Success: \(got)")
+        await rig.close(peer)
+        serving.cancel()
+        await rig.shutDown()
+    }
+}
