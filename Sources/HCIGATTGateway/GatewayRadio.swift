@@ -22,16 +22,20 @@ public struct GatewayRadioSettings: Sendable {
     /// Commands from MQTT executed on the followed devices (the runtime's
     /// ``GatewayRuntime/commands``); nil: none.
     public var commands: GatewayCommandMode?
+    /// Fetch each followed device's new stored records (Record Access Control Point) on
+    /// every connection, kept track of in ``GatewayRuntime/recordMarks``.
+    public var records: Bool
 
     /// Settings; `scan` or `devices` gives the radio something to publish.
     public init(scan: Bool, active: Bool = true, devices: [DeviceTarget], publishing: ScanPublishing = ScanPublishing(),
-                peer: PeerSettings = PeerSettings(), commands: GatewayCommandMode? = nil) {
+                peer: PeerSettings = PeerSettings(), commands: GatewayCommandMode? = nil, records: Bool = false) {
         self.scan = scan
         self.active = active
         self.devices = devices
         self.publishing = publishing
         self.peer = peer
         self.commands = commands
+        self.records = records
     }
 }
 
@@ -72,7 +76,7 @@ public struct GatewayRadio: Sendable {
                     let found = try await directory.address(of: index)
                     if settings.devices[index].address == nil { links.lookedUp(found.address) }
                     let follower = DeviceFollower(.address(found), via: .host(host), settings: settings.peer,
-                                                  plan: .everyMeasurement, reconnection: Reconnection(.always))
+                                                  plan: plan(for: found.address, runtime), reconnection: Reconnection(.always))
                     try await follow(follower, .address(found), runtime)
                 }
             }
@@ -113,8 +117,9 @@ public struct GatewayRadio: Sendable {
             for target in settings.devices {
                 if let a = target.address { links.allow(a) }
                 group.addTask {
+                    let each = target.address.map { plan(for: $0, runtime) } ?? FollowPlan.everyMeasurement
                     let follower = DeviceFollower(target, via: .kernel(adapter: adapter), settings: settings.peer,
-                                                  plan: .everyMeasurement, reconnection: Reconnection(.always))
+                                                  plan: each, reconnection: Reconnection(.always))
                     try await follow(follower, target, runtime)
                 }
             }
@@ -197,6 +202,16 @@ public struct GatewayRadio: Sendable {
             // The runtime stopped: wait for the cancellation that follows.
             try await Task.sleep(for: .seconds(1_000_000_000))
         }
+    }
+
+    /// What each connection to the device at `address` does: every measurement, and with
+    /// ``GatewayRadioSettings/records`` its new stored records first.
+    private func plan(for address: BluetoothAddress, _ runtime: GatewayRuntime) -> FollowPlan {
+        var plan = FollowPlan.everyMeasurement
+        guard settings.records else { return plan }
+        let fetch = GatewayRecordFetch(device: address, runtime: runtime, log: log)
+        plan.setup = { client, db in await fetch.run(client, db) }
+        return plan
     }
 
     /// A followed device's measurements as readings; what happens to its link in the log.

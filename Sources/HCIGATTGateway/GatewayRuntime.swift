@@ -76,6 +76,9 @@ public struct PendingReading: Sendable {
     /// Whether its values get Home Assistant entities (not an advertiser's plain
     /// `advertisement` reading: a crowd of phones would make thousands).
     public var discoverable = true
+    /// The stored record it is (fetched through the device's Record Access Control Point):
+    /// its place is kept once it is in the spool.
+    public var record: RecordMarks.Mark?
 
     /// A reading as the radio side has it.
     public init(device: BluetoothAddress, heardAs: BluetoothAddress?, measurement: String, milliseconds: Int64, rssi: Int8?,
@@ -112,6 +115,9 @@ public final class GatewayRuntime: @unchecked Sendable {
     /// The spool.
     public let spool: Spool
     let sequences: SequenceStore
+    /// Which stored records of each device are published (`<spool>/records`): the radio side
+    /// asks the devices for newer ones only.
+    public let recordMarks: RecordMarks
     private let log: @Sendable (String) -> Void
     private var window: PublishWindow
     private let inputs: AsyncStream<Input>
@@ -148,6 +154,7 @@ public final class GatewayRuntime: @unchecked Sendable {
         self.log = log
         spool = try Spool(directory: settings.spoolDirectory, maxBytes: settings.spoolMax)
         sequences = SequenceStore(path: settings.spoolDirectory + "/sequences")
+        recordMarks = RecordMarks(path: settings.spoolDirectory + "/records")
         let known = Self.loadPresence(settings.spoolDirectory + "/presence")
         presentAtStart = settings.presence ? known.filter(\.1).map(\.0) : []
         presenceToClear = settings.presence ? [] : known.map(\.0)
@@ -277,6 +284,7 @@ public final class GatewayRuntime: @unchecked Sendable {
         let topic = naming.readingTopic(r.device, r.measurement)
         let (_, dropped) = try spool.append(topic: Array(topic.utf8), payload: Array(payload.utf8))
         if dropped > 0 { try noteDropped(dropped) }
+        if let mark = r.record { try recordMarks.published(mark) }
         if settings.discovery, r.discoverable { announce(r) }
     }
 

@@ -16,7 +16,7 @@ import Glibc
 enum GatewayCommand {
     // The --device links take what `monitor`'s do (timeouts, connection parameters, bonds).
     static let flags: Set<String> = PeerOptions.flags.union(["scan", "passive", "mqtt5", "no-discovery", "no-hostname-check",
-                                                                            "only-sensors", "presence"])
+                                                                            "only-sensors", "presence", "records"])
     static let options: Set<String> = PeerOptions.options.union([
         "mqtt", "device", "spool", "spool-max", "gateway-id", "topic-prefix", "topic-style", "bindkey", "ca-file",
         "cert-file", "key-file", "credentials", "discovery-prefix", "config", "commands", "allow", "deny",
@@ -73,6 +73,12 @@ enum GatewayCommand {
       --min-interval S       at most one broadcast reading per device and measurement
                              every S seconds; the latest value wins
       --device ADDR|NAME     follow this device's measurements over a connection (repeatable)
+      --records              on each connection to a --device, fetch its stored records
+                             newer than those published (a glucose meter's Record Access
+                             Control Point; by sequence number, kept in <spool>/records
+                             across restarts; a device that numbers anew is fetched whole)
+                             and publish each as a reading at its own measurement time,
+                             with "stored": true
       --bindkey ADDR=KEY     decrypt ADDR's encrypted BTHome readings (32 hex digits; repeatable)
       --commands MODE        take commands from MQTT for the --device devices: read (reads
                              only) or write (reads and writes); off by default
@@ -205,9 +211,12 @@ enum GatewayCommand {
                 }
                 commands = mode
             }
+            if args.flag("records"), devices.isEmpty {
+                throw UsageError("--records fetches the stored records of the devices given with --device")
+            }
             let publishing = try Self.publishing(args, scan: scan)
             radio = GatewayRadioSettings(scan: scan, active: !args.flag("passive"), devices: devices,
-                                         publishing: publishing, peer: peer.peer, commands: commands)
+                                         publishing: publishing, peer: peer.peer, commands: commands, records: args.flag("records"))
             let style: TopicStyle
             switch args.option("topic-style") ?? "hcigatt" {
             case "hcigatt": style = .hcigatt

@@ -1,4 +1,5 @@
 import Glibc
+import BluetoothWire
 import Testing
 @testable import HCIGATTGateway
 
@@ -165,5 +166,33 @@ import Testing
             let again = SequenceStore(path: path, reserve: 10)
             #expect(try again.take("A") == a + 1, "a clean stop: no gap")
         }
+    }
+
+    @Test("Record marks only go up, except for a device that numbers anew; kept across a restart")
+    func recordMarksGoUpAndSurviveARestart() throws {
+        let dir = directory()
+        _ = try Spool(directory: dir, maxBytes: 1 << 20)
+        let path = dir + "/records"
+        let meter = BluetoothAddress(rawValue: 0xF0F1_F2F3_F401), other = BluetoothAddress(rawValue: 0x0000_0000_0A0B)
+        do {
+            let m = RecordMarks(path: path)
+            #expect(m.mark(of: meter) == nil)
+            for n: UInt16 in [3, 1, 5, 4] { try m.published(.init(device: meter, sequenceNumber: n)) }
+            #expect(m.mark(of: meter) == 5, "records out of order: the highest")
+            try m.published(.init(device: other, sequenceNumber: 9))
+        }
+        do {
+            let m = RecordMarks(path: path)
+            #expect(m.mark(of: meter) == 5 && m.mark(of: other) == 9)
+            try m.published(.init(device: meter, sequenceNumber: 2, restarts: true))
+            try m.published(.init(device: meter, sequenceNumber: 3))
+            #expect(m.mark(of: meter) == 3, "renumbered: the mark starts again")
+        }
+        let text = String(decoding: Spool.readFile(path) ?? [], as: UTF8.self)
+        #expect(text == "000000000A0B 9\nF0F1F2F3F401 3\n")
+        // Damaged lines are skipped, the rest kept.
+        try Spool.writeAtomically(Array("F0F1F2F3F401 70000\nnonsense\n000000000A0B 7\nF0F1F2F3F4 1\n".utf8), to: path, in: dir)
+        let damaged = RecordMarks(path: path)
+        #expect(damaged.mark(of: meter) == nil && damaged.mark(of: other) == 7)
     }
 }

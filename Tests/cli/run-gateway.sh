@@ -38,6 +38,7 @@ run ad-bindkey-kind 2 "$bin" decode att 0a --bindkey 54:48:E6:8F:80:A5=231d39c1d
 # Commands from MQTT: a mode, and only for --device devices.
 run gw-commands-mode 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands all && expect_err gw-commands-mode "read or write"
 run gw-commands-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --commands read && expect_err gw-commands-scan "devices given with --device"
+run gw-records-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --records && expect_err gw-records-scan "stored records of the devices given with --device"
 # Scan filters, presence and the rate limit: about what --scan publishes, checked first.
 run gw-presence-noscan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --presence && expect_err gw-presence-noscan "add --scan"
 run gw-allow-noscan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --allow ATC && expect_err gw-allow-noscan "--allow is about what --scan publishes"

@@ -841,5 +841,61 @@ def make_client_certificates(d):
     with open(os.path.join(d, 'client-ec.key')) as key, open(os.path.join(d, 'client-ec.pem'), 'a') as cert:
         cert.write(key.read())
 
+
+class GatewayRecordsTests(Contiguous, unittest.TestCase):
+    """--records: a followed glucose meter's stored records, each once, across restarts."""
+
+    @staticmethod
+    def wait_log(gw, text, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in gw.stderr():
+                return True
+            if gw.proc.poll() is not None:
+                return False
+            time.sleep(0.1)
+        return False
+
+    def test_new_records_only_across_restarts_and_a_meter_that_numbers_anew(self):
+        spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
+        with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub:
+            def run(mode, said):
+                """One gateway run against the meter in `mode`; the record numbers it published."""
+                before = len(sub.readings('/glucose_measurement'))
+                with Peer('--peripheral', f'Meter-1,gatt={mode}') as peer, \
+                        Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--records', spool=spool) as gw:
+                    self.assertTrue(self.wait_log(gw, said), gw.stderr())
+                    err = gw.stop()
+                    self.assertEqual(gw.proc.returncode, 0, err)
+                time.sleep(0.5)  # the broker hands the last acknowledged readings on
+                new = sub.readings('/glucose_measurement')[before:]
+                return [j['sequence_number'] for _, j in new], [j for _, j in new]
+
+            numbers, readings = run('glucose', 'F0F1F2F3F401: 5 new stored records (success)')
+            self.assertEqual(numbers, [1, 2, 3, 4, 5])
+            # Each at its own measurement time (the meter's clock), stored, its context inside.
+            self.assertEqual([j['time'] for j in readings], [f'2026-12-01T0{n}:00:00.000Z' for n in range(1, 6)])
+            self.assertTrue(all(j['stored'] is True and j['device'] == 'F0:F1:F2:F3:F4:01' for j in readings), readings)
+            self.assertEqual(readings[1]['context']['meal']['name'], 'preprandial (before meal)')
+            self.assertEqual(readings[0]['glucose_mg_per_dl'], 91.0)
+            with open(os.path.join(spool, 'records')) as f:
+                self.assertEqual(f.read(), 'F0F1F2F3F401 5\n')
+
+            # Restarted, the meter as it was: nothing published again.
+            numbers, _ = run('glucose', 'F0F1F2F3F401: 0 new stored records (no records found)')
+            self.assertEqual(numbers, [])
+            # Three readings more: only those.
+            numbers, _ = run('glucose-more', 'F0F1F2F3F401: 3 new stored records (success)')
+            self.assertEqual(numbers, [6, 7, 8])
+            # The meter was reset and numbers from 1 again: its new readings are fetched.
+            numbers, readings = run('glucose-renumbered', 'F0F1F2F3F401: 3 new stored records (success)')
+            self.assertEqual(numbers, [1, 2, 3])
+            self.assertEqual(readings[0]['time'], '2026-12-02T01:00:00.000Z')
+            with open(os.path.join(spool, 'records')) as f:
+                self.assertEqual(f.read(), 'F0F1F2F3F401 3\n')
+            # The gateway's own seq runs on without a gap or a repeat over the four runs.
+            self.assert_contiguous(sub.readings('hcigatt/gw1/F0F1F2F3F401/'), 'the meter\'s')
+
+
 if __name__ == '__main__':
     unittest.main()

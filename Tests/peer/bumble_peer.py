@@ -228,7 +228,7 @@ def pairing_config(mode):
 
 def parse_peripheral(spec: str, index: int) -> dict:
     """NAME[,service=UUID]...[,address=AA:..][,mfr=CCCC:HEX][,txpower=N][,random]
-    [,gatt=health|uart|glucose[-busy|-silent|-disorder|-late]][,disconnect_after=S][,conn_params[=MIN:MAX:LATENCY:TIMEOUT]]
+    [,gatt=health|uart|glucose[-MODE]][,disconnect_after=S][,conn_params[=MIN:MAX:LATENCY:TIMEOUT]]
     [,ignore_att_after=N][,pairing=MODE][,privacy[=IRK]][,keystore=FILE]
     [,l2cap=PSM[:MTU:MPS:CREDITS]][,l2cap_close_after=S][,l2cap_stingy]
     [,sensor=bthome|bthome-enc|ruuvi|pvvx|ibeacon|eddystone][,sensor_interval=S][,sensor_count=N]
@@ -455,7 +455,7 @@ async def main() -> None:
                         help='public address of the controller hcigatt drives')
     parser.add_argument('--peripheral', action='append', default=[],
                         help='NAME[,service=UUID]...[,address=ADDR][,mfr=CCCC:HEX][,txpower=N][,random]'
-                             '[,gatt=health|uart|glucose[-busy|-silent|-disorder|-late]][,disconnect_after=S][,conn_params[=MIN:MAX:LAT:TO]]'
+                             '[,gatt=health|uart|glucose[-MODE]][,disconnect_after=S][,conn_params[=MIN:MAX:LAT:TO]]'
                              '[,ignore_att_after=N][,pairing=MODE]')
     parser.add_argument('--hosts', type=int, default=1,
                         help='TCP controllers for hcigatt (the ready line lists their ports; the '

@@ -224,11 +224,11 @@ class UartDatabase:
         return []
 
 
-def glucose_measurement(n: int, context: bool) -> bytes:
-    """Glucose Measurement #n: concentration and type present, kg/L, 2026-12-01 0n:00:00,
+def glucose_measurement(n: int, context: bool, day: int = 1) -> bytes:
+    """Glucose Measurement #n: concentration and type present, kg/L, 2026-12-DD 0n:00:00,
     (90 + n) mg/dL = (90 + n)e-5 kg/L, capillary whole blood (1) at the finger (1)."""
     flags = 0x02 | (0x10 if context else 0)
-    base_time = struct.pack('<HBBBBB', 2026, 12, 1, n % 24, 0, 0)
+    base_time = struct.pack('<HBBBBB', 2026, 12, day, n % 24, 0, 0)
     return bytes([flags]) + struct.pack('<H', n) + base_time + ieee11073_sfloat(90 + n, -5) + bytes([0x11])
 
 
@@ -239,14 +239,17 @@ def glucose_context(n: int) -> bytes:
 
 class GlucoseDatabase:
     """gatt=glucose[-MODE]: a glucose meter (0x1808) with five stored readings, sequence
-    numbers 1 to 5 (#2 with a context), behind its Record Access Control Point; records go
-    0.25 s apart so a test can abort in the middle. Report Stored Records (any operator)
-    sends them all; Report Number answers 5; Abort stops a report and is answered Success;
-    a request while one runs is refused with ATT 0x80 (Procedure Already In Progress).
+    numbers 1 to 5 (#2 with a context, taken 2026-12-01 at n o'clock), behind its Record
+    Access Control Point; records go 0.25 s apart so a test can abort in the middle. Report
+    Stored Records and Report Number take all, first, last, <=, >= and within a range of
+    sequence numbers (none matching: No Records Found); Abort stops a report and is
+    answered Success; a request while one runs is refused with ATT 0x80 (Procedure Already
+    In Progress). The same meter later: more (readings 1 to 8), renumbered (it was reset:
+    readings 1 to 3, taken on 2026-12-02).
     Misbehaving modes (no encryption needed in any):
       busy      every request refused with ATT 0x80, as a meter busy with another collector
       silent    requests taken (Write Response) and never answered
-      disorder  records 3, 1, 2, 2, 5, 4: out of order and one sent twice, then Success
+      disorder  all records as 3, 1, 2, 2, 5, 4: out of order and one sent twice, then Success
       late      the five records, Success, then one more record after the answer
       lagging   an Abort stops the report only after two more records (queued before it)"""
 
@@ -260,6 +263,8 @@ class GlucoseDatabase:
         self.sender = None
         self.task = None
         self.abort_requested = False
+        self.numbers = list(range(1, {'more': 9, 'renumbered': 4}.get(mode, 6)))
+        self.day = 2 if mode == 'renumbered' else 1
         self.measurement = Characteristic('2A18', P.NOTIFY, 0, b'')
         self.context = Characteristic('2A34', P.NOTIFY, 0, b'')
         self.racp = Characteristic('2A52', P.WRITE | P.INDICATE, WRITE, CharacteristicValue(write=self.on_racp))
@@ -296,13 +301,38 @@ class GlucoseDatabase:
         await asyncio.sleep(0.05)  # after the Write Response
         await self.sender(connection, self.racp, True, data, 0)
 
+    def select(self, value):
+        """The sequence numbers a request's operator and operand pick (None: invalid)."""
+        if len(value) < 2:
+            return None
+        op = value[1]
+        if op == 1:
+            return list(self.numbers)
+        if op == 5:
+            return self.numbers[:1]
+        if op == 6:
+            return self.numbers[-1:]
+        if op in (2, 3) and len(value) == 5 and value[2] == 1:
+            n = int.from_bytes(value[3:5], 'little')
+            return [x for x in self.numbers if (x <= n if op == 2 else x >= n)]
+        if op == 4 and len(value) == 7 and value[2] == 1:
+            a, b = int.from_bytes(value[3:5], 'little'), int.from_bytes(value[5:7], 'little')
+            return [x for x in self.numbers if a <= x <= b]
+        return None
+
     async def run(self, connection, value):
         await asyncio.sleep(0.05)
-        if value[:1] == b'\x04':
-            return await self.sender(connection, self.racp, True, bytes([5, 0, 5, 0]), 0)
-        if value[:1] != b'\x01':
-            return await self.sender(connection, self.racp, True, bytes([6, 0, value[0] if value else 0, 2]), 0)
-        order = [3, 1, 2, 2, 5, 4] if self.mode == 'disorder' else [1, 2, 3, 4, 5]
+        request = value[0] if value else 0
+        chosen = self.select(value)
+        if request not in (1, 4):
+            return await self.sender(connection, self.racp, True, bytes([6, 0, request, 2]), 0)
+        if chosen is None:
+            return await self.sender(connection, self.racp, True, bytes([6, 0, request, 3]), 0)
+        if request == 4:
+            return await self.sender(connection, self.racp, True, bytes([5, 0]) + struct.pack('<H', len(chosen)), 0)
+        if not chosen:
+            return await self.sender(connection, self.racp, True, bytes([6, 0, 1, 6]), 0)
+        order = [3, 1, 2, 2, 5, 4] if self.mode == 'disorder' and value[1] == 1 else chosen
         self.abort_requested = False
         after_abort = 0
         for n in order:
@@ -310,7 +340,7 @@ class GlucoseDatabase:
                 if after_abort == 2:
                     return await self.sender(connection, self.racp, True, bytes([6, 0, 3, 1]), 0)
                 after_abort += 1
-            await self.sender(connection, self.measurement, False, glucose_measurement(n, n == 2), n)
+            await self.sender(connection, self.measurement, False, glucose_measurement(n, n == 2, self.day), n)
             if n == 2:
                 await self.sender(connection, self.context, False, glucose_context(n), n)
             await asyncio.sleep(0.25)
@@ -318,7 +348,6 @@ class GlucoseDatabase:
         if self.mode == 'late':
             await self.sender(connection, self.measurement, False, glucose_measurement(6, False), 6)
 
-
 DATABASES = {'health': HealthDatabase, 'uart': UartDatabase, 'glucose': GlucoseDatabase}
-for _mode in ('busy', 'silent', 'disorder', 'late', 'lagging'):
+for _mode in ('busy', 'silent', 'disorder', 'late', 'lagging', 'more', 'renumbered'):
     DATABASES[f'glucose-{_mode}'] = lambda events, _mode=_mode: GlucoseDatabase(events, _mode)
