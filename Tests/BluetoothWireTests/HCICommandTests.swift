@@ -152,6 +152,18 @@ func parseCommand(_ bytes: [UInt8]) throws -> HCICommand {
         #expect(try encode(LEReadBufferSizeV1Command()) == h("02 20 00"))
         #expect(try encode(LEReadBufferSizeV2Command()) == h("60 20 00"))
         #expect(try encode(LEReadLocalSupportedFeaturesCommand()) == h("03 20 00"))
+        // Data length and PHY (Core Vol 4 Part E §7.8.34, .35, .46-.48).
+        #expect(try encode(LEReadSuggestedDefaultDataLengthCommand()) == h("23 20 00"))
+        #expect(try encode(LEWriteSuggestedDefaultDataLengthCommand(suggestedMaxTxOctets: 251, suggestedMaxTxTime: 2120)) == h("24 20 04 fb 00 48 08"))
+        #expect(try encode(LEReadMaximumDataLengthCommand()) == h("2f 20 00"))
+        #expect(try encode(LEReadPHYCommand(connectionHandle: 0x0040)) == h("30 20 02 40 00"))
+        #expect(try encode(LESetDefaultPHYCommand(txPHYs: [.le1M, .le2M], rxPHYs: [.le1M, .le2M, .leCoded])) == h("31 20 03 00 03 07"))
+        var w = try withBytes(h("fb 00 48 08")) { buf in var r = ByteReader(buf); return try LEWriteSuggestedDefaultDataLengthCommand(parameters: &r) }
+        #expect(w.suggestedMaxTxOctets == 251 && w.suggestedMaxTxTime == 2120)
+        w = LEWriteSuggestedDefaultDataLengthCommand(suggestedMaxTxOctets: 27, suggestedMaxTxTime: 328)
+        #expect(w.parameterFields.count == 2)
+        let phys = try withBytes(h("01 02 04")) { buf in var r = ByteReader(buf); return try LESetDefaultPHYCommand(parameters: &r) }
+        #expect(phys.allPHYs == .noTransmitPreference && phys.txPHYs == .le2M && phys.rxPHYs == .leCoded)
         #expect(try LESetScanEnableCommand(enable: false).encodedH4() == h("01 0c 20 02 00 00"))
         #expect(try HCICommand.reset.encodedH4() == h("01 03 0c 00"))
 

@@ -741,3 +741,96 @@ public struct LEExtendedCreateConnectionCommand: HCICommandEncodable {
         return out
     }
 }
+
+/// HCI_LE_Read_Suggested_Default_Data_Length (Core Vol 4 Part E §7.8.34).
+public struct LEReadSuggestedDefaultDataLengthCommand: HCIParameterlessCommand {
+    public static let opcode = HCIOpcode.leReadSuggestedDefaultDataLength
+    /// The command (it has no parameters).
+    public init() {}
+}
+
+/// HCI_LE_Write_Suggested_Default_Data_Length (Core Vol 4 Part E §7.8.35): what the
+/// controller asks for on each new link (it starts the Data Length Update itself).
+public struct LEWriteSuggestedDefaultDataLengthCommand: HCICommandEncodable {
+    public static let opcode = HCIOpcode.leWriteSuggestedDefaultDataLength
+    /// Suggested_Max_TX_Octets: LL payload, bytes (0x001B–0x00FB).
+    public var suggestedMaxTxOctets: UInt16
+    /// Suggested_Max_TX_Time: microseconds (0x0148–0x4290).
+    public var suggestedMaxTxTime: UInt16
+
+    /// The command with these parameters.
+    public init(suggestedMaxTxOctets: UInt16, suggestedMaxTxTime: UInt16) {
+        self.suggestedMaxTxOctets = suggestedMaxTxOctets
+        self.suggestedMaxTxTime = suggestedMaxTxTime
+    }
+
+    public var parameterLength: Int { 4 }
+    public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
+        try w.u16(suggestedMaxTxOctets)
+        try w.u16(suggestedMaxTxTime)
+    }
+    public init(parameters r: inout ByteReader) throws(WireError) {
+        suggestedMaxTxOctets = try r.u16("Suggested_Max_TX_Octets")
+        suggestedMaxTxTime = try r.u16("Suggested_Max_TX_Time")
+    }
+    public var parameterFields: [Field] {
+        [Field("suggested_max_tx_octets", HCIParam.uint(suggestedMaxTxOctets)),
+         Field("suggested_max_tx_time", .named(UInt64(suggestedMaxTxTime), "\(suggestedMaxTxTime) µs"))]
+    }
+}
+
+/// HCI_LE_Read_Maximum_Data_Length (Core Vol 4 Part E §7.8.46).
+public struct LEReadMaximumDataLengthCommand: HCIParameterlessCommand {
+    public static let opcode = HCIOpcode.leReadMaximumDataLength
+    /// The command (it has no parameters).
+    public init() {}
+}
+
+/// HCI_LE_Read_PHY (Core Vol 4 Part E §7.8.47).
+public struct LEReadPHYCommand: HCICommandEncodable {
+    public static let opcode = HCIOpcode.leReadPHY
+    /// Connection_Handle of the link.
+    public var connectionHandle: UInt16
+
+    /// The command with these parameters.
+    public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
+
+    public var parameterLength: Int { 2 }
+    public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try HCIParam.writeHandle(connectionHandle, &w) }
+    public init(parameters r: inout ByteReader) throws(WireError) { connectionHandle = try HCIParam.readHandle(&r) }
+    public var parameterFields: [Field] { [Field("connection_handle", HCIParam.uint(connectionHandle))] }
+}
+
+/// HCI_LE_Set_Default_PHY (Core Vol 4 Part E §7.8.48): the PHYs the controller takes
+/// for new links and when a peer asks.
+public struct LESetDefaultPHYCommand: HCICommandEncodable {
+    public static let opcode = HCIOpcode.leSetDefaultPHY
+    /// All_PHYs.
+    public var allPHYs: LEAllPHYsPreference
+    /// TX_PHYs.
+    public var txPHYs: LEPHYSet
+    /// RX_PHYs.
+    public var rxPHYs: LEPHYSet
+
+    /// The command with these parameters.
+    public init(allPHYs: LEAllPHYsPreference = [], txPHYs: LEPHYSet, rxPHYs: LEPHYSet) {
+        self.allPHYs = allPHYs
+        self.txPHYs = txPHYs
+        self.rxPHYs = rxPHYs
+    }
+
+    public var parameterLength: Int { 3 }
+    public func encodeParameters(into w: inout ByteWriter) throws(WireError) {
+        try w.u8(allPHYs.rawValue)
+        try w.u8(txPHYs.rawValue)
+        try w.u8(rxPHYs.rawValue)
+    }
+    public init(parameters r: inout ByteReader) throws(WireError) {
+        allPHYs = LEAllPHYsPreference(rawValue: try r.u8("All_PHYs"))
+        txPHYs = LEPHYSet(rawValue: try r.u8("TX_PHYs"))
+        rxPHYs = LEPHYSet(rawValue: try r.u8("RX_PHYs"))
+    }
+    public var parameterFields: [Field] {
+        [Field("all_phys", HCIParam.named(allPHYs)), Field("tx_phys", HCIParam.named(txPHYs)), Field("rx_phys", HCIParam.named(rxPHYs))]
+    }
+}
