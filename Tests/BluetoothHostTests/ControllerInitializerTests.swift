@@ -27,6 +27,28 @@ import BluetoothWire
         #expect(info.supportsExtendedScanning)
     }
 
+    @Test("Data Length Extension and 2M/Coded: the longest data length suggested, every PHY allowed; refusals tolerated")
+    func linkDefaultsForDataLengthAndPHY() throws {
+        var model = FakeControllerModel()
+        model.leFeatures = [.leEncryption, .leDataPacketLengthExtension, .le2MPHY]
+        var (result, sent) = runInit(model)
+        var info = try result.get()
+        #expect(sent == Array(fullSequence.dropLast(2)) + [.leReadMaximumDataLength, .leWriteSuggestedDefaultDataLength,
+                                                         .leSetDefaultPHY, .setEventMask, .leSetEventMask])
+        #expect(info.maximumDataLength == LEDataLength(txOctets: 251, txTime: 17040, rxOctets: 251, rxTime: 17040))
+        #expect(info.supportedPHYs == [.le1M, .le2M])
+        // A controller that claims the features and refuses the commands still initialises.
+        model.failing = [.leReadMaximumDataLength: .unknownHCICommand, .leSetDefaultPHY: .unsupportedFeatureOrParameterValue]
+        model.leFeatures.insert(.leCodedPHY)
+        (result, sent) = runInit(model)
+        info = try result.get()
+        #expect(info.maximumDataLength == nil && info.supportedPHYs == [.le1M, .le2M, .leCoded])
+        #expect(!sent.contains(.leWriteSuggestedDefaultDataLength) && sent.suffix(3) == [.leSetDefaultPHY, .setEventMask, .leSetEventMask])
+        // Neither feature: neither command.
+        (result, sent) = runInit(FakeControllerModel())
+        #expect(sent == fullSequence)
+    }
+
     @Test func v2UnknownFallsBackToV1() throws {
         var model = FakeControllerModel()
         model.v2Unknown = true

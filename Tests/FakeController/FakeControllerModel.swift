@@ -58,6 +58,8 @@ public struct FakeControllerModel: Sendable {
             return [0, 4]
         case .leSetExtendedAdvertisingParameters:
             return [0, 5]  // Selected_TX_Power: 5 dBm
+        case .leReadMaximumDataLength:
+            return [0] + le16(251) + le16(17040) + le16(251) + le16(17040)
         default:
             return [0]
         }

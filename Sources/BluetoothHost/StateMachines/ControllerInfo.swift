@@ -34,6 +34,16 @@ public struct ControllerInfo: Sendable, Equatable {
     /// The longest advertising or scan response data one set takes (LE Read Maximum
     /// Advertising Data Length); 31 with legacy advertising.
     public var maximumAdvertisingDataLength: Int = 31
+    /// The longest link layer payloads and times the controller supports (LE Read Maximum
+    /// Data Length); nil without LE Data Packet Length Extension (27 bytes, 328 µs).
+    public var maximumDataLength: LEDataLength?
+    /// The PHYs the controller can use on a link: LE 1M always, 2M and Coded by its features.
+    public var supportedPHYs: LEPHYSet {
+        var s: LEPHYSet = .le1M
+        if leFeatures.contains(.le2MPHY) { s.insert(.le2M) }
+        if leFeatures.contains(.leCodedPHY) { s.insert(.leCoded) }
+        return s
+    }
 
     /// Controller information as given (tests); the init sequence fills it in from the controller.
     public init(hciVersion: HCICoreVersion = HCICoreVersion(rawValue: 0), hciRevision: UInt16 = 0,
@@ -111,3 +121,31 @@ public struct ISOBuffer: Sendable, Equatable {
     }
 }
 
+/// Link layer payload sizes and times of one link or controller (Core Vol 6 Part B §4.5.10).
+public struct LEDataLength: Sendable, Hashable, CustomStringConvertible {
+    /// Octets we may send in one LL data PDU payload.
+    public var txOctets: UInt16
+    /// Microseconds we may take to send one.
+    public var txTime: UInt16
+    /// Octets the peer may send.
+    public var rxOctets: UInt16
+    /// Microseconds the peer may take.
+    public var rxTime: UInt16
+
+    /// Sizes and times as given.
+    public init(txOctets: UInt16, txTime: UInt16, rxOctets: UInt16, rxTime: UInt16) {
+        self.txOctets = txOctets
+        self.txTime = txTime
+        self.rxOctets = rxOctets
+        self.rxTime = rxTime
+    }
+
+    /// What every link starts with: 27 bytes, 328 µs each way.
+    public static let initial = LEDataLength(txOctets: 27, txTime: 328, rxOctets: 27, rxTime: 328)
+
+    /// "251 bytes (2120 µs) out, 251 bytes (2120 µs) in", or one half when both agree.
+    public var description: String {
+        if txOctets == rxOctets && txTime == rxTime { return "\(txOctets) bytes (\(txTime) µs) each way" }
+        return "\(txOctets) bytes (\(txTime) µs) out, \(rxOctets) bytes (\(rxTime) µs) in"
+    }
+}

@@ -14,7 +14,12 @@ import BluetoothWire
 /// 8. HCI_Read_Buffer_Size when the LE ACL length is 0 (shared BR/EDR buffers)
 /// 9. With extended advertising: HCI_LE_Read_Maximum_Advertising_Data_Length and
 ///    HCI_LE_Read_Number_of_Supported_Advertising_Sets (failures tolerated: legacy advertising)
-/// 10. HCI_Set_Event_Mask, 11. HCI_LE_Set_Event_Mask
+/// 10. With LE Data Packet Length Extension: HCI_LE_Read_Maximum_Data_Length and
+///     HCI_LE_Write_Suggested_Default_Data_Length with its maximum TX values, so every new
+///     link asks for the longest payloads (failures tolerated: 27-byte links)
+/// 11. With LE 2M or Coded PHY: HCI_LE_Set_Default_PHY allowing every PHY the controller has
+///     (a peer's PHY request can then be taken; failure tolerated)
+/// 12. HCI_Set_Event_Mask, 13. HCI_LE_Set_Event_Mask
 ///
 /// Drive it with ``start()`` then ``handle(_:)`` with each command's result until it
 /// returns `.finished` or `.failed`.
@@ -24,6 +29,7 @@ public struct ControllerInitializer: Sendable {
         case reset, readLocalVersion, readBDADDR, readSupportedCommands, readFeatures, leReadFeatures
         case leReadBufferSizeV2, leReadBufferSizeV1, readBufferSize
         case leReadMaximumAdvertisingDataLength, leReadNumberOfSupportedAdvertisingSets
+        case leReadMaximumDataLength, leWriteSuggestedDefaultDataLength, leSetDefaultPHY
         case setEventMask, leSetEventMask, done
     }
 
@@ -145,7 +151,7 @@ public struct ControllerInitializer: Sendable {
         case .leReadMaximumAdvertisingDataLength:
             guard case .success(let r) = result, let v = try? r.decode(as: LEReadMaximumAdvertisingDataLengthReturn.self),
                   v.maxAdvertisingDataLength >= 31 else {
-                return send(SetEventMaskCommand(eventMask: Self.eventMask))
+                return linkDefaults()
             }
             // At most 1650 bytes fit an advertising chain (Core Vol 4 Part E §7.8.57).
             info.maximumAdvertisingDataLength = min(Int(v.maxAdvertisingDataLength), AdvertisingData.extendedMaximumLength)
@@ -157,6 +163,19 @@ public struct ControllerInitializer: Sendable {
             } else {
                 info.maximumAdvertisingDataLength = AdvertisingData.legacyMaximumLength
             }
+            return linkDefaults()
+        case .leReadMaximumDataLength:
+            guard case .success(let r) = result, let v = try? r.decode(as: LEReadMaximumDataLengthReturn.self),
+                  v.supportedMaxTxOctets >= 27, v.supportedMaxRxOctets >= 27 else {
+                return phyDefaults()
+            }
+            info.maximumDataLength = LEDataLength(txOctets: min(v.supportedMaxTxOctets, 251), txTime: min(v.supportedMaxTxTime, 17040),
+                                                  rxOctets: min(v.supportedMaxRxOctets, 251), rxTime: min(v.supportedMaxRxTime, 17040))
+            return send(LEWriteSuggestedDefaultDataLengthCommand(suggestedMaxTxOctets: min(v.supportedMaxTxOctets, 251),
+                                                                 suggestedMaxTxTime: min(v.supportedMaxTxTime, 17040)))
+        case .leWriteSuggestedDefaultDataLength:
+            return phyDefaults()
+        case .leSetDefaultPHY:
             return send(SetEventMaskCommand(eventMask: Self.eventMask))
         case .setEventMask:
             _ = try required(result)
@@ -181,6 +200,18 @@ public struct ControllerInitializer: Sendable {
         if info.supportsExtendedAdvertising {
             return send(LEReadMaximumAdvertisingDataLengthCommand())
         }
+        return linkDefaults()
+    }
+
+    /// What new links start with: the longest data length, then every PHY allowed.
+    private mutating func linkDefaults() -> Action {
+        if info.leFeatures.contains(.leDataPacketLengthExtension) { return send(LEReadMaximumDataLengthCommand()) }
+        return phyDefaults()
+    }
+
+    private mutating func phyDefaults() -> Action {
+        let phys = info.supportedPHYs
+        if phys != .le1M { return send(LESetDefaultPHYCommand(txPHYs: phys, rxPHYs: phys)) }
         return send(SetEventMaskCommand(eventMask: Self.eventMask))
     }
 
@@ -229,6 +260,9 @@ public struct ControllerInitializer: Sendable {
         case .readBufferSize: .readBufferSize
         case .leReadMaximumAdvertisingDataLength: .leReadMaximumAdvertisingDataLength
         case .leReadNumberOfSupportedAdvertisingSets: .leReadNumberOfSupportedAdvertisingSets
+        case .leReadMaximumDataLength: .leReadMaximumDataLength
+        case .leWriteSuggestedDefaultDataLength: .leWriteSuggestedDefaultDataLength
+        case .leSetDefaultPHY: .leSetDefaultPHY
         case .setEventMask: .setEventMask
         case .leSetEventMask: .leSetEventMask
         default: .done
