@@ -533,4 +533,66 @@ extension [ConnectionAction] {
                                                            peripheralLatency: 0, supervisionTimeout: 100)))
         #expect(a.isEmpty && m.statistics.unknownHandleEvents == 1)
     }
+
+    // MARK: PHY and data length
+
+    func phyUpdateComplete(_ status: UInt8 = 0, handle: UInt16 = 0x40, tx: UInt8, rx: UInt8) -> [UInt8] {
+        [0x3E, 0x06, 0x0C, status, UInt8(handle & 0xFF), UInt8(handle >> 8), tx, rx]
+    }
+
+    var phyResults: (([ConnectionAction]) -> [Result<LELinkState, HostError>]) {
+        { $0.compactMap { if case .phyUpdated(_, let r) = $0 { r } else { nil } } }
+    }
+
+    @Test("LE Set PHY: its LE PHY Update Complete ends the request, changed or not; one at a time")
+    func phyRequestEndsWithTheUpdate() throws {
+        var m = connected()
+        var a = try m.setPHY(0x40, tx: .le2M, rx: .le2M, now: 0)
+        #expect(a.commands == [.leSetPHY])
+        #expect(m.nextDeadline == LEConnectionManager.phyUpdateTimeout)
+        #expect(throws: HostError.self) { _ = try m.setPHY(0x40, tx: .le1M, rx: .le1M, now: 0) }
+        #expect(m.commandAnswered(.setPHY(handle: 0x40), ok, now: 1).isEmpty, "Command Status: the update follows")
+        a = feed(&m, phyUpdateComplete(tx: 2, rx: 2))
+        let state = try #require(try phyResults(a).first?.get())
+        #expect(state.txPHY == .le2M && state.rxPHY == .le2M && m.link(0x40)?.txPHY == .le2M)
+        #expect(a.contains { if case .linkUpdated = $0 { true } else { false } })
+        // Unchanged is an answer too; a peer's own update only updates the link.
+        _ = try m.setPHY(0x40, tx: .le2M, rx: .le2M, now: 0)
+        #expect(try phyResults(feed(&m, phyUpdateComplete(tx: 2, rx: 2))).first?.get().txPHY == .le2M)
+        a = feed(&m, phyUpdateComplete(tx: 1, rx: 2))
+        #expect(phyResults(a).isEmpty && m.link(0x40)?.txPHY == .le1M)
+        #expect(m.nextDeadline == nil)
+    }
+
+    @Test("A PHY request refused, failed by status, or never reported ends with the error; the link stays")
+    func phyRequestFailures() throws {
+        var m = connected()
+        _ = try m.setPHY(0x40, tx: .leCoded, rx: .leCoded, now: 0)
+        let refused = Result<CommandReturn, HostError>.failure(HostError(.commandFailed(.unsupportedFeatureOrParameterValue), "unsupported"))
+        var a = m.commandAnswered(.setPHY(handle: 0x40), refused, now: 1)
+        #expect(phyResults(a).first.map { if case .failure(let e) = $0 { e.message.hasPrefix("LE Set PHY refused") } else { false } } == true)
+        _ = try m.setPHY(0x40, tx: .le2M, rx: .le2M, now: 0)
+        a = feed(&m, phyUpdateComplete(0x1A, tx: 1, rx: 1))   // Unsupported Remote Feature
+        #expect(phyResults(a).count == 1 && m.link(0x40)?.txPHY == .le1M)
+        _ = try m.setPHY(0x40, tx: .le2M, rx: .le2M, now: 10)
+        #expect(m.timerFired(now: 10 + LEConnectionManager.phyUpdateTimeout - 1).isEmpty)
+        a = m.timerFired(now: 10 + LEConnectionManager.phyUpdateTimeout)
+        #expect(phyResults(a).count == 1 && m.link(0x40) != nil)
+        #expect(throws: HostError.self) { _ = try m.setPHY(0x99, tx: .le2M, rx: .le2M, now: 0) }
+        #expect(throws: HostError.self) { _ = try m.setPHY(0x40, tx: [], rx: .le2M, now: 0) }
+    }
+
+    @Test("LE Set Data Length: the limits checked, its answer ends the request, Data Length Change updates the link")
+    func dataLength() throws {
+        var m = connected()
+        #expect(throws: HostError.self) { _ = try m.setDataLength(0x40, txOctets: 252, txTime: 2120) }
+        #expect(throws: HostError.self) { _ = try m.setDataLength(0x40, txOctets: 251, txTime: 327) }
+        let a = try m.setDataLength(0x40, txOctets: 251, txTime: 2120)
+        #expect(a.commands == [.leSetDataLength])
+        let done = m.commandAnswered(.setDataLength(handle: 0x40), ok, now: 1)
+        #expect(done.contains { if case .dataLengthSet(0x40, .success) = $0 { true } else { false } })
+        _ = feed(&m, [0x3E, 0x0B, 0x07, 0x40, 0x00, 0xFB, 0x00, 0x48, 0x08, 0xFB, 0x00, 0x48, 0x08])
+        let link = try #require(m.link(0x40))
+        #expect(link.maxTxOctets == 251 && link.maxRxTime == 2120)
+    }
 }

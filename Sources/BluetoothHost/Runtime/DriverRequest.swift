@@ -54,6 +54,8 @@ enum LinkRequest {
     case startATT(LEConnection, ATTRole, @Sendable (UnsafeRawBufferPointer) -> Void, @Sendable (HCIErrorCode?, String) -> Void)
     case sendACL(LEConnection, [UInt8])
     case updateParameters(LEConnection, L2CAPConnectionParameters, CheckedContinuation<Result<LELinkState, HostError>, Never>)
+    case setPHY(LEConnection, tx: LEPHYSet, rx: LEPHYSet, LECodedPHYOptions, CheckedContinuation<Result<LELinkState, HostError>, Never>)
+    case setDataLength(LEConnection, txOctets: UInt16, txTime: UInt16, CheckedContinuation<Result<LELinkState, HostError>, Never>)
 
     func refuse(_ error: HostError) {
         switch self {
@@ -62,7 +64,8 @@ enum LinkRequest {
         case .disconnect(let conn, _, let c):
             conn.markClosed(nil, HostError.disconnectMessage(nil))
             c.resume()
-        case .updateParameters(_, _, let c): c.resume(returning: .failure(error))
+        case .updateParameters(_, _, let c), .setPHY(_, _, _, _, let c), .setDataLength(_, _, _, let c):
+            c.resume(returning: .failure(error))
         case .startATT(let conn, _, _, let closed):
             conn.markClosed(nil, HostError.disconnectMessage(nil))
             let why = conn.closeInfo

@@ -50,6 +50,30 @@ extension HostDriver {
             } catch {
                 c.resume(returning: .failure(error))
             }
+        case .setPHY(let conn, let tx, let rx, let options, let c):
+            guard links.isCurrent(conn) else {
+                c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
+                return
+            }
+            do throws(HostError) {
+                let actions = try links.manager.setPHY(conn.handle, tx: tx, rx: rx, options: options, now: Sys.now())
+                links.wait(for: .phy, conn.handle, c)
+                execute(actions)
+            } catch {
+                c.resume(returning: .failure(error))
+            }
+        case .setDataLength(let conn, let octets, let time, let c):
+            guard links.isCurrent(conn) else {
+                c.resume(returning: .failure(conn.disconnectError ?? HostError(.disconnected(nil), HostError.disconnectMessage(nil))))
+                return
+            }
+            do throws(HostError) {
+                let actions = try links.manager.setDataLength(conn.handle, txOctets: octets, txTime: time)
+                links.wait(for: .dataLength, conn.handle, c)
+                execute(actions)
+            } catch {
+                c.resume(returning: .failure(error))
+            }
         case .sendACL(let conn, let frame):
             guard links.isCurrent(conn) else {
                 conn.bytesLeft(frame.count)
@@ -109,6 +133,10 @@ extension HostDriver {
                 for c in links.disconnectFailed(handle) { c.resume() }
             case .parametersUpdated(let handle, let result):
                 for c in links.parametersUpdated(handle) { c.resume(returning: result) }
+            case .phyUpdated(let handle, let result):
+                for c in links.ended(.phy, handle) { c.resume(returning: result) }
+            case .dataLengthSet(let handle, let result):
+                for c in links.ended(.dataLength, handle) { c.resume(returning: result) }
             }
         }
     }
@@ -140,7 +168,9 @@ extension HostDriver {
         execute(creditChannels.machine.linkClosed(conn.handle))
         if conn.role == .peripheral { send(advertising.peripheralLink(closed: conn.handle)) }
         for c in record.disconnectWaiters { c.resume() }
-        for c in record.updateWaiters { c.resume(returning: .failure(HostError(.disconnected(reason), text))) }
+        for c in record.updateWaiters + record.phyWaiters + record.dataLengthWaiters {
+            c.resume(returning: .failure(HostError(.disconnected(reason), text)))
+        }
     }
 
     func sendFrame(_ frame: [UInt8], handle: UInt16, accounted: Bool) {

@@ -133,6 +133,32 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         return try result.get()
     }
 
+    /// Asks for the link's PHYs (LE Set PHY): `tx` and `rx` are what we take (LE 2M for
+    /// speed, Coded for range); returns the PHYs in use once the controllers settled it (LE
+    /// PHY Update Complete, which comes also when nothing changed). A refusal, a peer without
+    /// the PHY (the status) and the link going down are errors.
+    public func setPHY(tx: LEPHYSet, rx: LEPHYSet, options: LECodedPHYOptions = .noPreference) async throws(HostError) -> LELinkState {
+        if let error = disconnectError { throw error }
+        let driver = self.driver
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<LELinkState, HostError>, Never>) in
+            driver.post(.link(.setPHY(self, tx: tx, rx: rx, options, c)))  // a refused post resumes c itself
+        }
+        return try result.get()
+    }
+
+    /// Asks for link layer payloads of up to `txOctets` bytes taking up to `txTime` µs (LE
+    /// Set Data Length); returns once the controller took the request. The sizes in force
+    /// (``parameters``) change with LE Data Length Change, when the peer agrees.
+    @discardableResult
+    public func setDataLength(txOctets: UInt16, txTime: UInt16) async throws(HostError) -> LELinkState {
+        if let error = disconnectError { throw error }
+        let driver = self.driver
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<LELinkState, HostError>, Never>) in
+            driver.post(.link(.setDataLength(self, txOctets: txOctets, txTime: txTime, c)))
+        }
+        return try result.get()
+    }
+
     /// Starts ATT delivery for one side of the link's ATT bearer: `received` gets each
     /// ATT PDU from the peer (opcode first) for that side, in order, buffered ones first, as
     /// a view valid only during the call; `closed` is called once when the link goes down,

@@ -25,6 +25,8 @@ struct LinkRuntime {
         var buffered: [[UInt8]] = []
         var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
         var updateWaiters: [Update] = []
+        var phyWaiters: [Update] = []
+        var dataLengthWaiters: [Update] = []
     }
 
     /// The sans-I/O machine; changed in place (`links.manager.…`).
@@ -106,6 +108,27 @@ struct LinkRuntime {
     mutating func disconnectFailed(_ handle: UInt16) -> [CheckedContinuation<Void, Never>] {
         defer { records[handle]?.disconnectWaiters = [] }
         return records[handle]?.disconnectWaiters ?? []
+    }
+
+    enum Procedure { case phy, dataLength }
+
+    mutating func wait(for procedure: Procedure, _ handle: UInt16, _ c: Update) {
+        switch procedure {
+        case .phy: records[handle]?.phyWaiters.append(c)
+        case .dataLength: records[handle]?.dataLengthWaiters.append(c)
+        }
+    }
+
+    /// The PHY or data length request ended: who waited for it.
+    mutating func ended(_ procedure: Procedure, _ handle: UInt16) -> [Update] {
+        switch procedure {
+        case .phy:
+            defer { records[handle]?.phyWaiters = [] }
+            return records[handle]?.phyWaiters ?? []
+        case .dataLength:
+            defer { records[handle]?.dataLengthWaiters = [] }
+            return records[handle]?.dataLengthWaiters ?? []
+        }
     }
 
     /// The parameters update ended: who waited for it.

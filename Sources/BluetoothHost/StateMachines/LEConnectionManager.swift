@@ -82,6 +82,8 @@ public struct LEConnectionManager: Sendable {
         var pendingSignaling: Set<UInt8> = []
         /// Our Connection Parameter Update Request (we are peripheral), until the update.
         var parameterRequest: ParameterRequest?
+        /// Our LE Set PHY, until LE PHY Update Complete: the time it is given up.
+        var phyRequestDeadline: UInt64?
     }
 
     /// A peripheral's L2CAP Connection Parameter Update Request (Core Vol 3 Part A §4.20),
@@ -101,6 +103,9 @@ public struct LEConnectionManager: Sendable {
     /// How long a peripheral's parameter request may take, answer and update together
     /// (Core Vol 3 Part A §6.2.1: the RTX ends at 60 s at most; 30 s as for ATT and SMP).
     public static let parameterRequestTimeout: UInt64 = 30_000_000_000
+    /// How long a PHY update may take: the LL procedure's response timeout (40 s, Core Vol 6
+    /// Part B §5.2) plus the instant; a controller that never reports it is given up on.
+    public static let phyUpdateTimeout: UInt64 = 45_000_000_000
 
     private var waiting: [PendingConnect] = []
     private var create = Create.idle
@@ -142,7 +147,8 @@ public struct LEConnectionManager: Sendable {
         case .cancelling(_, let deadline, _): deadline
         }
         let requests = links.values.compactMap(\.parameterRequest?.deadline).min()
-        return [connecting, requests].compactMap { $0 }.min()
+        let phy = links.values.compactMap(\.phyRequestDeadline).min()
+        return [connecting, requests, phy].compactMap { $0 }.min()
     }
 
     // MARK: Connect
@@ -227,6 +233,12 @@ public struct LEConnectionManager: Sendable {
             actions.append(.parametersUpdated(handle: handle, .failure(HostError(.commandTimeout,
                 "the connection parameter update did not happen within \(Self.parameterRequestTimeout / 1_000_000_000) s (the central did not answer or update)"))))
         }
+        for handle in links.keys.sorted() {
+            guard let deadline = links[handle]?.phyRequestDeadline, deadline <= now else { continue }
+            links[handle]?.phyRequestDeadline = nil
+            actions.append(.phyUpdated(handle: handle, .failure(HostError(.commandTimeout,
+                "the controller did not report the PHY update within \(Self.phyUpdateTimeout / 1_000_000_000) s"))))
+        }
         switch create {
         case .creating(let r) where r.deadline <= now:
             create = .cancelling(r, deadline: now &+ cancelGracePeriod, .timedOut)
@@ -301,6 +313,21 @@ public struct LEConnectionManager: Sendable {
         case .remoteParameterReply, .readRemoteFeatures:
             // Failures leave the link as it was; the completion events carry the results.
             break
+        case .setPHY(let handle):
+            // Refused at once (Command Status error): no LE PHY Update Complete follows.
+            guard case .failure(var error) = result, links[handle]?.phyRequestDeadline != nil else { break }
+            links[handle]?.phyRequestDeadline = nil
+            error.message = "LE Set PHY refused: " + error.message
+            actions.append(.phyUpdated(handle: handle, .failure(error)))
+        case .setDataLength(let handle):
+            guard let state = links[handle]?.state else { break }
+            switch result {
+            case .success:
+                actions.append(.dataLengthSet(handle: handle, .success(state)))
+            case .failure(var error):
+                error.message = "LE Set Data Length refused: " + error.message
+                actions.append(.dataLengthSet(handle: handle, .failure(error)))
+            }
         }
         return actions
     }
@@ -357,11 +384,21 @@ public struct LEConnectionManager: Sendable {
                 $0.maxRxTime = e.maxRxTime
             }
         case .phyUpdateComplete(let e):
-            guard e.status == .success else { return [] }
-            return update(e.connectionHandle) {
+            // Ours when we asked (also when nothing changed); else the peer's or the controller's.
+            let asked = links[e.connectionHandle]?.phyRequestDeadline != nil
+            links[e.connectionHandle]?.phyRequestDeadline = nil
+            guard e.status == .success else {
+                return asked ? [.phyUpdated(handle: e.connectionHandle, .failure(HostError(.commandFailed(e.status),
+                    "the PHY update failed: \(e.status)")))] : []
+            }
+            var actions = update(e.connectionHandle) {
                 $0.txPHY = e.txPHY
                 $0.rxPHY = e.rxPHY
             }
+            if asked, let state = links[e.connectionHandle]?.state {
+                actions.append(.phyUpdated(handle: e.connectionHandle, .success(state)))
+            }
+            return actions
         case .remoteConnectionParameterRequest(let e):
             return remoteParameterRequest(e)
         case .readRemoteFeaturesComplete(let e):
@@ -526,6 +563,36 @@ public struct LEConnectionManager: Sendable {
         link.parameterRequest = .sent(identifier: id, deadline: now &+ Self.parameterRequestTimeout)
         links[handle] = link
         return signaling(handle, .connectionParameterUpdateRequest(identifier: id, p))
+    }
+
+    /// Asks for the PHYs of a link (LE Set PHY, Core Vol 4 Part E §7.8.49): `tx` and `rx` are
+    /// the PHYs we take; the controller and the peer settle it and LE PHY Update Complete
+    /// ends the request (`.phyUpdated`, with the PHYs in use, changed or not).
+    public mutating func setPHY(_ handle: UInt16, tx: LEPHYSet, rx: LEPHYSet, options: LECodedPHYOptions = .noPreference,
+                                now: UInt64) throws(HostError) -> [ConnectionAction] {
+        guard var link = links[handle], link.phase == .up else {
+            throw HostError(.disconnected(nil), "no link with handle 0x\(hex(handle, 4))")
+        }
+        guard link.phyRequestDeadline == nil else { throw HostError(.busy, "a PHY update is already asked for on this link") }
+        guard !tx.isEmpty, !rx.isEmpty else { throw HostError(.invalidParameters, "give at least one PHY each way") }
+        link.phyRequestDeadline = now &+ Self.phyUpdateTimeout
+        links[handle] = link
+        return [.sendCommand(LESetPHYCommand(connectionHandle: handle, txPHYs: tx, rxPHYs: rx, phyOptions: options),
+                             .setPHY(handle: handle))]
+    }
+
+    /// Asks for longer (or shorter) link layer payloads on a link (LE Set Data Length, Core
+    /// Vol 4 Part E §7.8.33): 27...251 octets, 328...17040 µs. The controller runs the Data
+    /// Length Update; the sizes in force come with LE Data Length Change, only when they change.
+    public mutating func setDataLength(_ handle: UInt16, txOctets: UInt16, txTime: UInt16) throws(HostError) -> [ConnectionAction] {
+        guard let link = links[handle], link.phase == .up else {
+            throw HostError(.disconnected(nil), "no link with handle 0x\(hex(handle, 4))")
+        }
+        guard (27 ... 251).contains(txOctets), (328 ... 17040).contains(txTime) else {
+            throw HostError(.invalidParameters, "data length outside the spec's limits: \(txOctets) octets (27-251), \(txTime) µs (328-17040)")
+        }
+        return [.sendCommand(LESetDataLengthCommand(connectionHandle: handle, txOctets: txOctets, txTime: txTime),
+                             .setDataLength(handle: handle))]
     }
 
     /// The central's answer to our parameter request (a response, or a Command Reject).

@@ -111,6 +111,10 @@ public enum ConnectionCommandPurpose: Hashable, Sendable {
     case remoteParameterReply(handle: UInt16)
     /// LE Read Remote Features, sent once a link we created is up.
     case readRemoteFeatures(handle: UInt16)
+    /// LE Set Data Length for a link.
+    case setDataLength(handle: UInt16)
+    /// LE Set PHY for a link (LE PHY Update Complete follows).
+    case setPHY(handle: UInt16)
 }
 
 /// What ``LEConnectionManager`` asks its driver to do.
@@ -135,6 +139,13 @@ public enum ConnectionAction: Sendable {
     /// now in force, or the controller's status as an error), or LE Connection Update
     /// refused by the controller. Ends ``LEConnection/updateParameters(_:)`` calls.
     case parametersUpdated(handle: UInt16, Result<LELinkState, HostError>)
+    /// Our PHY request ended: LE PHY Update Complete (the PHYs now in use, also when nothing
+    /// changed), its status as an error, a refused LE Set PHY, or no answer in time. Ends
+    /// ``LEConnection/setPHY(tx:rx:options:)`` calls.
+    case phyUpdated(handle: UInt16, Result<LELinkState, HostError>)
+    /// LE Set Data Length was answered (the link's Data Length Change comes as
+    /// `.linkUpdated` when the sizes change). Ends ``LEConnection/setDataLength(txOctets:txTime:)``.
+    case dataLengthSet(handle: UInt16, Result<LELinkState, HostError>)
 }
 
 extension ConnectionAction: CustomStringConvertible {
@@ -149,6 +160,8 @@ extension ConnectionAction: CustomStringConvertible {
         case .linkClosed(let s, let r): "linkClosed(0x\(hex(s.handle, 4)), \(r))"
         case .disconnectFailed(let h, let e): "disconnectFailed(0x\(hex(h, 4)), \(e))"
         case .parametersUpdated(let h, let r): "parametersUpdated(0x\(hex(h, 4)), \(r))"
+        case .phyUpdated(let h, let r): "phyUpdated(0x\(hex(h, 4)), \(r))"
+        case .dataLengthSet(let h, let r): "dataLengthSet(0x\(hex(h, 4)), \(r))"
         }
     }
 }
