@@ -36,6 +36,28 @@ public struct ConnectionParameterWish: Sendable, Hashable {
     }
 }
 
+/// Which PHY a central link asks for once it is up (LE Set PHY, Core Vol 4 Part E §7.8.49).
+public enum PHYPreference: String, Sendable, Hashable, CaseIterable {
+    /// LE 2M where both controllers have it (twice LE 1M's rate), else LE 1M.
+    case auto
+    /// LE 1M, as every link starts.
+    case le1M = "1m"
+    /// LE 2M; a controller or device without it is said, and the link stays on LE 1M.
+    case le2M = "2m"
+    /// LE Coded (long range, the controller's choice of S=2 or S=8).
+    case coded
+}
+
+/// What asking for a link's PHY or data length came to.
+public enum LinkRequestOutcome: Sendable, Equatable {
+    /// Not asked for (the preference, or nothing to gain).
+    case notAsked
+    /// Done: the link as it is now.
+    case done(LELinkState)
+    /// Refused or failed (the link goes on as it was): why.
+    case refused(String)
+}
+
 /// How a central link is set up.
 public struct ConnectSettings: Sendable {
     /// Give up connecting after this long.
@@ -45,12 +67,21 @@ public struct ConnectSettings: Sendable {
     public var encryptWithBond: Bool
     /// Connection parameters to ask for once connected (nil: keep the link's).
     public var parameters: ConnectionParameterWish?
+    /// The PHY to ask for once connected.
+    public var phy: PHYPreference
+    /// Ask for the longest data length both controllers take (LE Set Data Length) once
+    /// connected, where the controller has Data Length Extension.
+    public var longestDataLength: Bool
 
-    /// The defaults: 10 s, encrypted with the bond, the link's parameters.
-    public init(timeout: Duration = .seconds(10), encryptWithBond: Bool = true, parameters: ConnectionParameterWish? = nil) {
+    /// The defaults: 10 s, encrypted with the bond, the link's parameters, LE 2M where
+    /// both have it, the longest data length.
+    public init(timeout: Duration = .seconds(10), encryptWithBond: Bool = true, parameters: ConnectionParameterWish? = nil,
+                phy: PHYPreference = .auto, longestDataLength: Bool = true) {
         self.timeout = timeout
         self.encryptWithBond = encryptWithBond
         self.parameters = parameters
+        self.phy = phy
+        self.longestDataLength = longestDataLength
     }
 }
 
@@ -62,6 +93,10 @@ public struct CentralLink: Sendable {
     public let bondSecurity: LinkSecurity?
     /// The parameters after the update asked for (nil: none asked for).
     public let updatedParameters: LELinkState?
+    /// What asking for the longest data length did.
+    public let dataLength: LinkRequestOutcome
+    /// What asking for the PHY did.
+    public let phy: LinkRequestOutcome
 
     /// Connects to `address` and sets the link up. A bonded device is encrypted with its
     /// stored key at once; when it refuses (it forgot the bond, or it is not the device that
@@ -96,7 +131,43 @@ public struct CentralLink: Sendable {
                 throw BluetoothError("connection update refused: \(error.message)", underlying: error)
             }
         }
-        return CentralLink(connection: link, bondSecurity: security, updatedParameters: updated)
+        // Faster links: refusals are fine (said by the caller), the link goes on as it was.
+        var dataLength = LinkRequestOutcome.notAsked
+        if settings.longestDataLength, let max = host.info.maximumDataLength, link.parameters.maxTxOctets < max.txOctets {
+            do throws(HostError) {
+                dataLength = .done(try await link.setDataLength(txOctets: max.txOctets, txTime: max.txTime))
+            } catch {
+                if error.isLinkLoss { throw BluetoothError("cannot connect to \(address): \(error.message)", underlying: error) }
+                dataLength = .refused(error.message)
+            }
+        }
+        var phy = LinkRequestOutcome.notAsked
+        if let wanted = phyRequest(settings.phy, local: host.info.supportedPHYs, link.parameters) {
+            do throws(HostError) {
+                phy = .done(try await link.setPHY(tx: wanted, rx: wanted))
+            } catch {
+                if error.isLinkLoss { throw BluetoothError("cannot connect to \(address): \(error.message)", underlying: error) }
+                phy = .refused(error.message)
+            }
+        }
+        return CentralLink(connection: link, bondSecurity: security, updatedParameters: updated, dataLength: dataLength, phy: phy)
+    }
+
+    /// The PHYs to ask for, nil for none: `auto` asks for LE 2M when this controller has it
+    /// and the device does not say it lacks it (its features may not be read yet).
+    static func phyRequest(_ preference: PHYPreference, local: LEPHYSet, _ link: LELinkState) -> LEPHYSet? {
+        switch preference {
+        case .auto:
+            guard local.contains(.le2M), link.remoteFeatures.map({ $0.contains(.le2MPHY) }) ?? true,
+                  link.txPHY != .le2M || link.rxPHY != .le2M else { return nil }
+            return .le2M
+        case .le1M:
+            return link.txPHY == .le1M && link.rxPHY == .le1M ? nil : .le1M
+        case .le2M:
+            return .le2M
+        case .coded:
+            return .leCoded
+        }
     }
 }
 

@@ -39,6 +39,7 @@ public enum LinkText {
             if let now = link.updatedParameters {
                 lines.append("connection parameters: interval \(now.intervalMilliseconds) ms, latency \(now.latency), supervision timeout \(Int(now.supervisionTimeout) * 10) ms")
             }
+            lines += Self.speed(link)
             return lines
         // A request refused for security: the library raises it (the kernel bearer pairs
         // through the kernel's SMP) and retries once; say so, as BlueZ's tools do.
@@ -46,6 +47,24 @@ public enum LinkText {
         case .security(.raised(let level)): return ["security is \(level); retrying"]
         case .security(.failed(let failure)): return ["cannot raise security: \(failure.message)"]
         }
+    }
+
+    /// What asking for the data length and the PHY came to (nothing when neither was asked):
+    /// the link as it is now, or the refusal, once.
+    public static func speed(_ link: CentralLink) -> [String] {
+        var lines: [String] = []
+        let now = link.connection.parameters
+        switch link.dataLength {
+        case .notAsked: break
+        case .done: lines.append("data length: \(LEDataLength(txOctets: now.maxTxOctets, txTime: now.maxTxTime, rxOctets: now.maxRxOctets, rxTime: now.maxRxTime))")
+        case .refused(let why): lines.append("a longer data length was not taken (\(why)); the link stays at \(now.maxTxOctets) bytes")
+        }
+        switch link.phy {
+        case .notAsked: break
+        case .done(let s): lines.append("PHY: \(s.txPHY == s.rxPHY ? s.txPHY.description : "\(s.txPHY) out, \(s.rxPHY) in")")
+        case .refused(let why): lines.append("the PHY asked for was not taken (\(why)); the link stays on \(now.txPHY)")
+        }
+        return lines
     }
 
     /// What discovery did: where the database came from, its size, round trips and time.

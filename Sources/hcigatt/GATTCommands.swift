@@ -9,8 +9,8 @@ import HCIGATTFormat
 /// Options shared by the commands that talk to one peripheral.
 enum PeerOptions {
     static let options: Set<String> = ControllerOptions.options.union(["scan-timeout", "connect-timeout", "att-timeout",
-                                                                       "conn-interval", "conn-latency", "supervision-timeout"])
-    static let flags: Set<String> = ControllerOptions.flags.union(["no-cache"])
+                                                                       "conn-interval", "conn-latency", "supervision-timeout", "phy"])
+    static let flags: Set<String> = ControllerOptions.flags.union(["no-cache", "no-data-length"])
 
     static let help = """
       --no-cache             discover the whole database even for a bonded device (by
@@ -30,6 +30,11 @@ enum PeerOptions {
       --conn-latency N       peripheral latency in connection events (0-499) and
       --supervision-timeout MS  supervision timeout (100-32000 ms; default: the link's, or
                              twice the least the interval and latency allow)
+      --phy P                the PHY to ask for once connected: auto (default: LE 2M where
+                             both controllers have it), 1m, 2m or coded (long range); a
+                             controller or device that refuses is said, the link goes on
+      --no-data-length       do not ask for the longest data length (by default the
+                             longest both controllers take, up to 251-byte payloads)
     \(ControllerOptions.help)
     """
 }
@@ -90,9 +95,17 @@ struct PeerCommandSettings: Sendable {
         let connect = try ControllerOptions.seconds(args, "connect-timeout", default: 10, range: 0.1 ... 600)
         let att = try ControllerOptions.seconds(args, "att-timeout", default: 30, range: 0.05 ... 600)
         let wish = try ConnectionParameterOptions.parse(args)
+        let phy: PHYPreference
+        switch args.option("phy") {
+        case nil: phy = .auto
+        case let text?:
+            guard let p = PHYPreference(rawValue: text.lowercased()) else { throw UsageError("--phy takes auto, 1m, 2m or coded, not '\(text)'") }
+            phy = p
+        }
         // A Signed Write is what an unencrypted link uses: no encryption with the bond then.
         peer = PeerSettings(scanTimeout: scan,
-                            connect: ConnectSettings(timeout: connect, encryptWithBond: !args.flag("signed") && !args.flag("repair"), parameters: wish),
+                            connect: ConnectSettings(timeout: connect, encryptWithBond: !args.flag("signed") && !args.flag("repair"), parameters: wish,
+                                                     phy: phy, longestDataLength: !args.flag("no-data-length")),
                             attTimeout: att, reuseCache: !args.flag("no-cache"))
         transportText = args.option("transport")
         if let spec = transportText, spec.hasPrefix("l2cap:") {
@@ -102,6 +115,9 @@ struct PeerCommandSettings: Sendable {
             }
             if wish != nil {
                 throw UsageError("--conn-interval/--conn-latency/--supervision-timeout need an HCI transport: with \(spec) the kernel owns the link")
+            }
+            if args.option("phy") != nil || args.flag("no-data-length") {
+                throw UsageError("--phy and --no-data-length need an HCI transport: with \(spec) the kernel owns the link")
             }
             if args.option("snoop") != nil { throw UsageError("--snoop records HCI traffic; the kernel owns it with l2cap:hciN (use btmon)") }
             kernelAdapter = index
@@ -359,6 +375,11 @@ enum GATTDumpCommand {
                 Field("interval_ms", .double(Double(link.interval) * 1.25)),
                 Field("latency", .uint(UInt64(link.latency))),
                 Field("supervision_timeout_ms", .uint(UInt64(link.supervisionTimeout) * 10)),
+            ]
+            l += [
+                Field("tx_phy", .text(link.txPHY.description)), Field("rx_phy", .text(link.rxPHY.description)),
+                Field("max_tx_octets", .uint(UInt64(link.maxTxOctets))), Field("max_tx_time_us", .uint(UInt64(link.maxTxTime))),
+                Field("max_rx_octets", .uint(UInt64(link.maxRxOctets))), Field("max_rx_time_us", .uint(UInt64(link.maxRxTime))),
             ]
             if let f = link.remoteFeatures { l.append(Field("remote_le_features", .list(f.names.map { .text($0) }))) }
             out.insert(Field("link", .object(l)), at: 2)

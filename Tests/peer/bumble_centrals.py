@@ -41,7 +41,7 @@ from bumble.keys import JsonKeyStore
 from bumble.l2cap import LeCreditBasedChannelSpec
 from bumble.transport.common import AsyncPipeSink
 
-from bumble_peer import PeerLink, start_host_controller
+from bumble_peer import PeerLink, modern_link_layer, start_host_controller
 
 
 def uuid_text(uuid) -> str:
@@ -262,7 +262,7 @@ async def main() -> None:
     devices = []
     for i in range(args.centrals):
         address = f'D0:D1:D2:D3:D4:{i + 1:02X}'
-        controller = Controller(f'central{i}', link=link, public_address=address)
+        controller = modern_link_layer(Controller(f'central{i}', link=link, public_address=address))
         device = Device(name=f'central{i}', address=hci.Address(address),
                         host=Host(controller, AsyncPipeSink(controller)))
         if args.keystore:

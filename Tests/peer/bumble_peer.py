@@ -52,6 +52,44 @@ from peer_events import EventWriter
 LE_EXTENDED_ADVERTISING_BIT = 12
 
 
+def modern_link_layer(controller):
+    """251-byte payloads of up to 17040 µs both ways, suggested for every link: a Bluetooth
+    5 controller's link layer (Bumble's default is Bluetooth 4.0's 27 bytes)."""
+    controller.supported_max_tx_octets = controller.supported_max_rx_octets = 251
+    controller.supported_max_tx_time = controller.supported_max_rx_time = 17040
+    controller.suggested_max_tx_octets, controller.suggested_max_tx_time = 251, 17040
+    return controller
+
+
+def link_sizes(connection):
+    """[tx octets, tx time, rx octets, rx time] in force on one end of a link (27 bytes,
+    328 µs until a Data Length Update)."""
+    return connection.__dict__.setdefault('link_sizes', [27, 328, 27, 328])
+
+
+def data_length_change(handle, sizes):
+    return hci.HCI_LE_Data_Length_Change_Event(connection_handle=handle, max_tx_octets=sizes[0], max_tx_time=sizes[1],
+                                               max_rx_octets=sizes[2], max_rx_time=sizes[3])
+
+
+def phys_of(controller):
+    """The PHYs a controller takes (bit 0 1M, 1 2M, 2 Coded): its features, narrowed by its
+    host's LE Set Default PHY where it gave one."""
+    features = controller.le_features
+    phys = 0x01 | (0x02 if features & hci.LeFeatureMask.LE_2M_PHY else 0) | (0x04 if features & hci.LeFeatureMask.LE_CODED_PHY else 0)
+    default = getattr(controller, 'default_phy', {}) or {}
+    chosen = (default.get('tx_phys', 0) | default.get('rx_phys', 0)) if not default.get('all_phys', 0) else 0
+    return phys & chosen if phys & chosen else phys
+
+
+def best_phy(mask):
+    """2M, else 1M, else Coded (HCI PHY values 2, 1, 3); 1M when nothing is common."""
+    for bit, value in ((0x02, 2), (0x01, 1), (0x04, 3)):
+        if mask & bit:
+            return value
+    return 1
+
+
 class HostController(Controller):
     """The controller hcigatt drives, with LE Create Connection Cancel as the spec has it.
 
@@ -61,6 +99,10 @@ class HostController(Controller):
     Unknown Connection Identifier (0x02), after the Command Complete; with nothing pending
     the answer is Command Disallowed.
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        modern_link_layer(self)
 
     def on_hci_le_create_connection_cancel_command(self, _command):
         pending = self.pending_le_connection
@@ -75,6 +117,75 @@ class HostController(Controller):
         # Runs after this handler's Command Complete has been sent.
         asyncio.get_running_loop().call_soon(self.send_hci_packet, event)
         return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
+
+    # Bumble's controller claims LE Data Packet Length Extension and LE 2M and Coded PHY,
+    # but answers LE Set Data Length with Unknown HCI Command, never answers LE Set PHY,
+    # and supports 27-byte payloads only. This one has a modern link layer (251 bytes,
+    # 17040 µs, modern_link_layer) and runs both procedures as the spec has them, with the
+    # peer's controller on the link: the effective sizes are the smaller of what each end
+    # sends and the other takes (Core Vol 6 Part B §4.5.10), the PHY the best both take
+    # (2M, then 1M, then Coded); both hosts hear of a change (LE Data Length Change only
+    # when the sizes change; LE PHY Update Complete always, Vol 6 Part B §5.1.10).
+
+    # A controller that refuses both (--refuse-speed-ups): what hosts meet in older parts.
+    refuse_speed_ups = False
+
+    def on_hci_le_set_data_length_command(self, command):
+        if self.refuse_speed_ups:
+            return hci.HCI_StatusAndConnectionHandleReturnParameters(
+                status=hci.HCI_ErrorCode.UNKNOWN_HCI_COMMAND_ERROR, connection_handle=command.connection_handle)
+        connection = self.find_le_connection_by_handle(command.connection_handle)
+        if connection is None:
+            return hci.HCI_StatusAndConnectionHandleReturnParameters(
+                status=hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, connection_handle=command.connection_handle)
+        peer, peer_connection = self.peer_of(connection)
+        mine = link_sizes(connection)
+        tx = min(command.tx_octets, self.supported_max_tx_octets)
+        tx_time = min(command.tx_time, self.supported_max_tx_time)
+        if peer is not None and peer_connection is not None:
+            theirs = link_sizes(peer_connection)
+            # One LL_LENGTH_REQ / LL_LENGTH_RSP exchange: each end learns the other's maximum
+            # to send (the peer's: its suggested default) and to take.
+            new = [min(tx, peer.supported_max_rx_octets), min(tx_time, peer.supported_max_rx_time),
+                   min(self.supported_max_rx_octets, peer.suggested_max_tx_octets),
+                   min(self.supported_max_rx_time, peer.suggested_max_tx_time)]
+            if new != mine:
+                mine[:] = new
+                theirs[:] = [new[2], new[3], new[0], new[1]]
+                loop = asyncio.get_running_loop()
+                loop.call_soon(self.send_hci_packet, data_length_change(connection.handle, mine))
+                loop.call_soon(peer.send_hci_packet, data_length_change(peer_connection.handle, theirs))
+        return hci.HCI_StatusAndConnectionHandleReturnParameters(
+            status=hci.HCI_ErrorCode.SUCCESS, connection_handle=command.connection_handle)
+
+    def on_hci_le_set_phy_command(self, command):
+        if self.refuse_speed_ups:
+            self._send_hci_command_status(hci.HCI_ErrorCode.UNSUPPORTED_FEATURE_OR_PARAMETER_VALUE_ERROR, command.op_code)
+            return None
+        connection = self.find_le_connection_by_handle(command.connection_handle)
+        if connection is None:
+            self._send_hci_command_status(hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR, command.op_code)
+            return None
+        self._send_hci_command_status(hci.HCI_ErrorCode.SUCCESS, command.op_code)
+        peer, peer_connection = self.peer_of(connection)
+        ours, theirs = phys_of(self), phys_of(peer) if peer is not None else 0x01
+        wanted_tx = ours if command.all_phys & 1 else command.tx_phys & ours
+        wanted_rx = ours if command.all_phys & 2 else command.rx_phys & ours
+        tx, rx = best_phy(wanted_tx & theirs), best_phy(wanted_rx & theirs)
+        loop = asyncio.get_running_loop()
+        loop.call_soon(self.send_hci_packet, hci.HCI_LE_PHY_Update_Complete_Event(
+            status=hci.HCI_ErrorCode.SUCCESS, connection_handle=connection.handle, tx_phy=tx, rx_phy=rx))
+        if peer is not None and peer_connection is not None:
+            loop.call_soon(peer.send_hci_packet, hci.HCI_LE_PHY_Update_Complete_Event(
+                status=hci.HCI_ErrorCode.SUCCESS, connection_handle=peer_connection.handle, tx_phy=rx, rx_phy=tx))
+        return None
+
+    def peer_of(self, connection):
+        """The controller at the other end of `connection`, and its connection to us."""
+        peer = self.link.find_le_controller(connection.peer_address) if self.link else None
+        if peer is None:
+            return None, None
+        return peer, peer.le_connections.get(connection.self_address)
 
     def on_hci_reset_command(self, command):
         """A reset ends the controller's LE links, as on real hardware (Core Vol 4 Part E
@@ -371,7 +482,7 @@ async def broadcast_readings(device, p, events, own):
 async def start_peripheral(link, index, p, events, *, database, **behaviour_options):
     """A Bumble controller on `link` driven by a Device that serves GATT (GattBehaviour)
     and advertises as parse_peripheral's `p` says. Returns (device, behaviour)."""
-    controller = Controller(f'peripheral{index}', link=link, public_address=p['address'])
+    controller = modern_link_layer(Controller(f'peripheral{index}', link=link, public_address=p['address']))
     device = Device(name=p['name'], address=hci.Address(p['address']),
                     host=Host(controller, AsyncPipeSink(controller)))
     device.advertising_data = advertising_data(p)
@@ -462,6 +573,9 @@ async def main() -> None:
                              'n-th has --host-address + n)')
     parser.add_argument('--extended-advertising', action='store_true',
                         help="hcigatt's controllers claim the extended advertising commands (Bluetooth 5)")
+    parser.add_argument('--refuse-speed-ups', action='store_true',
+                        help='the controller hcigatt drives refuses LE Set Data Length (Unknown HCI Command) '
+                             'and LE Set PHY (Unsupported Feature)')
     parser.add_argument('--legacy-reports', action='store_true',
                         help='clear the LE Extended Advertising feature bit so the controller '
                              'sends legacy LE Advertising Reports')
@@ -500,8 +614,9 @@ async def main() -> None:
     events = EventWriter(sys.stdout)
 
     # The controllers hcigatt drives, on TCP server sockets we bind first so the ports are known.
-    server_socket, transport, _ = await start_host_controller(link, args.port, args.host_address, args.legacy_reports,
+    server_socket, transport, controller = await start_host_controller(link, args.port, args.host_address, args.legacy_reports,
                                                               args.extended_advertising)
+    controller.refuse_speed_ups = args.refuse_speed_ups
     port = server_socket.getsockname()[1]
     extra_ports = []
     for n in range(1, args.hosts):
