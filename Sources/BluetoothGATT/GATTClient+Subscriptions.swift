@@ -114,7 +114,8 @@ extension GATTClient {
         }
     }
 
-    /// Ends every subscription stream of `characteristic` and waits until its CCCD is
+    /// Ends every subscription stream of `characteristic` (a stream of several
+    /// characteristics goes on with the others) and waits until its CCCD is
     /// cleared on the server, so a tool can disconnect right after, having unsubscribed
     /// cleanly. Does nothing when nobody is subscribed.
     public func unsubscribe(characteristic: GATTCharacteristic) async throws(GATTError) {
@@ -126,7 +127,14 @@ extension GATTClient {
                     return
                 }
                 for id in entry.subscribers {
-                    guard let sub = s.subscribers.removeValue(forKey: id) else { continue }
+                    guard var sub = s.subscribers[id] else { continue }
+                    if sub.handles.count > 1 {
+                        // A stream of several characteristics goes on with the others.
+                        sub.handles[valueHandle] = nil
+                        s.subscribers[id] = sub
+                        continue
+                    }
+                    s.subscribers[id] = nil
                     for e in sub.buffer { if let t = e.token { taken(t, &s, &fx) } }
                     if let w = sub.waiting { fx.append { w.resume(returning: .success(nil)) } }
                 }

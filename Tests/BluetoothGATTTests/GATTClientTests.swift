@@ -205,6 +205,13 @@ import Testing
             #expect(got.map(\.1) == [[1], [2], [9], [3]])
             #expect(got.map(\.2) == [false, false, true, false])
             #expect(server.confirmations == 1)
+            // Unsubscribing one characteristic leaves the stream with the other: its indications
+            // are still taken (and confirmed), the first's CCCD is cleared.
+            try await client.unsubscribe(characteristic: battery)
+            server.indicate(tm.valueHandle, [8])
+            #expect(try await it.next()?.value == [8])
+            #expect(server.confirmations == 2)
+            #expect(server.writes(to: try #require(battery.cccdHandle)) == [[0x01, 0x00], [0x00, 0x00]])
             // The same characteristic twice on one stream is refused, and what was written is cleared.
             await #expect(throws: GATTError.self) { _ = try await client.subscribe([(battery, indicate: false), (battery, indicate: false)]) }
         }
