@@ -29,30 +29,54 @@ struct GatewayRecordFetch: Sendable {
         let mark = runtime.recordMarks.mark(of: device)
         do throws(BluetoothError) {
             var restarts = false
-            var (records, summary) = try await fetch(mark.map { $0 == .max ? .last : .atLeast($0 &+ 1) } ?? .all, service, client, db)
-            // A device that forgot its records starts numbering again: nothing is newer than
-            // the mark, and its newest record is below it.
-            if let m = mark, !records.contains(where: { ($0.sequenceNumber ?? 0) > m }) {
-                let (last, _) = try await fetch(.last, service, client, db)
-                if let n = last.first?.sequenceNumber, n < m {
-                    log("\(who): its records are numbered anew (newest #\(n), #\(m) was published): fetching them all")
-                    (records, summary) = try await fetch(.all, service, client, db)
-                    restarts = true
+            var records: [StoredRecord] = []
+            var said: String
+            if let m = mark {
+                // The newest record says where the device is: ahead of the mark (new records,
+                // maybe past a wrap of the numbers), at it (nothing new), or behind it (it
+                // forgot its records and numbers anew). Records come oldest first, so the last
+                // one is the newest also from a device that ignores the operator.
+                let (last, summary) = try await fetch(.last, service, client, db)
+                said = Self.describe(summary)
+                if let n = last.last?.sequenceNumber, n != m {
+                    if RecordMarks.isAfter(n, m) {
+                        if m != .max { (records, said) = try await fetchDescribed(.atLeast(m &+ 1), service, client, db) }
+                        if n < m {
+                            let (wrapped, after) = try await fetchDescribed(.within(0 ... n), service, client, db)
+                            records += wrapped
+                            said = after
+                        }
+                    } else {
+                        log("\(who): its records are numbered anew (newest #\(n), #\(m) was published): fetching them all")
+                        (records, said) = try await fetchDescribed(.all, service, client, db)
+                        restarts = true
+                    }
+                } else if let n = last.last?.sequenceNumber {
+                    said = "newest #\(n) published already"
                 }
+            } else {
+                (records, said) = try await fetchDescribed(.all, service, client, db)
             }
             var published = 0
             for r in records {
                 guard let n = r.sequenceNumber else { continue }
                 // Only what was not published (a device may ignore the filter).
-                if !restarts, let m = mark, n <= m { continue }
+                if !restarts, let m = mark, !RecordMarks.isAfter(n, m) { continue }
                 runtime.submit(ConnectedReadings.record(r, device: device, name: name,
                                                         mark: RecordMarks.Mark(device: device, sequenceNumber: n, restarts: restarts && published == 0)))
                 published += 1
             }
-            log("\(who): \(published) new stored record\(published == 1 ? "" : "s") (\(Self.describe(summary)))")
+            log("\(who): \(published) new stored record\(published == 1 ? "" : "s") (\(said))")
         } catch {
             log("\(who): stored records not fetched: \(error.message)")
         }
+    }
+
+    private func fetchDescribed(_ selection: RecordSelection, _ service: RecordService, _ client: GATTClient, _ db: GATTDatabase)
+        async throws(BluetoothError) -> ([StoredRecord], String)
+    {
+        let (records, summary) = try await fetch(selection, service, client, db)
+        return (records, Self.describe(summary))
     }
 
     private func fetch(_ selection: RecordSelection, _ service: RecordService, _ client: GATTClient, _ db: GATTDatabase)

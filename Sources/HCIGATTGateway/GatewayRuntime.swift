@@ -284,7 +284,12 @@ public final class GatewayRuntime: @unchecked Sendable {
         let topic = naming.readingTopic(r.device, r.measurement)
         let (_, dropped) = try spool.append(topic: Array(topic.utf8), payload: Array(payload.utf8))
         if dropped > 0 { try noteDropped(dropped) }
-        if let mark = r.record { try recordMarks.published(mark) }
+        // The record on disk before its mark: a power cut cannot leave a mark past a record
+        // that was never written (it may publish one record twice, never lose one).
+        if let mark = r.record {
+            try spool.sync()
+            try recordMarks.published(mark)
+        }
         if settings.discovery, r.discoverable { announce(r) }
     }
 

@@ -2,7 +2,7 @@
 import BluetoothWire
 import Synchronization
 
-/// The highest stored-record sequence number published per device, kept in a file beside
+/// The newest stored-record sequence number published per device, kept in a file beside
 /// the sequence store (`<spool>/records`, one `DEVICE SEQ` line per device) so a restarted
 /// gateway asks only for newer records. Written atomically once a record is in the spool:
 /// a crash between the two can publish that one record again, never lose one.
@@ -14,7 +14,7 @@ public final class RecordMarks: Sendable {
         /// The record's sequence number.
         public var sequenceNumber: UInt16
         /// The device's numbering started again (it was reset): this mark replaces the one
-        /// kept, which is higher; otherwise a mark only ever goes up.
+        /// kept; otherwise a mark only moves forward (past 65535 to 0 included).
         public var restarts: Bool
 
         /// A mark.
@@ -46,14 +46,21 @@ public final class RecordMarks: Sendable {
         marks = Mutex(loaded)
     }
 
-    /// The highest sequence number of `device`'s records published (nil: none yet).
+    /// Whether sequence number `n` comes after `m`: record numbers wrap (65535, then 0), so
+    /// `n` is after when it is less than half the number space ahead.
+    public static func isAfter(_ n: UInt16, _ m: UInt16) -> Bool {
+        let d = n &- m
+        return d != 0 && d < 0x8000
+    }
+
+    /// The newest sequence number of `device`'s records published (nil: none yet).
     public func mark(of device: BluetoothAddress) -> UInt16? { marks.withLock { $0[device] } }
 
     /// A record is in the spool: keep its place (and write the file when it moved).
     public func published(_ m: Mark) throws(SpoolError) {
         let text: String? = marks.withLock { marks in
             let old = marks[m.device]
-            guard m.restarts || old.map({ m.sequenceNumber > $0 }) ?? true, old != m.sequenceNumber else { return nil }
+            guard m.restarts || old.map({ Self.isAfter(m.sequenceNumber, $0) }) ?? true, old != m.sequenceNumber else { return nil }
             marks[m.device] = m.sequenceNumber
             return marks.sorted { $0.key.rawValue < $1.key.rawValue }
                 .map { "\(GatewayNaming.deviceLevel($0.key)) \($0.value)\n" }.joined()

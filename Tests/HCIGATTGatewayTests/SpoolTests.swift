@@ -180,6 +180,11 @@ import Testing
             for n: UInt16 in [3, 1, 5, 4] { try m.published(.init(device: meter, sequenceNumber: n)) }
             #expect(m.mark(of: meter) == 5, "records out of order: the highest")
             try m.published(.init(device: other, sequenceNumber: 9))
+            // Past 65535 the numbers wrap: 0 comes after 65535, 65534 does not after 2.
+            let wrapping = BluetoothAddress(rawValue: 0x0000_0000_0C0D)
+            for n: UInt16 in [65534, 65535, 0, 2, 65534] { try m.published(.init(device: wrapping, sequenceNumber: n)) }
+            #expect(m.mark(of: wrapping) == 2)
+            #expect(RecordMarks.isAfter(0, 65535) && !RecordMarks.isAfter(65535, 0) && !RecordMarks.isAfter(7, 7))
         }
         do {
             let m = RecordMarks(path: path)
@@ -189,7 +194,7 @@ import Testing
             #expect(m.mark(of: meter) == 3, "renumbered: the mark starts again")
         }
         let text = String(decoding: Spool.readFile(path) ?? [], as: UTF8.self)
-        #expect(text == "000000000A0B 9\nF0F1F2F3F401 3\n")
+        #expect(text == "000000000A0B 9\n000000000C0D 2\nF0F1F2F3F401 3\n")
         // Damaged lines are skipped, the rest kept.
         try Spool.writeAtomically(Array("F0F1F2F3F401 70000\nnonsense\n000000000A0B 7\nF0F1F2F3F4 1\n".utf8), to: path, in: dir)
         let damaged = RecordMarks(path: path)

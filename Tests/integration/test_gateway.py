@@ -856,6 +856,29 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
             time.sleep(0.1)
         return False
 
+    def run_meter(self, sub, broker, spool, mode, said):
+        """One gateway run against the meter in `mode`; the record numbers it published."""
+        before = len(sub.readings('/glucose_measurement'))
+        with Peer('--peripheral', f'Meter-1,gatt={mode}') as peer, \
+                Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--records', spool=spool) as gw:
+            self.assertTrue(self.wait_log(gw, said), gw.stderr())
+            err = gw.stop()
+            self.assertEqual(gw.proc.returncode, 0, err)
+        time.sleep(0.5)  # the broker hands the last acknowledged readings on
+        return [j['sequence_number'] for _, j in sub.readings('/glucose_measurement')[before:]]
+
+    def test_record_numbers_that_wrap_past_65535(self):
+        spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
+        with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub:
+            self.assertEqual(self.run_meter(sub, broker, spool, 'glucose-nearwrap', '2 new stored records (success)'),
+                             [65533, 65534])
+            # 65535, then 0 and 1: after the mark on both sides of the wrap, not a renumbering.
+            self.assertEqual(self.run_meter(sub, broker, spool, 'glucose-wrapped', '3 new stored records (success)'),
+                             [65535, 0, 1])
+            with open(os.path.join(spool, 'records')) as f:
+                self.assertEqual(f.read(), 'F0F1F2F3F401 1\n')
+            self.assertEqual(self.run_meter(sub, broker, spool, 'glucose-wrapped', '0 new stored records (newest #1 published already)'), [])
+
     def test_new_records_only_across_restarts_and_a_meter_that_numbers_anew(self):
         spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
         with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub:
@@ -882,7 +905,7 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
                 self.assertEqual(f.read(), 'F0F1F2F3F401 5\n')
 
             # Restarted, the meter as it was: nothing published again.
-            numbers, _ = run('glucose', 'F0F1F2F3F401: 0 new stored records (no records found)')
+            numbers, _ = run('glucose', 'F0F1F2F3F401: 0 new stored records (newest #5 published already)')
             self.assertEqual(numbers, [])
             # Three readings more: only those.
             numbers, _ = run('glucose-more', 'F0F1F2F3F401: 3 new stored records (success)')
@@ -893,7 +916,10 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
             self.assertEqual(readings[0]['time'], '2026-12-02T01:00:00.000Z')
             with open(os.path.join(spool, 'records')) as f:
                 self.assertEqual(f.read(), 'F0F1F2F3F401 3\n')
-            # The gateway's own seq runs on without a gap or a repeat over the four runs.
+            # A meter that reports every record whatever the operator: nothing twice.
+            numbers, _ = run('glucose-unfiltered', 'F0F1F2F3F401: 2 new stored records (success)')
+            self.assertEqual(numbers, [4, 5])
+            # The gateway's own seq runs on without a gap or a repeat over the runs.
             self.assert_contiguous(sub.readings('hcigatt/gw1/F0F1F2F3F401/'), 'the meter\'s')
 
 

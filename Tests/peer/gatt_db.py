@@ -245,7 +245,9 @@ class GlucoseDatabase:
     sequence numbers (none matching: No Records Found); Abort stops a report and is
     answered Success; a request while one runs is refused with ATT 0x80 (Procedure Already
     In Progress). The same meter later: more (readings 1 to 8), renumbered (it was reset:
-    readings 1 to 3, taken on 2026-12-02).
+    readings 1 to 3, taken on 2026-12-02); nearwrap (readings 65533 and 65534) and
+    wrapped (65533 to 65535, then 0 and 1: the numbers wrapped); unfiltered (it reports
+    every record whatever the operator, as some meters do).
     Misbehaving modes (no encryption needed in any):
       busy      every request refused with ATT 0x80, as a meter busy with another collector
       silent    requests taken (Write Response) and never answered
@@ -263,7 +265,8 @@ class GlucoseDatabase:
         self.sender = None
         self.task = None
         self.abort_requested = False
-        self.numbers = list(range(1, {'more': 9, 'renumbered': 4}.get(mode, 6)))
+        self.numbers = {'nearwrap': [65533, 65534], 'wrapped': [65533, 65534, 65535, 0, 1]}.get(
+            mode, list(range(1, {'more': 9, 'renumbered': 4}.get(mode, 6))))
         self.day = 2 if mode == 'renumbered' else 1
         self.measurement = Characteristic('2A18', P.NOTIFY, 0, b'')
         self.context = Characteristic('2A34', P.NOTIFY, 0, b'')
@@ -306,7 +309,7 @@ class GlucoseDatabase:
         if len(value) < 2:
             return None
         op = value[1]
-        if op == 1:
+        if op == 1 or self.mode == 'unfiltered' and op in (2, 3, 4, 5, 6):
             return list(self.numbers)
         if op == 5:
             return self.numbers[:1]
@@ -349,5 +352,6 @@ class GlucoseDatabase:
             await self.sender(connection, self.measurement, False, glucose_measurement(6, False), 6)
 
 DATABASES = {'health': HealthDatabase, 'uart': UartDatabase, 'glucose': GlucoseDatabase}
-for _mode in ('busy', 'silent', 'disorder', 'late', 'lagging', 'more', 'renumbered'):
+for _mode in ('busy', 'silent', 'disorder', 'late', 'lagging', 'more', 'renumbered', 'nearwrap', 'wrapped',
+              'unfiltered'):
     DATABASES[f'glucose-{_mode}'] = lambda events, _mode=_mode: GlucoseDatabase(events, _mode)
