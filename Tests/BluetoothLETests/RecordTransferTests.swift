@@ -102,6 +102,34 @@ import Testing
         await rig.shutDown()
     }
 
+    @Test("A second request before the first is answered: Procedure Already In Progress (0x80), the first goes on")
+    func aSecondRequestIsBusy() async throws {
+        let rig = try await GATTPeerTests.Rig()
+        let store = StoredRecords(service: BluetoothUUID(0x1808), records: (1 ... 3).map { Self.reading($0, context: false) })
+        let (_, serving) = try await Self.meter(rig, store, context: false)
+        let peer = try await rig.open()
+        let db = try await peer.discover().discovery.database
+        let racp = try #require(db.characteristic(uuid: RecordAccessControlPoint.uuid))
+        let values = try await peer.client.subscribe([(try #require(db.characteristic(uuid: BluetoothUUID(0x2A18))), indicate: false),
+                                                      (racp, indicate: true)])
+        try await peer.client.write(handle: racp.valueHandle, value: [1, 1])
+        do {
+            try await peer.client.write(handle: racp.valueHandle, value: [4, 1])
+            Issue.record("a second request was taken")
+        } catch {
+            #expect(error.attErrorCode == ATTErrorCode(rawValue: 0x80))
+        }
+        var got: [[UInt8]] = []
+        for try await v in values {
+            got.append(v.value)
+            if v.handle == racp.valueHandle { break }
+        }
+        #expect(got.count == 4 && got.last == [6, 0, 1, 1], "the first request's three records and its answer: \(got)")
+        await rig.close(peer)
+        serving.cancel()
+        await rig.shutDown()
+    }
+
     @Test("Without the context characteristic subscribed a collector still gets every measurement")
     func contextsAreOptionalForTheCollector() async throws {
         let rig = try await GATTPeerTests.Rig()

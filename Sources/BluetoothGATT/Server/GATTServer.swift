@@ -137,6 +137,12 @@ public final class GATTServer: Sendable {
     }
 
     /// Clients subscribed to the value at `handle`.
+    /// The value handle of the indication to `client` waiting for its confirmation (nil:
+    /// none; one behind it in the queue is not sent yet).
+    public func pendingIndication(to client: ATTServerClientID) -> UInt16? {
+        state.withLock { $0.server.pendingIndication(client) }
+    }
+
     public func subscribers(of handle: UInt16) -> [(GATTServerClient, GATTClientConfiguration)] {
         state.withLock { s in s.server.subscribers(of: handle).compactMap { id, c in s.clients[id].map { ($0.info, c) } } }
     }
