@@ -220,8 +220,11 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                 inputs.yield(.ended(error))
             }
         }
-        var machine = RACPClient(timeout: UInt64(timeout.components.seconds) * 1_000_000_000
-            + UInt64(timeout.components.attoseconds / 1_000_000_000))
+        // At least 1 ms, at most a day: a Duration from a caller cannot overflow the clock.
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = seconds < 0 ? 1_000_000 : seconds >= 86_400 ? 86_400_000_000_000
+            : UInt64(seconds) * 1_000_000_000 + UInt64(Swift.max(0, attoseconds) / 1_000_000_000)
+        var machine = RACPClient(timeout: Swift.max(1_000_000, nanoseconds))
         guard let bytes = machine.start(request.controlPoint, now: monotonicNow()) else {
             pump.cancel()
             throw BluetoothError(.invalidRequest, "the request cannot be encoded")
@@ -279,6 +282,7 @@ public final class RecordTransfer: AsyncSequence, Sendable {
         arm()
         for await i in inputs {
             let now = monotonicNow()
+            if case .value(let v) = i, v.droppedBefore > 0 { machine.lost(v.droppedBefore) }
             switch i {
             case .written:
                 machine.written(now: now)
@@ -363,8 +367,9 @@ private func parsed<T>(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws
 
 extension BluetoothError {
     /// A refused control point write, named as the record services name it: 0x80/0xFE a
-    /// procedure already runs, 0x81/0xFD the client is not subscribed (GLS §3.2.4.x; later
-    /// services use the Core Spec Supplement's common codes).
+    /// procedure already runs, 0x81/0xFD the client is not subscribed (the Glucose Service's
+    /// own application error codes; later services use the Core Spec Supplement's common
+    /// profile error codes).
     init(recordError e: GATTError, service: RecordService) {
         if case .attError(let code, _, _) = e {
             switch code.rawValue {

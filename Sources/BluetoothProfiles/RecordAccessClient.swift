@@ -38,6 +38,11 @@ public struct RACPClient: Sendable {
         public var outOfOrder: Int = 0
         /// Control point values that did not answer this procedure (ignored).
         public var strayAnswers: Int = 0
+        /// Records that came for a request that sends none (a count, a delete), dropped.
+        public var unexpectedRecords: Int = 0
+        /// Values lost before they reached the procedure (a consumer too slow for the
+        /// notifications), as ``RACPClient/lost(_:)`` was told.
+        public var lost: Int = 0
     }
 
     /// What to do with a record that came.
@@ -120,7 +125,7 @@ public struct RACPClient: Sendable {
             defer { state = .running(r) }
             // Report Number of Stored Records and Delete send no records: one that comes is not ours.
             guard r.request.opCode == .reportStoredRecords else {
-                r.summary.strayAnswers += 1
+                r.summary.unexpectedRecords += 1
                 return .drop
             }
             if let n = sequenceNumber {
@@ -140,6 +145,20 @@ public struct RACPClient: Sendable {
             return .drop
         case .idle, .finished:
             return .drop
+        }
+    }
+
+    /// `n` values of the procedure were lost on the way (a record, or part of one): counted.
+    public mutating func lost(_ n: Int) {
+        switch state {
+        case .running(var r):
+            r.summary.lost += n
+            state = .running(r)
+        case .aborting(var r):
+            r.summary.lost += n
+            state = .aborting(r)
+        case .idle, .finished:
+            break
         }
     }
 

@@ -56,7 +56,11 @@ public enum LinkText {
         let now = link.connection.parameters
         switch link.dataLength {
         case .notAsked: break
-        case .done: lines.append("data length: \(LEDataLength(txOctets: now.maxTxOctets, txTime: now.maxTxTime, rxOctets: now.maxRxOctets, rxTime: now.maxRxTime))")
+        case .done where now.maxTxOctets > 27 || now.maxRxOctets > 27:
+            lines.append("data length: \(LEDataLength(txOctets: now.maxTxOctets, txTime: now.maxTxTime, rxOctets: now.maxRxOctets, rxTime: now.maxRxTime))")
+        case .done:
+            // The sizes come with LE Data Length Change, a few connection events later.
+            lines.append("data length: the longest asked for; still 27 bytes until the device's controller agrees")
         case .refused(let why): lines.append("a longer data length was not taken (\(why)); the link stays at \(now.maxTxOctets) bytes")
         }
         switch link.phy {

@@ -101,12 +101,13 @@ struct GatewayRecordFetch: Sendable {
     }
 
     static func describe(_ s: RACPClient.Summary) -> String {
-        switch s.outcome {
+        let outcome = switch s.outcome {
         case .answered(let code): code.name
         case .count(let n): "\(n) held"
         case .aborted: "aborted"
         case .timedOut: "timed out"
         }
+        return s.lost > 0 ? "\(outcome); \(s.lost) lost on the way" : outcome
     }
 }
 

@@ -191,7 +191,9 @@ enum RecordsCommand {
         if s.droppedAfterAbort > 0 { f.append(Field("dropped_after_abort", .uint(UInt64(s.droppedAfterAbort)))) }
         if s.duplicates > 0 { f.append(Field("duplicates_dropped", .uint(UInt64(s.duplicates)))) }
         if s.outOfOrder > 0 { f.append(Field("out_of_order", .uint(UInt64(s.outOfOrder)))) }
-        if s.strayAnswers > 0 { f.append(Field("stray_values", .uint(UInt64(s.strayAnswers)))) }
+        if s.strayAnswers > 0 { f.append(Field("stray_answers", .uint(UInt64(s.strayAnswers)))) }
+        if s.unexpectedRecords > 0 { f.append(Field("unexpected_records", .uint(UInt64(s.unexpectedRecords)))) }
+        if s.lost > 0 { f.append(Field("lost", .uint(UInt64(s.lost)))) }
         return FieldRenderer.jsonObject(f)
     }
 
@@ -222,6 +224,10 @@ enum RecordsCommand {
         if s.droppedAfterAbort > 0 { text += "; \(s.droppedAfterAbort) record\(s.droppedAfterAbort == 1 ? "" : "s") after the Abort dropped" }
         if s.duplicates > 0 { text += "; \(s.duplicates) repeated record\(s.duplicates == 1 ? "" : "s") dropped" }
         if s.outOfOrder > 0 { text += "; \(s.outOfOrder) out of sequence-number order" }
+        if s.lost > 0 {
+            text += "; \(s.lost) value\(s.lost == 1 ? "" : "s") lost on the way (the output could not keep up)"
+            ok = false
+        }
         return (text, ok)
     }
 }

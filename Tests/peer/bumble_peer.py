@@ -124,8 +124,8 @@ class HostController(Controller):
     # 17040 µs, modern_link_layer) and runs both procedures as the spec has them, with the
     # peer's controller on the link: the effective sizes are the smaller of what each end
     # sends and the other takes (Core Vol 6 Part B §4.5.10), the PHY the best both take
-    # (2M, then 1M, then Coded); both hosts hear of a change (LE Data Length Change only
-    # when the sizes change; LE PHY Update Complete always, Vol 6 Part B §5.1.10).
+    # (2M, then 1M, then Coded). Both hosts hear of a change; the asking host gets LE PHY
+    # Update Complete also when nothing changes (Core Vol 4 Part E §7.8.49).
 
     # A controller that refuses both (--refuse-speed-ups): what hosts meet in older parts.
     refuse_speed_ups = False
@@ -172,10 +172,14 @@ class HostController(Controller):
         wanted_tx = ours if command.all_phys & 1 else command.tx_phys & ours
         wanted_rx = ours if command.all_phys & 2 else command.rx_phys & ours
         tx, rx = best_phy(wanted_tx & theirs), best_phy(wanted_rx & theirs)
+        changed = connection.__dict__.get('phys', (1, 1)) != (tx, rx)
+        connection.phys = (tx, rx)
         loop = asyncio.get_running_loop()
         loop.call_soon(self.send_hci_packet, hci.HCI_LE_PHY_Update_Complete_Event(
             status=hci.HCI_ErrorCode.SUCCESS, connection_handle=connection.handle, tx_phy=tx, rx_phy=rx))
-        if peer is not None and peer_connection is not None:
+        # The asking host hears also of no change (§7.8.49); the other only of a change.
+        if changed and peer is not None and peer_connection is not None:
+            peer_connection.phys = (rx, tx)
             loop.call_soon(peer.send_hci_packet, hci.HCI_LE_PHY_Update_Complete_Event(
                 status=hci.HCI_ErrorCode.SUCCESS, connection_handle=peer_connection.handle, tx_phy=rx, rx_phy=tx))
         return None

@@ -55,6 +55,8 @@ public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodab
 
     /// The calendar time `seconds` after 1970-01-01 00:00:00 (years 1582...9999).
     public init?(secondsSince1970 seconds: Int64) {
+        // Years 1582...9999 lie well inside ±2^40 s: nothing below overflows.
+        guard (-(1 << 40) ... (1 << 40)).contains(seconds) else { return nil }
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let rest = seconds - days * 86_400
         let z = days + 719_468
@@ -74,7 +76,8 @@ public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodab
     /// This time `minutes` later (earlier when negative), across days, months and years;
     /// itself when the date is not all known (a time offset cannot be placed then).
     public func adding(minutes: Int) -> DateTime {
-        guard minutes != 0, let t = secondsSince1970, let moved = DateTime(secondsSince1970: t + Int64(minutes) * 60) else { return self }
+        guard minutes != 0, abs(minutes) < 1 << 30, let t = secondsSince1970,
+              let moved = DateTime(secondsSince1970: t + Int64(minutes) * 60) else { return self }
         return moved
     }
 
