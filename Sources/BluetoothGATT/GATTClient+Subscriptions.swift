@@ -172,8 +172,10 @@ extension GATTClient {
                 v.droppedBefore = sub.dropped
                 sub.dropped = 0
                 s.subscribers[id] = sub
-                fx.append { w.resume(returning: .success(v)) }
+                // The confirmation goes out before the consumer runs: what it sends next (a
+                // new control point request) must not overtake it on the bearer.
                 if let token { taken(token, &s, &fx) }
+                fx.append { w.resume(returning: .success(v)) }
                 continue
             }
             if !indication, sub.bufferedNotifications >= options.notificationBufferSize,

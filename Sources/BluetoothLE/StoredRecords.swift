@@ -62,9 +62,10 @@ public final class StoredRecords: Sendable {
         /// Clients whose request was taken (Write Response sent) and whose procedure starts
         /// at its `.wrote` event: busy for another request until then.
         var accepted: Set<ATTServerClientID> = []
-        /// Clients whose answer was found confirmed by their next request before the task
-        /// that sent it heard of the confirmation (it then does nothing more).
-        var confirmedEarly: Set<ATTServerClientID> = []
+        /// What each client's procedure does after its answer was confirmed, decided the
+        /// moment the confirmation came (so its next request finds it idle), for the task
+        /// that sent the answer.
+        var afterConfirmation: [ATTServerClientID: [RACPServer.Action]] = [:]
     }
 
     /// The record service (0x1808 Glucose...): the characteristics are looked up in it.
@@ -149,9 +150,6 @@ public final class StoredRecords: Sendable {
             // A trial run: only the refusals matter here. A request taken but not started yet
             // makes the client busy (an Abort is never busy: the machine decides).
             var trial = s.procedures[ctx.client] ?? RACPServer(rules: rules)
-            // The client confirmed our answer (it is no longer pending) and asks again before
-            // the task that sent the answer has run: the procedure is over.
-            if case .responding = trial.state, ctx.pendingIndication != h.racp { _ = trial.responseConfirmed() }
             let abort = value.first == RACPOpCode.abortOperation.rawValue
             if s.accepted.contains(ctx.client), !abort { return rules.busyError }
             let actions = trial.write(value, stored: s.records.map(\.sequenceNumber),
@@ -173,28 +171,22 @@ public final class StoredRecords: Sendable {
                 server.subscribers(of: valueHandle).first { $0.0.id == client.id }?.1 ?? []
             }
             let racpIndications = subscribed(h.racp).contains(.indicate), records = !subscribed(h.record).isEmpty
-            let answerPending = server.pendingIndication(to: client.id) == h.racp
             let work: [RACPServer.Action] = state.withLock { s in
                 s.accepted.remove(client.id)
                 var procedure = s.procedures[client.id] ?? RACPServer(rules: rules)
-                var early: [RACPServer.Action] = []
-                if case .responding = procedure.state, !answerPending {
-                    early = procedure.responseConfirmed()
-                    s.confirmedEarly.insert(client.id)
-                }
                 let actions = procedure.write(value, stored: s.records.map(\.sequenceNumber), racpIndications: racpIndications,
                                               recordNotifications: records)
-                s.procedures[client.id] = procedure
                 // Refused now (unsubscribed since the write was checked): there is no one to answer.
-                if case .reject? = actions.first { return early }
-                return early + actions
+                if case .reject? = actions.first { return [] }
+                s.procedures[client.id] = procedure
+                return actions
             }
             if !work.isEmpty { Task { await self.perform(work, for: client, on: server) } }
         case .disconnected(let client, _):
             state.withLock {
                 $0.procedures[client.id] = nil
                 $0.accepted.remove(client.id)
-                $0.confirmedEarly.remove(client.id)
+                $0.afterConfirmation[client.id] = nil
             }
         default:
             break
@@ -258,19 +250,20 @@ public final class StoredRecords: Sendable {
                     return
                 }
                 do throws(GATTServerError) {
-                    try await server.indicate(racp, value: bytes, to: client.id, store: false)
-                } catch {
-                    state.withLock { s in
-                        if s.confirmedEarly.remove(client.id) == nil { s.procedures[client.id]?.reset() }
+                    // The procedure ends inside the server as the confirmation comes: the
+                    // client's next request (right behind it) finds it idle.
+                    try await server.indicate(racp, value: bytes, to: client.id, store: false) { [self] in
+                        state.withLock { s in
+                            s.afterConfirmation[client.id] = s.procedures[client.id]?.responseConfirmed() ?? []
+                        }
                     }
+                } catch {
+                    state.withLock { $0.procedures[client.id]?.reset() }
                     return
                 }
                 events.yield(.answered(client, sent: sent, answer: answer))
                 sent = 0
-                next = state.withLock { s in
-                    if s.confirmedEarly.remove(client.id) != nil { return [] }
-                    return s.procedures[client.id]?.responseConfirmed() ?? []
-                }
+                next = state.withLock { $0.afterConfirmation.removeValue(forKey: client.id) ?? [] }
             case .reject:
                 next = []
             }

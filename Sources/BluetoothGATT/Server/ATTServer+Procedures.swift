@@ -346,8 +346,7 @@ extension ATTServer {
         }
         if let handler = a.onWrite, !validated {
             let ctx = GATTRequestContext(client: client, handle: handle, offset: 0, security: s.security, configurations: s.cccd,
-                                         withResponse: withResponse, prepared: validateOnly,
-                                         pendingIndication: s.pendingIndication?.handle)
+                                         withResponse: withResponse, prepared: validateOnly)
             if let code = handler(ctx, value) { return .failure(code) }
         }
         if validateOnly { return .success([]) }

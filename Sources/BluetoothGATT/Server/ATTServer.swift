@@ -327,8 +327,6 @@ public struct ATTServer: Sendable {
     public func isChangeAware(_ client: ATTServerClientID) -> Bool? { clientStates[client]?.changeAware }
     /// Whether an indication to `client` waits for its confirmation.
     public func hasPendingIndication(_ client: ATTServerClientID) -> Bool { clientStates[client]?.pendingIndication != nil }
-    /// The value handle of the indication to `client` that waits for its confirmation.
-    public func pendingIndication(_ client: ATTServerClientID) -> UInt16? { clientStates[client]?.pendingIndication?.handle }
 
     /// What `client` enabled in the CCCD of the characteristic whose value is at `valueHandle`.
     public func configuration(of client: ATTServerClientID, valueHandle: UInt16) -> GATTClientConfiguration {

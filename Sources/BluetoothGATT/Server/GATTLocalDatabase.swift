@@ -61,9 +61,6 @@ public struct GATTRequestContext: Sendable {
     /// write is stored only if every prepared value is taken, so a handler that must act on
     /// the write (a control point) cannot know yet that it will happen.
     public var prepared = false
-    /// The value handle of our indication to this client that waits for its confirmation
-    /// (nil: none). A control point whose answer is no longer waiting knows the client took it.
-    public var pendingIndication: UInt16?
 
     /// What the client set in the Client Characteristic Configuration descriptor at `handle`.
     public func configuration(ofDescriptor handle: UInt16) -> GATTClientConfiguration {

@@ -68,8 +68,11 @@ public final class GATTServer: Sendable {
         var info: GATTServerClient
         var bearer: any ATTBearer
         /// Indications waiting for the one outstanding to be confirmed.
-        var queued: [(handle: UInt16, value: [UInt8], done: CheckedContinuation<Result<Void, GATTServerError>, Never>)] = []
+        var queued: [(handle: UInt16, value: [UInt8], done: CheckedContinuation<Result<Void, GATTServerError>, Never>,
+                      confirmed: (@Sendable () -> Void)?)] = []
         var outstanding: CheckedContinuation<Result<Void, GATTServerError>, Never>?
+        /// Called when the outstanding indication is confirmed, before the client's next PDU.
+        var outstandingConfirmed: (@Sendable () -> Void)?
         /// The bonded state was looked up (restored if there was one).
         var restored = false
         /// The bonded state last handed to ``GATTBondedClients``.
@@ -137,12 +140,6 @@ public final class GATTServer: Sendable {
     }
 
     /// Clients subscribed to the value at `handle`.
-    /// The value handle of the indication to `client` waiting for its confirmation (nil:
-    /// none; one behind it in the queue is not sent yet).
-    public func pendingIndication(to client: ATTServerClientID) -> UInt16? {
-        state.withLock { $0.server.pendingIndication(client) }
-    }
-
     public func subscribers(of handle: UInt16) -> [(GATTServerClient, GATTClientConfiguration)] {
         state.withLock { s in s.server.subscribers(of: handle).compactMap { id, c in s.clients[id].map { ($0.info, c) } } }
     }
@@ -392,10 +389,19 @@ public final class GATTServer: Sendable {
         try await enqueueIndication(handle, value: value, to: client, store: store)
     }
 
+    /// ``indicate(_:value:to:store:)``, with `confirmed` called the moment the confirmation
+    /// is taken, inside the server, before any later request of that client is handled: a
+    /// control point whose procedure ends with this indication is idle for the next request
+    /// (the caller's task resumes later). `confirmed` must not call the server.
+    public func indicate(_ handle: UInt16, value: [UInt8], to client: ATTServerClientID, store: Bool = true,
+                         confirmed: @escaping @Sendable () -> Void) async throws(GATTServerError) {
+        try await enqueueIndication(handle, value: value, to: client, store: store, confirmed: confirmed)
+    }
+
     /// ``indicate(_:value:to:store:)``; `given` nil queues the value stored at `handle` now
     /// (a held update released: an indication the application queues later follows it).
     private func enqueueIndication(_ handle: UInt16, value given: [UInt8]?, to client: ATTServerClientID,
-                                   store: Bool) async throws(GATTServerError) {
+                                   store: Bool, confirmed: (@Sendable () -> Void)? = nil) async throws(GATTServerError) {
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, GATTServerError>, Never>) in
             locked { s, fx in
                 guard let value = given ?? s.server.table.storedValue(handle) else {
@@ -415,7 +421,7 @@ public final class GATTServer: Sendable {
                     fx.append { c.resume(returning: .failure(.indicationQueueFull(client))) }
                     return
                 }
-                cl.queued.append((handle, value, c))
+                cl.queued.append((handle, value, c, confirmed))
                 s.clients[client] = cl
                 pumpIndications(client, &s, &fx)
             }
@@ -485,6 +491,7 @@ public final class GATTServer: Sendable {
             return
         }
         cl.outstanding = next.done
+        cl.outstandingConfirmed = next.confirmed
         s.clients[id] = cl
         let bearer = cl.bearer
         if bearer.sendsWithoutBlocking {
@@ -492,6 +499,7 @@ public final class GATTServer: Sendable {
                 try bearer.send(pdu)
             } catch {
                 cl.outstanding = nil
+                cl.outstandingConfirmed = nil
                 s.clients[id] = cl
                 s.server.cancelIndication(id)
                 fx.append { next.done.resume(returning: .failure(.bearer(error))) }
@@ -512,6 +520,7 @@ public final class GATTServer: Sendable {
         locked { s, fx in
             guard var cl = s.clients[id], let c = cl.outstanding else { return }
             cl.outstanding = nil
+            cl.outstandingConfirmed = nil
             s.clients[id] = cl
             s.server.cancelIndication(id)
             fx.append { c.resume(returning: .failure(.bearer(error))) }
@@ -558,8 +567,12 @@ public final class GATTServer: Sendable {
                 if let info = s.clients[id]?.info { emit(.subscriptionChanged(info, valueHandle: valueHandle, config), &s) }
             case .indicationConfirmed(let id, let handle):
                 guard var cl = s.clients[id] else { continue }
-                if let c = cl.outstanding { fx.append { c.resume(returning: .success(())) } }
+                if let c = cl.outstanding {
+                    cl.outstandingConfirmed?()
+                    fx.append { c.resume(returning: .success(())) }
+                }
                 cl.outstanding = nil
+                cl.outstandingConfirmed = nil
                 s.clients[id] = cl
                 emit(.indicationConfirmed(cl.info, handle: handle), &s)
                 pumpIndications(id, &s, &fx)
@@ -625,6 +638,7 @@ public final class GATTServer: Sendable {
             for e in events {
                 if case .indicationTimedOut(let id, _) = e, var cl = s.clients[id], let c = cl.outstanding {
                     cl.outstanding = nil
+                    cl.outstandingConfirmed = nil
                     s.clients[id] = cl
                     fx.append { c.resume(returning: .failure(.server(.bearerDead(id)))) }
                 }
