@@ -56,7 +56,7 @@ struct Glue {
                 if links.remove(s.handle) != nil, s.role == .peripheral { run(advertiser.peripheralLinkClosed(handle: s.handle)) }
                 _ = acl.removeLink(s.handle)
                 reassembler.removeLink(s.handle)
-            case .connectFailed, .linkUpdated, .disconnectFailed, .parametersUpdated: break
+            case .connectFailed, .linkUpdated, .disconnectFailed, .parametersUpdated, .phyUpdated, .dataLengthSet: break
             }
         }
     }
@@ -149,10 +149,19 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             }
         default:
             if let h = g.links.sorted().first {
-                if step & 0x10 != 0 {
+                switch step & 0x30 {
+                case 0x10:
                     let p = L2CAPConnectionParameters(intervalMin: 24, intervalMax: 40, peripheralLatency: 0, timeoutMultiplier: 400)
                     if let actions = try? g.connections.updateParameters(h, p, now: g.now) { g.run(actions) }
-                } else {
+                case 0x20:
+                    // A PHY request (LE PHY Update Complete or the timer ends it) or a data length.
+                    if step & 0x40 != 0 {
+                        let phys = LEPHYSet(rawValue: (step >> 6) | 1)
+                        if let actions = try? g.connections.setPHY(h, tx: phys, rx: phys, now: g.now) { g.run(actions) }
+                    } else if let actions = try? g.connections.setDataLength(h, txOctets: 27 + UInt16(step), txTime: 2120) {
+                        g.run(actions)
+                    }
+                default:
                     _ = try? g.acl.enqueue([UInt8](repeating: 0, count: Int(step)), handle: h)
                 }
             }
