@@ -59,9 +59,9 @@ public final class StoredRecords: Sendable {
         var records: [Record]
         var handles: Handles?
         var procedures: [ATTServerClientID: RACPServer] = [:]
-        /// Clients whose request was taken (Write Response sent) and whose procedure starts
-        /// at its `.wrote` event: busy for another request until then.
-        var accepted: Set<ATTServerClientID> = []
+        /// Per client, the writes taken (Write Response sent) whose `.wrote` event has not
+        /// come yet: the client is busy for another request until then (not for an Abort).
+        var accepted: [ATTServerClientID: Int] = [:]
         /// What each client's procedure does after its answer was confirmed, decided the
         /// moment the confirmation came (so its next request finds it idle), for the task
         /// that sent the answer.
@@ -147,16 +147,16 @@ public final class StoredRecords: Sendable {
         guard ctx.withResponse, !ctx.prepared else { return .requestNotSupported }
         return state.withLock { s in
             guard let h = s.handles else { return .unlikelyError }
-            // A trial run: only the refusals matter here. A request taken but not started yet
-            // makes the client busy (an Abort is never busy: the machine decides).
+            // A trial run: only the refusals matter here, in the machine's order (the CCCDs
+            // first). A write taken but not started yet makes the client busy for a request
+            // (an Abort is never busy: the machine decides at its event).
             var trial = s.procedures[ctx.client] ?? RACPServer(rules: rules)
-            let abort = value.first == RACPOpCode.abortOperation.rawValue
-            if s.accepted.contains(ctx.client), !abort { return rules.busyError }
             let actions = trial.write(value, stored: s.records.map(\.sequenceNumber),
                                       racpIndications: ctx.configuration(ofDescriptor: h.racpCCCD).contains(.indicate),
                                       recordNotifications: !ctx.configuration(ofDescriptor: h.recordCCCD).isEmpty)
             if case .reject(let code)? = actions.first { return code }
-            if !abort { s.accepted.insert(ctx.client) }
+            if s.accepted[ctx.client, default: 0] > 0, value.first != RACPOpCode.abortOperation.rawValue { return rules.busyError }
+            s.accepted[ctx.client, default: 0] += 1
             return nil
         }
     }
@@ -172,7 +172,7 @@ public final class StoredRecords: Sendable {
             }
             let racpIndications = subscribed(h.racp).contains(.indicate), records = !subscribed(h.record).isEmpty
             let work: [RACPServer.Action] = state.withLock { s in
-                s.accepted.remove(client.id)
+                if let n = s.accepted[client.id] { s.accepted[client.id] = n > 1 ? n - 1 : nil }
                 var procedure = s.procedures[client.id] ?? RACPServer(rules: rules)
                 let actions = procedure.write(value, stored: s.records.map(\.sequenceNumber), racpIndications: racpIndications,
                                               recordNotifications: records)
@@ -185,7 +185,7 @@ public final class StoredRecords: Sendable {
         case .disconnected(let client, _):
             state.withLock {
                 $0.procedures[client.id] = nil
-                $0.accepted.remove(client.id)
+                $0.accepted[client.id] = nil
                 $0.afterConfirmation[client.id] = nil
             }
         default:

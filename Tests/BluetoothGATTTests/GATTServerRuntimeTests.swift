@@ -85,6 +85,32 @@ final class RoomBearer: ATTBearer, @unchecked Sendable {
         #expect(bearer.sent.withLock { $0.last } == [0x1B, UInt8(value), 0x00, 98])
     }
 
+    @Test("indicate(confirmed:): the hook runs as the confirmation is handled, once, before the next PDU")
+    func theConfirmationHookRunsInsideTheServer() async throws {
+        let server = try GATTServer(services: [
+            GATTLocalService(uuid: BluetoothUUID(0x1808), characteristics: [
+                GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A52), properties: [.write, .indicate]),
+            ]),
+        ])
+        let bearer = RoomBearer()
+        let client = server.attach(bearer)
+        let racp = try #require(server.valueHandle(of: BluetoothUUID(0x2A52)))
+        bearer.deliver([0x12, UInt8(racp + 1), 0x00, 0x02, 0x00])
+        let hooked = Mutex(0)
+        let sent = Task { try await server.indicate(racp, value: [6, 0, 1, 1], to: client.id, store: false) { hooked.withLock { $0 += 1 } } }
+        #expect(await soon { bearer.sent.withLock { $0.last?.first == 0x1D } })
+        #expect(hooked.withLock { $0 } == 0, "not before the confirmation")
+        bearer.deliver([0x1E])
+        #expect(hooked.withLock { $0 } == 1, "already when the confirmation was handled")
+        try await sent.value
+        // An indication without a hook, confirmed: the earlier hook is not called again.
+        let plain = Task { try await server.indicate(racp, value: [6, 0, 4, 1], to: client.id, store: false) }
+        #expect(await soon { bearer.sent.withLock { $0.filter { $0.first == 0x1D }.count == 2 } })
+        bearer.deliver([0x1E])
+        try await plain.value
+        #expect(hooked.withLock { $0 } == 1)
+    }
+
     /// Polls `condition` every 5 ms for up to 2 s.
     func soon(_ condition: () -> Bool) async -> Bool {
         for _ in 0 ..< 400 {

@@ -76,7 +76,7 @@ public struct DateTime: Hashable, Sendable, CustomStringConvertible, WireEncodab
     /// This time `minutes` later (earlier when negative), across days, months and years;
     /// itself when the date is not all known (a time offset cannot be placed then).
     public func adding(minutes: Int) -> DateTime {
-        guard minutes != 0, abs(minutes) < 1 << 30, let t = secondsSince1970,
+        guard minutes != 0, minutes.magnitude < 1 << 30, let t = secondsSince1970,
               let moved = DateTime(secondsSince1970: t + Int64(minutes) * 60) else { return self }
         return moved
     }
