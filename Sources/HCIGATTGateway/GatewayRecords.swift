@@ -38,7 +38,10 @@ struct GatewayRecordFetch: Sendable {
                 // one is the newest also from a device that ignores the operator.
                 let (last, summary) = try await fetch(.last, service, client, db)
                 said = Self.describe(summary)
-                if let n = last.last?.sequenceNumber, n != m {
+                if last.isEmpty, summary.outcome != .answered(.success), summary.outcome != .answered(.noRecordsFound) {
+                    // A meter that cannot report its last record: all of them, the newer published.
+                    (records, said) = try await fetchDescribed(.all, service, client, db)
+                } else if let n = last.last?.sequenceNumber, n != m {
                     if RecordMarks.isAfter(n, m) {
                         if m != .max { (records, said) = try await fetchDescribed(.atLeast(m &+ 1), service, client, db) }
                         if n < m {
@@ -89,7 +92,13 @@ struct GatewayRecordFetch: Sendable {
                 switch e {
                 case .record(let r): records.append(r)
                 case .malformed(let uuid, _, let error): log("\(GatewayNaming.deviceLevel(device)): a malformed stored \(uuid) value: \(error)")
-                case .finished(let s): return (records, s)
+                case .finished(let s):
+                    // Values lost on the way leave a gap the mark would pass: publish none of
+                    // these and ask again on the next connection (a duplicate, never a loss).
+                    if s.lost > 0 {
+                        throw BluetoothError(.protocolViolation, "\(s.lost) value\(s.lost == 1 ? "" : "s") lost on the way; asked again next time")
+                    }
+                    return (records, s)
                 }
             }
         } catch let e as BluetoothError {

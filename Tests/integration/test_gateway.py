@@ -866,7 +866,10 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
             self.assertTrue(self.wait_log(gw, said), gw.stderr())
             err = gw.stop()
             self.assertEqual(gw.proc.returncode, 0, err)
-        time.sleep(0.5)  # the broker hands the last acknowledged readings on
+        # As many as the log said, once the broker handed them on.
+        n = int(re.search(r'(\d+) new stored record', said).group(1)) if re.search(r'(\d+) new stored record', said) else 0
+        sub.wait_for(lambda s: len(s.readings('/glucose_measurement')) >= before + n, timeout=10, what=f'{n} records')
+        time.sleep(0.3)  # and no more than that
         return [j['sequence_number'] for _, j in sub.readings('/glucose_measurement')[before:]]
 
     def test_record_numbers_that_wrap_past_65535(self):
@@ -892,7 +895,9 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
                     self.assertTrue(self.wait_log(gw, said), gw.stderr())
                     err = gw.stop()
                     self.assertEqual(gw.proc.returncode, 0, err)
-                time.sleep(0.5)  # the broker hands the last acknowledged readings on
+                n = int(re.search(r'(\d+) new stored record', said).group(1))
+                sub.wait_for(lambda s: len(s.readings('/glucose_measurement')) >= before + n, timeout=10, what=f'{n} records')
+                time.sleep(0.3)  # and no more than that
                 new = sub.readings('/glucose_measurement')[before:]
                 return [j['sequence_number'] for _, j in new], [j for _, j in new]
 
