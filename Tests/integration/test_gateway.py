@@ -859,7 +859,7 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
         return False
 
     def run_meter(self, sub, broker, spool, mode, said):
-        """One gateway run against the meter in `mode`; the record numbers it published."""
+        """One gateway run against the meter in `mode`: the readings of records it published."""
         before = len(sub.readings('/glucose_measurement'))
         with Peer('--peripheral', f'Meter-1,gatt={mode}') as peer, \
                 Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--records', spool=spool) as gw:
@@ -867,39 +867,34 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
             err = gw.stop()
             self.assertEqual(gw.proc.returncode, 0, err)
         # As many as the log said, once the broker handed them on.
-        n = int(re.search(r'(\d+) new stored record', said).group(1)) if re.search(r'(\d+) new stored record', said) else 0
+        announced = re.search(r'(\d+) new stored record', said)
+        n = int(announced.group(1)) if announced else 0
         sub.wait_for(lambda s: len(s.readings('/glucose_measurement')) >= before + n, timeout=10, what=f'{n} records')
         time.sleep(0.3)  # and no more than that
-        return [j['sequence_number'] for _, j in sub.readings('/glucose_measurement')[before:]]
+        return [j for _, j in sub.readings('/glucose_measurement')[before:]]
+
+    def numbers(self, sub, broker, spool, mode, said):
+        """The sequence numbers of the records one run published."""
+        return [j['sequence_number'] for j in self.run_meter(sub, broker, spool, mode, said)]
 
     def test_record_numbers_that_wrap_past_65535(self):
         spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
         with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub:
-            self.assertEqual(self.run_meter(sub, broker, spool, 'glucose-nearwrap', '2 new stored records (success)'),
+            self.assertEqual(self.numbers(sub, broker, spool, 'glucose-nearwrap', '2 new stored records (success)'),
                              [65533, 65534])
             # 65535, then 0 and 1: after the mark on both sides of the wrap, not a renumbering.
-            self.assertEqual(self.run_meter(sub, broker, spool, 'glucose-wrapped', '3 new stored records (success)'),
+            self.assertEqual(self.numbers(sub, broker, spool, 'glucose-wrapped', '3 new stored records (success)'),
                              [65535, 0, 1])
             with open(os.path.join(spool, 'records')) as f:
                 self.assertEqual(f.read(), 'F0F1F2F3F401 1\n')
-            self.assertEqual(self.run_meter(sub, broker, spool, 'glucose-wrapped', '0 new stored records (newest #1 published already)'), [])
+            self.assertEqual(self.numbers(sub, broker, spool, 'glucose-wrapped', '0 new stored records (newest #1 published already)'), [])
 
     def test_new_records_only_across_restarts_and_a_meter_that_numbers_anew(self):
         spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
         with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub:
             def run(mode, said):
-                """One gateway run against the meter in `mode`; the record numbers it published."""
-                before = len(sub.readings('/glucose_measurement'))
-                with Peer('--peripheral', f'Meter-1,gatt={mode}') as peer, \
-                        Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--records', spool=spool) as gw:
-                    self.assertTrue(self.wait_log(gw, said), gw.stderr())
-                    err = gw.stop()
-                    self.assertEqual(gw.proc.returncode, 0, err)
-                n = int(re.search(r'(\d+) new stored record', said).group(1))
-                sub.wait_for(lambda s: len(s.readings('/glucose_measurement')) >= before + n, timeout=10, what=f'{n} records')
-                time.sleep(0.3)  # and no more than that
-                new = sub.readings('/glucose_measurement')[before:]
-                return [j['sequence_number'] for _, j in new], [j for _, j in new]
+                readings = self.run_meter(sub, broker, spool, mode, said)
+                return [j['sequence_number'] for j in readings], readings
 
             numbers, readings = run('glucose', 'F0F1F2F3F401: 5 new stored records (success)')
             self.assertEqual(numbers, [1, 2, 3, 4, 5])
