@@ -71,6 +71,22 @@ public enum LinkText {
         return lines
     }
 
+    /// The link as JSON fields (`gatt --json`'s `link`; the `"kind":"link"` line of
+    /// `subscribe --json` and `monitor --json`): connection parameters, PHYs, data length.
+    public static func jsonFields(_ link: LELinkState) -> [Field] {
+        var l = [
+            Field("handle", .uint(UInt64(link.handle))),
+            Field("interval_ms", .double(Double(link.interval) * 1.25)),
+            Field("latency", .uint(UInt64(link.latency))),
+            Field("supervision_timeout_ms", .uint(UInt64(link.supervisionTimeout) * 10)),
+            Field("tx_phy", .text(link.txPHY.description)), Field("rx_phy", .text(link.rxPHY.description)),
+            Field("max_tx_octets", .uint(UInt64(link.maxTxOctets))), Field("max_tx_time_us", .uint(UInt64(link.maxTxTime))),
+            Field("max_rx_octets", .uint(UInt64(link.maxRxOctets))), Field("max_rx_time_us", .uint(UInt64(link.maxRxTime))),
+        ]
+        if let f = link.remoteFeatures { l.append(Field("remote_le_features", .list(f.names.map { .text($0) }))) }
+        return l
+    }
+
     /// What discovery did: where the database came from, its size, round trips and time.
     public static func discovery(_ r: DatabaseDiscovery, elapsed: Duration, mtu: Int, tag: String = "") -> [String] {
         var lines: [String] = []

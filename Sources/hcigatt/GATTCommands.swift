@@ -370,18 +370,7 @@ enum GATTDumpCommand {
             Field("services", .list(services)),
         ]
         if let link = p.connection?.parameters {
-            var l = [
-                Field("handle", .uint(UInt64(link.handle))),
-                Field("interval_ms", .double(Double(link.interval) * 1.25)),
-                Field("latency", .uint(UInt64(link.latency))),
-                Field("supervision_timeout_ms", .uint(UInt64(link.supervisionTimeout) * 10)),
-            ]
-            l += [
-                Field("tx_phy", .text(link.txPHY.description)), Field("rx_phy", .text(link.rxPHY.description)),
-                Field("max_tx_octets", .uint(UInt64(link.maxTxOctets))), Field("max_tx_time_us", .uint(UInt64(link.maxTxTime))),
-                Field("max_rx_octets", .uint(UInt64(link.maxRxOctets))), Field("max_rx_time_us", .uint(UInt64(link.maxRxTime))),
-            ]
-            if let f = link.remoteFeatures { l.append(Field("remote_le_features", .list(f.names.map { .text($0) }))) }
+            let l = LinkText.jsonFields(link)
             out.insert(Field("link", .object(l)), at: 2)
         }
         return out
@@ -558,7 +547,8 @@ enum SubscribeCommand {
             Options:
               --count N              stop after N values in total
               --indicate             ask for indications instead of notifications
-              --json                 one JSON object per value
+              --json                 one JSON object per value (and one "kind":"link" object
+                                     with the link's parameters, PHY and data length)
             \(PeerOptions.help)
             """,
             spec: Arguments.Spec(flags: PeerOptions.flags.union(["indicate", "json"]), options: PeerOptions.options.union(["count"])),
@@ -595,6 +585,14 @@ enum SubscribeCommand {
                 Console.err("subscribed to \(uuidLabel(u)) (\(indicate ? "indications" : "notifications"))")
             }
             let all = streams
+            if json, let link = p.connection?.parameters {
+                // The link as it carries the values (after discovery its data length and
+                // PHY have settled); not a value, so --count does not count it.
+                Console.out(FieldRenderer.jsonObject([
+                    Field("time", .double(Double(monotonicNow() &- start) / 1e9)), Field("kind", .text("link")),
+                    Field("link", .object(LinkText.jsonFields(link))),
+                ]))
+            }
             try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for (c, stream) in all {

@@ -39,7 +39,8 @@ struct HealthMonitor: Sendable {
             Options:
             \(optionHelp)  --reconnect            connect again (same device) when the link drops
               --count N              stop after N measurements (of each device)
-              --json                 one JSON object per measurement
+              --json                 one JSON object per measurement, and a "kind":"link" one
+                                     per connection (parameters, PHY, data length)
             \(PeerOptions.help)
             """,
             spec: Arguments.Spec(flags: PeerOptions.flags.union(["reconnect", "json"]),
@@ -148,6 +149,7 @@ struct HealthMonitor: Sendable {
                      _ counter: MeasurementCounter) async -> (any Error)? {
         var failure: (any Error)?
         var narrator = FollowNarrator(target: target, tagged: output.tagged, retrying: .afterLinkLoss("reconnecting..."))
+        var connection: LEConnection?
         do {
             loop: for try await event in follower.events {
                 switch event {
@@ -156,6 +158,20 @@ struct HealthMonitor: Sendable {
                     printMeasurement(c, v, device: device, tagged: output.tagged, json: output.json, start: output.start,
                                      counter: counter)
                     if counter.done { break loop }
+                case .connected(let peer, _):
+                    connection = peer.connection
+                    for line in narrator.lines(event) { Console.err(line) }
+                case .discovered:
+                    for line in narrator.lines(event) { Console.err(line) }
+                    // After discovery the data length and PHY asked for have settled.
+                    if output.json, let link = connection?.parameters {
+                        Console.out(FieldRenderer.jsonObject([
+                            Field("time", .double(Double(monotonicNow() &- output.start) / 1e9)),
+                            Field("device", .text(link.peer.address.description)), Field("kind", .text("link")),
+                            Field("link", .object(LinkText.jsonFields(link))),
+                        ]))
+                        Console.flush()
+                    }
                 default:
                     for line in narrator.lines(event) { Console.err(line) }
                 }

@@ -82,3 +82,13 @@ def hcigatt(*args, timeout=60, stdin=None):
 
 def json_lines(text):
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def measurement_lines(text):
+    """subscribe/monitor --json output without its "kind":"link" lines."""
+    return [v for v in json_lines(text) if v.get('kind') != 'link']
+
+
+def link_lines(text):
+    """The "kind":"link" lines of subscribe/monitor --json output."""
+    return [v for v in json_lines(text) if v.get('kind') == 'link']

@@ -7,7 +7,7 @@ import tempfile
 import time
 import unittest
 
-from peer import HCIGATT, Peer, hcigatt, json_lines
+from peer import HCIGATT, Peer, hcigatt, json_lines, link_lines, measurement_lines
 
 THERMO = 'Thermo-1,service=1809,gatt=health'
 ADDR = 'F0:F1:F2:F3:F4:01/public'
@@ -158,8 +158,12 @@ class SubscriptionTests(unittest.TestCase):
         with Peer('--peripheral', THERMO) as peer:
             rc, out, err = run(peer, 'subscribe', ADDR, '2a1c', '2a37', '--count', '8', '--json')
             self.assertEqual(rc, 0, err)
-            values = json_lines(out)
+            values = measurement_lines(out)
             self.assertEqual(len(values), 8)
+            # One line says how the link carries them (the longest data length, LE 2M).
+            links = link_lines(out)
+            self.assertEqual(len(links), 1, out)
+            self.assertEqual((links[0]['link']['tx_phy'], links[0]['link']['max_rx_octets']), ('LE 2M', 251), links)
             kinds = {(v['uuid'], v['kind']) for v in values}
             self.assertIn(('2A1C', 'indication'), kinds)
             self.assertIn(('2A37', 'notification'), kinds)

@@ -2,7 +2,7 @@
 import time
 import unittest
 
-from peer import Peer, hcigatt, json_lines
+from peer import Peer, hcigatt, json_lines, link_lines, measurement_lines
 
 THERMO = 'Thermo-1,service=1809,gatt=health'
 ADDR = 'F0:F1:F2:F3:F4:01/public'
@@ -22,7 +22,7 @@ class ScenarioTests(unittest.TestCase):
             self.assertIn('Measurement Interval set to 5 s', err)
             # The interval really reached the device (0x0005).
             self.assertIsNotNone(peer.events.wait_event('written', 5, uuid='2A21', value='0500'))
-            values = json_lines(out)
+            values = measurement_lines(out)
             self.assertEqual(len(values), 3)
             # 2A1E (notify) exists, so the scenario takes intermediate temperatures: 36.2 °C.
             self.assertEqual({v['uuid'] for v in values}, {'2A1E'})
@@ -51,7 +51,7 @@ class ScenarioTests(unittest.TestCase):
         with Peer('--peripheral', 'Pulse-2,service=180D,gatt=health,address=C0:F1:F2:F3:F4:22,random') as peer:
             rc, out, err = run(peer, 'heartrate', '--count', '2', '--json')
             self.assertEqual(rc, 0, err)
-            v = json_lines(out)[0]
+            v = measurement_lines(out)[0]
             self.assertEqual(v['uuid'], '2A37')
             self.assertIn('72', out)
             self.assertIn('C0:F1:F2:F3:F4:22 (random-static)', err)
@@ -66,7 +66,7 @@ class ScenarioTests(unittest.TestCase):
         with Peer('--peripheral', THERMO) as peer:
             rc, out, err = run(peer, 'monitor', ADDR, '--count', '12', '--json')
             self.assertEqual(rc, 0, err)
-            uuids = {v['uuid'] for v in json_lines(out)}
+            uuids = {v['uuid'] for v in measurement_lines(out)}
             self.assertGreaterEqual(len(uuids), 4, uuids)
 
     def test_monitor_two_devices_at_once(self):
@@ -77,8 +77,10 @@ class ScenarioTests(unittest.TestCase):
                   '--notify-interval', '0.5') as peer:
             rc, out, err = run(peer, 'monitor', ADDR, 'Pulse-2', '--count', '25', '--json')
             self.assertEqual(rc, 0, err)
-            values = json_lines(out)
+            values = measurement_lines(out)
             self.assertEqual(len(values), 50)  # --count is per device
+            # Each link said once how it carries the values.
+            self.assertEqual(sorted(l['device'] for l in link_lines(out)), ['F0:F1:F2:F3:F4:01', 'F0:F1:F2:F3:F4:02'])
             by_device = {}
             for v in values:
                 by_device.setdefault(v['device'], set()).add(v['uuid'])
@@ -115,7 +117,7 @@ class ScenarioTests(unittest.TestCase):
         with Peer('--peripheral', THERMO, '--peripheral', 'Pulse-2,service=180D,gatt=health') as peer:
             rc, out, err = run(peer, 'monitor', 'Pulse-2', 'thermo-1', '--count', '2', '--json')
             self.assertEqual(rc, 0, err)
-            self.assertEqual({v['device'] for v in json_lines(out)}, {'F0:F1:F2:F3:F4:01', 'F0:F1:F2:F3:F4:02'}, err)
+            self.assertEqual({v['device'] for v in measurement_lines(out)}, {'F0:F1:F2:F3:F4:01', 'F0:F1:F2:F3:F4:02'}, err)
 
     def test_one_device_failing_does_not_stop_the_others(self):
         with Peer('--peripheral', THERMO) as peer:

@@ -586,8 +586,10 @@ class BlueZ(unittest.TestCase):
 
         rc, out, err = hcigatt('subscribe', BLUEZ_DEVICE, APP_COUNTER, '--count', '3', '--json', *TRANSPORT)
         self.assertEqual(rc, 0, err)
-        values = [json.loads(l) for l in out.splitlines() if l.strip()]
+        lines = [json.loads(l) for l in out.splitlines() if l.strip()]
+        values = [v for v in lines if v['kind'] != 'link']
         self.assertEqual([v['kind'] for v in values], ['notification'] * 3, out)
+        self.assertEqual(len(lines), 4, out)  # and the link's line
         counters = [int(v['hex'], 16) for v in values]
         self.assertEqual(counters, [(counters[0] + i) % 256 for i in range(3)], out)
         peer.wait_event(lambda e: e['event'] == 'notifying' and e['uuid'] == APP_COUNTER and not e['on'], 30,
