@@ -20,6 +20,20 @@ public struct RACPServerRules: Sendable, Hashable {
 
     /// The Glucose Service's rules.
     public init() {}
+
+    /// The Glucose Service's rules (``init()``).
+    public static let glucose = RACPServerRules()
+
+    /// The Pulse Oximeter Service's (PLXS §3.3): every op code with the All Records operator
+    /// only (its records carry no sequence number to filter on), the Core Specification
+    /// Supplement's 0xFE / 0xFD errors.
+    public static let pulseOximeter: RACPServerRules = {
+        var r = RACPServerRules()
+        r.operators = [1]
+        r.busyError = ATTErrorCode(rawValue: 0xFE)
+        r.notSubscribedError = ATTErrorCode(rawValue: 0xFD)
+        return r
+    }()
 }
 
 /// One client's Record Access Control Point procedure, sans-I/O: a write comes in with the

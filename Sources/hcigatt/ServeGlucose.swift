@@ -38,18 +38,7 @@ extension ServeProfile {
                     ctx.out.note("glucose: the record service is not in the database")
                     return
                 }
-                let log = Task {
-                    for await e in store.log {
-                        switch e {
-                        case .answered(let c, let sent, let answer):
-                            var what = RecordAccessControlPoint.summary(of: answer)
-                            if sent > 0 { what = "\(sent) record\(sent == 1 ? "" : "s"), then \(what)" }
-                            ctx.out.note("records for \(c.peer): \(what)")
-                        case .deleted(let c, let gone):
-                            ctx.out.note("deleted \(gone.count) stored record\(gone.count == 1 ? "" : "s") for \(c.peer)")
-                        }
-                    }
-                }
+                let log = Task { await logRecordEvents(store, "glucose", ctx) }
                 while await pause(.seconds(60)) {
                     store.append(next.withLock { $0.next(taken: nowDateTime()) })
                 }

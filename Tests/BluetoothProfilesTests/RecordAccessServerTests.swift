@@ -117,6 +117,26 @@ import BluetoothWire
         #expect(write(&u, .reportNumberOfAllRecords) == [.reject(.procedureAlreadyInProgress)])
     }
 
+    @Test("The Pulse Oximeter preset: All Records only for every op code, 0xFD unsubscribed, 0xFE busy")
+    func pulseOximeterRules() {
+        var s = RACPServer(rules: .pulseOximeter)
+        #expect(write(&s, .reportAllRecords, records: false) == [.reject(ATTErrorCode(rawValue: 0xFD))])
+        for request in [RecordAccessControlPoint.Owned.reportLastRecord, .reportFirstRecord, .records(sequenceNumberAtLeast: 2),
+                        .records(.reportNumberOfStoredRecords, sequenceNumberAtLeast: 2), .records(.deleteStoredRecords, sequenceNumberAtMost: 2)] {
+            var t = RACPServer(rules: .pulseOximeter)
+            #expect(write(&t, request) == [.indicate(.response(to: request.opCode, .operatorNotSupported))], "\(request)")
+        }
+        let (sent, final) = run(&s, write(&s, .reportAllRecords))
+        #expect(sent == Self.stored)
+        #expect(final == [.indicate(.response(to: .reportStoredRecords, .success))])
+        #expect(write(&s, .reportNumberOfAllRecords) == [.reject(ATTErrorCode(rawValue: 0xFE))], "busy until confirmed")
+        _ = s.responseConfirmed()
+        #expect(write(&s, .reportNumberOfAllRecords) == [.indicate(.numberOfRecordsResponse(5))])
+        _ = s.responseConfirmed()
+        #expect(write(&s, .deleteAllRecords) == [.delete(Self.stored), .indicate(.response(to: .deleteStoredRecords, .success))])
+        #expect(RACPServerRules.glucose == RACPServerRules())
+    }
+
     @Test("Abort between records: the rest is not sent, one answer (Abort, Success); the report gets none")
     func abortDuringReport() {
         var s = RACPServer()

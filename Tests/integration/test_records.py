@@ -80,12 +80,50 @@ class RecordsAgainstServeTests(unittest.TestCase):
                 rc, out, err = records('--delete', '--yes', '--until', '4')
                 self.assertEqual(rc, 0, err)
                 self.assertIn('deleted', err)
-                self.assertIsNotNone(serve.wait('note', 5, message='deleted 4 stored records for C0:FF:EE:00:00:02 (public), handle 0x0001'),
+                self.assertIsNotNone(serve.wait('note', 5, message='deleted 4 stored glucose records for C0:FF:EE:00:00:02 (public), handle 0x0001'),
                                      [e.get('message') for e in serve.all('note')])
                 rc, out, err = records('--count', '--json')
                 self.assertEqual(json_lines(out)[-1]['number_of_records'], 8, out)
                 rc, out, err = records()
                 self.assertEqual(record_numbers(out), list(range(5, 13)), out)
+                self.assertEqual(serve.close(), 0, serve.stderr())
+
+
+    def test_pulse_oximeter_all_records_only(self):
+        # serve --profile plx: spot-checks without sequence numbers, All Records only,
+        # no encryption asked.
+        with tempfile.TemporaryDirectory() as tmp, Peer('--hosts', '2') as world:
+            meter, collector = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+            with Serve(meter, '--profile', 'plx', '--name', 'Oxi-1', '--bond-dir', os.path.join(tmp, 's')) as serve:
+                def records(*args):
+                    return hcigatt('records', 'Oxi-1', '--service', 'plx', '--transport', collector,
+                                   '--bond-dir', os.path.join(tmp, 'c'), *args)
+
+                rc, out, err = records('--json')
+                self.assertEqual(rc, 0, err)
+                objs = json_lines(out)
+                self.assertEqual([o['kind'] for o in objs], ['record'] * 8 + ['response'], out)
+                times = [o['time'] for o in objs[:8]]
+                self.assertEqual(times, sorted(times), 'oldest first')
+                self.assertTrue(all(94 < o['measurement']['spo2pr_spot_check']['spo2'] < 100 for o in objs[:8]), out)
+                self.assertNotIn('sequence_number', objs[0])
+                self.assertEqual(objs[8]['response'], {'value': 1, 'name': 'success'})
+                self.assertNotIn('bonded', err)
+
+                rc, out, err = records('--count')
+                self.assertEqual(rc, 0, err)
+                self.assertIn('number of stored records: 8', err)
+                # Filters are not the service's: said before connecting.
+                for args in (['--last'], ['--since', '3']):
+                    rc, out, err = records(*args)
+                    self.assertEqual(rc, 2, err)
+                    self.assertIn('takes all records only', err)
+                rc, out, err = records('--delete', '--yes')
+                self.assertEqual(rc, 0, err)
+                self.assertIsNotNone(serve.wait('note', 5, message='deleted 8 stored plx records for C0:FF:EE:00:00:02 (public), handle 0x0001'))
+                rc, out, err = records()
+                self.assertEqual((rc, out), (0, ''), err)
+                self.assertIn('0 records; response: no records found', err)
                 self.assertEqual(serve.close(), 0, serve.stderr())
 
 

@@ -597,7 +597,7 @@ class GlucoseMeterTests(unittest.TestCase):
         self.assertEqual(got, [(n, n % 3 == 0) for n in range(1, 13)], r['arrivals'])
         self.assertEqual(answers, ['06000101'])
         self.assertEqual(r['arrivals'][-1], ['2A52', '06000101'], 'the answer after the last record')
-        self.assertIn('records for D0:D1:D2:D3:D4:01 (public), handle 0x0001: 12 records, then response to '
+        self.assertIn('glucose records for D0:D1:D2:D3:D4:01 (public), handle 0x0001: 12 records, then response to '
                       'report stored records: success', notes)
         # The features say what the meter detects; the service needs an encrypted link.
         self.assertEqual(r['reads']['2A51'], '0b05')
