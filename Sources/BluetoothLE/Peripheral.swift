@@ -185,6 +185,17 @@ public final class Peripheral: Sendable, CustomStringConvertible {
         return try await RecordTransfer.start(request, service: service, on: gatt, database: db)
     }
 
+    /// Collects the readings a device with no control point keeps (a blood pressure cuff, a
+    /// weight scale: ``RecordService/bloodPressure``, ``RecordService/weightScale``): they are
+    /// indicated once subscribed; the collection ends when the device disconnects, goes
+    /// quiet or at the time limit (``IndicatedReadingsCollector/Timing``).
+    public func storedReadings(service: RecordService, timing: IndicatedReadingsCollector.Timing = .init()) async throws(BluetoothError)
+        -> ReadingCollection
+    {
+        let db = try await discoverDatabase().discovery.database
+        return try await ReadingCollection.start(service: service, on: gatt, database: db, timing: timing)
+    }
+
     // MARK: Link
 
     /// Opens an LE credit-based L2CAP channel to `psm` (`CBPeripheral.openL2CAPChannel`).

@@ -4,7 +4,9 @@ import BluetoothTransport
 import BluetoothWire
 import Synchronization
 
-/// A service that keeps records behind a Record Access Control Point (0x2A52).
+/// A service that keeps readings taken while no collector was near: behind a Record Access
+/// Control Point (0x2A52; ``RecordTransfer``), or indicated once a collector subscribes
+/// (``ReadingCollection``).
 public enum RecordService: String, Sendable, Hashable, CaseIterable {
     /// Glucose Service (0x1808): Glucose Measurement (0x2A18) notified, each followed by its
     /// Glucose Measurement Context (0x2A34) when its flags say so.
@@ -12,12 +14,20 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
     /// Pulse Oximeter Service (0x1822): PLX Spot-check Measurement (0x2A5E) indicated; its
     /// RACP reports and deletes all records only (PLXS §3.3).
     case pulseOximeter = "plx"
+    /// Blood Pressure Service (0x1810): no control point; a cuff indicates its stored Blood
+    /// Pressure Measurements (0x2A35) once a bonded collector subscribes (BLS 1.0 §3.1).
+    case bloodPressure = "bp"
+    /// Weight Scale Service (0x181D): no control point; stored Weight Measurements (0x2A9D)
+    /// indicated once a bonded collector subscribes (WSS 1.0 §3.1).
+    case weightScale = "weight"
 
     /// The service's UUID.
     public var uuid: BluetoothUUID {
         switch self {
         case .glucose: BluetoothUUID(0x1808)
         case .pulseOximeter: BluetoothUUID(0x1822)
+        case .bloodPressure: BluetoothUUID(0x1810)
+        case .weightScale: BluetoothUUID(0x181D)
         }
     }
 
@@ -26,6 +36,8 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .glucose: BluetoothUUID(0x2A18)
         case .pulseOximeter: BluetoothUUID(0x2A5E)
+        case .bloodPressure: BluetoothUUID(0x2A35)
+        case .weightScale: BluetoothUUID(0x2A9D)
         }
     }
 
@@ -33,7 +45,7 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
     public var contextCharacteristic: BluetoothUUID? {
         switch self {
         case .glucose: BluetoothUUID(0x2A34)
-        case .pulseOximeter: nil
+        case .pulseOximeter, .bloodPressure, .weightScale: nil
         }
     }
 
@@ -42,11 +54,17 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .glucose: "Glucose"
         case .pulseOximeter: "Pulse Oximeter"
+        case .bloodPressure: "Blood Pressure"
+        case .weightScale: "Weight Scale"
         }
     }
 
     /// Whether its records carry sequence numbers the RACP can select by.
     public var hasSequenceNumbers: Bool { self == .glucose }
+
+    /// Whether its records are behind a Record Access Control Point (else indicated once a
+    /// collector subscribes).
+    public var hasControlPoint: Bool { self == .glucose || self == .pulseOximeter }
 }
 
 /// Which stored records.
@@ -118,6 +136,10 @@ public struct StoredRecord: Sendable, Hashable {
         case glucose(GlucoseMeasurement, context: GlucoseMeasurementContext?)
         /// A pulse oximeter spot-check.
         case pulseOximeter(PLXSpotCheckMeasurement)
+        /// A blood pressure reading.
+        case bloodPressure(BloodPressureMeasurement)
+        /// A weight.
+        case weight(WeightMeasurement)
     }
 
     /// The record's sequence number (glucose records have one).
@@ -131,6 +153,8 @@ public struct StoredRecord: Sendable, Hashable {
         switch decoded {
         case .glucose(let m, _): m.baseTime.adding(minutes: Int(m.timeOffset ?? 0))
         case .pulseOximeter(let m): m.timestamp
+        case .bloodPressure(let m): m.timestamp
+        case .weight(let m): m.timestamp
         }
     }
 }
@@ -141,8 +165,10 @@ public enum RecordEvent: Sendable, Equatable {
     case record(StoredRecord)
     /// A value on a record characteristic that does not decode (kept, with why).
     case malformed(BluetoothUUID, [UInt8], WireError)
-    /// The procedure ended (always the last event).
+    /// The procedure ended (always the last event of a ``RecordTransfer``).
     case finished(RACPClient.Summary)
+    /// Collecting indicated readings ended (always the last event of a ``ReadingCollection``).
+    case collected(IndicatedReadingsCollector.Summary)
 }
 
 /// One Record Access Control Point procedure on a connected device: the records as they
@@ -183,6 +209,9 @@ public final class RecordTransfer: AsyncSequence, Sendable {
     /// device asks for it (glucose meters want an encrypted, bonded link).
     public static func start(_ request: RecordRequest, service: RecordService, on client: GATTClient,
                              database: GATTDatabase, timeout: Duration = .seconds(30)) async throws(BluetoothError) -> RecordTransfer {
+        guard service.hasControlPoint else {
+            throw BluetoothError(.invalidRequest, "the \(service.name) Service has no Record Access Control Point: its stored readings are indicated once a collector subscribes (ReadingCollection)")
+        }
         guard let svc = database.services.first(where: { $0.uuid == service.uuid }) else {
             throw BluetoothError(.notFound, "the device has no \(service.name) Service (\(service.uuid))")
         }
@@ -349,6 +378,8 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                             sink.yield(.malformed(service.recordCharacteristic, v.value, error))
                         }
                     }
+                case .bloodPressure, .weightScale:
+                    break  // not started for these
                 }
             case .value:
                 break

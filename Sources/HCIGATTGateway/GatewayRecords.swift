@@ -15,7 +15,7 @@ struct GatewayRecordFetch: Sendable {
     /// own notifications are not taken as live readings too. Never throws: a device whose
     /// records cannot be had is still followed.
     func run(_ client: GATTClient, _ db: GATTDatabase) async {
-        guard let service = RecordService.allCases.first(where: { s in
+        guard let service = RecordService.allCases.first(where: { s in s.hasControlPoint &&
             db.services.contains { $0.uuid == s.uuid && $0.characteristics.contains { $0.uuid == RecordAccessControlPoint.uuid } }
         }) else { return }
         let who = GatewayNaming.deviceLevel(device)
@@ -99,6 +99,8 @@ struct GatewayRecordFetch: Sendable {
                         throw BluetoothError(.protocolViolation, "\(s.lost) value\(s.lost == 1 ? "" : "s") lost on the way; asked again next time")
                     }
                     return (records, s)
+                case .collected:
+                    break  // a ReadingCollection's, not a transfer's
                 }
             }
         } catch let e as BluetoothError {

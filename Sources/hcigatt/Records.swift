@@ -7,16 +7,22 @@ import HCIGATTFormat
 enum RecordsCommand {
     static var command: Command {
         Command(
-            name: "records", summary: "Fetch (count, delete) a sensor's stored records through its Record Access Control Point",
+            name: "records", summary: "Fetch (count, delete) a sensor's stored readings: glucose, pulse oximeter, blood pressure, weight",
             help: """
-            Usage: hcigatt records ADDR|NAME [--service glucose|plx] [SELECTION] [--count | --delete --yes] [--json] [OPTIONS]
+            Usage: hcigatt records ADDR|NAME [--service glucose|plx|bp|weight] [SELECTION] [--count | --delete --yes] [--json] [OPTIONS]
 
-            Subscribes to the service's record characteristics and to the Record Access
-            Control Point (2A52), asks for the records and prints each as it comes, decoded,
-            then the control point's answer (success, no records found, operator not
-            supported...). Ctrl-C sends Abort Operation: records still on their way are
-            dropped and counted. A procedure with no record or answer for 30 s fails.
-            Glucose meters want an encrypted, bonded link: it is paired when they ask.
+            Glucose meters and pulse oximeters: subscribes to the service's record
+            characteristics and to the Record Access Control Point (2A52), asks for the
+            records and prints each as it comes, decoded, then the control point's answer
+            (success, no records found, operator not supported...). Ctrl-C sends
+            Abort Operation: records still on their way are dropped and counted. A procedure
+            with no record or answer for 30 s fails. Glucose meters want an encrypted,
+            bonded link: it is paired when they ask.
+
+            Blood pressure cuffs (bp) and weight scales have no control point: subscribed to,
+            they indicate the readings they kept, oldest first. Each is printed as it comes
+            until the device disconnects, sends nothing for --quiet seconds (the first may
+            take up to 10 s), or --limit passes. Every reading is asked for; Ctrl-C stops.
 
             Selection (default --all):
               --all                  every record
@@ -25,16 +31,19 @@ enum RecordsCommand {
               --until SEQ            sequence numbers up to SEQ (glucose)
               --range A-B            sequence numbers A to B (glucose)
             Options:
-              --service S            glucose (default) or plx (Pulse Oximeter: all records only)
+              --service S            glucose (default), plx (Pulse Oximeter: all records only),
+                                     bp (Blood Pressure) or weight (Weight Scale)
               --count                ask for the number of matching records instead
               --delete --yes         delete the selected records (refused without --yes)
               --json                 one JSON object per record, then one for the answer
               --procedure-timeout S  seconds without a record or answer before the procedure
                                      fails (default 30, the record profiles' value)
+              --quiet S              bp/weight: seconds without a reading that end it (default 3)
+              --limit S              bp/weight: seconds in all (default 120)
             \(PeerOptions.help)
             """,
             spec: Arguments.Spec(flags: PeerOptions.flags.union(["all", "first", "last", "count", "delete", "yes", "json"]),
-                                 options: PeerOptions.options.union(["service", "since", "until", "range", "procedure-timeout"])),
+                                 options: PeerOptions.options.union(["service", "since", "until", "range", "procedure-timeout", "quiet", "limit"])),
             run: { args in try await run(args) }
         )
     }
@@ -45,13 +54,36 @@ enum RecordsCommand {
         var request: RecordRequest
         var json: Bool
         var timeout: Duration
+        /// How long to collect from a service with no control point.
+        var timing = IndicatedReadingsCollector.Timing()
 
         init(_ args: Arguments) throws {
             let name = args.option("service") ?? "glucose"
             guard let service = RecordService(rawValue: name) else {
-                throw UsageError("--service takes glucose or plx, not '\(name)' (the Blood Pressure and Weight Scale services keep no records behind a control point: their stored readings come as indications; use subscribe)")
+                throw UsageError("--service takes glucose, plx, bp or weight, not '\(name)'")
             }
             self.service = service
+            func seconds(_ option: String, _ range: ClosedRange<Double>) throws -> UInt64? {
+                guard let text = args.option(option) else { return nil }
+                guard let t = Double(text), t > range.lowerBound, t <= range.upperBound else {
+                    throw UsageError("--\(option) takes seconds (\(Int(range.lowerBound)) < S <= \(Int(range.upperBound))), not '\(text)'")
+                }
+                return UInt64(t * 1e9)
+            }
+            let quiet = try seconds("quiet", 0 ... 600), limit = try seconds("limit", 0 ... 86_400)
+            if service.hasControlPoint {
+                for (o, v) in [("--quiet", quiet), ("--limit", limit)] where v != nil {
+                    throw UsageError("\(o) is for services with no control point (bp, weight); the \(service.name) Service's procedure ends with its answer (--procedure-timeout)")
+                }
+            } else {
+                let asked = ["all", "first", "last", "count", "delete", "yes"].filter { args.flag($0) }
+                    + ["since", "until", "range", "procedure-timeout"].filter { args.option($0) != nil }
+                if let first = asked.first {
+                    throw UsageError("the \(service.name) Service has no Record Access Control Point: its stored readings all come when subscribed to, so --\(first) cannot be asked")
+                }
+                if let quiet { timing.quiet = quiet }
+                if let limit { timing.limit = limit }
+            }
             var chosen: [(String, RecordSelection)] = []
             if args.flag("all") { chosen.append(("--all", .all)) }
             if args.flag("first") { chosen.append(("--first", .first)) }
@@ -111,30 +143,7 @@ enum RecordsCommand {
         var status: Int32 = 0
         do {
             let db = try await p.discover().database
-            let transfer = try await RecordTransfer.start(settings.request, service: settings.service, on: p.client, database: db,
-                                                         timeout: settings.timeout)
-            Console.err("asked: \(RecordAccessControlPoint.summary(of: settings.request.controlPoint))")
-            let printed = Locked(0)
-            let ending = Locked<RACPClient.Summary?>(nil)
-            let interrupted = try await runInterruptible(stopping: { transfer.abort() }) {
-                for try await event in transfer {
-                    switch event {
-                    case .record(let r):
-                        printed.withLock { $0 += 1 }
-                        Console.out(settings.json ? json(r) : line(r))
-                        Console.flush()
-                    case .malformed(let uuid, let bytes, let error):
-                        Console.err("a malformed \(uuidLabel(uuid)) value (\(error)): \(Hex.string(bytes, separator: " "))")
-                    case .finished(let s):
-                        ending.withLock { $0 = s }
-                    }
-                }
-            }
-            guard let summary = ending.withLock({ $0 }) else { throw RuntimeError("the record transfer ended without an answer") }
-            if settings.json { Console.out(json(summary)) }
-            let (text, ok) = describe(summary, request: settings.request, timeout: settings.timeout)
-            Console.err(text)
-            if interrupted, case .aborted = summary.outcome {} else if !ok { status = 1 }
+            status = settings.service.hasControlPoint ? try await transfer(settings, p, db) : try await collect(settings, p, db)
         } catch {
             failure = error
         }
@@ -144,6 +153,85 @@ enum RecordsCommand {
             throw RuntimeError(describeGATT(failure))
         }
         return status
+    }
+
+    /// A record store's procedure through its control point. Exit 0 for success and no
+    /// records found (and an Abort by Ctrl-C), 1 otherwise.
+    static func transfer(_ settings: Settings, _ p: ConnectedPeer, _ db: GATTDatabase) async throws -> Int32 {
+        let transfer = try await RecordTransfer.start(settings.request, service: settings.service, on: p.client, database: db,
+                                                     timeout: settings.timeout)
+        Console.err("asked: \(RecordAccessControlPoint.summary(of: settings.request.controlPoint))")
+        let ending = Locked<RACPClient.Summary?>(nil)
+        let interrupted = try await runInterruptible(stopping: { transfer.abort() }) {
+            for try await event in transfer {
+                switch event {
+                case .record(let r):
+                    Console.out(settings.json ? json(r) : line(r))
+                    Console.flush()
+                case .malformed(let uuid, let bytes, let error):
+                    Console.err("a malformed \(uuidLabel(uuid)) value (\(error)): \(Hex.string(bytes, separator: " "))")
+                case .finished(let s):
+                    ending.withLock { $0 = s }
+                case .collected:
+                    break
+                }
+            }
+        }
+        guard let summary = ending.withLock({ $0 }) else { throw RuntimeError("the record transfer ended without an answer") }
+        if settings.json { Console.out(json(summary)) }
+        let (text, ok) = describe(summary, request: settings.request, timeout: settings.timeout)
+        Console.err(text)
+        if interrupted, case .aborted = summary.outcome { return 0 }
+        return ok ? 0 : 1
+    }
+
+    /// A cuff's or a scale's readings: subscribed to, collected until the device goes quiet,
+    /// disconnects or the limit passes. Exit 0 however it ended (a device with nothing stored
+    /// sends nothing), 1 when values were lost on the way.
+    static func collect(_ settings: Settings, _ p: ConnectedPeer, _ db: GATTDatabase) async throws -> Int32 {
+        let collection = try await ReadingCollection.start(service: settings.service, on: p.client, database: db,
+                                                           timing: settings.timing)
+        Console.err("subscribed to \(uuidLabel(settings.service.recordCharacteristic)): the stored readings come first")
+        let ending = Locked<IndicatedReadingsCollector.Summary?>(nil)
+        _ = try await runInterruptible(stopping: { collection.stop() }) {
+            for try await event in collection {
+                switch event {
+                case .record(let r):
+                    Console.out(settings.json ? json(r) : line(r))
+                    Console.flush()
+                case .malformed(let uuid, let bytes, let error):
+                    Console.err("a malformed \(uuidLabel(uuid)) value (\(error)): \(Hex.string(bytes, separator: " "))")
+                case .collected(let s):
+                    ending.withLock { $0 = s }
+                case .finished:
+                    break
+                }
+            }
+        }
+        guard let s = ending.withLock({ $0 }) else { throw RuntimeError("the collection ended without a summary") }
+        let n = "\(s.readings) reading\(s.readings == 1 ? "" : "s")"
+        var text: String
+        switch s.ending {
+        case .quiet: text = "\(n); nothing more for \(Duration.nanoseconds(Int64(s.readings == 0 ? settings.timing.firstWait : settings.timing.quiet)).seconds) s"
+        case .timeLimit: text = "\(n); still coming at the \(Duration.nanoseconds(Int64(settings.timing.limit)).seconds) s limit (--limit)"
+        case .disconnected: text = "\(n); the device disconnected (done sending)"
+        case .stopped: text = "\(n); stopped"
+        }
+        if s.lost > 0 { text += "; \(s.lost) value\(s.lost == 1 ? "" : "s") lost on the way (the output could not keep up)" }
+        Console.err(text)
+        if settings.json {
+            var f = [Field("kind", .text("end")), Field("readings", .uint(UInt64(s.readings)))]
+            let why: String = switch s.ending {
+            case .quiet: "quiet"
+            case .timeLimit: "time limit"
+            case .disconnected: "disconnected"
+            case .stopped: "stopped"
+            }
+            f.append(Field("ending", .text(why)))
+            if s.lost > 0 { f.append(Field("lost", .uint(UInt64(s.lost)))) }
+            Console.out(FieldRenderer.jsonObject(f))
+        }
+        return s.lost > 0 ? 1 : 0
     }
 
     /// A record in one line: the reading decoded, its context after it.

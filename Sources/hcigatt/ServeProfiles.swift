@@ -106,17 +106,41 @@ extension ServeProfile {
 
     // MARK: Blood Pressure (0x1810)
 
+    /// `serve --profile bloodpressure`: a cuff. A reading every 5 s, indicated to subscribers;
+    /// one taken while nobody is subscribed is kept (at most 30), and what is kept is
+    /// indicated, oldest first, to the next client that subscribes (or whose bond restores
+    /// its subscription), as cuffs hand stored readings to their collector (BLS 1.0 §3.1).
+    /// Three readings from earlier in the day are kept to start with.
     static var bloodPressure: ServeProfile {
-        ServeProfile(
-            name: "bloodpressure", summary: "Blood Pressure: 2A35 indications every 5 s, 2A36 cuff pressure notifications, 2A49",
+        let measurementUUID = BluetoothUUID(0x2A35)
+        let kept = Locked<[[UInt8]]>((1 ... 3).compactMap { bloodPressureReading($0, taken: dateTime(secondsAgo: (13 - 4 * $0) * 3600)) })
+        /// Hands what is kept to `client` (once: a reading not confirmed is kept again).
+        @Sendable func handOver(to client: GATTServerClient, _ ctx: ProfileContext) {
+            guard let h = ctx.server.valueHandle(of: measurementUUID) else { return }
+            let readings = kept.withLock { k in defer { k = [] }; return k }
+            guard !readings.isEmpty else { return }
+            Task {
+                for (i, v) in readings.enumerated() {
+                    do throws(GATTServerError) { try await ctx.server.indicate(h, value: v, to: client.id, store: false) } catch {
+                        let rest = Array(readings[i...])
+                        kept.withLock { $0.insert(contentsOf: rest, at: 0) }
+                        ctx.out.note("bloodpressure: \(i) stored reading\(i == 1 ? "" : "s") sent to \(client.peer), \(rest.count) kept (\(error))")
+                        return
+                    }
+                }
+                ctx.out.note("bloodpressure: \(readings.count) stored reading\(readings.count == 1 ? "" : "s") sent to \(client.peer)")
+            }
+        }
+        return ServeProfile(
+            name: "bloodpressure", summary: "Blood Pressure cuff: 2A35 indications every 5 s, readings taken while nobody subscribed kept and indicated to the next subscriber, 2A36 cuff pressure notifications, 2A49",
             services: [GATTLocalService(uuid: BluetoothUUID(0x1810), characteristics: [
-                GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A35), properties: .indicate),
+                GATTLocalCharacteristic(uuid: measurementUUID, properties: .indicate),
                 GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A36), properties: .notify),
                 GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A49), properties: .read, value: .stored(encoded(BloodPressureFeature(rawValue: 0x0001)))),
             ])],
             advertised: [BluetoothUUID(0x1810)],
             run: { ctx in
-                guard let measurement = ctx.server.valueHandle(of: BluetoothUUID(0x2A35)),
+                guard let measurement = ctx.server.valueHandle(of: measurementUUID),
                       let cuff = ctx.server.valueHandle(of: BluetoothUUID(0x2A36)) else { return }
                 var step = 0
                 while await pause(.seconds(1)) {
@@ -125,16 +149,35 @@ extension ServeProfile {
                     if let p = try? SFloat(mantissa: pressure, exponent: 0) {
                         await ctx.server.notifyWhenReady(cuff, value: encoded(IntermediateCuffPressure(currentCuffPressure: p)))
                     }
-                    guard step % 5 == 0 else { continue }
-                    let sys = 118 + step % 7, dia = 76 + step % 5
-                    guard let s = try? SFloat(mantissa: sys, exponent: 0), let d = try? SFloat(mantissa: dia, exponent: 0),
-                          let m = try? SFloat(mantissa: (sys + 2 * dia) / 3, exponent: 0),
-                          let pulse = try? SFloat(mantissa: 64 + step % 9, exponent: 0) else { continue }
-                    let value = encoded(BloodPressureMeasurement(systolic: s, diastolic: d, meanArterialPressure: m,
-                                                                 timestamp: nowDateTime(), pulseRate: pulse))
-                    Task { _ = await ctx.server.indicateAll(measurement, value: value) }
+                    guard step % 5 == 0, let value = bloodPressureReading(step, taken: nowDateTime()) else { continue }
+                    if ctx.server.subscribers(of: measurement).contains(where: { $0.1.contains(.indicate) }) {
+                        Task { _ = await ctx.server.indicateAll(measurement, value: value) }
+                    } else {
+                        kept.withLock { $0 = Array(($0 + [value]).suffix(30)) }
+                    }
+                }
+            },
+            onEvent: { event, ctx in
+                guard let h = ctx.server.valueHandle(of: measurementUUID) else { return }
+                switch event {
+                case .subscriptionChanged(let client, let handle, let configuration) where handle == h && configuration.contains(.indicate):
+                    handOver(to: client, ctx)
+                case .bondRestored(let client, _, _)
+                    where ctx.server.subscribers(of: h).contains(where: { $0.0.id == client.id && $0.1.contains(.indicate) }):
+                    handOver(to: client, ctx)
+                default:
+                    break
                 }
             })
+    }
+
+    /// The cuff's reading number `step`, taken at `time`: 118-124 / 76-80 mmHg, pulse 64-72.
+    static func bloodPressureReading(_ step: Int, taken time: DateTime) -> [UInt8]? {
+        let sys = 118 + step % 7, dia = 76 + step % 5
+        guard let s = try? SFloat(mantissa: sys, exponent: 0), let d = try? SFloat(mantissa: dia, exponent: 0),
+              let m = try? SFloat(mantissa: (sys + 2 * dia) / 3, exponent: 0),
+              let pulse = try? SFloat(mantissa: 64 + step % 9, exponent: 0) else { return nil }
+        return encoded(BloodPressureMeasurement(systolic: s, diastolic: d, meanArterialPressure: m, timestamp: time, pulseRate: pulse))
     }
 
     // MARK: Heart Rate (0x180D)

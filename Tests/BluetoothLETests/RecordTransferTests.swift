@@ -41,7 +41,7 @@ import Testing
             switch e {
             case .record(let r): records.append(r)
             case .finished(let s): end = s
-            case .malformed: Issue.record("malformed: \(e)")
+            case .malformed, .collected: Issue.record("unexpected: \(e)")
             }
         }
         return (records, end)

@@ -8,8 +8,14 @@ run records-two-selections 2 "$bin" records Meter-1 --last --since 4 "${T[@]}" &
 run records-bad-seq 2 "$bin" records Meter-1 --since -1 "${T[@]}" && expect_err records-bad-seq "--since takes a sequence number 0...65535, not '-1'"
 run records-big-seq 2 "$bin" records Meter-1 --until 65536 "${T[@]}" && expect_err records-big-seq "not '65536'"
 run records-bad-range 2 "$bin" records Meter-1 --range 9-3 "${T[@]}" && expect_err records-bad-range "--range takes A-B"
-run records-bp 2 "$bin" records Meter-1 --service bp "${T[@]}" && expect_err records-bp "keep no records behind a control point"
+run records-bp-last 2 "$bin" records Meter-1 --service bp --last "${T[@]}" && expect_err records-bp-last "has no Record Access Control Point: its stored readings all come when subscribed to, so --last cannot be asked"
+run records-weight-count 2 "$bin" records Meter-1 --service weight --count "${T[@]}" && expect_err records-weight-count "so --count cannot be asked"
+run records-bp-timeout 2 "$bin" records Meter-1 --service bp --procedure-timeout 5 "${T[@]}" && expect_err records-bp-timeout "so --procedure-timeout cannot be asked"
+run records-glucose-quiet 2 "$bin" records Meter-1 --quiet 5 "${T[@]}" && expect_err records-glucose-quiet "--quiet is for services with no control point"
+run records-bad-quiet 2 "$bin" records Meter-1 --service bp --quiet 0 "${T[@]}" && expect_err records-bad-quiet "--quiet takes seconds (0 < S <= 600), not '0'"
+run records-bad-limit 2 "$bin" records Meter-1 --service weight --limit x "${T[@]}" && expect_err records-bad-limit "--limit takes seconds"
+run records-bad-service 2 "$bin" records Meter-1 --service cgm "${T[@]}" && expect_err records-bad-service "--service takes glucose, plx, bp or weight, not 'cgm'"
 run records-plx-last 2 "$bin" records Meter-1 --service plx --last "${T[@]}" && expect_err records-plx-last "all records only"
 run records-timeout 2 "$bin" records Meter-1 --procedure-timeout 0 "${T[@]}" && expect_err records-timeout "--procedure-timeout takes seconds"
-run records-help 0 "$bin" help records && { expect_out records-help "--delete --yes"; expect_out records-help "Abort Operation"; }
+run records-help 0 "$bin" help records && { expect_out records-help "--delete --yes"; expect_out records-help "Abort Operation"; expect_out records-help "--quiet S"; }
 run records-runs-to-the-controller 1 "$bin" records AA:BB:CC:DD:EE:FF/random --since 3 --json "${T[@]}" && expect_err records-runs-to-the-controller "refused"

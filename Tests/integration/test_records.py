@@ -127,6 +127,61 @@ class RecordsAgainstServeTests(unittest.TestCase):
                 self.assertEqual(serve.close(), 0, serve.stderr())
 
 
+class IndicatedReadingsTests(unittest.TestCase):
+    """--service bp: a cuff with no control point indicates what it kept once subscribed."""
+
+    def test_a_cuff_hands_over_its_kept_readings_then_goes_quiet(self):
+        with tempfile.TemporaryDirectory() as tmp, Peer('--hosts', '2') as world:
+            cuff, collector = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+            with Serve(cuff, '--profile', 'bloodpressure', '--name', 'Cuff-1', '--bond-dir', os.path.join(tmp, 's')) as serve:
+                def records(*args):
+                    return hcigatt('records', 'Cuff-1', '--service', 'bp', '--transport', collector,
+                                   '--bond-dir', os.path.join(tmp, 'c'), *args)
+
+                # The three kept from earlier in the day, oldest first (a live reading taken
+                # while the collector listens may follow them).
+                rc, out, err = records('--json', '--quiet', '2')
+                self.assertEqual(rc, 0, err)
+                objs = json_lines(out)
+                self.assertEqual(objs[-1]['kind'], 'end', out)
+                self.assertEqual(objs[-1]['ending'], 'quiet')
+                readings = objs[:-1]
+                self.assertEqual(objs[-1]['readings'], len(readings))
+                self.assertIn(len(readings), (3, 4), out)
+                self.assertEqual([(r['measurement']['systolic'], r['measurement']['diastolic']) for r in readings[:3]],
+                                 [(119.0, 77.0), (120.0, 78.0), (121.0, 79.0)], out)
+                times = [r['time'] for r in readings]
+                self.assertEqual(times, sorted(times), 'oldest first')
+                self.assertIn('nothing more for 2', err)
+                self.assertIsNotNone(serve.wait('note', 5, message='bloodpressure: 3 stored readings sent to C0:FF:EE:00:00:02 (public), handle 0x0001'))
+
+                # Handed over once: what comes next is only what the cuff took since.
+                time.sleep(6)
+                rc, out, err = records('--quiet', '1', '--json')
+                self.assertEqual(rc, 0, err)
+                later = [o for o in json_lines(out) if o['kind'] == 'record']
+                self.assertTrue(1 <= len(later) <= 3, out)
+                self.assertGreater(min(o['time'] for o in later), times[2], 'the kept three are not sent again')
+                self.assertEqual(serve.close(), 0, serve.stderr())
+
+    def test_a_device_that_never_stops_ends_at_the_limit(self):
+        # Bumble's health device indicates 2A35 every second for as long as it is subscribed.
+        with Peer('--peripheral', 'Thermo-1,service=1809,gatt=health', '--notify-interval', '0.5') as peer:
+            rc, out, err = hcigatt('records', 'Thermo-1', '--service', 'bp', '--limit', '3', '--transport', peer.transport)
+            self.assertEqual(rc, 0, err)
+            lines = out.splitlines()
+            self.assertGreaterEqual(len(lines), 3, out)
+            self.assertTrue(all('120/80 mmHg' in l for l in lines), out)
+            self.assertIn(f'{len(lines)} readings; still coming at the 3.0 s limit (--limit)', err)
+            # The CCCD was cleared before disconnecting.
+            self.assertIsNotNone(peer.events.wait_event('written', 5, uuid='2902', value='0000'))
+        # A device without the service: named.
+        with Peer('--peripheral', 'Thermo-1,service=1809,gatt=health') as peer:
+            rc, out, err = hcigatt('records', 'Thermo-1', '--service', 'weight', '--transport', peer.transport)
+            self.assertEqual(rc, 1, err)
+            self.assertIn('the device has no Weight Scale Service (181D)', err)
+
+
 class Collector:
     """`hcigatt records` running, its stdout read line by line (to interrupt it mid-report)."""
 
