@@ -222,6 +222,7 @@ enum ChatCommand {
         switch args.positional.count {
         case 0:
             if args.option("linger") != nil { throw UsageError("--linger goes with connecting (chat ADDR|NAME)") }
+            try PeerOptions.refuseCentralOptions(args, goWith: "connecting (chat ADDR|NAME)")
             let name = args.option("name") ?? "hcigatt-chat"
             guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name takes 1-248 bytes of UTF-8") }
             return try await wait(ControllerSettings(args), name: name, l2cap: args.flag("l2cap"), out: out, psm: psm ?? defaultPSM)

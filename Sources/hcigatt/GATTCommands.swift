@@ -12,6 +12,16 @@ enum PeerOptions {
                                                                        "conn-interval", "conn-latency", "supervision-timeout", "phy"])
     static let flags: Set<String> = ControllerOptions.flags.union(["no-cache", "no-data-length"])
 
+    /// A mode that waits for a central (l2cap listen, chat without a device) takes the link
+    /// the central opens: the options for opening one are a usage error there, not ignored.
+    static func refuseCentralOptions(_ args: Arguments, goWith mode: String) throws {
+        let given = options.subtracting(ControllerOptions.options).filter { args.option($0) != nil }
+            + flags.subtracting(ControllerOptions.flags).filter { args.flag($0) }
+        if let o = given.sorted().first {
+            throw UsageError("--\(o) goes with \(mode): waiting, the link is the one the central opens")
+        }
+    }
+
     static let help = """
       --no-cache             discover the whole database even for a bonded device (by
                              default its database is kept with the bond and reused after

@@ -72,6 +72,7 @@ enum L2CAPCommand {
         case "listen":
             guard args.positional.count == 2 else { throw UsageError("expected listen PSM") }
             if args.option("linger") != nil { throw UsageError("--linger goes with connect") }
+            try PeerOptions.refuseCentralOptions(args, goWith: "connect")
             let security: L2CAPChannelSecurity
             switch args.option("security") {
             case nil: security = .none
