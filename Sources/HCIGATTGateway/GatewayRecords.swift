@@ -28,87 +28,29 @@ struct GatewayRecordFetch: Sendable {
            let v = try? await client.read(handle: c.valueHandle) { name = ValueFormat.text(v) }
         let mark = runtime.recordMarks.mark(of: device)
         do throws(BluetoothError) {
-            var restarts = false
-            var records: [StoredRecord] = []
-            var said: String
-            if let m = mark {
-                // The newest record says where the device is: ahead of the mark (new records,
-                // maybe past a wrap of the numbers), at it (nothing new), or behind it (it
-                // forgot its records and numbers anew). Records come oldest first, so the last
-                // one is the newest also from a device that ignores the operator.
-                let (last, summary) = try await fetch(.last, service, client, db)
-                said = Self.describe(summary)
-                if last.isEmpty, summary.outcome != .answered(.success), summary.outcome != .answered(.noRecordsFound) {
-                    // A meter that cannot report its last record: all of them, the newer published.
-                    (records, said) = try await fetchDescribed(.all, service, client, db)
-                } else if let n = last.last?.sequenceNumber, n != m {
-                    if RecordMarks.isAfter(n, m) {
-                        if m != .max { (records, said) = try await fetchDescribed(.atLeast(m &+ 1), service, client, db) }
-                        if n < m {
-                            let (wrapped, after) = try await fetchDescribed(.within(0 ... n), service, client, db)
-                            records += wrapped
-                            said = after
-                        }
-                    } else {
-                        log("\(who): its records are numbered anew (newest #\(n), #\(m) was published): fetching them all")
-                        (records, said) = try await fetchDescribed(.all, service, client, db)
-                        restarts = true
-                    }
-                } else if let n = last.last?.sequenceNumber {
-                    said = "newest #\(n) published already"
-                }
-            } else {
-                (records, said) = try await fetchDescribed(.all, service, client, db)
+            // What is new is the library's policy (RecordTransfer.newRecords): the newest
+            // record against the mark, a wrap, a reset meter told by its record's time.
+            let new = try await RecordTransfer.newRecords(after: mark, service: service, on: client, database: db)
+            for (uuid, _, error) in new.malformed { log("\(who): a malformed stored \(uuid) value: \(error)") }
+            if new.renumbered, let m = mark {
+                log("\(who): its records are numbered anew (it was reset since #\(m.sequenceNumber) was published): fetching them all")
             }
             var published = 0
-            for r in records {
-                guard let n = r.sequenceNumber else { continue }
-                // Only what was not published (a device may ignore the filter).
-                if !restarts, let m = mark, !RecordMarks.isAfter(n, m) { continue }
+            for r in new.records {
+                guard let p = RecordPosition(of: r) else { continue }
                 runtime.submit(ConnectedReadings.record(r, device: device, name: name,
-                                                        mark: RecordMarks.Mark(device: device, sequenceNumber: n, restarts: restarts && published == 0)))
+                                                        mark: RecordMarks.Mark(device: device, sequenceNumber: p.sequenceNumber, time: p.time,
+                                                                               restarts: new.renumbered && published == 0)))
                 published += 1
+            }
+            var said = Self.describe(new.summary)
+            if new.records.isEmpty, let m = mark, !new.renumbered, new.summary.outcome == .answered(.success) {
+                said = "newest #\(m.sequenceNumber) published already"
             }
             log("\(who): \(published) new stored record\(published == 1 ? "" : "s") (\(said))")
         } catch {
             log("\(who): stored records not fetched: \(error.message)")
         }
-    }
-
-    private func fetchDescribed(_ selection: RecordSelection, _ service: RecordService, _ client: GATTClient, _ db: GATTDatabase)
-        async throws(BluetoothError) -> ([StoredRecord], String)
-    {
-        let (records, summary) = try await fetch(selection, service, client, db)
-        return (records, Self.describe(summary))
-    }
-
-    private func fetch(_ selection: RecordSelection, _ service: RecordService, _ client: GATTClient, _ db: GATTDatabase)
-        async throws(BluetoothError) -> ([StoredRecord], RACPClient.Summary)
-    {
-        let transfer = try await RecordTransfer.start(.report(selection), service: service, on: client, database: db)
-        var records: [StoredRecord] = []
-        do {
-            for try await e in transfer {
-                switch e {
-                case .record(let r): records.append(r)
-                case .malformed(let uuid, _, let error): log("\(GatewayNaming.deviceLevel(device)): a malformed stored \(uuid) value: \(error)")
-                case .finished(let s):
-                    // Values lost on the way leave a gap the mark would pass: publish none of
-                    // these and ask again on the next connection (a duplicate, never a loss).
-                    if s.lost > 0 {
-                        throw BluetoothError(.protocolViolation, "\(s.lost) value\(s.lost == 1 ? "" : "s") lost on the way; asked again next time")
-                    }
-                    return (records, s)
-                case .collected:
-                    break  // a ReadingCollection's, not a transfer's
-                }
-            }
-        } catch let e as BluetoothError {
-            throw e
-        } catch {
-            throw BluetoothError(.disconnected, "\(error)")
-        }
-        throw BluetoothError(.protocolViolation, "the record transfer ended without an answer")
     }
 
     static func describe(_ s: RACPClient.Summary) -> String {

@@ -80,6 +80,61 @@ import Testing
         await rig.shutDown()
     }
 
+    @Test("New records after a position: all, none, the newer, a reset meter (more readings or fewer), a wrap")
+    func newRecordsAfterAPosition() async throws {
+        func record(_ n: UInt16, day: UInt8) -> StoredRecords.Record {
+            let time = DateTime(year: 2026, month: 12, day: day, hours: UInt8(n % 24), minutes: 0, seconds: 0)
+            return StoredRecords.Record(sequenceNumber: n, values: [StoredRecords.Value(BluetoothUUID(0x2A18), (try? GlucoseMeasurement(
+                sequenceNumber: n, baseTime: time).encoded()) ?? [])])
+        }
+        let rig = try await GATTPeerTests.Rig()
+        let store = StoredRecords(service: BluetoothUUID(0x1808), records: (1 ... 5).map { record($0, day: 1) })
+        let (_, serving) = try await Self.meter(rig, store, context: false)
+        let peer = try await rig.open()
+        let db = try await peer.discover().discovery.database
+        func new(after p: RecordPosition?) async throws -> ([UInt16?], Bool) {
+            let n = try await RecordTransfer.newRecords(after: p, service: .glucose, on: peer.client, database: db)
+            return (n.records.map(\.sequenceNumber), n.renumbered)
+        }
+        func reset(to numbers: [UInt16], day: UInt8) async throws {
+            _ = try await Self.collect(try await RecordTransfer.start(.delete(.all), service: .glucose, on: peer.client, database: db))
+            for n in numbers { store.append(record(n, day: day)) }
+        }
+        func position(_ n: UInt16, day: UInt8) -> RecordPosition? {
+            RecordPosition(sequenceNumber: n, time: DateTime(year: 2026, month: 12, day: day, hours: UInt8(n % 24), minutes: 0, seconds: 0).secondsSince1970)
+        }
+        var (numbers, renumbered) = try await new(after: nil)
+        #expect(numbers == [1, 2, 3, 4, 5] && !renumbered)
+        (numbers, renumbered) = try await new(after: position(5, day: 1))
+        #expect(numbers == [] && !renumbered, "at the position")
+        store.append(record(6, day: 1))
+        store.append(record(7, day: 1))
+        (numbers, renumbered) = try await new(after: position(5, day: 1))
+        #expect(numbers == [6, 7] && !renumbered)
+        (numbers, renumbered) = try await new(after: RecordPosition(sequenceNumber: 5))
+        #expect(numbers == [6, 7] && !renumbered, "a position without a time: by number")
+        // Reset, and since more readings than the position counts: its #7 has another time.
+        try await reset(to: Array(1 ... 9), day: 2)
+        (numbers, renumbered) = try await new(after: position(7, day: 1))
+        #expect(numbers == Array(1 ... 9) && renumbered)
+        // Reset with as many readings as the position: its newest is the position's number.
+        (numbers, renumbered) = try await new(after: position(9, day: 1))
+        #expect(numbers == Array(1 ... 9) && renumbered)
+        // Reset with fewer: behind the position.
+        try await reset(to: [1, 2, 3], day: 3)
+        (numbers, renumbered) = try await new(after: position(9, day: 2))
+        #expect(numbers == [1, 2, 3] && renumbered)
+        // Past 65535: both sides of the wrap, not a renumbering.
+        try await reset(to: [65534, 65535, 0, 1], day: 4)
+        (numbers, renumbered) = try await new(after: position(65535, day: 4))
+        #expect(numbers == [0, 1] && !renumbered)
+        (numbers, renumbered) = try await new(after: position(65534, day: 4))
+        #expect(numbers == [65535, 0, 1] && !renumbered)
+        await rig.close(peer)
+        serving.cancel()
+        await rig.shutDown()
+    }
+
     @Test("A Write Command to the control point starts nothing; the next request is not busy")
     func writeCommandIsRefused() async throws {
         let rig = try await GATTPeerTests.Rig()

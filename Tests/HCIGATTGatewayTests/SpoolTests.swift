@@ -1,4 +1,5 @@
 import Glibc
+import BluetoothLE
 import BluetoothWire
 import Testing
 @testable import HCIGATTGateway
@@ -178,26 +179,28 @@ import Testing
             let m = RecordMarks(path: path)
             #expect(m.mark(of: meter) == nil)
             for n: UInt16 in [3, 1, 5, 4] { try m.published(.init(device: meter, sequenceNumber: n)) }
-            #expect(m.mark(of: meter) == 5, "records out of order: the highest")
+            #expect(m.mark(of: meter)?.sequenceNumber == 5, "records out of order: the highest")
             try m.published(.init(device: other, sequenceNumber: 9))
             // Past 65535 the numbers wrap: 0 comes after 65535, 65534 does not after 2.
             let wrapping = BluetoothAddress(rawValue: 0x0000_0000_0C0D)
             for n: UInt16 in [65534, 65535, 0, 2, 65534] { try m.published(.init(device: wrapping, sequenceNumber: n)) }
-            #expect(m.mark(of: wrapping) == 2)
-            #expect(RecordMarks.isAfter(0, 65535) && !RecordMarks.isAfter(65535, 0) && !RecordMarks.isAfter(7, 7))
+            #expect(m.mark(of: wrapping)?.sequenceNumber == 2)
+            #expect(RecordPosition.isAfter(0, 65535) && !RecordPosition.isAfter(65535, 0) && !RecordPosition.isAfter(7, 7))
         }
         do {
             let m = RecordMarks(path: path)
-            #expect(m.mark(of: meter) == 5 && m.mark(of: other) == 9)
-            try m.published(.init(device: meter, sequenceNumber: 2, restarts: true))
-            try m.published(.init(device: meter, sequenceNumber: 3))
-            #expect(m.mark(of: meter) == 3, "renumbered: the mark starts again")
+            #expect(m.mark(of: meter) == RecordPosition(sequenceNumber: 5) && m.mark(of: other)?.sequenceNumber == 9)
+            try m.published(.init(device: meter, sequenceNumber: 2, time: 1_796_000_000, restarts: true))
+            try m.published(.init(device: meter, sequenceNumber: 3, time: 1_796_000_060))
+            #expect(m.mark(of: meter) == RecordPosition(sequenceNumber: 3, time: 1_796_000_060), "renumbered: the mark starts again")
         }
         let text = String(decoding: Spool.readFile(path) ?? [], as: UTF8.self)
-        #expect(text == "000000000A0B 9\n000000000C0D 2\nF0F1F2F3F401 3\n")
-        // Damaged lines are skipped, the rest kept.
-        try Spool.writeAtomically(Array("F0F1F2F3F401 70000\nnonsense\n000000000A0B 7\nF0F1F2F3F4 1\n".utf8), to: path, in: dir)
+        #expect(text == "000000000A0B 9\n000000000C0D 2\nF0F1F2F3F401 3 1796000060\n")
+        #expect(RecordMarks(path: path).mark(of: meter) == RecordPosition(sequenceNumber: 3, time: 1_796_000_060), "the time read back")
+        // Damaged lines are skipped, the rest kept; a time that does not parse leaves the number.
+        try Spool.writeAtomically(Array("F0F1F2F3F401 70000\nnonsense\n000000000A0B 7 x\nF0F1F2F3F4 1\n000000000C0D 4 5 6\n".utf8), to: path, in: dir)
         let damaged = RecordMarks(path: path)
-        #expect(damaged.mark(of: meter) == nil && damaged.mark(of: other) == 7)
+        #expect(damaged.mark(of: meter) == nil && damaged.mark(of: other) == RecordPosition(sequenceNumber: 7))
+        #expect(damaged.mark(of: BluetoothAddress(rawValue: 0x0000_0000_0C0D)) == nil)
     }
 }

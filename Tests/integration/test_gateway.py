@@ -2,6 +2,7 @@
 readings decoded with seq and time, nothing lost across broker and gateway restarts, the
 spool's bound, Home Assistant discovery and the last will, TLS and authentication, and a
 fleet of two gateways on bridged brokers."""
+import calendar
 import json
 import os
 import sys
@@ -802,7 +803,6 @@ class GatewayCommandTests(unittest.TestCase):
 
 
 def iso_seconds(text):
-    import calendar
     t = time.strptime(text[:19], '%Y-%m-%dT%H:%M:%S')
     return calendar.timegm(t) + int(text[20:23]) / 1000
 
@@ -842,6 +842,11 @@ def make_client_certificates(d):
         '-out', 'client-ec.pem', '-days', '2')
     with open(os.path.join(d, 'client-ec.key')) as key, open(os.path.join(d, 'client-ec.pem'), 'a') as cert:
         cert.write(key.read())
+
+
+def stamp(day, hour):
+    """Seconds since 1970 of the test meter's reading taken 2026-12-DAY at HOUR o'clock."""
+    return calendar.timegm((2026, 12, day, hour, 0, 0))
 
 
 class GatewayRecordsTests(Contiguous, unittest.TestCase):
@@ -886,7 +891,8 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
             self.assertEqual(self.numbers(sub, broker, spool, 'glucose-wrapped', '3 new stored records (success)'),
                              [65535, 0, 1])
             with open(os.path.join(spool, 'records')) as f:
-                self.assertEqual(f.read(), 'F0F1F2F3F401 1\n')
+                # The mark: the record's number and its measurement time (#1 at 01:00).
+                self.assertEqual(f.read(), f'F0F1F2F3F401 1 {stamp(1, 1)}\n')
             self.assertEqual(self.numbers(sub, broker, spool, 'glucose-wrapped', '0 new stored records (newest #1 published already)'), [])
 
     def test_new_records_only_across_restarts_and_a_meter_that_numbers_anew(self):
@@ -904,7 +910,7 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
             self.assertEqual(readings[1]['context']['meal']['name'], 'preprandial (before meal)')
             self.assertEqual(readings[0]['glucose_mg_per_dl'], 91.0)
             with open(os.path.join(spool, 'records')) as f:
-                self.assertEqual(f.read(), 'F0F1F2F3F401 5\n')
+                self.assertEqual(f.read(), f'F0F1F2F3F401 5 {stamp(1, 5)}\n')
 
             # Restarted, the meter as it was: nothing published again.
             numbers, _ = run('glucose', 'F0F1F2F3F401: 0 new stored records (newest #5 published already)')
@@ -917,10 +923,17 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
             self.assertEqual(numbers, [1, 2, 3])
             self.assertEqual(readings[0]['time'], '2026-12-02T01:00:00.000Z')
             with open(os.path.join(spool, 'records')) as f:
-                self.assertEqual(f.read(), 'F0F1F2F3F401 3\n')
+                self.assertEqual(f.read(), f'F0F1F2F3F401 3 {stamp(2, 3)}\n')
             # A meter that reports every record whatever the operator: nothing twice.
             numbers, _ = run('glucose-unfiltered', 'F0F1F2F3F401: 2 new stored records (success)')
             self.assertEqual(numbers, [4, 5])
+            # Reset again, and since with more readings than the mark counts (nine; #5 was
+            # published): its #5 has another time, so all nine are new.
+            numbers, readings = run('glucose-reset', 'F0F1F2F3F401: 9 new stored records (success)')
+            self.assertEqual(numbers, list(range(1, 10)))
+            self.assertEqual(readings[0]['time'], '2026-12-03T01:00:00.000Z')
+            with open(os.path.join(spool, 'records')) as f:
+                self.assertEqual(f.read(), f'F0F1F2F3F401 9 {stamp(3, 9)}\n')
             # The gateway's own seq runs on without a gap or a repeat over the runs.
             self.assert_contiguous(sub.readings('hcigatt/gw1/F0F1F2F3F401/'), 'the meter\'s')
 

@@ -245,9 +245,11 @@ class GlucoseDatabase:
     sequence numbers (none matching: No Records Found); Abort stops a report and is
     answered Success; a request while one runs is refused with ATT 0x80 (Procedure Already
     In Progress). The same meter later: more (readings 1 to 8), renumbered (it was reset:
-    readings 1 to 3, taken on 2026-12-02); nearwrap (readings 65533 and 65534) and
-    wrapped (65533 to 65535, then 0 and 1: the numbers wrapped); unfiltered (it reports
-    every record whatever the operator, as some meters do).
+    readings 1 to 3, taken on 2026-12-02); unfiltered (the renumbered meter with two more,
+    1 to 5 on 2026-12-02, reporting every record whatever the operator, as some meters do);
+    reset (reset again, and since with more readings than before: 1 to 9, on 2026-12-03);
+    nearwrap (readings 65533 and 65534) and wrapped (65533 to 65535, then 0 and 1: the
+    numbers wrapped).
     Misbehaving modes (no encryption needed in any):
       busy      every request refused with ATT 0x80, as a meter busy with another collector
       silent    requests taken (Write Response) and never answered
@@ -266,8 +268,8 @@ class GlucoseDatabase:
         self.task = None
         self.abort_requested = False
         self.numbers = {'nearwrap': [65533, 65534], 'wrapped': [65533, 65534, 65535, 0, 1]}.get(
-            mode, list(range(1, {'more': 9, 'renumbered': 4}.get(mode, 6))))
-        self.day = 2 if mode == 'renumbered' else 1
+            mode, list(range(1, {'more': 9, 'renumbered': 4, 'reset': 10}.get(mode, 6))))
+        self.day = {'renumbered': 2, 'unfiltered': 2, 'reset': 3}.get(mode, 1)
         self.measurement = Characteristic('2A18', P.NOTIFY, 0, b'')
         self.context = Characteristic('2A34', P.NOTIFY, 0, b'')
         self.racp = Characteristic('2A52', P.WRITE | P.INDICATE, WRITE, CharacteristicValue(write=self.on_racp))
@@ -353,5 +355,5 @@ class GlucoseDatabase:
 
 DATABASES = {'health': HealthDatabase, 'uart': UartDatabase, 'glucose': GlucoseDatabase}
 for _mode in ('busy', 'silent', 'disorder', 'late', 'lagging', 'more', 'renumbered', 'nearwrap', 'wrapped',
-              'unfiltered'):
+              'unfiltered', 'reset'):
     DATABASES[f'glucose-{_mode}'] = lambda events, _mode=_mode: GlucoseDatabase(events, _mode)

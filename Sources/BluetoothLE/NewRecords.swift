@@ -1,0 +1,148 @@
+import BluetoothGATT
+import BluetoothProfiles
+import BluetoothWire
+
+/// Where a collector is in a device's record store: the newest record it has taken.
+public struct RecordPosition: Sendable, Hashable {
+    /// That record's sequence number.
+    public var sequenceNumber: UInt16
+    /// That record's measurement time (seconds since 1970, the device's clock), when known:
+    /// a device that was reset and has since numbered more records than this one is told
+    /// from one that was not by the time its record of this number carries.
+    public var time: Int64?
+
+    /// A position.
+    public init(sequenceNumber: UInt16, time: Int64? = nil) {
+        self.sequenceNumber = sequenceNumber
+        self.time = time
+    }
+
+    /// The position of `record` (nil when it has no sequence number).
+    public init?(of record: StoredRecord) {
+        guard let n = record.sequenceNumber else { return nil }
+        self.init(sequenceNumber: n, time: record.measurementTime?.secondsSince1970)
+    }
+
+    /// Whether sequence number `n` comes after `m`: record numbers wrap (65535, then 0), so
+    /// `n` is after when it is less than half the number space ahead.
+    public static func isAfter(_ n: UInt16, _ m: UInt16) -> Bool {
+        let d = n &- m
+        return d != 0 && d < 0x8000
+    }
+}
+
+/// What a device holds beyond a ``RecordPosition``.
+public struct NewRecords: Sendable {
+    /// The records newer than the position (every record when `renumbered` or with no
+    /// position), oldest first, each once.
+    public var records: [StoredRecord]
+    /// The device numbers its records anew (it was reset): the position no longer applies.
+    public var renumbered: Bool
+    /// The last procedure's ending.
+    public var summary: RACPClient.Summary
+    /// Values that did not decode, as they came.
+    public var malformed: [(BluetoothUUID, [UInt8], WireError)]
+}
+
+extension RecordTransfer {
+    /// The records `service` on the device holds beyond `position` (all of them with none):
+    /// the collector's sync, as a gateway or an app that keeps its place needs it.
+    ///
+    /// The newest record (Report last) says where the device is: at the position (nothing
+    /// new), ahead of it (the newer ones are asked for, both sides of a wrap past 65535), or
+    /// behind it (the device forgot its records and numbers anew: all of them). Ahead, the
+    /// record of the position's own number is asked for too: one whose time is not the
+    /// position's says the device was reset and has since taken more readings than the
+    /// position counts, and all its records are new. A device that cannot report its last
+    /// record is asked for all; one that ignores the operator and reports everything is
+    /// filtered here. Throws when a procedure fails, or lost values on the way (a gap a
+    /// position would pass: ask again).
+    public static func newRecords(after position: RecordPosition?, service: RecordService, on client: GATTClient,
+                                  database: GATTDatabase, timeout: Duration = .seconds(30)) async throws(BluetoothError) -> NewRecords
+    {
+        guard service.hasSequenceNumbers else {
+            throw BluetoothError(.invalidRequest, "the \(service.name) Service's records carry no sequence numbers to keep a place by")
+        }
+        var malformed: [(BluetoothUUID, [UInt8], WireError)] = []
+        func fetch(_ selection: RecordSelection) async throws(BluetoothError) -> ([StoredRecord], RACPClient.Summary) {
+            let transfer = try await start(.report(selection), service: service, on: client, database: database, timeout: timeout)
+            var records: [StoredRecord] = []
+            do {
+                for try await e in transfer {
+                    switch e {
+                    case .record(let r): records.append(r)
+                    case .malformed(let u, let b, let error): malformed.append((u, b, error))
+                    case .finished(let s):
+                        if s.lost > 0 {
+                            throw BluetoothError(.protocolViolation, "\(s.lost) value\(s.lost == 1 ? "" : "s") lost on the way; ask again")
+                        }
+                        return (records, s)
+                    case .collected:
+                        break
+                    }
+                }
+            } catch let e as BluetoothError {
+                throw e
+            } catch {
+                throw BluetoothError(.disconnected, "the link went down during the record transfer")
+            }
+            throw BluetoothError(.protocolViolation, "the record transfer ended without an answer")
+        }
+        func result(_ records: [StoredRecord], _ summary: RACPClient.Summary, renumbered: Bool = false) -> NewRecords {
+            // Each sequence number once (a device that ignores the operator sends a record
+            // to each request), only those after the position unless it no longer applies.
+            var seen = Set<UInt16>()
+            let kept = records.filter { r in
+                guard let n = r.sequenceNumber, seen.insert(n).inserted else { return false }
+                guard !renumbered, let m = position?.sequenceNumber else { return true }
+                return RecordPosition.isAfter(n, m)
+            }
+            return NewRecords(records: kept, renumbered: renumbered, summary: summary, malformed: malformed)
+        }
+        /// Whether `records` hold the position's record with another time: reset, numbered anew.
+        func contradicts(_ records: [StoredRecord], _ p: RecordPosition) -> Bool {
+            guard let t = p.time, let r = records.first(where: { $0.sequenceNumber == p.sequenceNumber }),
+                  let u = r.measurementTime?.secondsSince1970 else { return false }
+            return t != u
+        }
+        guard let p = position else {
+            let (all, s) = try await fetch(.all)
+            return result(all, s)
+        }
+        let m = p.sequenceNumber
+        let (last, lastSummary) = try await fetch(.last)
+        // Records come oldest first: the last is the newest also from a device that
+        // ignores the operator.
+        guard let newest = last.last, let n = newest.sequenceNumber else {
+            switch lastSummary.outcome {
+            case .answered(.success), .answered(.noRecordsFound):
+                return result([], lastSummary)
+            default:
+                // It cannot report its last record: all of them, the newer kept.
+                let (all, s) = try await fetch(.all)
+                if contradicts(all, p) { return result(all, s, renumbered: true) }
+                return result(all, s)
+            }
+        }
+        if n == m {
+            guard contradicts(last, p) else { return result([], lastSummary) }
+            let (all, s) = try await fetch(.all)
+            return result(all, s, renumbered: true)
+        }
+        guard RecordPosition.isAfter(n, m) else {
+            let (all, s) = try await fetch(.all)
+            return result(all, s, renumbered: true)
+        }
+        var (records, summary) = try await fetch(.atLeast(m))
+        if n < m {
+            let (wrapped, s) = try await fetch(.within(0 ... n))
+            records += wrapped
+            summary = s
+        }
+        if contradicts(records, p) {
+            let (all, s) = try await fetch(.all)
+            return result(all, s, renumbered: true)
+        }
+        return result(records, summary)
+    }
+}
