@@ -56,6 +56,53 @@ extension GATTClient {
         return AsyncThrowingStream(unfolding: { try await lifetime.next() })
     }
 
+    /// ``subscribe(characteristic:indicate:)`` as a ``GATTSubscription``, which its owner
+    /// can end without losing a value: what was received (and, for indications, confirmed
+    /// to the server) before the CCCD is cleared is still handed out.
+    public func subscription(to characteristic: GATTCharacteristic, indicate: Bool = false) async throws(GATTError)
+        -> GATTSubscription
+    {
+        func once() async throws(GATTError) -> GATTSubscription {
+            let id = subscriberIDs.add(1, ordering: .relaxed).oldValue
+            try await addSubscription(id, characteristic: characteristic, indicate: indicate)
+            return GATTSubscription(SubscriptionLifetime(client: self, id: id))
+        }
+        do {
+            return try await once()
+        } catch {
+            guard await raiseSecurityToRetry(after: error) else { throw error }
+            return try await once()
+        }
+    }
+
+    /// Takes subscriber `id` off its characteristics (their CCCDs cleared when nobody else
+    /// wants them, each write waited for); its stream hands out what it holds, then ends.
+    func finishSubscriber(_ id: UInt64) async throws(GATTError) {
+        let handles: [UInt16] = locked { s, fx in
+            guard var sub = s.subscribers[id] else { return [] }
+            let handles = sub.handles.keys.sorted()
+            sub.handles = [:]
+            sub.finishing = true
+            s.subscribers[id] = sub
+            for h in handles { s.cccds[h]?.subscribers.removeAll { $0 == id } }
+            if sub.buffer.isEmpty, let w = sub.waiting {
+                s.subscribers[id] = nil
+                fx.append { w.resume(returning: .success(nil)) }
+            }
+            return handles
+        }
+        for h in handles {
+            let result = await withCheckedContinuation { (c: ResponseContinuation) in
+                locked { s, fx in
+                    if !updateCCCD(valueHandle: h, waiter: .request(c), &s, &fx) {
+                        fx.append { c.resume(returning: .success(.write)) }
+                    }
+                }
+            }
+            _ = try result.get()
+        }
+    }
+
     func subscribeOnce(characteristic: GATTCharacteristic, indicate: Bool) async throws(GATTError)
         -> AsyncThrowingStream<GATTValue, Error>
     {
@@ -93,6 +140,11 @@ extension GATTClient {
                 }
                 var sub = s.subscribers[id] ?? Subscriber(handles: [:])
                 sub.handles[valueHandle] = indicate
+                // What the device indicated before anyone subscribed comes first, to the
+                // first that takes indications (confirmed already: a token nobody counts).
+                if indicate, let early = s.earlyIndications.removeValue(forKey: valueHandle) {
+                    sub.buffer += early.map { Entry(value: $0, token: Self.confirmedAlready) }
+                }
                 s.subscribers[id] = sub
                 var entry = s.cccds[valueHandle] ?? CCCD(cccdHandle: cccd)
                 entry.subscribers.append(id)
@@ -149,11 +201,23 @@ extension GATTClient {
 
     // MARK: Internals: subscribers
 
+    /// The most indications kept per characteristic before anyone subscribes to it.
+    static var earlyIndicationLimit: Int { 64 }
+    /// The token of an indication confirmed when it came (``taken(_:_:_:)`` ignores it).
+    static var confirmedAlready: UInt64 { .max }
+
     func deliver(handle: UInt16, value: [UInt8], indication: Bool, _ s: inout State, _ fx: inout [Effect]) {
         if indication, handle == s.serviceChangedHandle { serviceChanged(value, &s) }
         let ids = s.cccds[handle]?.subscribers ?? []
         guard !ids.isEmpty else {
-            if handle != s.serviceChangedHandle { s.unhandledNotifications += 1 }
+            if handle != s.serviceChangedHandle {
+                s.unhandledNotifications += 1
+                if indication {
+                    var kept = s.earlyIndications[handle] ?? []
+                    kept.append(GATTValue(handle: handle, value: value, isIndication: true))
+                    s.earlyIndications[handle] = kept.suffix(Self.earlyIndicationLimit)
+                }
+            }
             if indication { apply(s.att.confirmIndication(), &s, &fx) }
             return
         }
@@ -222,6 +286,9 @@ extension GATTClient {
                     } else if let e = sub.ended {
                         removeSubscriber(id, &s, &fx, writeFailed: false)
                         fx.append { c.resume(returning: .failure(e)) }
+                    } else if sub.finishing {
+                        removeSubscriber(id, &s, &fx, writeFailed: false)
+                        fx.append { c.resume(returning: .success(nil)) }
                     } else if Task.isCancelled {
                         removeSubscriber(id, &s, &fx, writeFailed: false)
                         fx.append { c.resume(returning: .success(nil)) }
@@ -331,6 +398,29 @@ extension GATTClient {
 }
 
 /// Keeps a subscription alive while its stream (or an iterator of it) exists.
+/// One subscription's values (``GATTClient/subscription(to:indicate:)``), which its owner
+/// ends with ``end()``: the CCCD is cleared (unless another stream wants the values) and
+/// what arrived before that is still handed out, then the sequence ends. Released or
+/// cancelled unfinished, it ends as a ``GATTClient/subscribe(characteristic:indicate:)``
+/// stream does.
+public struct GATTSubscription: AsyncSequence, Sendable {
+    public typealias Element = GATTValue
+    let lifetime: SubscriptionLifetime
+
+    init(_ lifetime: SubscriptionLifetime) { self.lifetime = lifetime }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let lifetime: SubscriptionLifetime
+        public mutating func next() async throws -> GATTValue? { try await lifetime.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(lifetime: lifetime) }
+
+    /// Stops the values: returns once the CCCD write is answered (at once when another
+    /// stream still wants them). Values received before are still handed out.
+    public func end() async throws(GATTError) { try await lifetime.client.finishSubscriber(lifetime.id) }
+}
+
 final class SubscriptionLifetime: Sendable {
     let client: GATTClient
     let id: UInt64

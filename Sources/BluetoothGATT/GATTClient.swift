@@ -87,6 +87,9 @@ public final class GATTClient: Sendable {
         var dropped = 0
         var waiting: ValueContinuation?
         var ended: GATTError?
+        /// Ended by its owner (``GATTSubscription/end()``): taken off the CCCDs, it hands
+        /// out what it holds, then ends.
+        var finishing = false
     }
 
     struct CCCD {
@@ -116,6 +119,11 @@ public final class GATTClient: Sendable {
         var resyncing = false
         var droppedNotifications = 0
         var unhandledNotifications = 0
+        /// Indications that came before anyone subscribed to their characteristic (a bonded
+        /// device whose CCCD it kept sends at once after encryption: a cuff's stored
+        /// readings), confirmed, kept for the first subscriber (the newest
+        /// ``earlyIndicationLimit`` per characteristic).
+        var earlyIndications: [UInt16: [GATTValue]] = [:]
     }
 
     /// The bearer the client speaks on.

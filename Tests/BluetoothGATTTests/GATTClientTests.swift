@@ -225,6 +225,76 @@ import Testing
         #expect(server.writes(to: try #require(tm.cccdHandle)).suffix(2) == [[0x02, 0x00], [0x00, 0x00]])
     }
 
+    @Test("A subscription ended by its owner: what it holds still comes (indications confirmed as taken), then it ends; others go on")
+    func endingOneSubscriptionKeepsWhatItHolds() async throws {
+        let (server, client, db) = makeClient()
+        _ = try await client.discoverAll()
+        let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
+        let cccd = try #require(tm.cccdHandle)
+        do {
+            let mine = try await client.subscription(to: tm, indicate: true)
+            let other = try await client.subscribe(characteristic: tm, indicate: true)
+            server.indicate(tm.valueHandle, [1])
+            _ = try await client.read(handle: 1)  // the indication is in both buffers
+            #expect(server.confirmations == 0, "confirmed when both have taken it")
+            var otherValues = other.makeAsyncIterator()
+            #expect(try await otherValues.next()?.value == [1])
+            // Ended while another stream wants the values: no CCCD write, at once.
+            try await mine.end()
+            #expect(server.writes(to: cccd) == [[0x02, 0x00]])
+            server.indicate(tm.valueHandle, [2])
+            #expect(try await otherValues.next()?.value == [2], "the other stream goes on")
+            var it = mine.makeAsyncIterator()
+            #expect(try await it.next()?.value == [1], "held before the end: still handed out")
+            #expect(try await it.next() == nil, "then the end; [2] came after it")
+            _ = try await client.read(handle: 1)
+            #expect(server.confirmations == 2)
+        }
+        // The last one wanting them: its end waits for the CCCD write of 0.
+        _ = try await client.read(handle: 1)
+        let last = try await client.subscription(to: tm, indicate: true)
+        server.indicate(tm.valueHandle, [3])
+        _ = try await client.read(handle: 1)
+        try await last.end()
+        #expect(server.writes(to: cccd).last == [0x00, 0x00])
+        var lastValues = last.makeAsyncIterator()
+        #expect(try await lastValues.next()?.value == [3])
+        #expect(try await lastValues.next() == nil)
+    }
+
+    @Test("Indications before anyone subscribed (a bonded device sending at once): confirmed, kept for the first subscriber")
+    func earlyIndicationsWaitForTheFirstSubscriber() async throws {
+        let (server, client, db) = makeClient()
+        _ = try await client.discoverAll()
+        let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
+        let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
+        server.indicate(tm.valueHandle, [1])
+        server.indicate(tm.valueHandle, [2])
+        server.notify(battery.valueHandle, [9])
+        _ = try await client.read(handle: 1)
+        #expect(server.confirmations == 2, "confirmed as they came: the device goes on")
+        #expect(client.unhandledNotifications == 3)
+        let stream = try await client.subscribe(characteristic: tm, indicate: true)
+        server.indicate(tm.valueHandle, [3])
+        var it = stream.makeAsyncIterator()
+        var got: [[UInt8]] = []
+        for _ in 0 ..< 3 { got.append(try #require(try await it.next()).value) }
+        #expect(got == [[1], [2], [3]], "the early ones first, each once")
+        _ = try await client.read(handle: 1)
+        #expect(server.confirmations == 3)
+        // A notification is not kept (a later value supersedes it); a second subscriber gets
+        // no repeat of what the first took.
+        let notified = try await client.subscribe(characteristic: battery)
+        server.notify(battery.valueHandle, [10])
+        var nit = notified.makeAsyncIterator()
+        #expect(try await nit.next()?.value == [10])
+        let second = try await client.subscribe(characteristic: tm, indicate: true)
+        server.indicate(tm.valueHandle, [4])
+        var sit = second.makeAsyncIterator()
+        #expect(try await sit.next()?.value == [4])
+        _ = (stream, second)
+    }
+
     @Test func cancellingTheConsumingTaskUnsubscribes() async throws {
         let (server, client, db) = makeClient()
         let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
