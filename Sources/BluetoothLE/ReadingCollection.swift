@@ -17,7 +17,11 @@ public final class ReadingCollection: AsyncSequence, Sendable {
         case value(GATTValue)
         case tick
         case stop
-        case ended
+        /// The subscription's stream ended: cleanly (drained after ``GATTSubscription/end()``)
+        /// or with the link.
+        case streamEnded(failed: Bool)
+        /// The CCCD write ending the subscription was answered (or failed).
+        case endWritten
     }
 
     private let events: AsyncThrowingStream<RecordEvent, any Error>
@@ -47,9 +51,11 @@ public final class ReadingCollection: AsyncSequence, Sendable {
         guard let measurement = svc.characteristics.first(where: { $0.uuid == service.recordCharacteristic }) else {
             throw BluetoothError(.notFound, "the \(service.name) Service has no \(service.recordCharacteristic)")
         }
-        let values: AsyncThrowingStream<GATTValue, any Error>
+        let subscription: GATTSubscription
         do throws(GATTError) {
-            values = try await client.subscribe(characteristic: measurement, indicate: !measurement.properties.contains(.notify))
+            // Indications where the device has them: only those are confirmed, so only they
+            // tell the device a reading was handed over.
+            subscription = try await client.subscription(to: measurement, indicate: measurement.properties.contains(.indicate))
         } catch {
             throw BluetoothError(error)
         }
@@ -58,29 +64,27 @@ public final class ReadingCollection: AsyncSequence, Sendable {
         sink.onTermination = { reason in
             if case .cancelled = reason { inputs.yield(.stop) }
         }
-        let pump = Task {
+        Task {
             do {
-                for try await v in values { inputs.yield(.value(v)) }
-            } catch {}
-            inputs.yield(.ended)
+                for try await v in subscription { inputs.yield(.value(v)) }
+                inputs.yield(.streamEnded(failed: false))
+            } catch {
+                inputs.yield(.streamEnded(failed: true))
+            }
         }
         let machine = IndicatedReadingsCollector(timing: timing, now: monotonicNow())
         Task {
-            let unsubscribe = await drive(machine, service: service, handle: measurement.valueHandle, inputs: inputStream,
-                                          input: inputs, sink: sink)
-            pump.cancel()
-            // The link is still up: the device is left quiet (a bonded one keeps what comes
-            // next for the next collection).
-            if unsubscribe { try? await client.unsubscribe(characteristic: measurement) }
+            await drive(machine, service: service, subscription: subscription, inputs: inputStream, input: inputs, sink: sink)
         }
         return ReadingCollection(events: events, inputs: inputs)
     }
 
-    /// The loop: values, the timer and a stop go through the machine in order. True when
-    /// the link is still up at the end.
-    private static func drive(_ start: IndicatedReadingsCollector, service: RecordService, handle: UInt16,
+    /// The loop: values, the timer, a stop and the subscription's end go through the machine
+    /// in order. The subscription is ended (CCCD cleared) before the last event: what came
+    /// until then is delivered, and a program can disconnect right after.
+    private static func drive(_ start: IndicatedReadingsCollector, service: RecordService, subscription: GATTSubscription,
                               inputs: AsyncStream<Input>, input: AsyncStream<Input>.Continuation,
-                              sink: AsyncThrowingStream<RecordEvent, any Error>.Continuation) async -> Bool {
+                              sink: AsyncThrowingStream<RecordEvent, any Error>.Continuation) async {
         var machine = start
         var timer: Task<Void, Never>?
         defer { timer?.cancel() }
@@ -93,39 +97,44 @@ public final class ReadingCollection: AsyncSequence, Sendable {
                 input.yield(.tick)
             }
         }
-        func finish(_ s: IndicatedReadingsCollector.Summary) {
-            sink.yield(.collected(s))
-            sink.finish()
-            input.finish()
+        func endSubscription() {
+            Task {
+                try? await subscription.end()
+                input.yield(.endWritten)
+            }
         }
         arm()
         for await i in inputs {
             let now = monotonicNow()
+            var end: IndicatedReadingsCollector.Summary?
             switch i {
             case .tick:
-                if let s = machine.timeout(now: now) { finish(s); return true }
+                if machine.timeout(now: now) { endSubscription() }
             case .stop:
-                if let s = machine.stop() { finish(s) }
-                return true
-            case .ended:
-                if let s = machine.disconnected() { finish(s) }
-                return false
-            case .value(let v) where v.handle == handle:
+                if machine.stop() { endSubscription() }
+            case .streamEnded(let failed):
+                end = failed ? machine.disconnected() : machine.streamEnded()
+            case .endWritten:
+                end = machine.subscriptionEnded()
+            case .value(let v):
                 if v.droppedBefore > 0 { machine.lost(v.droppedBefore) }
-                guard machine.reading(now: now) else {
-                    if let s = machine.finished { finish(s); return true }
-                    break
+                let verdict = machine.reading(now: now)
+                if verdict != .drop {
+                    switch decodeReading(service, v.value) {
+                    case .success(let d): sink.yield(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: d)))
+                    case .failure(let e): sink.yield(.malformed(service.recordCharacteristic, v.value, e))
+                    }
                 }
-                switch decodeReading(service, v.value) {
-                case .success(let d): sink.yield(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: d)))
-                case .failure(let e): sink.yield(.malformed(service.recordCharacteristic, v.value, e))
-                }
-            case .value:
-                break
+                if verdict == .deliverAndEnd { endSubscription() }
+            }
+            if let end {
+                sink.yield(.collected(end))
+                sink.finish()
+                input.finish()
+                return
             }
             arm()
         }
-        return false
     }
 
     private static func decodeReading(_ service: RecordService, _ bytes: [UInt8]) -> Result<StoredRecord.Decoded, WireError> {

@@ -1,10 +1,13 @@
-// The collector's side of the services with no control point: a blood pressure cuff (BLS
-// 1.0 §3.1) or a weight scale (WSS 1.0 §3.1) indicates the readings it took while no
-// collector was near, oldest first, once a bonded collector is subscribed, with no count
-// and no end marker. What ends the collection is the collector's choice: the device
-// disconnects (cuffs do once they have sent everything), it goes quiet, or a time limit.
+// The collector's side of the services with no control point: a blood pressure cuff or a
+// weight scale indicates the readings it took while no collector was near, oldest first,
+// once a bonded collector is subscribed, with no count and no end marker (Blood Pressure
+// Profile 1.0 and Weight Scale Profile 1.0, the sensor's stored measurements). What ends
+// the collection is the collector's choice: the device disconnects (cuffs do once they have
+// sent everything), it goes quiet, or a time limit. A reading that arrives is never dropped:
+// its indication is confirmed, and the device takes it as handed over.
 
-/// When collecting indicated readings ends, sans-I/O: readings and time in, the ending out.
+/// When collecting indicated readings ends, sans-I/O: readings and time in; out, when to end
+/// the subscription and, once it is ended and drained, the summary.
 public struct IndicatedReadingsCollector: Sendable {
     /// Why collecting ended.
     public enum Ending: Sendable, Hashable {
@@ -46,12 +49,26 @@ public struct IndicatedReadingsCollector: Sendable {
         }
     }
 
+    /// What to do with a reading.
+    public enum Verdict: Sendable, Hashable {
+        /// Hand it over.
+        case deliver
+        /// Hand it over and end the subscription now (it came at or past the limit).
+        case deliverAndEnd
+        /// Not ours: the collection is over.
+        case drop
+    }
+
     /// The phase.
     enum State: Sendable, Hashable {
         /// Subscribed at `start`; no reading yet.
         case waitingForFirst(start: UInt64, lost: Int)
         /// Readings coming; the last at `last`.
         case collecting(start: UInt64, last: UInt64, readings: Int, lost: Int)
+        /// The ending is decided and the subscription is being ended: readings still on
+        /// their way are delivered; done once the CCCD write is answered (`written`) and
+        /// the stream has handed out what it held (`drained`).
+        case closing(Summary, written: Bool, drained: Bool)
         /// Done.
         case finished(Summary)
     }
@@ -66,14 +83,14 @@ public struct IndicatedReadingsCollector: Sendable {
         state = .waitingForFirst(start: now, lost: 0)
     }
 
-    /// When ``timeout(now:)`` is due; nil once finished.
+    /// When ``timeout(now:)`` is due; nil once the ending is decided.
     public var deadline: UInt64? {
         switch state {
         case .waitingForFirst(let start, _):
             return Swift.min(start &+ timing.firstWait, start &+ timing.limit)
         case .collecting(let start, let last, _, _):
             return Swift.min(last &+ timing.quiet, start &+ timing.limit)
-        case .finished:
+        case .closing, .finished:
             return nil
         }
     }
@@ -84,27 +101,30 @@ public struct IndicatedReadingsCollector: Sendable {
         return nil
     }
 
-    /// A reading came: true to deliver it (false once finished, or past the limit: the
-    /// collection is over however late its timer runs). One that beats the quiet period's
-    /// timer is still taken.
-    public mutating func reading(now: UInt64) -> Bool {
+    /// A reading came. Every reading until the subscription is ended and drained is
+    /// delivered (the device had its confirmation); one at or past the limit also ends it.
+    public mutating func reading(now: UInt64) -> Verdict {
         switch state {
         case .waitingForFirst(let start, let lost):
-            guard now &- start < timing.limit else {
-                state = .finished(Summary(ending: .timeLimit, readings: 0, lost: lost))
-                return false
-            }
-            state = .collecting(start: start, last: now, readings: 1, lost: lost)
+            return take(start: start, now: now, readings: 1, lost: lost)
         case .collecting(let start, _, let readings, let lost):
-            guard now &- start < timing.limit else {
-                state = .finished(Summary(ending: .timeLimit, readings: readings, lost: lost))
-                return false
-            }
-            state = .collecting(start: start, last: now, readings: readings + 1, lost: lost)
+            return take(start: start, now: now, readings: readings + 1, lost: lost)
+        case .closing(var s, let written, let drained):
+            s.readings += 1
+            state = .closing(s, written: written, drained: drained)
+            return .deliver
         case .finished:
-            return false
+            return .drop
         }
-        return true
+    }
+
+    private mutating func take(start: UInt64, now: UInt64, readings: Int, lost: Int) -> Verdict {
+        guard now &- start < timing.limit else {
+            state = .closing(Summary(ending: .timeLimit, readings: readings, lost: lost), written: false, drained: false)
+            return .deliverAndEnd
+        }
+        state = .collecting(start: start, last: now, readings: readings, lost: lost)
+        return .deliver
     }
 
     /// `count` values were lost before the next one.
@@ -114,43 +134,76 @@ public struct IndicatedReadingsCollector: Sendable {
             state = .waitingForFirst(start: start, lost: lost &+ count)
         case .collecting(let start, let last, let readings, let lost):
             state = .collecting(start: start, last: last, readings: readings, lost: lost &+ count)
+        case .closing(var s, let written, let drained):
+            s.lost &+= count
+            state = .closing(s, written: written, drained: drained)
         case .finished:
             break
         }
     }
 
-    /// Time passed: the summary when the quiet period or the limit is over.
-    public mutating func timeout(now: UInt64) -> Summary? {
-        guard let deadline, now >= deadline else { return nil }
-        let summary: Summary
+    /// Time passed: true (once) when the quiet period or the limit is over: end the
+    /// subscription now.
+    public mutating func timeout(now: UInt64) -> Bool {
+        guard let deadline, now >= deadline else { return false }
         switch state {
         case .waitingForFirst(_, let lost):
-            summary = Summary(ending: timing.firstWait <= timing.limit ? .quiet : .timeLimit, readings: 0, lost: lost)
+            close(Summary(ending: timing.firstWait <= timing.limit ? .quiet : .timeLimit, readings: 0, lost: lost))
         case .collecting(let start, let last, let readings, let lost):
             // Whichever deadline came first names the ending.
-            let quiet = last &+ timing.quiet <= start &+ timing.limit
-            summary = Summary(ending: quiet ? .quiet : .timeLimit, readings: readings, lost: lost)
+            close(Summary(ending: last &+ timing.quiet <= start &+ timing.limit ? .quiet : .timeLimit, readings: readings, lost: lost))
+        case .closing, .finished:
+            return false
+        }
+        return true
+    }
+
+    /// The collector stops: true (once) when the subscription is to be ended now.
+    public mutating func stop() -> Bool {
+        switch state {
+        case .waitingForFirst(_, let lost): close(Summary(ending: .stopped, readings: 0, lost: lost))
+        case .collecting(_, _, let readings, let lost): close(Summary(ending: .stopped, readings: readings, lost: lost))
+        case .closing, .finished: return false
+        }
+        return true
+    }
+
+    private mutating func close(_ s: Summary) { state = .closing(s, written: false, drained: false) }
+
+    /// The CCCD write that ends the subscription was answered (or failed): the summary when
+    /// the stream is drained too.
+    public mutating func subscriptionEnded() -> Summary? {
+        guard case .closing(let s, _, let drained) = state else { return nil }
+        state = drained ? .finished(s) : .closing(s, written: true, drained: false)
+        return finished
+    }
+
+    /// The stream ended. While closing: it handed out everything (the summary once the
+    /// CCCD write is answered too). Otherwise the link went: ended as disconnected.
+    public mutating func streamEnded() -> Summary? {
+        switch state {
+        case .waitingForFirst(_, let lost):
+            state = .finished(Summary(ending: .disconnected, readings: 0, lost: lost))
+        case .collecting(_, _, let readings, let lost):
+            state = .finished(Summary(ending: .disconnected, readings: readings, lost: lost))
+        case .closing(let s, let written, _):
+            state = written ? .finished(s) : .closing(s, written: false, drained: true)
         case .finished:
             return nil
         }
-        state = .finished(summary)
-        return summary
+        return finished
     }
 
-    /// The link went: the summary (nil when finished already).
-    public mutating func disconnected() -> Summary? { end(.disconnected) }
-
-    /// The collector stops: the summary (nil when finished already).
-    public mutating func stop() -> Summary? { end(.stopped) }
-
-    private mutating func end(_ ending: Ending) -> Summary? {
-        let summary: Summary
+    /// The link went while closing (the CCCD write will not be answered): the summary.
+    public mutating func disconnected() -> Summary? {
         switch state {
-        case .waitingForFirst(_, let lost): summary = Summary(ending: ending, readings: 0, lost: lost)
-        case .collecting(_, _, let readings, let lost): summary = Summary(ending: ending, readings: readings, lost: lost)
-        case .finished: return nil
+        case .closing(let s, _, _):
+            state = .finished(s)
+            return s
+        case .waitingForFirst, .collecting:
+            return streamEnded()
+        case .finished:
+            return nil
         }
-        state = .finished(summary)
-        return summary
     }
 }
