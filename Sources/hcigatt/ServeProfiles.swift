@@ -2,6 +2,7 @@ import BluetoothGATT
 import BluetoothHost
 import BluetoothProfiles
 import BluetoothWire
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -109,28 +110,11 @@ extension ServeProfile {
     /// `serve --profile bloodpressure`: a cuff. A reading every 5 s, indicated to subscribers;
     /// one taken while nobody is subscribed is kept (at most 30), and what is kept is
     /// indicated, oldest first, to the next client that subscribes (or whose bond restores
-    /// its subscription), as cuffs hand stored readings to their collector (BLS 1.0 §3.1).
-    /// Three readings from earlier in the day are kept to start with.
+    /// its subscription), as cuffs hand stored readings to their collector (Blood Pressure
+    /// Profile). Three readings from earlier in the day are kept to start with.
     static var bloodPressure: ServeProfile {
         let measurementUUID = BluetoothUUID(0x2A35)
-        let kept = Locked<[[UInt8]]>((1 ... 3).compactMap { bloodPressureReading($0, taken: dateTime(secondsAgo: (13 - 4 * $0) * 3600)) })
-        /// Hands what is kept to `client` (once: a reading not confirmed is kept again).
-        @Sendable func handOver(to client: GATTServerClient, _ ctx: ProfileContext) {
-            guard let h = ctx.server.valueHandle(of: measurementUUID) else { return }
-            let readings = kept.withLock { k in defer { k = [] }; return k }
-            guard !readings.isEmpty else { return }
-            Task {
-                for (i, v) in readings.enumerated() {
-                    do throws(GATTServerError) { try await ctx.server.indicate(h, value: v, to: client.id, store: false) } catch {
-                        let rest = Array(readings[i...])
-                        kept.withLock { $0.insert(contentsOf: rest, at: 0) }
-                        ctx.out.note("bloodpressure: \(i) stored reading\(i == 1 ? "" : "s") sent to \(client.peer), \(rest.count) kept (\(error))")
-                        return
-                    }
-                }
-                ctx.out.note("bloodpressure: \(readings.count) stored reading\(readings.count == 1 ? "" : "s") sent to \(client.peer)")
-            }
-        }
+        let cuff = CuffMemory((1 ... 3).compactMap { bloodPressureReading($0, taken: dateTime(secondsAgo: (13 - 4 * $0) * 3600)) })
         return ServeProfile(
             name: "bloodpressure", summary: "Blood Pressure cuff: 2A35 indications every 5 s, readings taken while nobody subscribed kept and indicated to the next subscriber, 2A36 cuff pressure notifications, 2A49",
             services: [GATTLocalService(uuid: BluetoothUUID(0x1810), characteristics: [
@@ -141,32 +125,37 @@ extension ServeProfile {
             advertised: [BluetoothUUID(0x1810)],
             run: { ctx in
                 guard let measurement = ctx.server.valueHandle(of: measurementUUID),
-                      let cuff = ctx.server.valueHandle(of: BluetoothUUID(0x2A36)) else { return }
+                      let pressureHandle = ctx.server.valueHandle(of: BluetoothUUID(0x2A36)) else { return }
                 var step = 0
                 while await pause(.seconds(1)) {
                     step += 1
                     let pressure = 160 - (step % 5) * 20
                     if let p = try? SFloat(mantissa: pressure, exponent: 0) {
-                        await ctx.server.notifyWhenReady(cuff, value: encoded(IntermediateCuffPressure(currentCuffPressure: p)))
+                        await ctx.server.notifyWhenReady(pressureHandle, value: encoded(IntermediateCuffPressure(currentCuffPressure: p)))
                     }
                     guard step % 5 == 0, let value = bloodPressureReading(step, taken: nowDateTime()) else { continue }
-                    if ctx.server.subscribers(of: measurement).contains(where: { $0.1.contains(.indicate) }) {
-                        Task { _ = await ctx.server.indicateAll(measurement, value: value) }
-                    } else {
-                        kept.withLock { $0 = Array(($0 + [value]).suffix(30)) }
-                    }
+                    let server = ctx.server
+                    Task { await cuff.took(value, server: server, handle: measurement) }
                 }
             },
             onEvent: { event, ctx in
                 guard let h = ctx.server.valueHandle(of: measurementUUID) else { return }
+                let client: GATTServerClient
                 switch event {
-                case .subscriptionChanged(let client, let handle, let configuration) where handle == h && configuration.contains(.indicate):
-                    handOver(to: client, ctx)
-                case .bondRestored(let client, _, _)
-                    where ctx.server.subscribers(of: h).contains(where: { $0.0.id == client.id && $0.1.contains(.indicate) }):
-                    handOver(to: client, ctx)
+                case .subscriptionChanged(let c, let handle, let configuration) where handle == h && configuration.contains(.indicate):
+                    client = c
+                case .bondRestored(let c, _, _)
+                    where ctx.server.subscribers(of: h).contains(where: { $0.0.id == c.id && $0.1.contains(.indicate) }):
+                    client = c
                 default:
-                    break
+                    return
+                }
+                let out = ctx.out, server = ctx.server
+                Task {
+                    let (sent, left) = await cuff.handOver(to: client.id, server: server, handle: h)
+                    guard sent + left > 0 else { return }
+                    out.note("bloodpressure: \(sent) stored reading\(sent == 1 ? "" : "s") sent to \(client.peer)"
+                             + (left > 0 ? ", \(left) kept (not confirmed)" : ""))
                 }
             })
     }
@@ -403,6 +392,66 @@ final class Thread: @unchecked Sendable {
         init(body: @escaping (AsyncStream<String>.Continuation) -> Void, continuation: AsyncStream<String>.Continuation) {
             self.body = body
             self.continuation = continuation
+        }
+    }
+}
+
+/// The readings `serve --profile bloodpressure` took while nobody was subscribed, and their
+/// hand-over: one lock over what is kept and whether a hand-over runs, so a reading taken
+/// meanwhile waits behind the kept ones (oldest first) and none is kept twice or lost.
+final class CuffMemory: Sendable {
+    private struct State {
+        var kept: [[UInt8]]
+        var handingOver = false
+    }
+    private let state: Mutex<State>
+    static let capacity = 30
+
+    init(_ kept: [[UInt8]]) { state = Mutex(State(kept: kept)) }
+
+    /// A new reading: to the subscribers when nothing waits and someone confirms it,
+    /// otherwise kept.
+    func took(_ value: [UInt8], server: GATTServer, handle: UInt16) async {
+        let now: Bool = state.withLock { s in
+            guard !s.handingOver, s.kept.isEmpty,
+                  server.subscribers(of: handle).contains(where: { $0.1.contains(.indicate) }) else {
+                s.kept = Array((s.kept + [value]).suffix(Self.capacity))
+                return false
+            }
+            return true
+        }
+        guard now else { return }
+        if await server.indicateAll(handle, value: value).isEmpty {
+            // Nobody confirmed it (the collector left meanwhile): kept for the next.
+            state.withLock { $0.kept = Array(([value] + $0.kept).suffix(Self.capacity)) }
+        }
+    }
+
+    /// Indicates what is kept to `client`, oldest first, one confirmation at a time;
+    /// returns how many were sent and how many are kept still (the client went).
+    func handOver(to client: ATTServerClientID, server: GATTServer, handle: UInt16) async -> (sent: Int, left: Int) {
+        let started: Bool = state.withLock { s in
+            guard !s.handingOver, !s.kept.isEmpty else { return false }
+            s.handingOver = true
+            return true
+        }
+        guard started else { return (0, 0) }
+        var sent = 0
+        while true {
+            guard let next: [UInt8] = state.withLock({ s in
+                guard !s.kept.isEmpty else { s.handingOver = false; return nil }
+                return s.kept.removeFirst()
+            }) else { return (sent, 0) }
+            do throws(GATTServerError) {
+                try await server.indicate(handle, value: next, to: client, store: false)
+                sent += 1
+            } catch {
+                return state.withLock { s in
+                    s.kept.insert(next, at: 0)
+                    s.handingOver = false
+                    return (sent, s.kept.count)
+                }
+            }
         }
     }
 }
