@@ -15,10 +15,12 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
     /// RACP reports and deletes all records only (PLXS §3.3).
     case pulseOximeter = "plx"
     /// Blood Pressure Service (0x1810): no control point; a cuff indicates its stored Blood
-    /// Pressure Measurements (0x2A35) once a bonded collector subscribes (BLS 1.0 §3.1).
+    /// Pressure Measurements (0x2A35) once a bonded collector subscribes (the Blood Pressure
+    /// Profile's stored measurements; BLS 1.1's Record Access Control Point is not used).
     case bloodPressure = "bp"
     /// Weight Scale Service (0x181D): no control point; stored Weight Measurements (0x2A9D)
-    /// indicated once a bonded collector subscribes (WSS 1.0 §3.1).
+    /// indicated once a bonded collector subscribes (the Weight Scale Profile's stored
+    /// measurements).
     case weightScale = "weight"
 
     /// The service's UUID.

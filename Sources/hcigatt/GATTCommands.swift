@@ -602,6 +602,7 @@ enum SubscribeCommand {
                     Field("time", .double(Double(monotonicNow() &- start) / 1e9)), Field("kind", .text("link")),
                     Field("link", .object(LinkText.jsonFields(link))),
                 ]))
+                Console.flush()
             }
             try await runInterruptible {
                 try await withThrowingTaskGroup(of: Void.self) { group in

@@ -149,7 +149,7 @@ struct HealthMonitor: Sendable {
                      _ counter: MeasurementCounter) async -> (any Error)? {
         var failure: (any Error)?
         var narrator = FollowNarrator(target: target, tagged: output.tagged, retrying: .afterLinkLoss("reconnecting..."))
-        var connection: LEConnection?
+        var connected: GATTPeer?
         do {
             loop: for try await event in follower.events {
                 switch event {
@@ -159,15 +159,16 @@ struct HealthMonitor: Sendable {
                                      counter: counter)
                     if counter.done { break loop }
                 case .connected(let peer, _):
-                    connection = peer.connection
+                    connected = peer
                     for line in narrator.lines(event) { Console.err(line) }
                 case .discovered:
                     for line in narrator.lines(event) { Console.err(line) }
                     // After discovery the data length and PHY asked for have settled.
-                    if output.json, let link = connection?.parameters {
+                    if output.json, let peer = connected, let link = peer.connection?.parameters {
+                        // The device as its measurement lines name it.
                         Console.out(FieldRenderer.jsonObject([
                             Field("time", .double(Double(monotonicNow() &- output.start) / 1e9)),
-                            Field("device", .text(link.peer.address.description)), Field("kind", .text("link")),
+                            Field("device", .text(peer.address.address.description)), Field("kind", .text("link")),
                             Field("link", .object(LinkText.jsonFields(link))),
                         ]))
                         Console.flush()

@@ -76,12 +76,17 @@ enum RecordsCommand {
                     throw UsageError("\(o) is for services with no control point (bp, weight); the \(service.name) Service's procedure ends with its answer (--procedure-timeout)")
                 }
             } else {
-                let asked = ["all", "first", "last", "count", "delete", "yes"].filter { args.flag($0) }
+                // --all is what comes anyway.
+                let asked = ["first", "last", "count", "delete", "yes"].filter { args.flag($0) }
                     + ["since", "until", "range", "procedure-timeout"].filter { args.option($0) != nil }
                 if let first = asked.first {
                     throw UsageError("the \(service.name) Service has no Record Access Control Point: its stored readings all come when subscribed to, so --\(first) cannot be asked")
                 }
-                if let quiet { timing.quiet = quiet }
+                if let quiet {
+                    timing.quiet = quiet
+                    // A quiet period longer than the first wait lengthens that too.
+                    timing.firstWait = Swift.max(timing.firstWait, quiet)
+                }
                 if let limit { timing.limit = limit }
             }
             var chosen: [(String, RecordSelection)] = []
@@ -189,6 +194,13 @@ enum RecordsCommand {
     /// disconnects or the limit passes. Exit 0 however it ended (a device with nothing stored
     /// sends nothing), 1 when values were lost on the way.
     static func collect(_ settings: Settings, _ p: ConnectedPeer, _ db: GATTDatabase) async throws -> Int32 {
+        let service = db.services.first { $0.uuid == settings.service.uuid }
+        if service?.characteristics.contains(where: { $0.uuid == RecordAccessControlPoint.uuid }) == true {
+            Console.err("the \(settings.service.name) Service also has a Record Access Control Point (Blood Pressure Records, 2B36, of BLS 1.1): not asked; its indicated readings are collected")
+        }
+        if settings.service == .weightScale, db.services.contains(where: { $0.uuid == BluetoothUUID(0x181C) }) {
+            Console.err("this scale has the User Data Service (181C): it may keep readings per user and send them only after a user's consent (User Control Point 2A9F), which records does not give")
+        }
         let collection = try await ReadingCollection.start(service: settings.service, on: p.client, database: db,
                                                            timing: settings.timing)
         Console.err("subscribed to \(uuidLabel(settings.service.recordCharacteristic)): the stored readings come first")
@@ -213,11 +225,15 @@ enum RecordsCommand {
         var text: String
         switch s.ending {
         case .quiet: text = "\(n); nothing more for \(Duration.nanoseconds(Int64(s.readings == 0 ? settings.timing.firstWait : settings.timing.quiet)).seconds) s"
+        case .timeLimit where s.readings == 0: text = "no readings within the \(Duration.nanoseconds(Int64(settings.timing.limit)).seconds) s limit (--limit)"
         case .timeLimit: text = "\(n); still coming at the \(Duration.nanoseconds(Int64(settings.timing.limit)).seconds) s limit (--limit)"
         case .disconnected: text = "\(n); the device disconnected (done sending)"
         case .stopped: text = "\(n); stopped"
         }
         if s.lost > 0 { text += "; \(s.lost) value\(s.lost == 1 ? "" : "s") lost on the way (the output could not keep up)" }
+        if s.readings == 0, p.connection?.security.bonded != true {
+            text += " (cuffs and scales hand stored readings to a bonded collector: `hcigatt pair` it first)"
+        }
         Console.err(text)
         if settings.json {
             var f = [Field("kind", .text("end")), Field("readings", .uint(UInt64(s.readings)))]
