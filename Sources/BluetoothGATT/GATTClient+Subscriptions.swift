@@ -409,6 +409,7 @@ public struct GATTSubscription: AsyncSequence, Sendable {
 
     init(_ lifetime: SubscriptionLifetime) { self.lifetime = lifetime }
 
+    /// Hands out the values in order; nil once ended.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let lifetime: SubscriptionLifetime
         public mutating func next() async throws -> GATTValue? { try await lifetime.next() }
