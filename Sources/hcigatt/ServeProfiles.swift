@@ -114,7 +114,9 @@ extension ServeProfile {
     /// Profile). Three readings from earlier in the day are kept to start with.
     static var bloodPressure: ServeProfile {
         let measurementUUID = BluetoothUUID(0x2A35)
-        let cuff = CuffMemory((1 ... 3).compactMap { bloodPressureReading($0, taken: dateTime(secondsAgo: (13 - 4 * $0) * 3600)) })
+        let cuff = CuffMemory((1 ... 3).compactMap { n in
+            bloodPressureReading(n, taken: dateTime(secondsAgo: (13 - 4 * n) * 3600)).map { (n - 3, $0) }
+        })
         return ServeProfile(
             name: "bloodpressure", summary: "Blood Pressure cuff: 2A35 indications every 5 s, readings taken while nobody subscribed kept and indicated to the next subscriber, 2A36 cuff pressure notifications, 2A49",
             services: [GATTLocalService(uuid: BluetoothUUID(0x1810), characteristics: [
@@ -134,8 +136,8 @@ extension ServeProfile {
                         await ctx.server.notifyWhenReady(pressureHandle, value: encoded(IntermediateCuffPressure(currentCuffPressure: p)))
                     }
                     guard step % 5 == 0, let value = bloodPressureReading(step, taken: nowDateTime()) else { continue }
-                    let server = ctx.server
-                    Task { await cuff.took(value, server: server, handle: measurement) }
+                    let server = ctx.server, taken = step
+                    Task { await cuff.took(value, order: taken, server: server, handle: measurement) }
                 }
             },
             onEvent: { event, ctx in
@@ -401,21 +403,30 @@ final class Thread: @unchecked Sendable {
 /// meanwhile waits behind the kept ones (oldest first) and none is kept twice or lost.
 final class CuffMemory: Sendable {
     private struct State {
-        var kept: [[UInt8]]
+        /// Oldest first, each with the order it was taken in.
+        var kept: [(order: Int, value: [UInt8])]
         var handingOver = false
+
+        /// Keeps `value` in the order it was taken (one that went unconfirmed comes back
+        /// later than newer ones kept meanwhile); the oldest go beyond the capacity.
+        mutating func keep(_ order: Int, _ value: [UInt8]) {
+            let at = kept.firstIndex { $0.order > order } ?? kept.endIndex
+            kept.insert((order, value), at: at)
+            kept = Array(kept.suffix(CuffMemory.capacity))
+        }
     }
     private let state: Mutex<State>
     static let capacity = 30
 
-    init(_ kept: [[UInt8]]) { state = Mutex(State(kept: kept)) }
+    init(_ kept: [(order: Int, value: [UInt8])]) { state = Mutex(State(kept: kept)) }
 
-    /// A new reading: to the subscribers when nothing waits and someone confirms it,
-    /// otherwise kept.
-    func took(_ value: [UInt8], server: GATTServer, handle: UInt16) async {
+    /// A new reading (`order`: when it was taken): to the subscribers when nothing waits and
+    /// someone confirms it, otherwise kept.
+    func took(_ value: [UInt8], order: Int, server: GATTServer, handle: UInt16) async {
         let now: Bool = state.withLock { s in
             guard !s.handingOver, s.kept.isEmpty,
                   server.subscribers(of: handle).contains(where: { $0.1.contains(.indicate) }) else {
-                s.kept = Array((s.kept + [value]).suffix(Self.capacity))
+                s.keep(order, value)
                 return false
             }
             return true
@@ -423,7 +434,7 @@ final class CuffMemory: Sendable {
         guard now else { return }
         if await server.indicateAll(handle, value: value).isEmpty {
             // Nobody confirmed it (the collector left meanwhile): kept for the next.
-            state.withLock { $0.kept = Array(([value] + $0.kept).suffix(Self.capacity)) }
+            state.withLock { $0.keep(order, value) }
         }
     }
 
@@ -438,16 +449,16 @@ final class CuffMemory: Sendable {
         guard started else { return (0, 0) }
         var sent = 0
         while true {
-            guard let next: [UInt8] = state.withLock({ s in
+            guard let next: (order: Int, value: [UInt8]) = state.withLock({ s in
                 guard !s.kept.isEmpty else { s.handingOver = false; return nil }
                 return s.kept.removeFirst()
             }) else { return (sent, 0) }
             do throws(GATTServerError) {
-                try await server.indicate(handle, value: next, to: client, store: false)
+                try await server.indicate(handle, value: next.value, to: client, store: false)
                 sent += 1
             } catch {
                 return state.withLock { s in
-                    s.kept.insert(next, at: 0)
+                    s.keep(next.order, next.value)
                     s.handingOver = false
                     return (sent, s.kept.count)
                 }

@@ -167,6 +167,45 @@ class IndicatedReadingsTests(unittest.TestCase):
                 self.assertGreater(min(o['time'] for o in later), times[2], 'the kept three are not sent again')
                 self.assertEqual(serve.close(), 0, serve.stderr())
 
+    def test_a_bonded_cuff_hands_over_the_moment_the_link_is_encrypted(self):
+        # A cuff that wants encryption: the first collection pairs. A collector that then
+        # vanishes (killed) leaves its CCCD set in the bond, so on the next connection the
+        # cuff sends what it kept as soon as the link is encrypted, before the collector has
+        # discovered or subscribed: those indications are kept for it, not lost.
+        with tempfile.TemporaryDirectory() as tmp, Peer('--hosts', '2') as world:
+            cuff, collector = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+            bonds = os.path.join(tmp, 'c')
+            with Serve(cuff, '--profile', 'bloodpressure', '--security', 'encrypted', '--name', 'Cuff-1',
+                       '--bond-dir', os.path.join(tmp, 's')) as serve:
+                rc, out, err = hcigatt('records', 'Cuff-1', '--service', 'bp', '--quiet', '1', '--transport', collector,
+                                       '--bond-dir', bonds)
+                self.assertEqual(rc, 0, err)
+                self.assertIn('bonded', err)
+                self.assertGreaterEqual(len(out.splitlines()), 3, out)
+                sub = subprocess.Popen([HCIGATT, 'subscribe', 'Cuff-1', '2a35', '--transport', collector, '--bond-dir', bonds],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                try:
+                    self.assertIsNotNone(serve.wait('subscription', 20, uuid='2A35', client=2, indicate=True), serve.stderr())
+                finally:
+                    sub.kill()
+                    sub.wait()
+                    sub.stderr.close()
+                # The link stays up until the next host takes the controller (the cuff's
+                # indications meanwhile go unconfirmed, and are kept when the link goes).
+                kept_from = time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())
+                time.sleep(6)
+                rc, out, err = hcigatt('records', 'Cuff-1', '--service', 'bp', '--quiet', '2', '--json', '--transport', collector,
+                                       '--bond-dir', bonds)
+                self.assertEqual(rc, 0, err)
+                restored = serve.wait('bond-restored', 5, client=3)
+                self.assertIsNotNone(restored, serve.all('bond-restored'))
+                handed = [e['message'] for e in serve.all('note') if 'sent to' in e['message']]
+                self.assertEqual(len(handed), 2, handed)  # the first collection's, then this one's
+                readings = [o for o in json_lines(out) if o['kind'] == 'record']
+                self.assertGreaterEqual(len(readings), 1, out)
+                self.assertGreaterEqual(readings[0]['time'], kept_from[:17], 'taken while nobody listened')
+                self.assertEqual(serve.close(), 0, serve.stderr())
+
     def test_a_device_that_never_stops_ends_at_the_limit(self):
         # Bumble's health device indicates 2A35 every half second for as long as it is subscribed.
         with Peer('--peripheral', 'Thermo-1,service=1809,gatt=health', '--notify-interval', '0.5') as peer:
