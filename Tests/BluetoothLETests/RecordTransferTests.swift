@@ -47,6 +47,16 @@ import Testing
         return (records, end)
     }
 
+    /// The values of a raw subscription up to and including the control point's answer.
+    static func untilAnswer(_ values: AsyncThrowingStream<GATTValue, any Error>, racp: GATTCharacteristic) async throws -> [[UInt8]] {
+        var got: [[UInt8]] = []
+        for try await v in values {
+            got.append(v.value)
+            if v.handle == racp.valueHandle { break }
+        }
+        return got
+    }
+
     @Test("Report all, ≥, last, count and delete: records whole (context joined), in order, then the answer")
     func reportsCountAndDelete() async throws {
         let rig = try await GATTPeerTests.Rig()
@@ -174,11 +184,7 @@ import Testing
         } catch {
             #expect(error.attErrorCode == ATTErrorCode(rawValue: 0x80))
         }
-        var got: [[UInt8]] = []
-        for try await v in values {
-            got.append(v.value)
-            if v.handle == racp.valueHandle { break }
-        }
+        let got = try await Self.untilAnswer(values, racp: racp)
         #expect(got.count == 4 && got.last == [6, 0, 1, 1], "the first request's three records and its answer: \(got)")
         await rig.close(peer)
         serving.cancel()
@@ -197,11 +203,7 @@ import Testing
         let measurement = try #require(db.characteristic(uuid: BluetoothUUID(0x2A18)))
         let values = try await peer.client.subscribe([(measurement, indicate: false), (racp, indicate: true)])
         try await peer.client.write(handle: racp.valueHandle, value: [1, 1])
-        var got: [[UInt8]] = []
-        for try await v in values {
-            got.append(v.value)
-            if v.handle == racp.valueHandle { break }
-        }
+        let got = try await Self.untilAnswer(values, racp: racp)
         #expect(got.count == 4 && got.last == [6, 0, 1, 1], "three measurements, then Success: \(got)")
         await rig.close(peer)
         serving.cancel()
