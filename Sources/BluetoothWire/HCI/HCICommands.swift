@@ -19,6 +19,25 @@ public protocol HCICommandEncodable: WireEncodable, FieldDescribable, Sendable, 
     var parameterFields: [Field] { get }
 }
 
+/// A command whose only parameter is a connection handle (HCI_Read_RSSI, HCI_LE_Read_PHY,
+/// HCI_LE_Read_Remote_Features...): the encoding, decoding and display are shared.
+public protocol HCIConnectionHandleCommand: HCICommandEncodable {
+    /// The handle of the link.
+    var connectionHandle: UInt16 { get set }
+    /// The command for `connectionHandle`.
+    init(connectionHandle: UInt16)
+    /// The parameter's name for display (the spec's: Connection_Handle, or Handle).
+    static var handleFieldName: String { get }
+}
+
+extension HCIConnectionHandleCommand {
+    public static var handleFieldName: String { "connection_handle" }
+    public var parameterLength: Int { 2 }
+    public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try HCIParam.writeHandle(connectionHandle, &w) }
+    public init(parameters r: inout ByteReader) throws(WireError) { self.init(connectionHandle: try HCIParam.readHandle(&r)) }
+    public var parameterFields: [Field] { [Field(Self.handleFieldName, HCIParam.uint(connectionHandle))] }
+}
+
 extension HCICommandEncodable {
     public var encodedLength: Int { 3 + parameterLength }
 

@@ -111,18 +111,14 @@ public struct HostBufferSizeCommand: HCICommandEncodable {
 }
 
 /// HCI_Read_RSSI (Core Vol 4 Part E §7.5.4).
-public struct ReadRSSICommand: HCICommandEncodable {
+public struct ReadRSSICommand: HCIConnectionHandleCommand {
     public static let opcode = HCIOpcode.readRSSI
+    public static var handleFieldName: String { "handle" }
     /// Handle (≤ 0x0EFF).
     public var connectionHandle: UInt16
 
     /// The command with these parameters.
     public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
-
-    public var parameterLength: Int { 2 }
-    public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try HCIParam.writeHandle(connectionHandle, &w) }
-    public init(parameters r: inout ByteReader) throws(WireError) { connectionHandle = try HCIParam.readHandle(&r) }
-    public var parameterFields: [Field] { [Field("handle", HCIParam.uint(connectionHandle))] }
 }
 
 /// HCI_LE_Set_Event_Mask (Core Vol 4 Part E §7.8.1).

@@ -244,18 +244,13 @@ public struct LEConnectionUpdateCommand: HCICommandEncodable {
 }
 
 /// HCI_LE_Read_Remote_Features (Core Vol 4 Part E §7.8.21).
-public struct LEReadRemoteFeaturesCommand: HCICommandEncodable {
+public struct LEReadRemoteFeaturesCommand: HCIConnectionHandleCommand {
     public static let opcode = HCIOpcode.leReadRemoteFeatures
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
 
     /// The command with these parameters.
     public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
-
-    public var parameterLength: Int { 2 }
-    public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try HCIParam.writeHandle(connectionHandle, &w) }
-    public init(parameters r: inout ByteReader) throws(WireError) { connectionHandle = try HCIParam.readHandle(&r) }
-    public var parameterFields: [Field] { [Field("connection_handle", HCIParam.uint(connectionHandle))] }
 }
 
 /// HCI_LE_Enable_Encryption (Core Vol 4 Part E §7.8.24): start or refresh encryption
@@ -331,18 +326,13 @@ public struct LELongTermKeyRequestReplyCommand: HCICommandEncodable {
 }
 
 /// HCI_LE_Long_Term_Key_Request_Negative_Reply (Core Vol 4 Part E §7.8.26).
-public struct LELongTermKeyRequestNegativeReplyCommand: HCICommandEncodable {
+public struct LELongTermKeyRequestNegativeReplyCommand: HCIConnectionHandleCommand {
     public static let opcode = HCIOpcode.leLongTermKeyRequestNegativeReply
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
 
     /// The command with these parameters.
     public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
-
-    public var parameterLength: Int { 2 }
-    public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try HCIParam.writeHandle(connectionHandle, &w) }
-    public init(parameters r: inout ByteReader) throws(WireError) { connectionHandle = try HCIParam.readHandle(&r) }
-    public var parameterFields: [Field] { [Field("connection_handle", HCIParam.uint(connectionHandle))] }
 }
 
 /// HCI_LE_Remote_Connection_Parameter_Request_Reply (Core Vol 4 Part E §7.8.31).
@@ -787,18 +777,13 @@ public struct LEReadMaximumDataLengthCommand: HCIParameterlessCommand {
 }
 
 /// HCI_LE_Read_PHY (Core Vol 4 Part E §7.8.47).
-public struct LEReadPHYCommand: HCICommandEncodable {
+public struct LEReadPHYCommand: HCIConnectionHandleCommand {
     public static let opcode = HCIOpcode.leReadPHY
     /// Connection_Handle of the link.
     public var connectionHandle: UInt16
 
     /// The command with these parameters.
     public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
-
-    public var parameterLength: Int { 2 }
-    public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try HCIParam.writeHandle(connectionHandle, &w) }
-    public init(parameters r: inout ByteReader) throws(WireError) { connectionHandle = try HCIParam.readHandle(&r) }
-    public var parameterFields: [Field] { [Field("connection_handle", HCIParam.uint(connectionHandle))] }
 }
 
 /// HCI_LE_Set_Default_PHY (Core Vol 4 Part E §7.8.48): the PHYs the controller takes
