@@ -31,6 +31,7 @@ public protocol HCIConnectionHandleCommand: HCICommandEncodable {
 }
 
 extension HCIConnectionHandleCommand {
+    /// Connection_Handle, the name most commands give it.
     public static var handleFieldName: String { "connection_handle" }
     public var parameterLength: Int { 2 }
     public func encodeParameters(into w: inout ByteWriter) throws(WireError) { try HCIParam.writeHandle(connectionHandle, &w) }

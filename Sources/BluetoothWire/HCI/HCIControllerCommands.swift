@@ -113,6 +113,7 @@ public struct HostBufferSizeCommand: HCICommandEncodable {
 /// HCI_Read_RSSI (Core Vol 4 Part E §7.5.4).
 public struct ReadRSSICommand: HCIConnectionHandleCommand {
     public static let opcode = HCIOpcode.readRSSI
+    /// The spec names this one Handle.
     public static var handleFieldName: String { "handle" }
     /// Handle (≤ 0x0EFF).
     public var connectionHandle: UInt16
