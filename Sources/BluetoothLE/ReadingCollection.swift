@@ -143,7 +143,7 @@ public final class ReadingCollection: AsyncSequence, Sendable {
                 switch service {
                 case .bloodPressure: return .success(.bloodPressure(try BloodPressureMeasurement(parsing: raw)))
                 case .weightScale: return .success(.weight(try WeightMeasurement(parsing: raw)))
-                case .glucose, .pulseOximeter:
+                case .glucose, .pulseOximeter, .cgm:
                     throw WireError(.invalidValue, at: 0, "not an indicated-readings service")
                 }
             } catch {

@@ -22,6 +22,11 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
     /// indicated once a bonded collector subscribes (the Weight Scale Profile's stored
     /// measurements).
     case weightScale = "weight"
+    /// Continuous Glucose Monitoring Service (0x181F): CGM Measurement (0x2AA7) records, each
+    /// placed by its Time Offset (minutes since the session started), which the RACP filters
+    /// on as other services filter on sequence numbers (CGMS §3.2.7); dated by the CGM
+    /// Session Start Time (0x2AAA).
+    case cgm
 
     /// The service's UUID.
     public var uuid: BluetoothUUID {
@@ -30,6 +35,7 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
         case .pulseOximeter: BluetoothUUID(0x1822)
         case .bloodPressure: BluetoothUUID(0x1810)
         case .weightScale: BluetoothUUID(0x181D)
+        case .cgm: BluetoothUUID(0x181F)
         }
     }
 
@@ -40,6 +46,7 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
         case .pulseOximeter: BluetoothUUID(0x2A5E)
         case .bloodPressure: BluetoothUUID(0x2A35)
         case .weightScale: BluetoothUUID(0x2A9D)
+        case .cgm: BluetoothUUID(0x2AA7)
         }
     }
 
@@ -47,7 +54,7 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
     public var contextCharacteristic: BluetoothUUID? {
         switch self {
         case .glucose: BluetoothUUID(0x2A34)
-        case .pulseOximeter, .bloodPressure, .weightScale: nil
+        case .pulseOximeter, .bloodPressure, .weightScale, .cgm: nil
         }
     }
 
@@ -58,15 +65,17 @@ public enum RecordService: String, Sendable, Hashable, CaseIterable {
         case .pulseOximeter: "Pulse Oximeter"
         case .bloodPressure: "Blood Pressure"
         case .weightScale: "Weight Scale"
+        case .cgm: "Continuous Glucose Monitoring"
         }
     }
 
-    /// Whether its records carry sequence numbers the RACP can select by.
-    public var hasSequenceNumbers: Bool { self == .glucose }
+    /// Whether its records carry a number the RACP can select by: a sequence number
+    /// (glucose) or a time offset (CGM).
+    public var hasSequenceNumbers: Bool { self == .glucose || self == .cgm }
 
     /// Whether its records are behind a Record Access Control Point (else indicated once a
     /// collector subscribes).
-    public var hasControlPoint: Bool { self == .glucose || self == .pulseOximeter }
+    public var hasControlPoint: Bool { self == .glucose || self == .pulseOximeter || self == .cgm }
 }
 
 /// Which stored records.
@@ -142,12 +151,18 @@ public struct StoredRecord: Sendable, Hashable {
         case bloodPressure(BloodPressureMeasurement)
         /// A weight.
         case weight(WeightMeasurement)
+        /// A CGM record, with the session start that dates it (nil: the device has none).
+        case cgm(CGMMeasurement, sessionStart: CGMSessionStartTime?)
     }
 
-    /// The record's sequence number (glucose records have one).
+    /// The record's sequence number (glucose records have one; a CGM record's Time Offset
+    /// plays its part).
     public var sequenceNumber: UInt16? {
-        if case .glucose(let m, _) = decoded { return m.sequenceNumber }
-        return nil
+        switch decoded {
+        case .glucose(let m, _): m.sequenceNumber
+        case .cgm(let m, _): m.timeOffset
+        case .pulseOximeter, .bloodPressure, .weight: nil
+        }
     }
 
     /// When the reading was taken (its base time plus time offset), if it says.
@@ -157,6 +172,7 @@ public struct StoredRecord: Sendable, Hashable {
         case .pulseOximeter(let m): m.timestamp
         case .bloodPressure(let m): m.timestamp
         case .weight(let m): m.timestamp
+        case .cgm(let m, let start): start?.time(of: m.timeOffset)
         }
     }
 }
@@ -265,12 +281,18 @@ public final class RecordTransfer: AsyncSequence, Sendable {
             throw BluetoothError(recordError: error, service: service)
         }
         inputs.yield(.written)
+        // A CGM's records are dated by its session's start (a device without one: undated).
+        var sessionStart: CGMSessionStartTime?
+        if service == .cgm, let c = characteristic(BluetoothUUID(0x2AAA)), c.properties.contains(.read),
+           let bytes = try? await client.read(handle: c.valueHandle) {
+            sessionStart = try? parsed(bytes) { (raw) throws(WireError) in try CGMSessionStartTime(parsing: raw) }.get()
+        }
         let handles = Handles(record: record.valueHandle, context: service.contextCharacteristic.flatMap { characteristic($0)?.valueHandle },
                               racp: racp.valueHandle)
         let transfer = RecordTransfer(events: events, inputs: inputs)
         Task {
-            await Self.drive(machine, service: service, handles: handles, inputs: inputStream, input: inputs, sink: sink,
-                             client: client)
+            await Self.drive(machine, service: service, handles: handles, sessionStart: sessionStart, inputs: inputStream,
+                             input: inputs, sink: sink, client: client)
             pump.cancel()
         }
         return transfer
@@ -282,7 +304,8 @@ public final class RecordTransfer: AsyncSequence, Sendable {
 
     /// The one loop: values, the write's answer, the user's Abort and the timer go through
     /// the machine in order; a glucose measurement whose context follows waits for it.
-    private static func drive(_ start: RACPClient, service: RecordService, handles: Handles, inputs: AsyncStream<Input>,
+    private static func drive(_ start: RACPClient, service: RecordService, handles: Handles, sessionStart: CGMSessionStartTime?,
+                              inputs: AsyncStream<Input>,
                               input: AsyncStream<Input>.Continuation, sink: AsyncThrowingStream<RecordEvent, any Error>.Continuation,
                               client: GATTClient) async {
         var machine = start
@@ -376,6 +399,34 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                             sink.yield(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: .pulseOximeter(m))))
                         }
                     } catch {
+                        if machine.record(sequenceNumber: nil, now: now) == .deliver {
+                            sink.yield(.malformed(service.recordCharacteristic, v.value, error))
+                        }
+                    }
+                case .cgm:
+                    // One notification may carry several records, each led by its Size.
+                    let records: Result<[(CGMMeasurement, [UInt8])], WireError> = v.value.withUnsafeBytes { raw in
+                        do throws(WireError) {
+                            _ = try CGMMeasurementRecords(parsing: raw)
+                            var out: [(CGMMeasurement, [UInt8])] = []
+                            var at = 0
+                            while at < raw.count {
+                                let record = UnsafeRawBufferPointer(rebasing: raw[at ..< at + Int(raw[at])])
+                                out.append((try CGMMeasurement(parsing: record), Array(record)))
+                                at += record.count
+                            }
+                            return .success(out)
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                    switch records {
+                    case .success(let list):
+                        for (m, bytes) in list where machine.record(sequenceNumber: m.timeOffset, now: now) == .deliver {
+                            sink.yield(.record(StoredRecord(service: service, measurement: bytes, context: nil,
+                                                            decoded: .cgm(m, sessionStart: sessionStart))))
+                        }
+                    case .failure(let error):
                         if machine.record(sequenceNumber: nil, now: now) == .deliver {
                             sink.yield(.malformed(service.recordCharacteristic, v.value, error))
                         }

@@ -33,6 +33,9 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
     case recordAccessControlPoint(RecordAccessControlPoint)
     case weightMeasurement(WeightMeasurement)
     case plxSpotCheck(PLXSpotCheckMeasurement)
+    /// CGM Measurement: one or more records (a view over the value).
+    case cgmMeasurement(CGMMeasurementRecords)
+    case cgmSessionStartTime(CGMSessionStartTime)
     case plxContinuous(PLXContinuousMeasurement)
     case cscMeasurement(CSCMeasurement)
     case rscMeasurement(RSCMeasurement)
@@ -67,6 +70,8 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
         case .recordAccessControlPoint: BluetoothUUID(0x2A52)
         case .weightMeasurement: BluetoothUUID(0x2A9D)
         case .plxSpotCheck: BluetoothUUID(0x2A5E)
+        case .cgmMeasurement: BluetoothUUID(0x2AA7)
+        case .cgmSessionStartTime: BluetoothUUID(0x2AAA)
         case .plxContinuous: BluetoothUUID(0x2A5F)
         case .cscMeasurement: BluetoothUUID(0x2A5B)
         case .rscMeasurement: BluetoothUUID(0x2A53)
@@ -102,6 +107,8 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
         case .recordAccessControlPoint: "Record Access Control Point"
         case .weightMeasurement: "Weight Measurement"
         case .plxSpotCheck: "PLX Spot-Check Measurement"
+        case .cgmMeasurement: "CGM Measurement"
+        case .cgmSessionStartTime: "CGM Session Start Time"
         case .plxContinuous: "PLX Continuous Measurement"
         case .cscMeasurement: "CSC Measurement"
         case .rscMeasurement: "RSC Measurement"
@@ -141,6 +148,8 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
         case .recordAccessControlPoint(let v): return v.fields
         case .weightMeasurement(let v): return v.fields
         case .plxSpotCheck(let v): return v.fields
+        case .cgmMeasurement(let v): return v.fields
+        case .cgmSessionStartTime(let v): return v.fields
         case .plxContinuous(let v): return v.fields
         case .cscMeasurement(let v): return v.fields
         case .rscMeasurement(let v): return v.fields
@@ -182,6 +191,8 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
         case .recordAccessControlPoint(let v): v.summary
         case .weightMeasurement(let v): v.summary
         case .plxSpotCheck(let v): v.summary
+        case .cgmMeasurement(let v): v.summary
+        case .cgmSessionStartTime(let v): v.summary
         case .plxContinuous(let v): v.summary
         case .cscMeasurement(let v): v.summary
         case .rscMeasurement(let v): v.summary
@@ -216,6 +227,8 @@ public enum DecodedCharacteristic: FieldDescribable, WireEncodable {
         case .recordAccessControlPoint(let v): v
         case .weightMeasurement(let v): v
         case .plxSpotCheck(let v): v
+        case .cgmMeasurement(let v): v
+        case .cgmSessionStartTime(let v): v
         case .plxContinuous(let v): v
         case .cscMeasurement(let v): v
         case .rscMeasurement(let v): v
@@ -239,7 +252,7 @@ public enum CharacteristicDecoder {
         0x2A1C, 0x2A1E, 0x2A1D, 0x2A21, 0x2906, 0x2A35, 0x2A36, 0x2A49, 0x2A37, 0x2A38, 0x2A19,
         0x2A00, 0x2A24, 0x2A25, 0x2A26, 0x2A27, 0x2A28, 0x2A29, 0x2A23, 0x2A2A, 0x2A50, 0x2A01,
         0x2A08, 0x2A2B, 0x2A18, 0x2A34, 0x2A52, 0x2A9D, 0x2A5E, 0x2A5F, 0x2A5B, 0x2A53, 0x2A6E,
-        0x2A6F, 0x2A6D, 0xFFE1,
+        0x2A6F, 0x2A6D, 0x2AA7, 0x2AAA, 0xFFE1,
     ]
 
     /// Whether `decode` has a decoder for `uuid`.
@@ -278,6 +291,8 @@ public enum CharacteristicDecoder {
         case 0x2A52: return .recordAccessControlPoint(try RecordAccessControlPoint(parsing: value))
         case 0x2A9D: return .weightMeasurement(try WeightMeasurement(parsing: value))
         case 0x2A5E: return .plxSpotCheck(try PLXSpotCheckMeasurement(parsing: value))
+        case 0x2AA7: return .cgmMeasurement(try CGMMeasurementRecords(parsing: value))
+        case 0x2AAA: return .cgmSessionStartTime(try CGMSessionStartTime(parsing: value))
         case 0x2A5F: return .plxContinuous(try PLXContinuousMeasurement(parsing: value))
         case 0x2A5B: return .cscMeasurement(try CSCMeasurement(parsing: value))
         case 0x2A53: return .rscMeasurement(try RSCMeasurement(parsing: value))

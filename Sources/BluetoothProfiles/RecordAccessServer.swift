@@ -24,6 +24,16 @@ public struct RACPServerRules: Sendable, Hashable {
     /// The Glucose Service's rules (``init()``).
     public static let glucose = RACPServerRules()
 
+    /// The Continuous Glucose Monitoring Service's (CGMS §3.2.7): every operator, its
+    /// records' Time Offset in the place of a sequence number (filter type 0x01, u16), the
+    /// Core Specification Supplement's 0xFE / 0xFD errors.
+    public static let cgm: RACPServerRules = {
+        var r = RACPServerRules()
+        r.busyError = ATTErrorCode(rawValue: 0xFE)
+        r.notSubscribedError = ATTErrorCode(rawValue: 0xFD)
+        return r
+    }()
+
     /// The Pulse Oximeter Service's (PLXS §3.3): every op code with the All Records operator
     /// only (its records carry no sequence number to filter on), the Core Specification
     /// Supplement's 0xFE / 0xFD errors.

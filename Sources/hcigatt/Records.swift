@@ -9,9 +9,9 @@ enum RecordsCommand {
         Command(
             name: "records", summary: "Fetch (count, delete) a sensor's stored readings: glucose, pulse oximeter, blood pressure, weight",
             help: """
-            Usage: hcigatt records ADDR|NAME [--service glucose|plx|bp|weight] [SELECTION] [--count | --delete --yes] [--json] [OPTIONS]
+            Usage: hcigatt records ADDR|NAME [--service glucose|cgm|plx|bp|weight] [SELECTION] [--count | --delete --yes] [--json] [OPTIONS]
 
-            Glucose meters and pulse oximeters: subscribes to the service's record
+            Glucose meters, CGMs and pulse oximeters: subscribes to the service's record
             characteristics and to the Record Access Control Point (2A52), asks for the
             records and prints each as it comes, decoded, then the control point's answer
             (success, no records found, operator not supported...). Ctrl-C sends
@@ -27,11 +27,13 @@ enum RecordsCommand {
             Selection (default --all):
               --all                  every record
               --first, --last        the oldest, the newest record
-              --since SEQ            sequence numbers SEQ and up (glucose)
-              --until SEQ            sequence numbers up to SEQ (glucose)
-              --range A-B            sequence numbers A to B (glucose)
+              --since SEQ            sequence numbers SEQ and up (glucose; cgm: time offsets,
+                                     minutes into the session)
+              --until SEQ            sequence numbers up to SEQ (glucose, cgm)
+              --range A-B            sequence numbers A to B (glucose, cgm)
             Options:
-              --service S            glucose (default), plx (Pulse Oximeter: all records only),
+              --service S            glucose (default), cgm (Continuous Glucose Monitoring),
+                                     plx (Pulse Oximeter: all records only),
                                      bp (Blood Pressure) or weight (Weight Scale)
               --count                ask for the number of matching records instead
               --delete --yes         delete the selected records (refused without --yes)
@@ -60,7 +62,7 @@ enum RecordsCommand {
         init(_ args: Arguments) throws {
             let name = args.option("service") ?? "glucose"
             guard let service = RecordService(rawValue: name) else {
-                throw UsageError("--service takes glucose, plx, bp or weight, not '\(name)'")
+                throw UsageError("--service takes glucose, cgm, plx, bp or weight, not '\(name)'")
             }
             self.service = service
             func seconds(_ option: String, _ range: ClosedRange<Double>) throws -> UInt64? {
@@ -254,6 +256,8 @@ enum RecordsCommand {
     static func line(_ r: StoredRecord) -> String {
         var s = summary(r.service.recordCharacteristic, r.measurement)
         if let c = r.context { s += "  | context: " + summary(BluetoothUUID(0x2A34), c) }
+        // A CGM record carries only its place in the session: the time comes from the start.
+        if r.service == .cgm, let t = r.measurementTime { s += ", \(t)" }
         return s
     }
 
@@ -274,7 +278,7 @@ enum RecordsCommand {
     /// A record as one JSON object: its sequence number and time first, then each part.
     static func json(_ r: StoredRecord) -> String {
         var f = [Field("kind", .text("record")), Field("service", .text(r.service.rawValue))]
-        if let n = r.sequenceNumber { f.append(Field("sequence_number", .uint(UInt64(n)))) }
+        if let n = r.sequenceNumber { f.append(Field(r.service == .cgm ? "time_offset_minutes" : "sequence_number", .uint(UInt64(n)))) }
         if let t = r.measurementTime { f.append(Field("time", .text(t.description))) }
         f.append(Field("measurement", .object(fields(r.service.recordCharacteristic, r.measurement))))
         if let c = r.context { f.append(Field("context", .object(fields(BluetoothUUID(0x2A34), c)))) }

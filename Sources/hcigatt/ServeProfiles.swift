@@ -26,7 +26,7 @@ struct ServeProfile: Sendable {
     var run: @Sendable (ProfileContext) async -> Void = { _ in }
     var onEvent: @Sendable (GATTServerEvent, ProfileContext) async -> Void = { _, _ in }
 
-    static let all: [ServeProfile] = [thermometer, bloodPressure, heartRate, glucose, pulseOximeter, battery, deviceInfo, sensorTagKeys, eightBall]
+    static let all: [ServeProfile] = [thermometer, bloodPressure, heartRate, glucose, cgm, pulseOximeter, battery, deviceInfo, sensorTagKeys, eightBall]
 
     static func named(_ name: String) -> ServeProfile? { all.first { $0.name == name } }
 }

@@ -4,6 +4,9 @@ import BluetoothWire
 
 /// One full vector (every optional field present) per fixed-shape decoder.
 let fullVectors: [(uuid: UInt16, bytes: [UInt8], summary: String)] = [
+    (0x2AA7, ContinuousGlucoseTests.full,
+     "120 mg/dL at +30 min, trend 80 mg/dL/min, quality 96 %, session stopped, calibration not allowed, below the patient low level, above the patient high level"),
+    (0x2AAA, h("EA 07 0C 07 0A 08 0F 04 02"), "session started 2026-12-07 10:08:15 (UTC+1:00, DST +0:30)"),
     (0x2A1C, h("06 6C 01 00 FF") + sampleTimeBytes + [6], "36.4 °C, mouth, 2026-11-29 17:33:05"),
     (0x2A1E, h("07 DA 03 00 FF") + sampleTimeBytes + [1], "98.6 °F, armpit, 2026-11-29 17:33:05"),
     (0x2A1D, [3], "ear"),

@@ -14,7 +14,7 @@ run records-bp-timeout 2 "$bin" records Meter-1 --service bp --procedure-timeout
 run records-glucose-quiet 2 "$bin" records Meter-1 --quiet 5 "${T[@]}" && expect_err records-glucose-quiet "--quiet is for services with no control point"
 run records-bad-quiet 2 "$bin" records Meter-1 --service bp --quiet 0 "${T[@]}" && expect_err records-bad-quiet "--quiet takes seconds (0 < S <= 600), not '0'"
 run records-bad-limit 2 "$bin" records Meter-1 --service weight --limit x "${T[@]}" && expect_err records-bad-limit "--limit takes seconds"
-run records-bad-service 2 "$bin" records Meter-1 --service cgm "${T[@]}" && expect_err records-bad-service "--service takes glucose, plx, bp or weight, not 'cgm'"
+run records-bad-service 2 "$bin" records Meter-1 --service cgms "${T[@]}" && expect_err records-bad-service "--service takes glucose, cgm, plx, bp or weight, not 'cgms'"
 run records-plx-last 2 "$bin" records Meter-1 --service plx --last "${T[@]}" && expect_err records-plx-last "all records only"
 run records-timeout 2 "$bin" records Meter-1 --procedure-timeout 0 "${T[@]}" && expect_err records-timeout "--procedure-timeout takes seconds"
 run records-help 0 "$bin" help records && { expect_out records-help "--delete --yes"; expect_out records-help "Abort Operation"; expect_out records-help "--quiet S"; }

@@ -4,6 +4,7 @@ Against `hcigatt serve --profile glucose` (our meter: encrypted service, bonding
 readings, the Glucose Service's error cases) on a second virtual controller, and against
 Bumble meters that misbehave on purpose (gatt=glucose-MODE in gatt_db.py): busy, silent,
 records out of order and repeated, a record after the answer, records after an Abort."""
+import calendar
 import json
 import os
 import re
@@ -88,6 +89,39 @@ class RecordsAgainstServeTests(unittest.TestCase):
                 self.assertEqual(record_numbers(out), list(range(5, 13)), out)
                 self.assertEqual(serve.close(), 0, serve.stderr())
 
+
+    def test_cgm_records_by_time_offset_dated_by_the_session_start(self):
+        # serve --profile cgm: two hours of a session, a record every five minutes, the RACP
+        # filtering on the records' time offsets; an encrypted link.
+        with tempfile.TemporaryDirectory() as tmp, Peer('--hosts', '2') as world:
+            sensor, collector = (f'tcp:127.0.0.1:{p}' for p in world.ready['ports'])
+            with Serve(sensor, '--profile', 'cgm', '--name', 'CGM-1', '--bond-dir', os.path.join(tmp, 's')) as serve:
+                def records(*args):
+                    return hcigatt('records', 'CGM-1', '--service', 'cgm', '--transport', collector,
+                                   '--bond-dir', os.path.join(tmp, 'c'), *args)
+
+                rc, out, err = records('--json')
+                self.assertEqual(rc, 0, err)
+                self.assertIn('bonded', err)
+                objs = json_lines(out)
+                self.assertEqual([o['time_offset_minutes'] for o in objs[:-1]], list(range(5, 121, 5)), out)
+                self.assertEqual(objs[-1]['records'], 24)
+                start = time.strptime(objs[0]['time'], '%Y-%m-%d %H:%M:%S')
+                later = time.strptime(objs[1]['time'], '%Y-%m-%d %H:%M:%S')
+                self.assertEqual(calendar.timegm(later) - calendar.timegm(start), 300, 'five minutes apart, dated by the session start')
+                record = objs[0]['measurement']['records'][0]
+                self.assertEqual((record['time_offset_minutes'], record['quality_percent']), (5, 95.0))
+
+                rc, out, err = records('--since', '110')
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(re.findall(r'at \+(\d+) min', out), ['110', '115', '120'], out)
+                rc, out, err = records('--range', '20-30', '--count')
+                self.assertIn('number of stored records: 3', err)
+                rc, out, err = records('--delete', '--yes', '--until', '60')
+                self.assertEqual(rc, 0, err)
+                rc, out, err = records('--first')
+                self.assertEqual(re.findall(r'at \+(\d+) min', out), ['65'], out)
+                self.assertEqual(serve.close(), 0, serve.stderr())
 
     def test_pulse_oximeter_all_records_only(self):
         # serve --profile plx: spot-checks without sequence numbers, All Records only,
