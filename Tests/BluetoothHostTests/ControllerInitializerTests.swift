@@ -89,6 +89,23 @@ import BluetoothWire
         #expect(info.aclBufferCount == 8)
     }
 
+    @Test("LE buffers too small for an LE packet: the shared ones; none usable at all: a clear failure (found by fuzzing)")
+    func unusableBuffersFail() throws {
+        var model = FakeControllerModel()
+        model.leACLLength = 20
+        var (result, sent) = runInit(model)
+        let shared = try result.get().aclBufferLength
+        #expect(sent.contains(.readBufferSize) && shared == 1021)
+        model.sharedACLLength = 0
+        (result, sent) = runInit(model)
+        #expect(throws: HostError.self) { try result.get() }
+        if case .failure(let e) = result { #expect(e.message.contains("no usable ACL buffers (8 of 0 bytes)")) }
+        model.sharedACLLength = 251
+        model.sharedACLCount = 0
+        (result, _) = runInit(model)
+        #expect(throws: HostError.self) { try result.get() }
+    }
+
     @Test func extendedScanningNeedsBothBits() throws {
         var featureOnly = FakeControllerModel()
         featureOnly.supportedCommandBits = [(41, 5)]

@@ -15,6 +15,9 @@ public struct FakeControllerModel: Sendable {
     public var v2Unknown = false
     public var leACLLength: UInt16 = 251
     public var leACLCount: UInt8 = 12
+    /// HCI_Read_Buffer_Size's ACL packet length and count (the buffers shared with BR/EDR).
+    public var sharedACLLength: UInt16 = 1021
+    public var sharedACLCount: UInt16 = 8
     /// Opcodes never answered.
     public var silent: Set<HCIOpcode> = []
     /// Opcodes answered with this status instead of success.
@@ -51,7 +54,7 @@ public struct FakeControllerModel: Sendable {
         case .leReadBufferSizeV1:
             return [0] + le16(leACLLength) + [leACLCount]
         case .readBufferSize:
-            return [0] + le16(1021) + [64] + le16(8) + le16(0)
+            return [0] + le16(sharedACLLength) + [64] + le16(sharedACLCount) + le16(0)
         case .leReadMaximumAdvertisingDataLength:
             return [0] + le16(0x0672)
         case .leReadNumberOfSupportedAdvertisingSets:

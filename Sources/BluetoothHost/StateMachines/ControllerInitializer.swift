@@ -144,6 +144,11 @@ public struct ControllerInitializer: Sendable {
             return afterLEBufferSize()
         case .readBufferSize:
             let v = try decode(try required(result), HCIReadBufferSizeReturn.self)
+            // Shared buffers too small to carry an LE packet (27 bytes, Core Vol 6 Part B
+            // §2.4) or none at all: nothing could be sent.
+            guard v.aclDataPacketLength >= 27, v.totalNumACLDataPackets > 0 else {
+                throw HostError(.notSupported, "the controller reports no usable ACL buffers (\(v.totalNumACLDataPackets) of \(v.aclDataPacketLength) bytes)")
+            }
             info.aclBufferLength = v.aclDataPacketLength
             info.aclBufferCount = v.totalNumACLDataPackets
             info.bufferSizeSource = 0
@@ -190,7 +195,8 @@ public struct ControllerInitializer: Sendable {
     }
 
     private mutating func afterLEBufferSize() -> Action {
-        if info.aclBufferLength == 0 || info.aclBufferCount == 0 {
+        // No LE buffers of their own (0), or a length no LE packet fits: the shared ones.
+        if info.aclBufferLength < 27 || info.aclBufferCount == 0 {
             return send(ReadBufferSizeCommand())
         }
         return afterBuffers()
