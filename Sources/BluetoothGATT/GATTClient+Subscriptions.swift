@@ -64,7 +64,7 @@ extension GATTClient {
     {
         func once() async throws(GATTError) -> GATTSubscription {
             let id = subscriberIDs.add(1, ordering: .relaxed).oldValue
-            try await addSubscription(id, characteristic: characteristic, indicate: indicate)
+            try await addSubscription(id, characteristic: characteristic, indicate: indicate, takingEarlyIndications: true)
             return GATTSubscription(SubscriptionLifetime(client: self, id: id))
         }
         do {
@@ -78,19 +78,15 @@ extension GATTClient {
     /// Takes subscriber `id` off its characteristics (their CCCDs cleared when nobody else
     /// wants them, each write waited for); its stream hands out what it holds, then ends.
     func finishSubscriber(_ id: UInt64) async throws(GATTError) {
-        let handles: [UInt16] = locked { s, fx in
-            guard var sub = s.subscribers[id] else { return [] }
-            let handles = sub.handles.keys.sorted()
-            sub.handles = [:]
-            sub.finishing = true
+        // Until the server has the CCCD write, values still come: the subscriber keeps taking
+        // them (confirmed indications must not be lost), but no longer counts for the bits.
+        let handles: [UInt16] = locked { s, _ in
+            guard var sub = s.subscribers[id], sub.finishing == nil else { return [] }
+            sub.finishing = .clearing
             s.subscribers[id] = sub
-            for h in handles { s.cccds[h]?.subscribers.removeAll { $0 == id } }
-            if sub.buffer.isEmpty, let w = sub.waiting {
-                s.subscribers[id] = nil
-                fx.append { w.resume(returning: .success(nil)) }
-            }
-            return handles
+            return sub.handles.keys.sorted()
         }
+        var failure: GATTError?
         for h in handles {
             let result = await withCheckedContinuation { (c: ResponseContinuation) in
                 locked { s, fx in
@@ -99,8 +95,20 @@ extension GATTClient {
                     }
                 }
             }
-            _ = try result.get()
+            if case .failure(let e) = result, failure == nil { failure = e }
         }
+        locked { s, fx in
+            guard var sub = s.subscribers[id] else { return }
+            for h in sub.handles.keys { s.cccds[h]?.subscribers.removeAll { $0 == id } }
+            sub.handles = [:]
+            sub.finishing = .cleared
+            s.subscribers[id] = sub
+            if sub.buffer.isEmpty, let w = sub.waiting {
+                s.subscribers[id] = nil
+                fx.append { w.resume(returning: .success(nil)) }
+            }
+        }
+        if let failure { throw failure }
     }
 
     func subscribeOnce(characteristic: GATTCharacteristic, indicate: Bool) async throws(GATTError)
@@ -114,7 +122,8 @@ extension GATTClient {
 
     /// Adds `characteristic` to subscriber `id` (made on the first) and writes its CCCD when
     /// the wanted bits change; on failure the characteristic is taken off again.
-    func addSubscription(_ id: UInt64, characteristic: GATTCharacteristic, indicate: Bool) async throws(GATTError) {
+    func addSubscription(_ id: UInt64, characteristic: GATTCharacteristic, indicate: Bool,
+                         takingEarlyIndications: Bool = false) async throws(GATTError) {
         try await exchangeMTU()
         let needed: GATTCharacteristicProperties = indicate ? .indicate : .notify
         guard characteristic.properties.contains(needed) else {
@@ -140,17 +149,27 @@ extension GATTClient {
                 }
                 var sub = s.subscribers[id] ?? Subscriber(handles: [:])
                 sub.handles[valueHandle] = indicate
-                // What the device indicated before anyone subscribed comes first, to the
-                // first that takes indications (confirmed already: a token nobody counts).
-                if indicate, let early = s.earlyIndications.removeValue(forKey: valueHandle) {
-                    sub.buffer += early.map { Entry(value: $0, token: Self.confirmedAlready) }
-                }
                 s.subscribers[id] = sub
                 var entry = s.cccds[valueHandle] ?? CCCD(cccdHandle: cccd)
                 entry.subscribers.append(id)
                 s.cccds[valueHandle] = entry
                 if !updateCCCD(valueHandle: valueHandle, waiter: .request(c), &s, &fx) {
                     fx.append { c.resume(returning: .success(.write)) }
+                }
+            }
+        }
+        if case .success = result, takingEarlyIndications, indicate {
+            // What the device indicated before anyone subscribed comes first (confirmed
+            // already: a token nobody counts), once the subscription stands.
+            locked { s, fx in
+                guard var sub = s.subscribers[id], let early = s.earlyIndications.removeValue(forKey: valueHandle) else { return }
+                sub.buffer.insert(contentsOf: early.map { Entry(value: $0, token: Self.confirmedAlready) }, at: 0)
+                s.subscribers[id] = sub
+                if let w = sub.waiting {
+                    let e = sub.buffer.removeFirst()
+                    sub.waiting = nil
+                    s.subscribers[id] = sub
+                    fx.append { w.resume(returning: .success(e.value)) }
                 }
             }
         }
@@ -286,7 +305,7 @@ extension GATTClient {
                     } else if let e = sub.ended {
                         removeSubscriber(id, &s, &fx, writeFailed: false)
                         fx.append { c.resume(returning: .failure(e)) }
-                    } else if sub.finishing {
+                    } else if sub.finishing == .cleared {
                         removeSubscriber(id, &s, &fx, writeFailed: false)
                         fx.append { c.resume(returning: .success(nil)) }
                     } else if Task.isCancelled {
@@ -325,10 +344,12 @@ extension GATTClient {
     func updateCCCD(valueHandle: UInt16, waiter: Waiter, _ s: inout State, _ fx: inout [Effect]) -> Bool {
         guard var entry = s.cccds[valueHandle], s.terminal == nil else { return false }
         var bits: UInt16 = entry.internalIndications ? 0x0002 : 0
-        for id in entry.subscribers {
+        for id in entry.subscribers where s.subscribers[id]?.finishing == nil {
             if let indicate = s.subscribers[id]?.handles[valueHandle] { bits |= indicate ? 0x0002 : 0x0001 }
         }
         guard bits != entry.requested else { return false }
+        // Cleared by us: what the device indicated before is not for a later subscription.
+        if bits & 0x0002 == 0 { s.earlyIndications[valueHandle] = nil }
         entry.requested = bits
         s.cccds[valueHandle] = entry
         let (id, actions) = s.att.submit(.write(handle: entry.cccdHandle, value: [UInt8(bits & 0xFF), UInt8(bits >> 8)]), now: now())
@@ -361,6 +382,8 @@ extension GATTClient {
     }
 
     func serviceChanged(_ value: [UInt8], _ s: inout State) {
+        // Handles may have moved: early values can no longer be placed.
+        s.earlyIndications = [:]
         let range: ClosedRange<UInt16>
         if value.count == 4 {
             let start = UInt16(value[0]) | UInt16(value[1]) << 8

@@ -87,9 +87,14 @@ public final class GATTClient: Sendable {
         var dropped = 0
         var waiting: ValueContinuation?
         var ended: GATTError?
-        /// Ended by its owner (``GATTSubscription/end()``): taken off the CCCDs, it hands
-        /// out what it holds, then ends.
-        var finishing = false
+        /// Ended by its owner (``GATTSubscription/end()``): values still come to it until
+        /// the CCCD write is answered (`.clearing`); then (`.cleared`) it hands out what it
+        /// holds and ends.
+        var finishing: Finishing?
+    }
+
+    enum Finishing: Equatable {
+        case clearing, cleared
     }
 
     struct CCCD {
@@ -121,8 +126,9 @@ public final class GATTClient: Sendable {
         var unhandledNotifications = 0
         /// Indications that came before anyone subscribed to their characteristic (a bonded
         /// device whose CCCD it kept sends at once after encryption: a cuff's stored
-        /// readings), confirmed, kept for the first subscriber (the newest
-        /// ``earlyIndicationLimit`` per characteristic).
+        /// readings), confirmed, kept for the first ``GATTClient/subscription(to:indicate:)``
+        /// that takes indications (the newest ``earlyIndicationLimit`` per characteristic);
+        /// dropped once we clear that CCCD ourselves, and on Service Changed.
         var earlyIndications: [UInt16: [GATTValue]] = [:]
     }
 

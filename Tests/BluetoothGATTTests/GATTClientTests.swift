@@ -262,8 +262,8 @@ import Testing
         #expect(try await lastValues.next() == nil)
     }
 
-    @Test("Indications before anyone subscribed (a bonded device sending at once): confirmed, kept for the first subscriber")
-    func earlyIndicationsWaitForTheFirstSubscriber() async throws {
+    @Test("Indications before anyone subscribed (a bonded device sending at once): confirmed, kept for the first subscription that asks")
+    func earlyIndicationsWaitForTheFirstSubscription() async throws {
         let (server, client, db) = makeClient()
         _ = try await client.discoverAll()
         let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
@@ -274,25 +274,49 @@ import Testing
         _ = try await client.read(handle: 1)
         #expect(server.confirmations == 2, "confirmed as they came: the device goes on")
         #expect(client.unhandledNotifications == 3)
-        let stream = try await client.subscribe(characteristic: tm, indicate: true)
-        server.indicate(tm.valueHandle, [3])
-        var it = stream.makeAsyncIterator()
+        // A plain stream (a live view, a control point) does not take them.
+        do {
+            let live = try await client.subscribe(characteristic: tm, indicate: true)
+            server.indicate(tm.valueHandle, [3])
+            var it = live.makeAsyncIterator()
+            #expect(try await it.next()?.value == [3])
+        }
+        _ = try await client.read(handle: 1)  // the live stream is gone; the CCCD cleared
+        // Cleared by us: the early ones were dropped with it. Early again, then a
+        // subscription that takes them: first, each once, before what comes after.
+        server.indicate(tm.valueHandle, [4])
+        server.indicate(tm.valueHandle, [5])
+        _ = try await client.read(handle: 1)
+        let sub = try await client.subscription(to: tm, indicate: true)
+        server.indicate(tm.valueHandle, [6])
+        var it = sub.makeAsyncIterator()
         var got: [[UInt8]] = []
         for _ in 0 ..< 3 { got.append(try #require(try await it.next()).value) }
-        #expect(got == [[1], [2], [3]], "the early ones first, each once")
+        #expect(got == [[4], [5], [6]])
         _ = try await client.read(handle: 1)
-        #expect(server.confirmations == 3)
-        // A notification is not kept (a later value supersedes it); a second subscriber gets
-        // no repeat of what the first took.
-        let notified = try await client.subscribe(characteristic: battery)
-        server.notify(battery.valueHandle, [10])
-        var nit = notified.makeAsyncIterator()
-        #expect(try await nit.next()?.value == [10])
-        let second = try await client.subscribe(characteristic: tm, indicate: true)
-        server.indicate(tm.valueHandle, [4])
+        #expect(server.confirmations == 6)
+        // A second subscription gets no repeat.
+        let second = try await client.subscription(to: tm, indicate: true)
+        server.indicate(tm.valueHandle, [7])
         var sit = second.makeAsyncIterator()
-        #expect(try await sit.next()?.value == [4])
-        _ = (stream, second)
+        #expect(try await sit.next()?.value == [7])
+        try await sub.end()
+        try await second.end()
+    }
+
+    @Test("Ending a subscription: a value the device sends before it has the CCCD write still comes")
+    func valuesBeforeTheClearStillCome() async throws {
+        let (server, client, db) = makeClient()
+        _ = try await client.discoverAll()
+        let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
+        let sub = try await client.subscription(to: tm, indicate: true)
+        // The indication is on its way when the end starts: queued ahead of the write's answer.
+        server.indicate(tm.valueHandle, [1])
+        try await sub.end()
+        var it = sub.makeAsyncIterator()
+        #expect(try await it.next()?.value == [1])
+        #expect(try await it.next() == nil)
+        #expect(server.writes(to: try #require(tm.cccdHandle)) == [[0x02, 0x00], [0x00, 0x00]])
     }
 
     @Test func cancellingTheConsumingTaskUnsubscribes() async throws {
