@@ -105,42 +105,64 @@ extension RecordTransfer {
                   let u = r.measurementTime?.secondsSince1970 else { return false }
             return t != u
         }
+        /// A fetch whose records can be relied on whole: answered Success or No Records
+        /// Found (a timed-out, aborted or refused one would leave a gap a position passes).
+        func complete(_ selection: RecordSelection) async throws(BluetoothError) -> ([StoredRecord], RACPClient.Summary) {
+            let (records, summary) = try await fetch(selection)
+            switch summary.outcome {
+            case .answered(.success), .answered(.noRecordsFound):
+                return (records, summary)
+            case .answered(let code):
+                throw BluetoothError(.protocolViolation, "the device answered \(code.name); ask again")
+            case .aborted, .timedOut, .count:
+                throw BluetoothError(.timeout, "the record procedure did not complete; ask again")
+            }
+        }
+        /// The newest of `records` by sequence number (a device that ignores the operator
+        /// may send them in any order).
+        func newest(_ records: [StoredRecord]) -> UInt16? {
+            records.compactMap(\.sequenceNumber).reduce(nil) { best, n in
+                guard let b = best else { return n }
+                return RecordPosition.isAfter(n, b) ? n : b
+            }
+        }
         guard let p = position else {
-            let (all, s) = try await fetch(.all)
+            let (all, s) = try await complete(.all)
             return result(all, s)
         }
         let m = p.sequenceNumber
         let (last, lastSummary) = try await fetch(.last)
-        // Records come oldest first: the last is the newest also from a device that
-        // ignores the operator.
-        guard let newest = last.last, let n = newest.sequenceNumber else {
-            switch lastSummary.outcome {
-            case .answered(.success), .answered(.noRecordsFound):
-                return result([], lastSummary)
-            default:
-                // It cannot report its last record: all of them, the newer kept.
-                let (all, s) = try await fetch(.all)
-                if contradicts(all, p) { return result(all, s, renumbered: true) }
-                return result(all, s)
-            }
+        let n: UInt16
+        switch lastSummary.outcome {
+        case .answered(.success), .answered(.noRecordsFound):
+            guard let found = newest(last) else { return result([], lastSummary) }
+            n = found
+        case .answered:
+            // It cannot report its last record: all of them decide, the newer kept.
+            let (all, s) = try await complete(.all)
+            guard let found = newest(all) else { return result([], s) }
+            let numberedAnew = contradicts(all, p) || found != m && !RecordPosition.isAfter(found, m)
+            return result(all, s, renumbered: numberedAnew)
+        case .aborted, .timedOut, .count:
+            throw BluetoothError(.timeout, "the device did not report its newest record; ask again")
         }
         if n == m {
             guard contradicts(last, p) else { return result([], lastSummary) }
-            let (all, s) = try await fetch(.all)
+            let (all, s) = try await complete(.all)
             return result(all, s, renumbered: true)
         }
         guard RecordPosition.isAfter(n, m) else {
-            let (all, s) = try await fetch(.all)
+            let (all, s) = try await complete(.all)
             return result(all, s, renumbered: true)
         }
-        var (records, summary) = try await fetch(.atLeast(m))
+        var (records, summary) = try await complete(.atLeast(m))
         if n < m {
-            let (wrapped, s) = try await fetch(.within(0 ... n))
+            let (wrapped, s) = try await complete(.within(0 ... n))
             records += wrapped
             summary = s
         }
         if contradicts(records, p) {
-            let (all, s) = try await fetch(.all)
+            let (all, s) = try await complete(.all)
             return result(all, s, renumbered: true)
         }
         return result(records, summary)

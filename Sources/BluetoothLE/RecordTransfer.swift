@@ -252,6 +252,13 @@ public final class RecordTransfer: AsyncSequence, Sendable {
         let values: AsyncThrowingStream<GATTValue, any Error>
         do throws(GATTError) { values = try await client.subscribe(wanted) } catch { throw BluetoothError(error) }
 
+        // A CGM's records are dated by its session's start, read before the request so the
+        // records cannot wait on it (a device without one: undated records).
+        var sessionStart: CGMSessionStartTime?
+        if service == .cgm, let c = characteristic(BluetoothUUID(0x2AAA)), c.properties.contains(.read),
+           let bytes = try? await client.read(handle: c.valueHandle) {
+            sessionStart = try? parsed(bytes) { (raw) throws(WireError) in try CGMSessionStartTime(parsing: raw) }.get()
+        }
         let (inputStream, inputs) = AsyncStream<Input>.makeStream()
         let (events, sink) = AsyncThrowingStream<RecordEvent, any Error>.makeStream()
         // A program that stops listening (its task cancelled, the loop left) stops the
@@ -281,12 +288,6 @@ public final class RecordTransfer: AsyncSequence, Sendable {
             throw BluetoothError(recordError: error, service: service)
         }
         inputs.yield(.written)
-        // A CGM's records are dated by its session's start (a device without one: undated).
-        var sessionStart: CGMSessionStartTime?
-        if service == .cgm, let c = characteristic(BluetoothUUID(0x2AAA)), c.properties.contains(.read),
-           let bytes = try? await client.read(handle: c.valueHandle) {
-            sessionStart = try? parsed(bytes) { (raw) throws(WireError) in try CGMSessionStartTime(parsing: raw) }.get()
-        }
         let handles = Handles(record: record.valueHandle, context: service.contextCharacteristic.flatMap { characteristic($0)?.valueHandle },
                               racp: racp.valueHandle)
         let transfer = RecordTransfer(events: events, inputs: inputs)
@@ -423,6 +424,11 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                     switch records {
                     case .success(let list):
                         for (m, bytes) in list where machine.record(sequenceNumber: m.timeOffset, now: now) == .deliver {
+                            // A record its own E2E-CRC disowns is not a reading to keep.
+                            guard m.crcMatches != false else {
+                                sink.yield(.malformed(service.recordCharacteristic, bytes, WireError(.invalidValue, at: bytes.count - 2, "E2E-CRC mismatch")))
+                                continue
+                            }
                             sink.yield(.record(StoredRecord(service: service, measurement: bytes, context: nil,
                                                             decoded: .cgm(m, sessionStart: sessionStart))))
                         }
