@@ -65,7 +65,21 @@ extension RecordTransfer {
         }
         var malformed: [(BluetoothUUID, [UInt8], WireError)] = []
         func fetch(_ selection: RecordSelection) async throws(BluetoothError) -> ([StoredRecord], RACPClient.Summary) {
-            let transfer = try await start(.report(selection), service: service, on: client, database: database, timeout: timeout)
+            // One request right after another: a device may still count the first as running
+            // for a moment after its answer was confirmed (busy, 0x80 / 0xFE); asked again
+            // after a pause, twice at most.
+            var transfer: RecordTransfer
+            var attempt = 0
+            while true {
+                do {
+                    transfer = try await start(.report(selection), service: service, on: client, database: database, timeout: timeout)
+                    break
+                } catch {
+                    guard attempt < 2, case .attError(let code) = error.kind, code.rawValue == 0x80 || code.rawValue == 0xFE else { throw error }
+                    attempt += 1
+                    do { try await Task.sleep(for: .milliseconds(300 * attempt)) } catch { throw BluetoothError(.cancelled, "cancelled") }
+                }
+            }
             var records: [StoredRecord] = []
             do {
                 for try await e in transfer {

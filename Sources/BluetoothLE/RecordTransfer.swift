@@ -165,6 +165,15 @@ public struct StoredRecord: Sendable, Hashable {
         }
     }
 
+    /// The measurement's decoded fields: a CGM record's own (not the notification's list of
+    /// records), otherwise the characteristic decoder's.
+    public var measurementFields: [Field] {
+        if case .cgm(let m, _) = decoded { return m.fields }
+        return measurement.withUnsafeBytes { raw in
+            ((try? CharacteristicDecoder.decode(uuid: service.recordCharacteristic, value: raw)) ?? nil)?.fields ?? []
+        }
+    }
+
     /// When the reading was taken (its base time plus time offset), if it says.
     public var measurementTime: DateTime? {
         switch decoded {

@@ -165,9 +165,13 @@ public struct CGMMeasurement: WireEncodable, Hashable, Sendable {
         }
     }
 
-    var fields: [Field] {
-        var f: [Field] = [Field("flags", .uint(UInt64(flags))), Field("glucose_mg_per_dl", concentration.fieldValue),
-                          Field("time_offset_minutes", .uint(UInt64(timeOffset)))]
+    /// The record's fields, named as Glucose Measurement's where they mean the same
+    /// (`glucose_concentration` with its `unit`, `glucose_mg_per_dl`).
+    public var fields: [Field] {
+        var f: [Field] = [Field("flags", .uint(UInt64(flags))), Field("glucose_concentration", concentration.fieldValue),
+                          Field("unit", .text("mg/dL"))]
+        if let v = concentration.value { f.append(Field("glucose_mg_per_dl", .double(v))) }
+        f.append(Field("time_offset_minutes", .uint(UInt64(timeOffset))))
         if let s = status { f.append(Field("sensor_status", .list(s.names.map { .text($0) }))) }
         if let t = trend { f.append(Field("trend_mg_per_dl_per_minute", t.fieldValue)) }
         if let q = quality { f.append(Field("quality_percent", q.fieldValue)) }

@@ -73,12 +73,9 @@ extension ConnectedReadings {
         let label = AssignedNumbers.characteristicName(uuid) ?? uuid.description
         var fields: [Field] = [Field("uuid", .text(uuid.description)), Field("characteristic", .text(label)), Field("stored", .bool(true))]
         var unit: String?
-        r.measurement.withUnsafeBytes { raw in
-            if let d = (try? CharacteristicDecoder.decode(uuid: uuid, value: raw)) ?? nil {
-                fields += d.fields
-                if case .text(let u)? = d.fields.first(where: { $0.name == "unit" })?.value { unit = u }
-            }
-        }
+        let measured = r.measurementFields
+        fields += measured
+        if case .text(let u)? = measured.first(where: { $0.name == "unit" })?.value { unit = u }
         if let context = r.context, let cu = r.service.contextCharacteristic {
             context.withUnsafeBytes { raw in
                 if let d = (try? CharacteristicDecoder.decode(uuid: cu, value: raw)) ?? nil { fields.append(Field("context", .object(d.fields))) }

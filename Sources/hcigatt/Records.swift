@@ -280,7 +280,7 @@ enum RecordsCommand {
         var f = [Field("kind", .text("record")), Field("service", .text(r.service.rawValue))]
         if let n = r.sequenceNumber { f.append(Field(r.service == .cgm ? "time_offset_minutes" : "sequence_number", .uint(UInt64(n)))) }
         if let t = r.measurementTime { f.append(Field("time", .text(t.description))) }
-        f.append(Field("measurement", .object(fields(r.service.recordCharacteristic, r.measurement))))
+        f.append(Field("measurement", .object([Field("hex", .bytes(r.measurement))] + r.measurementFields)))
         if let c = r.context { f.append(Field("context", .object(fields(BluetoothUUID(0x2A34), c)))) }
         return FieldRenderer.jsonObject(f)
     }

@@ -109,8 +109,8 @@ class RecordsAgainstServeTests(unittest.TestCase):
                 start = time.strptime(objs[0]['time'], '%Y-%m-%d %H:%M:%S')
                 later = time.strptime(objs[1]['time'], '%Y-%m-%d %H:%M:%S')
                 self.assertEqual(calendar.timegm(later) - calendar.timegm(start), 300, 'five minutes apart, dated by the session start')
-                record = objs[0]['measurement']['records'][0]
-                self.assertEqual((record['time_offset_minutes'], record['quality_percent']), (5, 95.0))
+                record = objs[0]['measurement']
+                self.assertEqual((record['time_offset_minutes'], record['quality_percent'], record['unit']), (5, 95.0, 'mg/dL'))
 
                 rc, out, err = records('--since', '110')
                 self.assertEqual(rc, 0, err)

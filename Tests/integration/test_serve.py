@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-from peer import HCIGATT, PYTHON, ROOT, Peer, hcigatt, json_lines
+from peer import HCIGATT, PYTHON, ROOT, Peer, hcigatt, json_lines, measurement_lines
 
 CENTRALS = os.path.join(ROOT, 'Tests', 'peer', 'bumble_centrals.py')
 EIGHT_BALL_ANSWER = '8BA11002-1D7E-4D2E-9F3A-0B8BA1100000'
@@ -460,7 +460,7 @@ class HcigattAgainstServeTests(unittest.TestCase):
                 rc, out, err = hcigatt('subscribe', '8ball', '2a1c', '2a37', '--count', '6', '--json',
                                        '--transport', client, timeout=60)
                 self.assertEqual(rc, 0, err)
-                values = json_lines(out)
+                values = measurement_lines(out)
                 kinds = {(v['uuid'], v['kind']) for v in values}
                 self.assertIn(('2A1C', 'indication'), kinds)
                 self.assertIn(('2A37', 'notification'), kinds)
