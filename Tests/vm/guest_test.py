@@ -157,8 +157,13 @@ class RealKernel(unittest.TestCase):
         rc, out, err = hcigatt('subscribe', PERIPHERAL_ADDRESS, '2a1c', '2a37', '--count', '6',
                                '--json', '--transport', 'user:hci0')
         self.assertEqual(rc, 0, err)
-        values = [json.loads(line) for line in out.splitlines() if line.strip()]
+        lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+        values = [v for v in lines if v['kind'] != 'link']
         self.assertEqual(len(values), 6)
+        # The link's line: the vhci controllers run the data length and PHY procedures.
+        links = [v['link'] for v in lines if v['kind'] == 'link']
+        self.assertEqual(len(links), 1, out)
+        self.assertEqual((links[0]['tx_phy'], links[0]['max_tx_octets']), ('LE 2M', 251), links)
         kinds = {(v['uuid'], v['kind']) for v in values}
         self.assertIn(('2A1C', 'indication'), kinds)
         self.assertIn(('2A37', 'notification'), kinds)
