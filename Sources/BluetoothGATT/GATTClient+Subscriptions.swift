@@ -80,12 +80,14 @@ extension GATTClient {
     func finishSubscriber(_ id: UInt64) async throws(GATTError) {
         // Until the server has the CCCD write, values still come: the subscriber keeps taking
         // them (confirmed indications must not be lost), but no longer counts for the bits.
-        let handles: [UInt16] = locked { s, _ in
-            guard var sub = s.subscribers[id], sub.finishing == nil else { return [] }
+        let started: [UInt16]? = locked { s, _ in
+            // Ended already (or ending): the first end() finishes it.
+            guard var sub = s.subscribers[id], sub.finishing == nil else { return nil }
             sub.finishing = .clearing
             s.subscribers[id] = sub
             return sub.handles.keys.sorted()
         }
+        guard let handles = started else { return }
         var failure: GATTError?
         for h in handles {
             let result = await withCheckedContinuation { (c: ResponseContinuation) in
@@ -349,7 +351,7 @@ extension GATTClient {
         }
         guard bits != entry.requested else { return false }
         // Cleared by us: what the device indicated before is not for a later subscription.
-        if bits & 0x0002 == 0 { s.earlyIndications[valueHandle] = nil }
+        if entry.requested & 0x0002 != 0, bits & 0x0002 == 0 { s.earlyIndications[valueHandle] = nil }
         entry.requested = bits
         s.cccds[valueHandle] = entry
         let (id, actions) = s.att.submit(.write(handle: entry.cccdHandle, value: [UInt8(bits & 0xFF), UInt8(bits >> 8)]), now: now())

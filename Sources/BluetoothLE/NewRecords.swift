@@ -145,18 +145,26 @@ extension RecordTransfer {
             return result(all, s)
         }
         let m = p.sequenceNumber
-        let (last, lastSummary) = try await fetch(.last)
-        let n: UInt16
-        switch lastSummary.outcome {
-        case .answered(.success), .answered(.noRecordsFound):
-            guard let found = newest(last) else { return result([], lastSummary) }
-            n = found
-        case .answered:
-            // It cannot report its last record: all of them decide, the newer kept.
+        /// All the records decide where the device is; the newer kept.
+        func judgedByAll() async throws(BluetoothError) -> NewRecords {
             let (all, s) = try await complete(.all)
             guard let found = newest(all) else { return result([], s) }
             let numberedAnew = contradicts(all, p) || found != m && !RecordPosition.isAfter(found, m)
             return result(all, s, renumbered: numberedAnew)
+        }
+        let (last, lastSummary) = try await fetch(.last)
+        let n: UInt16
+        switch lastSummary.outcome {
+        case .answered(.success), .answered(.noRecordsFound):
+            guard let found = newest(last) else {
+                // The newest came malformed (a CGM record its E2E-CRC disowns): what is
+                // before it must not wait for a newer good one; all of them decide.
+                return malformed.isEmpty ? result([], lastSummary) : try await judgedByAll()
+            }
+            n = found
+        case .answered:
+            // It cannot report its last record.
+            return try await judgedByAll()
         case .aborted, .timedOut, .count:
             throw BluetoothError(.timeout, "the device did not report its newest record; ask again")
         }

@@ -145,6 +145,34 @@ import Testing
         await rig.shutDown()
     }
 
+    @Test("A CGM whose newest record fails its E2E-CRC: the good ones before it are still synced")
+    func cgmNewestMalformed() async throws {
+        func record(_ minute: UInt16, badCRC: Bool = false) throws -> StoredRecords.Record {
+            var bytes = try CGMMeasurement(concentration: SFloat(rawValue: 100 + minute), timeOffset: minute, withCRC: true).encoded()
+            if badCRC { bytes[bytes.count - 1] ^= 0xFF }
+            return StoredRecords.Record(sequenceNumber: minute, values: [StoredRecords.Value(BluetoothUUID(0x2AA7), bytes)])
+        }
+        let rig = try await GATTPeerTests.Rig()
+        let store = StoredRecords(service: BluetoothUUID(0x181F), recordCharacteristic: BluetoothUUID(0x2AA7), rules: .cgm,
+                                  records: [try record(5), try record(10), try record(15, badCRC: true)])
+        let (server, serving) = try await rig.serve([GATTLocalService(uuid: BluetoothUUID(0x181F), characteristics: [
+            GATTLocalCharacteristic(uuid: BluetoothUUID(0x2AA7), properties: .notify),
+            GATTLocalCharacteristic(uuid: RecordAccessControlPoint.uuid, properties: [.write, .indicate], maximumLength: 20,
+                                    onWrite: store.writeHandler),
+        ])])
+        #expect(store.attach(to: server))
+        let events = Task { for await e in server.events { store.handle(e, on: server) } }
+        let peer = try await rig.open()
+        let db = try await peer.discover().discovery.database
+        let new = try await RecordTransfer.newRecords(after: RecordPosition(sequenceNumber: 5), service: .cgm, on: peer.client, database: db)
+        #expect(new.records.map(\.sequenceNumber) == [10] && !new.renumbered)
+        #expect(new.malformed.count >= 1, "the newest, disowned by its CRC, said")
+        await rig.close(peer)
+        events.cancel()
+        serving.cancel()
+        await rig.shutDown()
+    }
+
     @Test("A Write Command to the control point starts nothing; the next request is not busy")
     func writeCommandIsRefused() async throws {
         let rig = try await GATTPeerTests.Rig()
