@@ -6,7 +6,7 @@
 // none after; the subscription is asked to end at most once, and the collection ends only
 // after that (or with the link), at most once; the deadline never passes the limit; the
 // timer ends it when due.
-// fuzz-modules: BluetoothWire BluetoothProfiles
+// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothProfiles
 
 /// A failed check names itself (precondition's message is gone in -O builds).
 func check(_ ok: Bool, _ what: @autoclosure () -> String = "check") {

@@ -6,7 +6,7 @@
 // Checked on every step: one thing out at a time (a record or the final indication), records
 // only from the store and in order, a refusal only while a procedure runs or unsubscribed,
 // at most one answer per procedure.
-// fuzz-modules: BluetoothWire BluetoothProfiles
+// fuzz-modules: BluetoothWire BluetoothCrypto BluetoothProfiles
 
 /// A failed check names itself (precondition's message is gone in -O builds).
 func check(_ ok: Bool, _ what: @autoclosure () -> String = "check") {
