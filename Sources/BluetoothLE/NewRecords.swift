@@ -1,5 +1,6 @@
 import BluetoothGATT
 import BluetoothProfiles
+import BluetoothTransport
 import BluetoothWire
 
 /// Where a collector is in a device's record store: the newest record it has taken.
@@ -40,8 +41,11 @@ public struct NewRecords: Sendable {
     public var renumbered: Bool
     /// The last procedure's ending.
     public var summary: RACPClient.Summary
-    /// Values that did not decode, as they came.
+    /// Values that did not decode, as they came: the first few (``malformedCount`` says
+    /// how many came in all).
     public var malformed: [(BluetoothUUID, [UInt8], WireError)]
+    /// How many values did not decode over the whole sync.
+    public var malformedCount: Int = 0
 }
 
 extension RecordTransfer {
@@ -56,15 +60,23 @@ extension RecordTransfer {
     /// position counts, and all its records are new. A device that cannot report its last
     /// record is asked for all; one that ignores the operator and reports everything is
     /// filtered here. Throws when a procedure fails, or lost values on the way (a gap a
-    /// position would pass: ask again).
+    /// position would pass: ask again). `limits` bound the whole sync, its procedures
+    /// together: ``RACPClient/Limits/procedureTimeout`` from the first request to the last
+    /// answer, the cap on values and malformed values kept per procedure.
     public static func newRecords(after position: RecordPosition?, service: RecordService, on client: GATTClient,
-                                  database: GATTDatabase, timeout: Duration = .seconds(30)) async throws(BluetoothError) -> NewRecords
+                                  database: GATTDatabase, limits: RACPClient.Limits = RACPClient.Limits()) async throws(BluetoothError) -> NewRecords
     {
         guard service.hasSequenceNumbers else {
             throw BluetoothError(.invalidRequest, "the \(service.name) Service's records carry no sequence numbers to keep a place by")
         }
         var malformed: [(BluetoothUUID, [UInt8], WireError)] = []
+        var malformedCount = 0
+        let end = monotonicNow() &+ limits.procedureTimeout
         func fetch(_ selection: RecordSelection) async throws(BluetoothError) -> ([StoredRecord], RACPClient.Summary) {
+            // Each procedure has what is left of the sync's time.
+            var left = limits
+            left.procedureTimeout = end &- Swift.min(end, monotonicNow())
+            guard left.procedureTimeout > 0 else { throw BluetoothError.procedureTimeout(limits.procedureTimeout) }
             // One request right after another: a device may still count the first as running
             // for a moment after its answer was confirmed (busy, 0x80 / 0xFE); asked again
             // after a pause, twice at most.
@@ -72,7 +84,7 @@ extension RecordTransfer {
             var attempt = 0
             while true {
                 do {
-                    transfer = try await start(.report(selection), service: service, on: client, database: database, timeout: timeout)
+                    transfer = try await start(.report(selection), service: service, on: client, database: database, limits: left)
                     break
                 } catch {
                     guard attempt < 2, case .attError(let code) = error.kind, code.rawValue == 0x80 || code.rawValue == 0xFE else { throw error }
@@ -85,8 +97,15 @@ extension RecordTransfer {
                 for try await e in transfer {
                     switch e {
                     case .record(let r): records.append(r)
-                    case .malformed(let u, let b, let error): malformed.append((u, b, error))
+                    case .malformed(let u, let b, let error):
+                        if malformed.count < limits.keptMalformed { malformed.append((u, b, error)) }
                     case .finished(let s):
+                        malformedCount += s.malformed
+                        if case .exceeded(let limit) = s.outcome {
+                            // The sync's deadline, not what was left of it for this procedure.
+                            let bound = if case .procedureTimeout = limit { RACPClient.Limit.procedureTimeout(limits.procedureTimeout) } else { limit }
+                            throw BluetoothError.exceeded(bound, summary: s)
+                        }
                         if s.lost > 0 {
                             throw BluetoothError(.protocolViolation, "\(s.lost) value\(s.lost == 1 ? "" : "s") lost on the way; ask again")
                         }
@@ -111,7 +130,7 @@ extension RecordTransfer {
                 guard !renumbered, let m = position?.sequenceNumber else { return true }
                 return RecordPosition.isAfter(n, m)
             }
-            return NewRecords(records: kept, renumbered: renumbered, summary: summary, malformed: malformed)
+            return NewRecords(records: kept, renumbered: renumbered, summary: summary, malformed: malformed, malformedCount: malformedCount)
         }
         /// Whether `records` hold the position's record with another time: reset, numbered anew.
         func contradicts(_ records: [StoredRecord], _ p: RecordPosition) -> Bool {
@@ -128,7 +147,7 @@ extension RecordTransfer {
                 return (records, summary)
             case .answered(let code):
                 throw BluetoothError(.protocolViolation, "the device answered \(code.name); ask again")
-            case .aborted, .timedOut, .count:
+            case .aborted, .timedOut, .count, .exceeded:
                 throw BluetoothError(.timeout, "the record procedure did not complete; ask again")
             }
         }
@@ -165,7 +184,7 @@ extension RecordTransfer {
         case .answered:
             // It cannot report its last record.
             return try await judgedByAll()
-        case .aborted, .timedOut, .count:
+        case .aborted, .timedOut, .count, .exceeded:
             throw BluetoothError(.timeout, "the device did not report its newest record; ask again")
         }
         if n == m {
@@ -188,5 +207,25 @@ extension RecordTransfer {
             return result(all, s, renumbered: true)
         }
         return result(records, summary)
+    }
+}
+
+extension BluetoothError {
+    /// The sync's overall deadline passed before its next procedure.
+    static func procedureTimeout(_ nanoseconds: UInt64) -> BluetoothError {
+        BluetoothError(.timeout, "the record procedure did not finish within \(RACPClient.Limit.seconds(nanoseconds)) s: given up")
+    }
+
+    /// A procedure given up at a bound, with what the device had sent.
+    static func exceeded(_ limit: RACPClient.Limit, summary s: RACPClient.Summary) -> BluetoothError {
+        var text = switch limit {
+        case .procedureTimeout(let ns): "the record procedure did not finish within \(RACPClient.Limit.seconds(ns)) s: given up"
+        case .values(let n): "the device sent more than \(n) values in one record procedure: given up"
+        }
+        text += " (\(s.records) record\(s.records == 1 ? "" : "s")"
+        if s.malformed > 0 { text += ", \(s.malformed) malformed" }
+        let dropped = s.duplicates + s.unexpectedRecords + s.droppedAfterAbort
+        if dropped > 0 { text += ", \(dropped) dropped" }
+        return BluetoothError(.timeout, text + ")")
     }
 }

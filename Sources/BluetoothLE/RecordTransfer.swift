@@ -190,7 +190,9 @@ public struct StoredRecord: Sendable, Hashable {
 public enum RecordEvent: Sendable, Equatable {
     /// A record.
     case record(StoredRecord)
-    /// A value on a record characteristic that does not decode (kept, with why).
+    /// A value on a record characteristic that does not decode, with why: the first few of
+    /// a procedure (``RACPClient/Limits/keptMalformed``); the rest are only counted
+    /// (``RACPClient/Summary/malformed``).
     case malformed(BluetoothUUID, [UInt8], WireError)
     /// The procedure ended (always the last event of a ``RecordTransfer``).
     case finished(RACPClient.Summary)
@@ -199,34 +201,54 @@ public enum RecordEvent: Sendable, Equatable {
 }
 
 /// One Record Access Control Point procedure on a connected device: the records as they
-/// come, then how it ended. Made by ``start(_:service:on:database:)``; ``abort()`` stops it
-/// (Abort Operation); the stream ends after ``RecordEvent/finished(_:)``, or throws when the
-/// link goes.
+/// come, then how it ended. Made by ``start(_:service:on:database:limits:)``; ``abort()``
+/// stops it (Abort Operation); the stream ends after ``RecordEvent/finished(_:)``, or throws
+/// when the link goes or its reader falls ``bufferedEvents`` behind. Whatever the device
+/// sends, the procedure ends within its ``RACPClient/Limits`` and holds bounded memory.
 public final class RecordTransfer: AsyncSequence, Sendable {
     public typealias Element = RecordEvent
     public typealias AsyncIterator = AsyncThrowingStream<RecordEvent, any Error>.AsyncIterator
 
+    /// Events held for a reader that has not taken them; one more ends the transfer.
+    public static let bufferedEvents = 4096
+    /// Values held between the link and the procedure; more are counted as lost.
+    static let bufferedInputs = 512
+
     enum Input: Sendable {
         case value(GATTValue)
         case written
+        /// A wake-up: ``Control/abortAsked`` says what for (a wake-up may be dropped from a
+        /// full queue, the request is not).
         case abort
         case tick
-        case ended(any Error)
+    }
+
+    /// What reaches the loop outside the bounded queue: the reader's Abort, values the
+    /// queue could not take, and why the link's values ended.
+    final class Control: Sendable {
+        let abortAsked = Atomic<Bool>(false)
+        let lost = Atomic<Int>(0)
+        let ending = Mutex<(any Error)?>(nil)
     }
 
     private let events: AsyncThrowingStream<RecordEvent, any Error>
     private let inputs: AsyncStream<Input>.Continuation
+    private let control: Control
 
-    private init(events: AsyncThrowingStream<RecordEvent, any Error>, inputs: AsyncStream<Input>.Continuation) {
+    private init(events: AsyncThrowingStream<RecordEvent, any Error>, inputs: AsyncStream<Input>.Continuation, control: Control) {
         self.events = events
         self.inputs = inputs
+        self.control = control
     }
 
     public func makeAsyncIterator() -> AsyncIterator { events.makeAsyncIterator() }
 
     /// Stops the procedure (RACP Abort Operation): records that still come are dropped and
     /// counted, and the stream ends once the server answers (or the timeout passes).
-    public func abort() { inputs.yield(.abort) }
+    public func abort() {
+        control.abortAsked.store(true, ordering: .releasing)
+        inputs.yield(.abort)
+    }
 
     /// Subscribes to the service's record characteristics and control point on one ordered
     /// stream (so the answer cannot overtake the last records), writes `request` and returns
@@ -235,7 +257,7 @@ public final class RecordTransfer: AsyncSequence, Sendable {
     /// a procedure already runs; 0x81/0xFD: not subscribed). Security is raised where the
     /// device asks for it (glucose meters want an encrypted, bonded link).
     public static func start(_ request: RecordRequest, service: RecordService, on client: GATTClient,
-                             database: GATTDatabase, timeout: Duration = .seconds(30)) async throws(BluetoothError) -> RecordTransfer {
+                             database: GATTDatabase, limits: RACPClient.Limits = RACPClient.Limits()) async throws(BluetoothError) -> RecordTransfer {
         guard service.hasControlPoint else {
             throw BluetoothError(.invalidRequest, "the \(service.name) Service has no Record Access Control Point: its stored readings are indicated once a collector subscribes (ReadingCollection)")
         }
@@ -268,26 +290,32 @@ public final class RecordTransfer: AsyncSequence, Sendable {
            let bytes = try? await client.read(handle: c.valueHandle) {
             sessionStart = try? parsed(bytes) { (raw) throws(WireError) in try CGMSessionStartTime(parsing: raw) }.get()
         }
-        let (inputStream, inputs) = AsyncStream<Input>.makeStream()
-        let (events, sink) = AsyncThrowingStream<RecordEvent, any Error>.makeStream()
+        // Both queues bounded: a device that floods cannot grow them (what the input queue
+        // cannot take is counted lost; an event queue full ends the transfer).
+        let (inputStream, inputs) = AsyncStream<Input>.makeStream(bufferingPolicy: .bufferingOldest(bufferedInputs))
+        let (events, sink) = AsyncThrowingStream<RecordEvent, any Error>.makeStream(bufferingPolicy: .bufferingOldest(bufferedEvents))
+        let control = Control()
         // A program that stops listening (its task cancelled, the loop left) stops the
         // procedure too: the device is left idle, not busy for 30 s.
         sink.onTermination = { reason in
-            if case .cancelled = reason { inputs.yield(.abort) }
+            if case .cancelled = reason {
+                control.abortAsked.store(true, ordering: .releasing)
+                inputs.yield(.abort)
+            }
         }
         let pump = Task {
             do {
-                for try await v in values { inputs.yield(.value(v)) }
-                inputs.yield(.ended(BluetoothError(.disconnected, "the link went down during the record transfer")))
+                for try await v in values {
+                    if case .dropped = inputs.yield(.value(v)) { control.lost.add(1 + v.droppedBefore, ordering: .relaxed) }
+                }
+                control.ending.withLock { $0 = BluetoothError(.disconnected, "the link went down during the record transfer") }
             } catch {
-                inputs.yield(.ended(error))
+                control.ending.withLock { $0 = error }
             }
+            // The loop takes what is queued, then the ending.
+            inputs.finish()
         }
-        // At least 1 ms, at most a day: a Duration from a caller cannot overflow the clock.
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = seconds < 0 ? 1_000_000 : seconds >= 86_400 ? 86_400_000_000_000
-            : UInt64(seconds) * 1_000_000_000 + UInt64(Swift.max(0, attoseconds) / 1_000_000_000)
-        var machine = RACPClient(timeout: Swift.max(1_000_000, nanoseconds))
+        var machine = RACPClient(limits: limits)
         guard let bytes = machine.start(request.controlPoint, now: monotonicNow()) else {
             pump.cancel()
             throw BluetoothError(.invalidRequest, "the request cannot be encoded")
@@ -299,10 +327,10 @@ public final class RecordTransfer: AsyncSequence, Sendable {
         inputs.yield(.written)
         let handles = Handles(record: record.valueHandle, context: service.contextCharacteristic.flatMap { characteristic($0)?.valueHandle },
                               racp: racp.valueHandle)
-        let transfer = RecordTransfer(events: events, inputs: inputs)
+        let transfer = RecordTransfer(events: events, inputs: inputs, control: control)
         Task {
             await Self.drive(machine, service: service, handles: handles, sessionStart: sessionStart, inputs: inputStream,
-                             input: inputs, sink: sink, client: client)
+                             input: inputs, control: control, sink: sink, client: client)
             pump.cancel()
         }
         return transfer
@@ -315,10 +343,12 @@ public final class RecordTransfer: AsyncSequence, Sendable {
     /// The one loop: values, the write's answer, the user's Abort and the timer go through
     /// the machine in order; a glucose measurement whose context follows waits for it.
     private static func drive(_ start: RACPClient, service: RecordService, handles: Handles, sessionStart: CGMSessionStartTime?,
-                              inputs: AsyncStream<Input>,
-                              input: AsyncStream<Input>.Continuation, sink: AsyncThrowingStream<RecordEvent, any Error>.Continuation,
+                              inputs: AsyncStream<Input>, input: AsyncStream<Input>.Continuation, control: Control,
+                              sink: AsyncThrowingStream<RecordEvent, any Error>.Continuation,
                               client: GATTClient) async {
         var machine = start
+        /// Set when the reader fell behind: the transfer ends with this error.
+        var overrun: BluetoothError?
         var held: GlucoseMeasurement?
         var heldBytes: [UInt8] = []
         var timer: Task<Void, Never>?
@@ -332,25 +362,61 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                 input.yield(.tick)
             }
         }
+        /// Hands `event` on; a reader that let the queue fill is told by the transfer's end.
+        func emit(_ event: RecordEvent) {
+            guard overrun == nil else { return }
+            if case .dropped = sink.yield(event) {
+                overrun = BluetoothError(.protocolViolation, "records came faster than they were taken (\(bufferedEvents) waiting): the transfer was given up")
+            }
+        }
         func flush() {
             guard let m = held else { return }
             held = nil
-            sink.yield(.record(StoredRecord(service: service, measurement: heldBytes, context: nil, decoded: .glucose(m, context: nil))))
+            emit(.record(StoredRecord(service: service, measurement: heldBytes, context: nil, decoded: .glucose(m, context: nil))))
         }
-        func finish(_ s: RACPClient.Summary) {
+        /// Tells the device to stop a procedure it was given up on: the Abort is sent before
+        /// the transfer ends (a program may close the link next), its Write Response waited
+        /// for 1 s at most (a hostile device need not answer), the Abort's answer not at all.
+        func abandon() async {
+            guard let bytes = try? RecordAccessControlPoint.Owned.abort.encoded() else { return }
+            let write = Task {
+                do throws(GATTError) { try await client.write(handle: handles.racp, value: bytes) } catch {}
+            }
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await write.value }
+                group.addTask { try? await Task.sleep(for: .seconds(1)) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        func finish(_ s: RACPClient.Summary) async {
             flush()
-            sink.yield(.finished(s))
-            sink.finish()
+            if case .exceeded = s.outcome { await abandon() }
+            emit(.finished(s))
+            if let overrun { sink.finish(throwing: overrun) } else { sink.finish() }
             input.finish()
         }
         arm()
         for await i in inputs {
             let now = monotonicNow()
             if case .value(let v) = i, v.droppedBefore > 0 { machine.lost(v.droppedBefore) }
+            let lost = control.lost.exchange(0, ordering: .relaxed)
+            if lost > 0 { machine.lost(lost) }
+            if overrun != nil {
+                // The reader fell behind: the procedure is given up.
+                if machine.abort(now: now) != nil { await abandon() }
+                flush()
+                if let overrun { sink.finish(throwing: overrun) }
+                input.finish()
+                return
+            }
             switch i {
             case .written:
                 machine.written(now: now)
-            case .abort:
+            case .abort, .value, .tick:
+                break
+            }
+            if control.abortAsked.exchange(false, ordering: .acquiring) {
                 if let bytes = machine.abort(now: now) {
                     flush()
                     Task {
@@ -359,22 +425,21 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                         }
                     }
                 }
+            }
+            switch i {
+            case .written, .abort:
+                break
             case .tick:
-                if let s = machine.timeout(now: now) { return finish(s) }
-            case .ended(let e):
-                flush()
-                sink.finish(throwing: e)
-                input.finish()
-                return
+                if let s = machine.timeout(now: now) { return await finish(s) }
             case .value(let v) where v.handle == handles.racp:
-                if let s = machine.controlPoint(v.value, now: now) { return finish(s) }
+                if let s = machine.controlPoint(v.value, now: now) { return await finish(s) }
             case .value(let v) where v.handle == handles.context:
                 // A context belongs to the measurement just before it with its sequence number.
                 do throws(WireError) {
                     let ctx = try parsed(v.value) { (raw) throws(WireError) in try GlucoseMeasurementContext(parsing: raw) }.get()
                     if let m = held, ctx.sequenceNumber == m.sequenceNumber {
                         held = nil
-                        sink.yield(.record(StoredRecord(service: service, measurement: heldBytes, context: v.value,
+                        emit(.record(StoredRecord(service: service, measurement: heldBytes, context: v.value,
                                                         decoded: .glucose(m, context: ctx))))
                     } else {
                         // One for no measurement: the measurement it belonged to was dropped.
@@ -382,7 +447,7 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                     }
                 } catch {
                     flush()
-                    sink.yield(.malformed(BluetoothUUID(0x2A34), v.value, error))
+                    if machine.malformed(now: now) == .deliver { emit(.malformed(BluetoothUUID(0x2A34), v.value, error)) }
                 }
             case .value(let v) where v.handle == handles.record:
                 flush()
@@ -395,22 +460,22 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                             held = m
                             heldBytes = v.value
                         } else {
-                            sink.yield(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: .glucose(m, context: nil))))
+                            emit(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: .glucose(m, context: nil))))
                         }
                     } catch {
-                        if machine.record(sequenceNumber: nil, now: now) == .deliver {
-                            sink.yield(.malformed(service.recordCharacteristic, v.value, error))
+                        if machine.malformed(now: now) == .deliver {
+                            emit(.malformed(service.recordCharacteristic, v.value, error))
                         }
                     }
                 case .pulseOximeter:
                     do throws(WireError) {
                         let m = try parsed(v.value) { (raw) throws(WireError) in try PLXSpotCheckMeasurement(parsing: raw) }.get()
                         if machine.record(sequenceNumber: nil, now: now) == .deliver {
-                            sink.yield(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: .pulseOximeter(m))))
+                            emit(.record(StoredRecord(service: service, measurement: v.value, context: nil, decoded: .pulseOximeter(m))))
                         }
                     } catch {
-                        if machine.record(sequenceNumber: nil, now: now) == .deliver {
-                            sink.yield(.malformed(service.recordCharacteristic, v.value, error))
+                        if machine.malformed(now: now) == .deliver {
+                            emit(.malformed(service.recordCharacteristic, v.value, error))
                         }
                     }
                 case .cgm:
@@ -435,15 +500,15 @@ public final class RecordTransfer: AsyncSequence, Sendable {
                         for (m, bytes) in list where machine.record(sequenceNumber: m.timeOffset, now: now) == .deliver {
                             // A record its own E2E-CRC disowns is not a reading to keep.
                             guard m.crcMatches != false else {
-                                sink.yield(.malformed(service.recordCharacteristic, bytes, WireError(.invalidValue, at: bytes.count - 2, "E2E-CRC mismatch")))
+                                emit(.malformed(service.recordCharacteristic, bytes, WireError(.invalidValue, at: bytes.count - 2, "E2E-CRC mismatch")))
                                 continue
                             }
-                            sink.yield(.record(StoredRecord(service: service, measurement: bytes, context: nil,
+                            emit(.record(StoredRecord(service: service, measurement: bytes, context: nil,
                                                             decoded: .cgm(m, sessionStart: sessionStart))))
                         }
                     case .failure(let error):
-                        if machine.record(sequenceNumber: nil, now: now) == .deliver {
-                            sink.yield(.malformed(service.recordCharacteristic, v.value, error))
+                        if machine.malformed(now: now) == .deliver {
+                            emit(.malformed(service.recordCharacteristic, v.value, error))
                         }
                     }
                 case .bloodPressure, .weightScale:
@@ -452,8 +517,27 @@ public final class RecordTransfer: AsyncSequence, Sendable {
             case .value:
                 break
             }
+            // A bound passed on the way (too many values): given up.
+            if let s = machine.finished { return await finish(s) }
             arm()
         }
+        // The link's values ended (or the queue was closed by the loop's own finish).
+        flush()
+        sink.finish(throwing: control.ending.withLock { $0 } ?? BluetoothError(.disconnected, "the link went down during the record transfer"))
+    }
+}
+
+extension RACPClient.Limits {
+    /// The limits with durations: each at least 1 ms and at most a day, so a caller's
+    /// Duration cannot overflow the clock.
+    public init(recordTimeout: Duration = .seconds(30), procedureTimeout: Duration = .seconds(120), maxValues: Int = 65536) {
+        func nanoseconds(_ d: Duration) -> UInt64 {
+            let (seconds, attoseconds) = d.components
+            let ns = seconds < 0 ? 1_000_000 : seconds >= 86_400 ? 86_400_000_000_000
+                : UInt64(seconds) * 1_000_000_000 + UInt64(Swift.max(0, attoseconds) / 1_000_000_000)
+            return Swift.max(1_000_000, ns)
+        }
+        self.init(recordTimeout: nanoseconds(recordTimeout), procedureTimeout: nanoseconds(procedureTimeout), maxValues: maxValues)
     }
 }
 

@@ -1,6 +1,8 @@
 // The collector side of the Record Access Control Point (GSS §3.187; Glucose Profile §4.9,
 // CGM Profile §4.11, PLX Profile §4.6): one procedure at a time, records on the measurement
 // characteristic, then one RACP indication ends it; 30 s without either is a failed procedure.
+// A hostile server is bounded too: an overall deadline, a cap on the values it may send, and
+// what it sends beyond the records (malformed, repeated, unasked) counted, not kept.
 import BluetoothWire
 
 /// One Record Access Control Point procedure as the collector runs it, sans-I/O. The caller
@@ -8,9 +10,54 @@ import BluetoothWire
 /// ``written(now:)`` at its Write Response, passes each record with ``record(sequenceNumber:now:)``
 /// and each control point indication with ``controlPoint(_:now:)``, and ``timeout(now:)`` at
 /// ``deadline``. The procedure timer (30 s in every record profile) starts at the Write
-/// Response and restarts with each record. An ``abort(now:)`` sends Abort Operation;
-/// records that still come are dropped and counted: they were queued before the server saw it.
+/// Response and restarts with each record delivered (not with a value dropped or malformed:
+/// a server streaming those cannot keep the procedure alive). Past the overall
+/// ``Limits/procedureTimeout`` or ``Limits/maxValues`` the procedure ends
+/// (``Outcome/exceeded(_:)``) and the caller sends Abort Operation. An ``abort(now:)`` sends
+/// Abort Operation; records that still come are dropped and counted: they were queued
+/// before the server saw it.
 public struct RACPClient: Sendable {
+    /// What bounds a procedure whatever the server sends.
+    public struct Limits: Sendable, Hashable {
+        /// Nanoseconds without a delivered record or an answer (30 s in GLP, CGMP and PLXP).
+        public var recordTimeout: UInt64
+        /// Nanoseconds for the whole procedure, from its start, however many records come.
+        public var procedureTimeout: UInt64
+        /// Values the server may send in one procedure (records, malformed, dropped): the
+        /// sequence-number space, beyond which no honest store has anything to send.
+        public var maxValues: Int
+        /// Malformed values handed on (for the error message); the rest only counted.
+        public var keptMalformed: Int
+
+        /// The limits: 30 s between records, 2 minutes in all, 65536 values, 8 malformed kept.
+        public init(recordTimeout: UInt64 = 30_000_000_000, procedureTimeout: UInt64 = 120_000_000_000,
+                    maxValues: Int = 65536, keptMalformed: Int = 8) {
+            self.recordTimeout = recordTimeout
+            self.procedureTimeout = procedureTimeout
+            self.maxValues = maxValues
+            self.keptMalformed = keptMalformed
+        }
+    }
+
+    /// Which bound ended a procedure.
+    public enum Limit: Sendable, Hashable {
+        /// The overall deadline (``Limits/procedureTimeout``, nanoseconds) passed.
+        case procedureTimeout(UInt64)
+        /// The server sent more values than ``Limits/maxValues``.
+        case values(Int)
+
+        /// Nanoseconds as seconds for a message: "120", "2.5".
+        public static func seconds(_ nanoseconds: UInt64) -> String {
+            let ms = nanoseconds / 1_000_000
+            let whole = ms / 1000, fraction = ms % 1000
+            guard fraction != 0 else { return "\(whole)" }
+            var digits = String(fraction)
+            digits = String(repeating: "0", count: 3 - digits.count) + digits
+            while digits.last == "0" { digits.removeLast() }
+            return "\(whole).\(digits)"
+        }
+    }
+
     /// How a procedure ended.
     public enum Outcome: Sendable, Hashable {
         /// The server's Response Code to the request (success, no records found, ...).
@@ -22,6 +69,8 @@ public struct RACPClient: Sendable {
         case aborted(confirmed: Bool, answer: RACPResponseCode?)
         /// Neither a record nor an answer for the procedure timeout.
         case timedOut
+        /// A bound passed: the procedure was given up (Abort Operation is the caller's to send).
+        case exceeded(Limit)
     }
 
     /// What a finished procedure did.
@@ -43,6 +92,8 @@ public struct RACPClient: Sendable {
         /// Values lost before they reached the procedure (a consumer too slow for the
         /// notifications), as ``RACPClient/lost(_:)`` was told.
         public var lost: Int = 0
+        /// Record values that did not decode (the first ``Limits/keptMalformed`` handed on).
+        public var malformed: Int = 0
     }
 
     /// What to do with a record that came.
@@ -55,7 +106,12 @@ public struct RACPClient: Sendable {
 
     struct Running: Sendable, Hashable {
         var request: RecordAccessControlPoint.Owned
+        /// The record timer's deadline.
         var deadline: UInt64
+        /// The whole procedure's.
+        var end: UInt64
+        /// Values the server sent, whatever became of them.
+        var values: Int = 0
         var summary: Summary
         var last: UInt16?
         var seen: Set<UInt16> = []
@@ -74,16 +130,23 @@ public struct RACPClient: Sendable {
     }
 
     private(set) var state: State = .idle
-    /// The procedure timeout (30 s in GLP, CGMP and PLXP).
-    public let timeout: UInt64
+    /// The bounds.
+    public let limits: Limits
+    /// The record timeout (30 s in GLP, CGMP and PLXP).
+    public var timeout: UInt64 { limits.recordTimeout }
 
-    /// A collector's procedure with `timeout` nanoseconds without progress allowed.
-    public init(timeout nanoseconds: UInt64 = 30_000_000_000) { timeout = nanoseconds }
+    /// A collector's procedure under `limits`.
+    public init(limits: Limits = Limits()) { self.limits = limits }
 
-    /// When ``timeout(now:)`` is due (nil when nothing is running).
+    /// A collector's procedure with `timeout` nanoseconds without progress allowed (and the
+    /// other limits' defaults).
+    public init(timeout nanoseconds: UInt64) { limits = Limits(recordTimeout: nanoseconds) }
+
+    /// When ``timeout(now:)`` is due (nil when nothing is running): the record timer's
+    /// deadline or the whole procedure's, whichever comes first.
     public var deadline: UInt64? {
         switch state {
-        case .running(let r), .aborting(let r): r.deadline
+        case .running(let r), .aborting(let r): Swift.min(r.deadline, r.end)
         case .idle, .finished: nil
         }
     }
@@ -98,7 +161,8 @@ public struct RACPClient: Sendable {
     /// procedure ran already (one machine per procedure).
     public mutating func start(_ request: RecordAccessControlPoint.Owned, now: UInt64) -> [UInt8]? {
         guard case .idle = state, let bytes = try? request.encoded() else { return nil }
-        state = .running(Running(request: request, deadline: now &+ timeout, summary: Summary(outcome: .timedOut, records: 0)))
+        state = .running(Running(request: request, deadline: now &+ timeout, end: now &+ limits.procedureTimeout,
+                                 summary: Summary(outcome: .timedOut, records: 0)))
         return bytes
     }
 
@@ -117,11 +181,12 @@ public struct RACPClient: Sendable {
     }
 
     /// A record came, with its sequence number where the record has one (glucose; CGM and
-    /// PLX records carry none).
+    /// PLX records carry none). Only a record delivered restarts the record timer. Past
+    /// ``Limits/maxValues`` the procedure ends here (see ``finished``).
     public mutating func record(sequenceNumber: UInt16?, now: UInt64) -> Verdict {
         switch state {
         case .running(var r):
-            r.deadline = now &+ timeout
+            guard counted(&r) else { return .drop }
             defer { state = .running(r) }
             // Report Number of Stored Records and Delete send no records: one that comes is not ours.
             guard r.request.opCode == .reportStoredRecords else {
@@ -137,15 +202,49 @@ public struct RACPClient: Sendable {
                 if let last = r.last, last &- n != 0, last &- n < 0x8000 { r.summary.outOfOrder += 1 }
                 r.last = n
             }
+            r.deadline = now &+ timeout
             r.summary.records += 1
             return .deliver
         case .aborting(var r):
+            guard counted(&r) else { return .drop }
             r.summary.droppedAfterAbort += 1
             state = .aborting(r)
             return .drop
         case .idle, .finished:
             return .drop
         }
+    }
+
+    /// A value on a record characteristic that did not decode: counted; the first
+    /// ``Limits/keptMalformed`` are to be handed on (``Verdict/deliver``), the rest dropped.
+    /// It restarts no timer.
+    public mutating func malformed(now: UInt64) -> Verdict {
+        switch state {
+        case .running(var r):
+            guard counted(&r) else { return .drop }
+            defer { state = .running(r) }
+            guard r.request.opCode == .reportStoredRecords else {
+                r.summary.unexpectedRecords += 1
+                return .drop
+            }
+            r.summary.malformed += 1
+            return r.summary.malformed <= limits.keptMalformed ? .deliver : .drop
+        case .aborting(var r):
+            guard counted(&r) else { return .drop }
+            r.summary.droppedAfterAbort += 1
+            state = .aborting(r)
+            return .drop
+        case .idle, .finished:
+            return .drop
+        }
+    }
+
+    /// Counts one value from the server; false (and the procedure finished) past the cap.
+    private mutating func counted(_ r: inout Running) -> Bool {
+        r.values += 1
+        guard r.values > limits.maxValues else { return true }
+        _ = finish(r, .exceeded(.values(limits.maxValues)))
+        return false
     }
 
     /// `n` values of the procedure were lost on the way (a record, or part of one): counted.
@@ -178,6 +277,7 @@ public struct RACPClient: Sendable {
             case let (op, code?, nil)? where op == r.request.opCode:
                 return finish(r, .answered(code))
             default:
+                guard counted(&r) else { return finished }
                 r.summary.strayAnswers += 1
                 state = .running(r)
                 return nil
@@ -192,6 +292,7 @@ public struct RACPClient: Sendable {
                 state = .aborting(r)
                 return nil
             default:
+                guard counted(&r) else { return finished }
                 r.summary.strayAnswers += 1
                 state = .aborting(r)
                 return nil
@@ -214,6 +315,10 @@ public struct RACPClient: Sendable {
     /// the Abort went unanswered.
     public mutating func timeout(now: UInt64) -> Summary? {
         switch state {
+        case .running(let r) where now >= r.end:
+            return finish(r, .exceeded(.procedureTimeout(limits.procedureTimeout)))
+        case .aborting(let r) where now >= r.end:
+            return finish(r, .aborted(confirmed: false, answer: nil))
         case .running(let r) where now >= r.deadline:
             return finish(r, .timedOut)
         case .aborting(let r) where now >= r.deadline:

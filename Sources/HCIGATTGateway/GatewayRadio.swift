@@ -25,10 +25,14 @@ public struct GatewayRadioSettings: Sendable {
     /// Fetch each followed device's new stored records (Record Access Control Point) on
     /// every connection, kept track of in ``GatewayRuntime/recordMarks``.
     public var records: Bool
+    /// What bounds each device's record fetch (all its procedures together): a device that
+    /// floods or never answers is given up on at the deadline and followed all the same.
+    public var recordLimits: RACPClient.Limits
 
     /// Settings; `scan` or `devices` gives the radio something to publish.
     public init(scan: Bool, active: Bool = true, devices: [DeviceTarget], publishing: ScanPublishing = ScanPublishing(),
-                peer: PeerSettings = PeerSettings(), commands: GatewayCommandMode? = nil, records: Bool = false) {
+                peer: PeerSettings = PeerSettings(), commands: GatewayCommandMode? = nil, records: Bool = false,
+                recordLimits: RACPClient.Limits = RACPClient.Limits()) {
         self.scan = scan
         self.active = active
         self.devices = devices
@@ -36,6 +40,7 @@ public struct GatewayRadioSettings: Sendable {
         self.peer = peer
         self.commands = commands
         self.records = records
+        self.recordLimits = recordLimits
     }
 }
 
@@ -209,7 +214,7 @@ public struct GatewayRadio: Sendable {
     private func plan(for address: BluetoothAddress, _ runtime: GatewayRuntime) -> FollowPlan {
         var plan = FollowPlan.everyMeasurement
         guard settings.records else { return plan }
-        let fetch = GatewayRecordFetch(device: address, runtime: runtime, log: log)
+        let fetch = GatewayRecordFetch(device: address, runtime: runtime, limits: settings.recordLimits, log: log)
         plan.setup = { client, db in await fetch.run(client, db) }
         return plan
     }

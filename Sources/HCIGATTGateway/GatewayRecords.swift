@@ -9,11 +9,13 @@ import HCIGATTFormat
 struct GatewayRecordFetch: Sendable {
     let device: BluetoothAddress
     let runtime: GatewayRuntime
+    let limits: RACPClient.Limits
     let log: @Sendable (String) -> Void
 
     /// The plan's setup step: before the measurements are subscribed to, so the records'
     /// own notifications are not taken as live readings too. Never throws: a device whose
-    /// records cannot be had is still followed.
+    /// records cannot be had is still followed. Bounded by `limits`: a device that floods
+    /// or never answers holds its subscriptions back no longer than the deadline.
     func run(_ client: GATTClient, _ db: GATTDatabase) async {
         guard let service = RecordService.allCases.first(where: { s in s.hasControlPoint &&
             db.services.contains { $0.uuid == s.uuid && $0.characteristics.contains { $0.uuid == RecordAccessControlPoint.uuid } }
@@ -30,8 +32,11 @@ struct GatewayRecordFetch: Sendable {
         do throws(BluetoothError) {
             // What is new is the library's policy (RecordTransfer.newRecords): the newest
             // record against the mark, a wrap, a reset meter told by its record's time.
-            let new = try await RecordTransfer.newRecords(after: mark, service: service, on: client, database: db)
+            let new = try await RecordTransfer.newRecords(after: mark, service: service, on: client, database: db, limits: limits)
             for (uuid, _, error) in new.malformed { log("\(who): a malformed stored \(uuid) value: \(error)") }
+            if new.malformedCount > new.malformed.count {
+                log("\(who): \(new.malformedCount - new.malformed.count) more malformed stored values dropped")
+            }
             if new.renumbered, let m = mark {
                 log("\(who): its records are numbered anew (it was reset since #\(m.sequenceNumber) was published): fetching them all")
             }
@@ -59,6 +64,8 @@ struct GatewayRecordFetch: Sendable {
         case .count(let n): "\(n) held"
         case .aborted: "aborted"
         case .timedOut: "timed out"
+        case .exceeded(.procedureTimeout(let ns)): "given up after \(RACPClient.Limit.seconds(ns)) s"
+        case .exceeded(.values(let n)): "given up after \(n) values"
         }
         return s.lost > 0 ? "\(outcome); \(s.lost) lost on the way" : outcome
     }

@@ -20,7 +20,7 @@ enum GatewayCommand {
     static let options: Set<String> = PeerOptions.options.union([
         "mqtt", "device", "spool", "spool-max", "gateway-id", "topic-prefix", "topic-style", "bindkey", "ca-file",
         "cert-file", "key-file", "credentials", "discovery-prefix", "config", "commands", "allow", "deny",
-        "away-timeout", "min-interval",
+        "away-timeout", "min-interval", "procedure-timeout",
     ])
 
     static var command: Command {
@@ -79,6 +79,9 @@ enum GatewayCommand {
                              across restarts; a device that numbers anew is fetched whole)
                              and publish each as a reading at its own measurement time,
                              with "stored": true
+      --procedure-timeout S  --records: seconds for a device's whole fetch (default 120);
+                             a device that floods or never answers is given up on then
+                             and its measurements followed all the same
       --bindkey ADDR=KEY     decrypt ADDR's encrypted BTHome readings (32 hex digits; repeatable)
       --commands MODE        take commands from MQTT for the --device devices: read (reads
                              only) or write (reads and writes); off by default
@@ -214,9 +217,15 @@ enum GatewayCommand {
             if args.flag("records"), devices.isEmpty {
                 throw UsageError("--records fetches the stored records of the devices given with --device")
             }
+            var recordLimits = RACPClient.Limits()
+            if let text = args.option("procedure-timeout") {
+                guard args.flag("records") else { throw UsageError("--procedure-timeout bounds the --records fetch: give --records too") }
+                recordLimits = RACPClient.Limits(procedureTimeout: try RecordsCommand.procedureTimeout(text))
+            }
             let publishing = try Self.publishing(args, scan: scan)
             radio = GatewayRadioSettings(scan: scan, active: !args.flag("passive"), devices: devices,
-                                         publishing: publishing, peer: peer.peer, commands: commands, records: args.flag("records"))
+                                         publishing: publishing, peer: peer.peer, commands: commands, records: args.flag("records"),
+                                         recordLimits: recordLimits)
             let style: TopicStyle
             switch args.option("topic-style") ?? "hcigatt" {
             case "hcigatt": style = .hcigatt

@@ -16,8 +16,11 @@ enum RecordsCommand {
             records and prints each as it comes, decoded, then the control point's answer
             (success, no records found, operator not supported...). Ctrl-C sends
             Abort Operation: records still on their way are dropped and counted. A procedure
-            with no record or answer for 30 s fails. Glucose meters want an encrypted,
-            bonded link: it is paired when they ask.
+            with no record or answer for 30 s fails, and any procedure is given up
+            (Abort Operation) after --procedure-timeout or once the device has sent more
+            values than there are sequence numbers: a device that floods or never answers
+            cannot keep it running. Malformed values are counted; the first few are shown.
+            Glucose meters want an encrypted, bonded link: it is paired when they ask.
 
             Blood pressure cuffs (bp) and weight scales have no control point: subscribed to,
             they indicate the readings they kept, oldest first. Each is printed as it comes
@@ -38,8 +41,9 @@ enum RecordsCommand {
               --count                ask for the number of matching records instead
               --delete --yes         delete the selected records (refused without --yes)
               --json                 one JSON object per record, then one for the answer
-              --procedure-timeout S  seconds without a record or answer before the procedure
-                                     fails (default 30, the record profiles' value)
+              --procedure-timeout S  seconds for the whole procedure, however many records
+                                     come (default 120); 30 s without a record or answer
+                                     (the record profiles' value, or S if shorter) fails it
               --quiet S              bp/weight: seconds without a reading that end it (default 3)
               --limit S              bp/weight: seconds in all (default 120)
             \(PeerOptions.help)
@@ -55,7 +59,7 @@ enum RecordsCommand {
         var service: RecordService
         var request: RecordRequest
         var json: Bool
-        var timeout: Duration
+        var limits: RACPClient.Limits
         /// How long to collect from a service with no control point.
         var timing = IndicatedReadingsCollector.Timing()
 
@@ -131,14 +135,19 @@ enum RecordsCommand {
                 request = .report(selection)
             }
             json = args.flag("json")
-            timeout = .seconds(30)
+            limits = RACPClient.Limits()
             if let text = args.option("procedure-timeout") {
-                guard let t = Double(text), t > 0, t <= 3600 else {
-                    throw UsageError("--procedure-timeout takes seconds (0 < S <= 3600), not '\(text)'")
-                }
-                timeout = .milliseconds(Int64(t * 1000))
+                limits = RACPClient.Limits(procedureTimeout: try RecordsCommand.procedureTimeout(text))
             }
         }
+    }
+
+    /// `--procedure-timeout`'s seconds (0 < S <= 86400), in `records` and `gateway`.
+    static func procedureTimeout(_ text: String) throws -> Duration {
+        guard let t = Double(text), t > 0, t <= 86_400 else {
+            throw UsageError("--procedure-timeout takes seconds (0 < S <= 86400), not '\(text)'")
+        }
+        return .milliseconds(Int64(t * 1000))
     }
 
     static func run(_ args: Arguments) async throws -> Int32 {
@@ -166,7 +175,7 @@ enum RecordsCommand {
     /// records found (and an Abort by Ctrl-C), 1 otherwise.
     static func transfer(_ settings: Settings, _ p: ConnectedPeer, _ db: GATTDatabase) async throws -> Int32 {
         let transfer = try await RecordTransfer.start(settings.request, service: settings.service, on: p.client, database: db,
-                                                     timeout: settings.timeout)
+                                                     limits: settings.limits)
         Console.err("asked: \(RecordAccessControlPoint.summary(of: settings.request.controlPoint))")
         let ending = Locked<RACPClient.Summary?>(nil)
         let interrupted = try await runInterruptible(stopping: { transfer.abort() }) {
@@ -186,7 +195,7 @@ enum RecordsCommand {
         }
         guard let summary = ending.withLock({ $0 }) else { throw RuntimeError("the record transfer ended without an answer") }
         if settings.json { Console.out(json(summary)) }
-        let (text, ok) = describe(summary, request: settings.request, timeout: settings.timeout)
+        let (text, ok) = describe(summary, request: settings.request, limits: settings.limits)
         Console.err(text)
         if interrupted, case .aborted = summary.outcome { return 0 }
         return ok ? 0 : 1
@@ -295,7 +304,14 @@ enum RecordsCommand {
             f.append(Field("abort_confirmed", .bool(confirmed)))
             if let answer { f.append(Field("abort_response", .named(UInt64(answer.rawValue), answer.name))) }
         case .timedOut: f.append(Field("response", .text("timed out")))
+        case .exceeded(let limit):
+            f.append(Field("response", .text("given up")))
+            switch limit {
+            case .procedureTimeout(let ns): f.append(Field("procedure_timeout_s", .text(RACPClient.Limit.seconds(ns))))
+            case .values(let n): f.append(Field("max_values", .uint(UInt64(n))))
+            }
         }
+        if s.malformed > 0 { f.append(Field("malformed", .uint(UInt64(s.malformed)))) }
         if s.droppedAfterAbort > 0 { f.append(Field("dropped_after_abort", .uint(UInt64(s.droppedAfterAbort)))) }
         if s.duplicates > 0 { f.append(Field("duplicates_dropped", .uint(UInt64(s.duplicates)))) }
         if s.outOfOrder > 0 { f.append(Field("out_of_order", .uint(UInt64(s.outOfOrder)))) }
@@ -306,7 +322,7 @@ enum RecordsCommand {
     }
 
     /// The ending for people, and whether it is a success (no records found is one).
-    static func describe(_ s: RACPClient.Summary, request: RecordRequest, timeout: Duration = .seconds(30)) -> (String, Bool) {
+    static func describe(_ s: RACPClient.Summary, request: RecordRequest, limits: RACPClient.Limits = RACPClient.Limits()) -> (String, Bool) {
         let n = "\(s.records) record\(s.records == 1 ? "" : "s")"
         var text: String
         var ok = true
@@ -326,9 +342,21 @@ enum RecordsCommand {
             text = "\(n); aborted" + (confirmed ? "" : answer.map { " (the device answered the Abort: \($0.name))" } ?? " (the device did not answer the Abort)")
             ok = false
         case .timedOut:
-            text = "\(n); the device sent neither a record nor an answer for \(timeout.seconds) s: the procedure failed"
+            text = "\(n); the device sent neither a record nor an answer for \(RACPClient.Limit.seconds(limits.recordTimeout)) s: the procedure failed"
+            ok = false
+        case .exceeded(.procedureTimeout(let ns)):
+            text = "\(n); the procedure did not finish within \(RACPClient.Limit.seconds(ns)) s (--procedure-timeout): given up"
+            ok = false
+        case .exceeded(.values(let cap)):
+            text = "\(n); the device sent more than \(cap) values in one procedure: given up"
             ok = false
         }
+        if s.malformed > 0 {
+            text += "; \(s.malformed) malformed value\(s.malformed == 1 ? "" : "s")"
+            if s.malformed > limits.keptMalformed { text += " (the first \(limits.keptMalformed) shown)" }
+        }
+        if s.unexpectedRecords > 0 { text += "; \(s.unexpectedRecords) record\(s.unexpectedRecords == 1 ? "" : "s") not asked for dropped" }
+        if s.strayAnswers > 0 { text += "; \(s.strayAnswers) answer\(s.strayAnswers == 1 ? "" : "s") to another procedure ignored" }
         if s.droppedAfterAbort > 0 { text += "; \(s.droppedAfterAbort) record\(s.droppedAfterAbort == 1 ? "" : "s") after the Abort dropped" }
         if s.duplicates > 0 { text += "; \(s.duplicates) repeated record\(s.duplicates == 1 ? "" : "s") dropped" }
         if s.outOfOrder > 0 { text += "; \(s.outOfOrder) out of sequence-number order" }

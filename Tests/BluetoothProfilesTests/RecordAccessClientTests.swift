@@ -45,6 +45,95 @@ import BluetoothWire
         #expect(end.outcome == .timedOut && end.records == 1)
     }
 
+    @Test("A hostile server: dropped, unasked and malformed values restart no timer")
+    func nothingButRecordsRestartsTheTimer() throws {
+        // Repeats of one record, every 10 s: on main each restarted the 30 s timer.
+        var m = RACPClient()
+        _ = m.start(.reportAllRecords, now: 0)
+        m.written(now: 0)
+        let r1 = m.record(sequenceNumber: 7, now: 0)
+        #expect(r1 == .deliver)
+        for t: UInt64 in [10, 20] {
+            let v = m.record(sequenceNumber: 7, now: t * Self.s)
+            #expect(v == .drop)
+        }
+        for t: UInt64 in [25, 29] {
+            let v = m.malformed(now: t * Self.s)
+            #expect(v == .deliver)
+        }
+        #expect(m.deadline == 30 * Self.s, "only the delivered record at 0 s counts")
+        let r4 = m.timeout(now: 30 * Self.s)
+        let end = try #require(r4)
+        #expect(end.outcome == .timedOut && end.records == 1 && end.duplicates == 2 && end.malformed == 2)
+        // Records during a count are not ours and restart nothing either.
+        var c = RACPClient()
+        _ = c.start(.reportNumberOfAllRecords, now: 0)
+        c.written(now: 0)
+        _ = c.record(sequenceNumber: 1, now: 20 * Self.s)
+        _ = c.malformed(now: 25 * Self.s)
+        #expect(c.deadline == 30 * Self.s)
+        let r5 = c.timeout(now: 30 * Self.s)
+        #expect(r5?.unexpectedRecords == 2)
+    }
+
+    @Test("Malformed values: the first few handed on, all counted")
+    func malformedKeptFew() throws {
+        var m = RACPClient(limits: RACPClient.Limits(keptMalformed: 3))
+        _ = m.start(.reportAllRecords, now: 0)
+        let verdicts = (0 ..< 5).map { _ in m.malformed(now: 1) }
+        #expect(verdicts == [.deliver, .deliver, .deliver, .drop, .drop])
+        let r6 = m.controlPoint(answer(.reportStoredRecords, .success), now: 2)
+        let end = try #require(r6)
+        #expect(end.malformed == 5 && end.records == 0)
+    }
+
+    @Test("The overall deadline ends a procedure that records keep alive")
+    func procedureDeadline() throws {
+        var m = RACPClient(limits: RACPClient.Limits(procedureTimeout: 120 * Self.s))
+        _ = m.start(.reportAllRecords, now: 0)
+        m.written(now: Self.s)
+        // A record every 20 s, each a new number: the record timer never fires.
+        for n: UInt16 in 1 ... 5 {
+            let v = m.record(sequenceNumber: n, now: UInt64(n) * 20 * Self.s)
+            #expect(v == .deliver)
+        }
+        #expect(m.deadline == 120 * Self.s, "the overall deadline is the nearer one")
+        let r8 = m.timeout(now: 119 * Self.s)
+        #expect(r8 == nil)
+        let r9 = m.timeout(now: 120 * Self.s)
+        let end = try #require(r9)
+        #expect(end.outcome == .exceeded(.procedureTimeout(120 * Self.s)) && end.records == 5)
+        // An Abort waits for its answer no longer than the overall deadline either.
+        var a = RACPClient(limits: RACPClient.Limits(procedureTimeout: 40 * Self.s))
+        _ = a.start(.reportAllRecords, now: 0)
+        _ = a.abort(now: 30 * Self.s)
+        #expect(a.deadline == 40 * Self.s)
+        let r10 = a.timeout(now: 40 * Self.s)
+        #expect(r10?.outcome == .aborted(confirmed: false, answer: nil))
+    }
+
+    @Test("Past the cap on values the procedure ends, whatever the values were")
+    func valueCap() throws {
+        for kind in 0 ..< 4 {
+            var m = RACPClient(limits: RACPClient.Limits(maxValues: 10))
+            _ = m.start(.reportAllRecords, now: 0)
+            var ended: RACPClient.Summary?
+            for i in 0 ..< 11 where ended == nil {
+                switch kind {
+                case 0: _ = m.record(sequenceNumber: UInt16(i), now: 1)
+                case 1: _ = m.record(sequenceNumber: 3, now: 1)
+                case 2: _ = m.malformed(now: 1)
+                default: ended = m.controlPoint(answer(.deleteStoredRecords, .success), now: 1)
+                }
+                if let f = m.finished { ended = f }
+            }
+            let end = try #require(ended, "kind \(kind)")
+            #expect(end.outcome == .exceeded(.values(10)), "kind \(kind)")
+            let after = m.record(sequenceNumber: 99, now: 2)
+            #expect(m.deadline == nil && after == .drop)
+        }
+    }
+
     @Test("Error answers, no records found, and a count answer each end the procedure")
     func answers() throws {
         for code in [RACPResponseCode.noRecordsFound, .operatorNotSupported, .invalidOperand, .procedureNotCompleted] {

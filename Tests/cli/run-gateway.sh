@@ -39,6 +39,8 @@ run ad-bindkey-kind 2 "$bin" decode att 0a --bindkey 54:48:E6:8F:80:A5=231d39c1d
 run gw-commands-mode 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands all && expect_err gw-commands-mode "read or write"
 run gw-commands-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --commands read && expect_err gw-commands-scan "devices given with --device"
 run gw-records-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --records && expect_err gw-records-scan "stored records of the devices given with --device"
+run gw-proc-timeout 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device AA:BB:CC:DD:EE:FF --procedure-timeout 5 && expect_err gw-proc-timeout "--procedure-timeout bounds the --records fetch: give --records too"
+run gw-proc-timeout-bad 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device AA:BB:CC:DD:EE:FF --records --procedure-timeout soon && expect_err gw-proc-timeout-bad "--procedure-timeout takes seconds (0 < S <= 86400), not 'soon'"
 # Scan filters, presence and the rate limit: about what --scan publishes, checked first.
 run gw-presence-noscan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --presence && expect_err gw-presence-noscan "add --scan"
 run gw-allow-noscan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --allow ATC && expect_err gw-allow-noscan "--allow is about what --scan publishes"

@@ -882,6 +882,29 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
         """The sequence numbers of the records one run published."""
         return [j['sequence_number'] for j in self.run_meter(sub, broker, spool, mode, said)]
 
+    def test_a_flooding_meter_is_given_up_at_the_deadline_and_holds_up_no_other_device(self):
+        # The attack: a meter that answers Report Stored Records with malformed values for
+        # ever and never an answer. Its fetch used to have no limit: it held its own
+        # follower, and the values it kept grew the gateway's memory. Now it is given up at
+        # --procedure-timeout, said once, and the thermometer beside it is read throughout.
+        spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
+        with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub, \
+                Peer('--peripheral', 'Meter-1,gatt=glucose-flood', '--peripheral', 'Thermo-2,service=1809,gatt=health') as peer, \
+                Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--device', 'F0:F1:F2:F3:F4:02', '--records',
+                        '--procedure-timeout', '4', spool=spool) as gw:
+            started = time.monotonic()
+            self.assertTrue(self.wait_log(gw, 'F0F1F2F3F401: stored records not fetched', timeout=20), gw.stderr()[-3000:])
+            self.assertLess(time.monotonic() - started, 15)
+            sub.wait_for(lambda s: len(s.readings('F0F1F2F3F402/temperature_measurement')) >= 3, timeout=20,
+                         what='the other device\'s readings')
+            err = gw.stop()
+            self.assertEqual(gw.proc.returncode, 0, err[-3000:])
+        self.assertRegex(err, r'F0F1F2F3F401: stored records not fetched: the record procedure did not finish within 4 s: '
+                              r'given up \(0 records, \d+ malformed\)')
+        self.assertLessEqual(len(re.findall(r'F0F1F2F3F401: a malformed stored', err)), 8, err[-3000:])
+        self.assertEqual([j for _, j in sub.readings('F0F1F2F3F401/glucose_measurement') if j.get('stored')], [],
+                         'no stored record published from the flood')
+
     def test_record_numbers_that_wrap_past_65535(self):
         spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
         with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub:

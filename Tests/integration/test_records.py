@@ -21,6 +21,15 @@ from peer import HCIGATT, Peer, hcigatt, json_lines  # noqa: E402
 from test_serve import Serve  # noqa: E402
 
 
+# Runs argv[1:] and prints its peak RSS (ru_maxrss of its only child) on stderr.
+PEAK_RSS = '''
+import resource, subprocess, sys
+rc = subprocess.run(sys.argv[1:]).returncode
+print(f"peak-rss-kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}", file=sys.stderr)
+sys.exit(rc)
+'''
+
+
 def record_numbers(text):
     """The sequence numbers of the records printed as text, in order."""
     return [int(m.group(1)) for m in re.finditer(r'^#(\d+), ', text, re.M)]
@@ -330,8 +339,55 @@ class RecordsAgainstMisbehavingMetersTests(unittest.TestCase):
         start = time.monotonic()
         rc, out, err, _ = self.run_records('glucose-silent', '--procedure-timeout', '2')
         self.assertEqual((rc, out), (1, ''), err)
-        self.assertIn('neither a record nor an answer for 2.0 s: the procedure failed', err)
+        self.assertIn('0 records; the procedure did not finish within 2 s (--procedure-timeout): given up', err)
         self.assertLess(time.monotonic() - start, 25, 'the timeout given, not 30 s')
+
+    def test_a_flooding_meter_ends_on_its_own_within_the_deadline_in_bounded_memory(self):
+        # The attack: Report Stored Records answered with an endless stream of malformed
+        # Glucose Measurements and never an answer. Each used to restart the 30 s timer and
+        # be kept: the command ran for good, its memory growing. Run as a new user would,
+        # with no option: the record timer (not restarted by a value that does not decode)
+        # ends it, the malformed values counted and the first few shown.
+        with Peer('--peripheral', 'Meter-1,gatt=glucose-flood') as world:
+            start = time.monotonic()
+            p = subprocess.run([sys.executable, '-c', PEAK_RSS, HCIGATT, 'records', 'Meter-1', '--transport', world.transport],
+                               capture_output=True, text=True, timeout=150)
+            took = time.monotonic() - start
+        rc, out, err = p.returncode, p.stdout, p.stderr
+        peak = int(err.rsplit('peak-rss-kib ', 1)[1])
+        self.assertEqual((rc, out), (1, ''), err[-2000:])
+        self.assertLess(took, 60, 'ended by the 30 s record timer, not run for good')
+        self.assertRegex(err, r'0 records; the device sent neither a record nor an answer for 30 s: the procedure failed; '
+                              r'\d+ malformed values \(the first 8 shown\)', err[-2000:])
+        flooded = int(re.search(r'(\d+) malformed values', err).group(1))
+        self.assertGreater(flooded, 1000, 'the peer flooded')
+        self.assertEqual(len(re.findall(r'^a malformed 2A18 Glucose Measurement', err, re.M)), 8, err[-3000:])
+        self.assertLess(peak, 64 * 1024, f'peak RSS {peak} KiB')
+
+    def test_a_meter_sending_new_records_for_ever_is_given_up_at_the_procedure_timeout(self):
+        # Good records, each a new number, 20 ms apart, never an answer: every one is a
+        # record, so only the overall deadline ends it (then Abort Operation is sent).
+        with Peer('--peripheral', 'Meter-1,gatt=glucose-endless') as world:
+            start = time.monotonic()
+            rc, out, err = hcigatt('records', 'Meter-1', '--transport', world.transport, '--procedure-timeout', '4', '--json')
+            took = time.monotonic() - start
+            writes = [world.events.wait_event('racp-write', 5) for _ in range(2)]
+        self.assertEqual(rc, 1, err)
+        self.assertLess(took, 40)
+        self.assertEqual([w and w['value'] for w in writes], ['0101', '0300'], 'the request, then Abort Operation')
+        objs = json_lines(out)
+        self.assertEqual(objs[-1]['response'], 'given up', objs[-1])
+        self.assertEqual(objs[-1]['procedure_timeout_s'], '4')
+        self.assertGreater(objs[-1]['records'], 20)
+        self.assertEqual(len(objs) - 1, objs[-1]['records'], 'each record printed')
+        self.assertIn('the procedure did not finish within 4 s (--procedure-timeout): given up', err)
+
+    def test_a_meter_answering_another_procedure_is_not_taken_and_times_out(self):
+        # Number of Stored Records and Delete answers to a report: stray, counted, not an end.
+        rc, out, err, _ = self.run_records('glucose-wronganswer', '--procedure-timeout', '3')
+        self.assertEqual((rc, out), (1, ''), err)
+        self.assertRegex(err, r'0 records; the procedure did not finish within 3 s \(--procedure-timeout\): given up; '
+                              r'\d+ answers to another procedure ignored')
 
     def test_records_out_of_order_and_repeated_are_said_and_the_repeat_dropped(self):
         rc, out, err, _ = self.run_records('glucose-disorder', '--json')

@@ -255,7 +255,15 @@ class GlucoseDatabase:
       silent    requests taken (Write Response) and never answered
       disorder  all records as 3, 1, 2, 2, 5, 4: out of order and one sent twice, then Success
       late      the five records, Success, then one more record after the answer
-      lagging   an Abort stops the report only after two more records (queued before it)"""
+      lagging   an Abort stops the report only after two more records (queued before it)
+      flood     a report answered with malformed Glucose Measurements (two bytes), about a
+                thousand a second, forever, and never a control point answer
+      endless   a report answered with good records, each a new sequence number (wrapping),
+                every 20 ms, forever, and never an answer
+      wronganswer  a report answered only with other procedures' answers (a Number of Stored
+                Records Response, a Delete's Success), every 0.3 s, forever
+      Each is told to stop by an Abort (answered Success), as a meter that floods on purpose
+      would not be: the flood modes ignore it."""
 
     SERVICE = '1808'
 
@@ -265,6 +273,9 @@ class GlucoseDatabase:
         self.interval_listener = None
         # Set by GattBehaviour: coroutine (connection, characteristic, indicate, data, sequence).
         self.sender = None
+        # Set by GattBehaviour: coroutine (connection, characteristic, data), a notification
+        # sent with no event.
+        self.flooder = None
         self.task = None
         self.abort_requested = False
         self.numbers = {'nearwrap': [65533, 65534], 'wrapped': [65533, 65534, 65535, 0, 1]}.get(
@@ -289,6 +300,8 @@ class GlucoseDatabase:
             raise att.ATT_Error(0x80)
         loop = asyncio.get_running_loop()
         if value[:1] == b'\x03':
+            if self.mode in ('flood', 'endless', 'wronganswer'):
+                return  # it floods on purpose: an Abort changes nothing
             if self.mode == 'lagging' and self.task is not None and not self.task.done():
                 self.abort_requested = True
                 return
@@ -300,7 +313,27 @@ class GlucoseDatabase:
             raise att.ATT_Error(0x80)
         if self.mode == 'silent':
             return
+        if self.mode in ('flood', 'endless', 'wronganswer'):
+            self.task = loop.create_task(self.flood(connection))
+            return
         self.task = loop.create_task(self.run(connection, value))
+
+    async def flood(self, connection):
+        """The hostile modes' answer to any request: values until the link goes."""
+        await asyncio.sleep(0.05)
+        n = 0
+        while True:
+            if self.mode == 'flood':
+                await self.flooder(connection, self.measurement, bytes([0x02, n & 0xFF]))
+                await asyncio.sleep(0.001)
+            elif self.mode == 'endless':
+                await self.flooder(connection, self.measurement, glucose_measurement(n & 0xFFFF, False))
+                await asyncio.sleep(0.02)
+            else:
+                await self.sender(connection, self.racp, True,
+                                  bytes([5, 0, 7, 0]) if n % 2 == 0 else bytes([6, 0, 2, 1]), n)
+                await asyncio.sleep(0.3)
+            n += 1
 
     async def answer(self, connection, data):
         await asyncio.sleep(0.05)  # after the Write Response
@@ -355,5 +388,5 @@ class GlucoseDatabase:
 
 DATABASES = {'health': HealthDatabase, 'uart': UartDatabase, 'glucose': GlucoseDatabase}
 for _mode in ('busy', 'silent', 'disorder', 'late', 'lagging', 'more', 'renumbered', 'nearwrap', 'wrapped',
-              'unfiltered', 'reset'):
+              'unfiltered', 'reset', 'flood', 'endless', 'wronganswer'):
     DATABASES[f'glucose-{_mode}'] = lambda events, _mode=_mode: GlucoseDatabase(events, _mode)

@@ -65,6 +65,10 @@ class GattBehaviour:
                 self.db.echo_listener = self.on_echo
             if hasattr(self.db, 'sender'):
                 self.db.sender = self.send_value
+            if hasattr(self.db, 'flooder'):
+                # A notification with no event per value: the flooding modes send thousands.
+                self.db.flooder = lambda connection, characteristic, data: device.notify_subscriber(
+                    connection, characteristic, data)
             device.add_services(self.db.services)
             self.periodic = {c.handle: (c, indicate, value) for c, indicate, value in self.db.periodic()}
         else:
