@@ -102,16 +102,29 @@ public struct CentralLink: Sendable {
     /// stored key at once; when it refuses (it forgot the bond, or it is not the device that
     /// bonded) the link is dropped and this throws `.security`: going on unencrypted would
     /// hand a bonded device's data to whoever answers at its address (BLESA). Remove the
-    /// bond to pair again. A refused parameter update also drops the link.
+    /// bond to pair again. A refused parameter update also drops the link. A bond file that
+    /// cannot be read stops it with the error naming the file, before anything is sent (a
+    /// link in clear to a bonded device is what a bond that cannot be read must not become).
     public static func open(on host: HCIHost, to address: LEAddress, _ settings: ConnectSettings = ConnectSettings())
         async throws(BluetoothError) -> CentralLink
     {
+        if let store = host.bondStore {
+            do throws(BondStoreError) { _ = try store.bond(for: address) } catch {
+                throw BluetoothError(unreadableBond: error)
+            }
+        }
         let link: LEConnection
         do throws(HostError) { link = try await host.connect(to: address, timeout: settings.timeout) } catch {
             throw BluetoothError("cannot connect to \(address): \(error.message)", underlying: error)
         }
+        // The identity may differ from the address connected to (a resolved private address).
+        let stored: Bond?
+        do throws(HostError) { stored = try link.storedBond() } catch {
+            await link.disconnect()
+            throw BluetoothError(.security, "\(error.message): the bond cannot be read (fix or remove the file; nothing was sent in clear)", underlying: error)
+        }
         var security: LinkSecurity?
-        if settings.encryptWithBond, let bond = try? link.storedBond(), bond.centralKey != nil {
+        if settings.encryptWithBond, let bond = stored, bond.centralKey != nil {
             do throws(HostError) {
                 if try await link.encryptWithBond() { security = link.security }
             } catch {
@@ -172,6 +185,11 @@ public struct CentralLink: Sendable {
 }
 
 extension BluetoothError {
+    /// A bond file that cannot be read: the operation stops before anything is sent.
+    init(unreadableBond e: BondStoreError) {
+        self.init(.security, "\(e.description): the bond cannot be read (fix or remove the file; nothing was sent)")
+    }
+
     /// The host error's kind with a message of the caller's.
     init(_ message: String, underlying: HostError) {
         self = BluetoothError(underlying)

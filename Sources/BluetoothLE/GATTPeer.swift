@@ -125,7 +125,7 @@ public struct GATTPeer: Sendable {
     /// "discovering..." otherwise.
     public func mayReuseCache(_ reuseCache: Bool = true) -> Bool {
         guard reuseCache, let bonds, let connection, (try? connection.storedBond()) != nil else { return false }
-        return bonds.contains(connection.peerIdentity, kind: GATTDatabaseCacheFile.kind)
+        return (try? bonds.contains(connection.peerIdentity, kind: GATTDatabaseCacheFile.kind)) ?? false
     }
 
     /// How ``writeSigned(handle:value:)`` sent the value.

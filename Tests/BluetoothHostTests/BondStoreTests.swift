@@ -72,4 +72,30 @@ import Testing
         var st = stat()
         #expect(stat(path, &st) == 0 && st.st_size == text.utf8.count, "not dropped, not overwritten")
     }
+
+    @Test("Only a file that does not exist is no bond: ENOTDIR and ELOOP are errors naming the path")
+    func aPathThatCannotBeReachedIsAnErrorNotAbsence() throws {
+        // A bond directory that is a file (ENOTDIR): on main, access() failed and this read
+        // as "no bond", so the link went in clear. (EACCES reads alike; the tests run as root.)
+        let dir = tempDir()
+        let notADirectory = dir + "/bonds"
+        close(open(notADirectory, O_WRONLY | O_CREAT, 0o600))
+        let store = BondStore(directory: notADirectory)
+        let path = store.path(for: peer)
+        #expect { try store.bond(for: peer) } throws: { e in
+            (e as? BondStoreError)?.path == path && "\(e)".contains("Not a directory")
+        }
+        #expect { try store.read(peer, kind: "gatt-cache") } throws: { ($0 as? BondStoreError)?.path == store.path(for: peer, kind: "gatt-cache") }
+        #expect { try store.contains(peer, kind: "gatt-cache") } throws: { $0 is BondStoreError }
+        #expect { try store.localIdentityResolvingKey() } throws: { ($0 as? BondStoreError)?.path == notADirectory + "/local.irk" }
+        // A bond file that is a symbolic link to itself (ELOOP).
+        let looping = BondStore(directory: dir)
+        #expect(symlink(looping.path(for: peer), looping.path(for: peer)) == 0)
+        #expect { try looping.bond(for: peer) } throws: { e in
+            (e as? BondStoreError)?.path == looping.path(for: peer) && "\(e)".contains("symbolic links")
+        }
+        // Absent is still absent.
+        #expect(try BondStore(directory: dir + "/none").bond(for: peer) == nil)
+        #expect(try looping.contains(LEAddress(peer.address, type: .random), kind: "bond") == false)
+    }
 }

@@ -115,4 +115,64 @@ import Testing
         await central.close()
         await device.close()
     }
+
+    /// Writes `text` as the bond file of `identity` in `store`.
+    func corrupt(_ store: BondStore, _ identity: LEAddress, _ text: String = "version=1\nidentity=F0:F1:F2:F3:F4:01/public\nltk=zz\n") {
+        let fd = open(store.path(for: identity), O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+    }
+
+    @Test("A bond that cannot be read stops the connection before anything is sent, naming the file")
+    func anUnreadableBondIsNeverAPlainLink() async throws {
+        // On main the bond was read with try?: a corrupt file meant no encryption and no
+        // error, and read, write and the followers went on in clear.
+        let air = FakeAir()
+        let centralStore = Store()
+        let central = try await HCIHost.open(transport: air.central, options: HostOptions(bondStore: centralStore.bonds))
+        let device = try await HCIHost.open(transport: air.peripheral, options: HostOptions())
+        _ = try await device.startAdvertising(AdvertisingConfiguration(advertisingData: [2, 0x01, 0x06]))
+        corrupt(centralStore.bonds, air.peripheralLEAddress)
+        let path = centralStore.bonds.path(for: air.peripheralLEAddress)
+        for encrypt in [true, false] {  // false: a signed write's link
+            let before = air.central.commands.count
+            do {
+                let link = try await CentralLink.open(on: central, to: air.peripheralLEAddress, ConnectSettings(timeout: .seconds(2), encryptWithBond: encrypt))
+                Issue.record("opened with \(link.connection.security)")
+            } catch {
+                #expect(error.kind == .security && error.message.contains(path), "\(error)")
+            }
+            let sent = air.central.commands.dropFirst(before)
+            #expect(!sent.contains(.leCreateConnection) && !sent.contains(.leExtendedCreateConnection), "nothing sent: \(sent)")
+            #expect(!air.isConnected)
+        }
+        unlink(path)
+        await central.close()
+        await device.close()
+    }
+
+    @Test("Pairing over a bond that cannot be read fails before any SMP is sent")
+    func noPairingOverAnUnreadableBond() async throws {
+        let air = FakeAir()
+        let centralStore = Store(), deviceStore = Store()
+        let device = try await HCIHost.open(transport: air.peripheral, options: HostOptions(bondStore: deviceStore.bonds))
+        let central = try await HCIHost.open(transport: air.central, options: HostOptions(bondStore: centralStore.bonds))
+        _ = try await device.startAdvertising(AdvertisingConfiguration(advertisingData: [2, 0x01, 0x06]))
+        let link = try await CentralLink.open(on: central, to: air.peripheralLEAddress, ConnectSettings(timeout: .seconds(2)))
+        // The file goes bad while the link is up (another process, a disk error).
+        corrupt(centralStore.bonds, air.peripheralLEAddress)
+        let smp = { air.central.acl.filter { aclParts($0).2.count > 4 && aclParts($0).2[2] == 6 }.count }
+        let before = smp()
+        do {
+            let r = try await CentralLink.pair(link.connection)
+            Issue.record("paired: \(r)")
+        } catch {
+            #expect(error.message.contains(centralStore.bonds.path(for: air.peripheralLEAddress)), "\(error)")
+        }
+        #expect(smp() == before, "no Pairing Request sent")
+        unlink(centralStore.bonds.path(for: air.peripheralLEAddress))
+        await link.connection.disconnect()
+        await central.close()
+        await device.close()
+    }
 }

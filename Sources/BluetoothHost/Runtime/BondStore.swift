@@ -126,13 +126,10 @@ public final class BondStore: Sendable {
         return out.sorted { $0.address.rawValue < $1.address.rawValue }
     }
 
-    /// The bytes of the peer's file of `kind`; nil when there is none.
+    /// The bytes of the peer's file of `kind`; nil when there is none (ENOENT only: a file
+    /// or directory that cannot be reached, EACCES or ENOTDIR, is an error naming it).
     public func read(_ identity: LEAddress, kind: String) throws(BondStoreError) -> [UInt8]? {
-        let p = path(for: identity, kind: kind)
-        do throws(BondStoreError) { return try readBytes(path: p) } catch {
-            if error.message.hasPrefix("cannot open: ") && access(p, F_OK) != 0 { return nil }
-            throw error
-        }
+        try readBytes(path: path(for: identity, kind: kind), missing: .absent)
     }
 
     /// This host's Identity Resolving Key (privacy, Core Vol 3 Part C §10.7): what its
@@ -141,8 +138,8 @@ public final class BondStore: Sendable {
     /// `local.irk` (0600) beside the bonds; unpairing does not touch it.
     public func localIdentityResolvingKey() throws(BondStoreError) -> UInt128 {
         let p = "\(directory)/local.irk"
-        if access(p, F_OK) == 0 {
-            let text = String(decoding: try readBytes(path: p), as: UTF8.self)
+        if let bytes = try readBytes(path: p, missing: .absent) {
+            let text = String(decoding: bytes, as: UTF8.self)
             for line in text.split(separator: "\n") where line.hasPrefix("irk=") {
                 let v = line.dropFirst(4)
                 guard v.utf8.count == 32, let k = UInt128(v, radix: 16), k != 0 else { break }
@@ -158,9 +155,14 @@ public final class BondStore: Sendable {
         return k
     }
 
-    /// Whether a file of `kind` is kept for `identity` (read or not).
-    public func contains(_ identity: LEAddress, kind: String) -> Bool {
-        access(path(for: identity, kind: kind), F_OK) == 0
+    /// Whether a file of `kind` is kept for `identity` (read or not); a path that cannot
+    /// be looked at (EACCES, ENOTDIR) is an error, not absence.
+    public func contains(_ identity: LEAddress, kind: String) throws(BondStoreError) -> Bool {
+        let p = path(for: identity, kind: kind)
+        var st = stat()
+        if stat(p, &st) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw BondStoreError(path: p, message: "cannot look at it: \(String(cString: strerror(errno)))")
     }
 
     /// Removes the peer's file of `kind` (none is fine).
@@ -221,13 +223,13 @@ public final class BondStore: Sendable {
         return entries
     }
 
-    /// The bond of `identity`, nil when there is none.
+    /// The bond of `identity`, nil when there is none. Only a file that does not exist
+    /// (ENOENT) is no bond: one that cannot be read (EACCES, ENOTDIR, EIO) or parsed is an
+    /// error naming it, so a caller never goes on as if the peer were not bonded.
     public func bond(for identity: LEAddress) throws(BondStoreError) -> Bond? {
         let p = path(for: identity)
-        do throws(BondStoreError) { return try read(path: p) } catch {
-            if error.message.hasPrefix("cannot open: ") && access(p, F_OK) != 0 { return nil }
-            throw error
-        }
+        guard let bytes = try readBytes(path: p, missing: .absent) else { return nil }
+        return try Self.parse(bytes, path: p)
     }
 
     /// The identities bonded at `address`, of either type (a user who names an address
@@ -246,9 +248,21 @@ public final class BondStore: Sendable {
         try Self.parse(readBytes(path: path), path: path)
     }
 
+    /// What a file that does not exist means to the caller.
+    enum Missing { case absent, error }
+
     func readBytes(path: String) throws(BondStoreError) -> [UInt8] {
+        // Never nil with .error.
+        try readBytes(path: path, missing: .error) ?? []
+    }
+
+    /// The file's bytes; nil when it does not exist (ENOENT) and `missing` is `.absent`.
+    func readBytes(path: String, missing: Missing) throws(BondStoreError) -> [UInt8]? {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw BondStoreError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            if errno == ENOENT, missing == .absent { return nil }
+            throw BondStoreError(path: path, message: "cannot open: \(String(cString: strerror(errno)))")
+        }
         defer { Glibc.close(fd) }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)

@@ -93,6 +93,13 @@ extension HostDriver {
                 return
             }
         }
+        if !r.machine.isActive, let store = bondStore {
+            // A bond that cannot be read is never paired over: said before any SMP goes.
+            do throws(BondStoreError) { _ = try store.bond(for: conn.peerIdentity) } catch {
+                c.resume(returning: .failure(HostError(.bondStore, "\(error.description): the bond cannot be read, so no pairing is started over it (fix or remove the file)")))
+                return
+            }
+        }
         r.waiters.append(c)
         let actions = r.machine.isActive ? [] : (r.machine.role == .initiator ? r.machine.start(now: now) : r.machine.requestSecurity(now: now))
         security.pairings[conn.handle] = r
