@@ -124,7 +124,7 @@ public struct GATTPeer: Sendable {
     /// kept, the cache asked for; the Database Hash still decides): a program says
     /// "discovering..." otherwise.
     public func mayReuseCache(_ reuseCache: Bool = true) -> Bool {
-        guard reuseCache, let bonds, let connection, (try? connection.storedBond()) != nil else { return false }
+        guard reuseCache, let bonds, let connection, encryptedWithBond(connection) else { return false }
         return (try? bonds.contains(connection.peerIdentity, kind: GATTDatabaseCacheFile.kind)) ?? false
     }
 

@@ -175,4 +175,46 @@ import Testing
         await central.close()
         await device.close()
     }
+
+    @Test("A kept database without a Database Hash is never trusted for a bonded device")
+    func aCacheWithoutAHashIsNotUsed() async throws {
+        // What a spoofer's link in clear could leave behind: a database with no hash (here
+        // with no services at all). The encrypted session with the real device discovers.
+        let air = FakeAir()
+        let centralStore = Store(), deviceStore = Store()
+        let device = try await HCIHost.open(transport: air.peripheral, options: HostOptions(bondStore: deviceStore.bonds))
+        let server = try GATTServer(services: [
+            GATTLocalService(uuid: BluetoothUUID(0x180F), characteristics: [
+                GATTLocalCharacteristic(uuid: BluetoothUUID(0x2A19), properties: [.read], permissions: [.readable], value: .stored([42])),
+            ]),
+        ])
+        let serving = Task { await server.serveIncomingLinks(of: device) }
+        let central = try await HCIHost.open(transport: air.central, options: HostOptions(bondStore: centralStore.bonds))
+        let advertise = AdvertisingConfiguration(advertisingData: [2, 0x01, 0x06])
+        _ = try await device.startAdvertising(advertise)
+        let first = try await CentralLink.open(on: central, to: air.peripheralLEAddress, ConnectSettings(timeout: .seconds(2)))
+        _ = try await CentralLink.pair(first.connection)
+        await first.connection.disconnect()
+        #expect(await eventually { !air.isConnected })
+        try GATTDatabaseCacheFile.save(GATTCachedDatabase(database: GATTDatabase(), hash: nil), centralStore.bonds, air.peripheralLEAddress)
+
+        _ = try? await device.startAdvertising(advertise)
+        let peer = try await GATTPeer.open(.address(air.peripheralLEAddress), via: .host(central),
+                                           settings: PeerSettings(connect: ConnectSettings(timeout: .seconds(2))))
+        #expect(peer.connection?.security.encrypted == true)
+        let d = try await peer.discover()
+        #expect(d.discovery.source == .discovered, "\(d.discovery.source)")
+        #expect(d.discovery.database.characteristic(uuid: BluetoothUUID(0x2A19)) != nil)
+        let kept = try GATTDatabaseCacheFile.load(centralStore.bonds, air.peripheralLEAddress)
+        if d.discovery.database.characteristic(uuid: BluetoothUUID(0x2B2A)) != nil {
+            #expect(kept?.hash != nil && kept?.database == d.discovery.database, "kept anew, with its hash")
+        } else {
+            #expect(kept == nil, "a server without a hash: nothing kept that would not be trusted")
+        }
+        await peer.close()
+        _ = try? centralStore.bonds.remove(air.peripheralLEAddress, kind: GATTDatabaseCacheFile.kind)
+        serving.cancel()
+        await central.close()
+        await device.close()
+    }
 }

@@ -1,5 +1,6 @@
 """Hostile peers against hcigatt (issue: security hardening): Bumble centrals that try what
 an attacker would, each outcome checked in hcigatt's output and its files."""
+import json
 import os
 import tempfile
 import unittest
@@ -119,6 +120,40 @@ class HostileCentralTests(unittest.TestCase):
             self.assertIsNotNone(failed, err)
             self.assertIn('does not resolve', failed['message'])
             self.assertEqual(files(), before, "the victim's bond and server record changed")
+
+
+class SpooferAtABondedAddressTests(unittest.TestCase):
+    """A Bumble peripheral at a bonded device's address without its keys: the links hcigatt
+    opens in clear there (a signed write's; a bond with no central key) must not write or
+    read the bonded device's GATT cache (the spoofer's database would be used later, on
+    encrypted links with the real device)."""
+
+    BOND = ('version=1\nidentity=F0:F1:F2:F3:F4:01/public\nsecure_connections=0\nauthenticated=0\nkey_size=16\n'
+            '{keys}created=1800000000\n')
+
+    def run_against_spoofer(self, keys, *command):
+        with tempfile.TemporaryDirectory() as bonds:
+            os.chmod(bonds, 0o700)
+            with open(os.path.join(bonds, 'F0F1F2F3F401-public.bond'), 'w') as f:
+                f.write(self.BOND.format(keys=keys))
+            with Peer('--peripheral', 'Thermo-1,service=1809,gatt=health') as peer:
+                rc, out, err = hcigatt(*command[:1], 'F0:F1:F2:F3:F4:01/public', *command[1:], '--bond-dir', bonds,
+                                       '--transport', peer.transport, timeout=60)
+            return rc, out, err, sorted(os.listdir(bonds))
+
+    def test_a_bond_without_a_central_key_connects_in_clear_and_keeps_no_cache(self):
+        # Only the key we handed out as peripheral (legacy): nothing to encrypt with as central.
+        rc, out, err, files = self.run_against_spoofer('local_ltk=00112233445566778899aabbccddeeff\nlocal_ediv=7\nlocal_rand=9\n',
+                                                       'gatt', '--no-values', '--json')
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)['database_source'], 'discovered')
+        self.assertEqual(files, ['F0F1F2F3F401-public.bond'], 'a cache written from a link in clear')
+
+    def test_a_signed_writes_plain_link_keeps_no_cache(self):
+        rc, out, err, files = self.run_against_spoofer(
+            'ltk=00112233445566778899aabbccddeeff\nlocal_csrk=0102030405060708090a0b0c0d0e0f10\n',
+            'write', '2A21', '0100', '--signed')
+        self.assertNotIn('.gatt-cache', ' '.join(files), f'a cache written from a link in clear: {err}')
 
 
 class HostilePeripheralTests(unittest.TestCase):
