@@ -4,6 +4,7 @@ import BluetoothLE
 import BluetoothSecurity
 import BluetoothWire
 import FakeController
+import Glibc
 import Testing
 
 /// The application layer's GATT peer (what `gatt`, `read`, `write`, `monitor` and the
@@ -144,6 +145,42 @@ import Testing
             #expect(try await peer.client.read(handle: handle) == [value], "the server verified and took it")
             await rig.close(peer)
         }
+        serving.cancel()
+        await rig.shutDown()
+    }
+
+    @Test("A SignCounters file that cannot be read: the peer's signed writes are refused, the file kept")
+    func unreadableSignCountersRefuseSignedWrites() async throws {
+        // On main the counters defaulted: any counter passed, so a sniffed signed write could
+        // be replayed, and the file was then overwritten.
+        let first = try await Rig()
+        var (server, serving) = try await first.serve([Self.signedService])
+        let bonded = try await first.open()
+        _ = try await CentralLink.pair(#require(bonded.connection))
+        await first.close(bonded)
+        serving.cancel()
+        await first.shutDown()
+
+        let path = first.deviceStore.bonds.path(for: first.air.centralLEAddress, kind: GATTBondedClients.countersKind)
+        let text = "version=1\npeer=not-a-number\n"
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = text.withCString { Glibc.write(fd, $0, strlen($0)) }
+        Glibc.close(fd)
+
+        let rig = try await Rig((first.centralStore, first.deviceStore))
+        (server, serving) = try await rig.serve([Self.signedService])
+        let handle = try #require(server.valueHandle(of: BluetoothUUID(0xFFF1)))
+        let peer = try await rig.open(PeerSettings(connect: ConnectSettings(timeout: .seconds(2), encryptWithBond: false)))
+        #expect(peer.connection?.security.encrypted == false)
+        #expect(try await peer.writeSigned(handle: handle, value: [9]) == .signed(counter: 0))
+        #expect(try await peer.client.read(handle: handle) == [0], "the signed write was not taken")
+        await rig.close(peer)
+        let fd2 = Glibc.open(path, O_RDONLY)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd2, $0.baseAddress, 256) }
+        Glibc.close(fd2)
+        #expect(String(decoding: buffer.prefix(max(0, n)), as: UTF8.self) == text, "the file is as it was")
+        unlink(path)
         serving.cancel()
         await rig.shutDown()
     }

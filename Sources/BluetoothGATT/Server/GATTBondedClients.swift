@@ -50,6 +50,9 @@ public final class GATTBondedClients: Sendable {
     struct State {
         var clients: [LEAddress: ATTBondedClientState] = [:]
         var counters: [LEAddress: SignCounters] = [:]
+        /// Peers whose counters file could not be read: no signature of theirs is taken and
+        /// the file is never overwritten (default counters would accept a replay).
+        var unreadableCounters: Set<LEAddress> = []
         var pending: [PendingKey: String] = [:]
         var writing = false
         var flushWaiters: [CheckedContinuation<Void, Never>] = []
@@ -81,10 +84,17 @@ public final class GATTBondedClients: Sendable {
                 s.counters[identity] = try Self.parseCounters(bytes, path: store.path(for: identity, kind: Self.countersKind))
             } catch {
                 failures.append(error)
+                s.unreadableCounters.insert(identity)
             }
         }
         state = Mutex(s)
         loadFailures = failures
+    }
+
+    /// Whether the peer's SignCounters could not be read: its signed writes are refused
+    /// (a replay could not be told) and the file is left as it is.
+    public func countersUnreadable(for identity: LEAddress) -> Bool {
+        state.withLock { $0.unreadableCounters.contains(identity) }
     }
 
     /// The SignCounters kept for a peer.
@@ -95,6 +105,7 @@ public final class GATTBondedClients: Sendable {
     /// The peer's signature with `counter` verified: later ones must carry a larger one.
     public func notePeerSignCounter(_ counter: UInt32, for identity: LEAddress, key: UInt128) {
         schedule { s in
+            guard !s.unreadableCounters.contains(identity) else { return nil }
             var c = s.counters[identity] ?? SignCounters()
             if c.peerKey != key { c.peerKey = key; c.peer = nil }
             guard c.peer.map({ counter > $0 }) ?? true else { return nil }
@@ -105,10 +116,12 @@ public final class GATTBondedClients: Sendable {
     }
 
     /// The SignCounter for our next signature to this peer (one more than the last used,
-    /// which is kept); nil once 2³²−1 were used (pair again for a new CSRK).
+    /// which is kept); nil once 2³²−1 were used (pair again for a new CSRK), or when the
+    /// counters could not be read.
     public func takeLocalSignCounter(for identity: LEAddress, key: UInt128) -> UInt32? {
         var taken: UInt32?
         schedule { s in
+            guard !s.unreadableCounters.contains(identity) else { return nil }
             var c = s.counters[identity] ?? SignCounters()
             if c.localKey != key { c.localKey = key; c.local = nil }
             let next: UInt32

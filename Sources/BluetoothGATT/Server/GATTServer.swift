@@ -169,9 +169,10 @@ public final class GATTServer: Sendable {
         return info
     }
 
-    /// A bonded peer that distributed a CSRK may sign its writes on an unencrypted link.
+    /// A bonded peer that distributed a CSRK may sign its writes on an unencrypted link,
+    /// unless its SignCounters could not be read (any counter would pass: replays).
     private func signingKey(for bearer: any ATTBearer) -> ATTSigningKey? {
-        guard let clients = bondedClients, let identity = bearer.peerIdentity,
+        guard let clients = bondedClients, let identity = bearer.peerIdentity, !clients.countersUnreadable(for: identity),
               let bond = try? clients.store.bond(for: identity), let csrk = bond.peerCSRK else { return nil }
         let strength = LinkSecurity(encrypted: true, keySize: Int(bond.keySize), authenticated: bond.authenticated,
                                     secureConnections: bond.secureConnections, bonded: true)
