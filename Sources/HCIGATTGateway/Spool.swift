@@ -2,6 +2,7 @@
 // stays until the broker has acknowledged it, so a broker, network or gateway restart loses
 // nothing. Bounded: when full, the oldest readings go, and the caller is told how many.
 #if canImport(Glibc)
+import BluetoothTransport
 import Glibc
 #endif
 
@@ -94,6 +95,7 @@ public final class Spool {
                 throw SpoolError(path: prefix, message: "cannot create the directory: \(String(cString: strerror(errno)))")
             }
         }
+        if let problem = privateDirectoryProblem(path) { throw SpoolError(path: path, message: problem) }
         var st = stat()
         guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
             throw SpoolError(path: path, message: "not a directory")
@@ -265,7 +267,8 @@ public final class Spool {
             writeFD = -1
         }
         let path = "\(directory)/\(Self.hex16(firstID)).seg"
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o600)
+        // Never through a symbolic link planted where the segment goes.
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SpoolError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
         writeFD = fd
         segments.append(Segment(firstID: firstID, size: 0, path: path))
@@ -372,10 +375,11 @@ public final class Spool {
         }
     }
 
-    /// Temporary file, write, fsync, rename over `path`, fsync of the directory.
+    /// Temporary file (a name no one can guess, made new: O_EXCL, never through a link),
+    /// write, fsync, rename over `path`, fsync of the directory.
     static func writeAtomically(_ bytes: [UInt8], to path: String, in directory: String) throws(SpoolError) {
-        let temporary = "\(path).\(getpid()).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let temporary = "\(path).\(getpid())-\(UInt64.random(in: 0 ... .max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SpoolError(path: temporary, message: "cannot create: \(String(cString: strerror(errno)))") }
         let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let ok = n == bytes.count && fsync(fd) == 0

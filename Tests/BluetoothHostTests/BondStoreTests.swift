@@ -81,13 +81,13 @@ import Testing
         let notADirectory = dir + "/bonds"
         close(open(notADirectory, O_WRONLY | O_CREAT, 0o600))
         let store = BondStore(directory: notADirectory)
-        let path = store.path(for: peer)
         #expect { try store.bond(for: peer) } throws: { e in
-            (e as? BondStoreError)?.path == path && "\(e)".contains("Not a directory")
+            (e as? BondStoreError)?.path == notADirectory && "\(e)".contains("not a directory")
         }
-        #expect { try store.read(peer, kind: "gatt-cache") } throws: { ($0 as? BondStoreError)?.path == store.path(for: peer, kind: "gatt-cache") }
+        #expect { try store.read(peer, kind: "gatt-cache") } throws: { ($0 as? BondStoreError)?.path == notADirectory }
         #expect { try store.contains(peer, kind: "gatt-cache") } throws: { $0 is BondStoreError }
-        #expect { try store.localIdentityResolvingKey() } throws: { ($0 as? BondStoreError)?.path == notADirectory + "/local.irk" }
+        #expect { try store.localIdentityResolvingKey() } throws: { ($0 as? BondStoreError)?.path == notADirectory }
+        #expect { try store.all() } throws: { ($0 as? BondStoreError)?.path == notADirectory }
         // A bond file that is a symbolic link to itself (ELOOP).
         let looping = BondStore(directory: dir)
         #expect(symlink(looping.path(for: peer), looping.path(for: peer)) == 0)
@@ -97,5 +97,28 @@ import Testing
         // Absent is still absent.
         #expect(try BondStore(directory: dir + "/none").bond(for: peer) == nil)
         #expect(try looping.contains(LEAddress(peer.address, type: .random), kind: "bond") == false)
+    }
+
+    @Test("A bond directory others may write to, or that another user owns, is refused naming its mode")
+    func aDirectoryOthersMayWriteIsRefused() throws {
+        // On main any mode and owner was taken: anyone who could write there could plant a
+        // bond (or its IRK) that hcigatt would then trust.
+        let dir = tempDir()
+        let store = BondStore(directory: dir)
+        try store.save(sample(sc: true))
+        for mode: mode_t in [0o777, 0o770, 0o702] {
+            #expect(chmod(dir, mode) == 0)
+            #expect { try store.bond(for: peer) } throws: { e in
+                (e as? BondStoreError)?.path == dir && "\(e)".contains("mode 0\(String(mode, radix: 8)): others may write to it")
+            }
+            #expect { try store.save(sample(sc: true)) } throws: { ($0 as? BondStoreError)?.path == dir }
+            #expect { try store.all() } throws: { ($0 as? BondStoreError)?.path == dir }
+        }
+        #expect(chmod(dir, 0o755) == 0)
+        #expect(try store.bond(for: peer) == sample(sc: true), "0755: only we write")
+        #expect(chown(dir, 65534, 65534) == 0)
+        #expect { try store.bond(for: peer) } throws: { e in "\(e)".contains("owned by uid 65534, not by this user") }
+        #expect(chown(dir, geteuid(), getegid()) == 0)
+        _ = try? store.remove(peer)
     }
 }

@@ -203,4 +203,29 @@ import Testing
         #expect(damaged.mark(of: meter) == nil && damaged.mark(of: other) == RecordPosition(sequenceNumber: 7))
         #expect(damaged.mark(of: BluetoothAddress(rawValue: 0x0000_0000_0C0D)) == nil)
     }
+
+    @Test("The spool's directory must be ours and closed to others; its files are never written through a planted link")
+    func aSpoolDirectoryOthersMayWriteIsRefusedAndLinksAreNotFollowed() throws {
+        let dir = directory()
+        _ = try Spool(directory: dir, maxBytes: 1 << 20)
+        #expect(chmod(dir, 0o777) == 0)
+        #expect { try Spool(directory: dir, maxBytes: 1 << 20) } throws: { e in
+            (e as? SpoolError)?.path == dir && "\(e)".contains("mode 0777: others may write to it")
+        }
+        #expect(chmod(dir, 0o700) == 0)
+        // On main the temporary file was <path>.<pid>.tmp, opened without O_EXCL|O_NOFOLLOW:
+        // a link planted there made a root gateway write wherever it pointed.
+        let victim = dir + "/../victim"
+        let fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = "keep".withCString { write(fd, $0, 4) }
+        close(fd)
+        #expect(symlink(victim, "\(dir)/head.\(getpid()).tmp") == 0)
+        try Spool.writeAtomically(Array("head 7\n".utf8), to: dir + "/head", in: dir)
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let rfd = open(victim, O_RDONLY)
+        let n = buffer.withUnsafeMutableBytes { read(rfd, $0.baseAddress, 16) }
+        close(rfd)
+        #expect(String(decoding: buffer.prefix(max(0, n)), as: UTF8.self) == "keep", "written through the link")
+        #expect(Spool.readFile(dir + "/head").map { String(decoding: $0, as: UTF8.self) } == "head 7\n")
+    }
 }

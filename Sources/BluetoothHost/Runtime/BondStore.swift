@@ -1,4 +1,5 @@
 import BluetoothSecurity
+import BluetoothTransport
 import BluetoothWire
 import Glibc
 
@@ -129,7 +130,14 @@ public final class BondStore: Sendable {
     /// The bytes of the peer's file of `kind`; nil when there is none (ENOENT only: a file
     /// or directory that cannot be reached, EACCES or ENOTDIR, is an error naming it).
     public func read(_ identity: LEAddress, kind: String) throws(BondStoreError) -> [UInt8]? {
-        try readBytes(path: path(for: identity, kind: kind), missing: .absent)
+        try checkDirectory()
+        return try readBytes(path: path(for: identity, kind: kind), missing: .absent)
+    }
+
+    /// The directory is ours and only ours to write (else its files could be planted):
+    /// an error naming it and its mode otherwise.
+    func checkDirectory() throws(BondStoreError) {
+        if let problem = privateDirectoryProblem(directory) { throw BondStoreError(path: directory, message: problem) }
     }
 
     /// This host's Identity Resolving Key (privacy, Core Vol 3 Part C §10.7): what its
@@ -138,6 +146,7 @@ public final class BondStore: Sendable {
     /// `local.irk` (0600) beside the bonds; unpairing does not touch it.
     public func localIdentityResolvingKey() throws(BondStoreError) -> UInt128 {
         let p = "\(directory)/local.irk"
+        try checkDirectory()
         if let bytes = try readBytes(path: p, missing: .absent) {
             let text = String(decoding: bytes, as: UTF8.self)
             for line in text.split(separator: "\n") where line.hasPrefix("irk=") {
@@ -181,6 +190,7 @@ public final class BondStore: Sendable {
 
     /// Every bond; a file that cannot be parsed is an error naming it.
     public func all() throws(BondStoreError) -> [Bond] {
+        try checkDirectory()
         guard let dir = opendir(directory) else {
             if errno == ENOENT { return [] }
             throw BondStoreError(path: directory, message: "cannot read the bond directory: \(String(cString: strerror(errno)))")
@@ -228,6 +238,7 @@ public final class BondStore: Sendable {
     /// error naming it, so a caller never goes on as if the peer were not bonded.
     public func bond(for identity: LEAddress) throws(BondStoreError) -> Bond? {
         let p = path(for: identity)
+        try checkDirectory()
         guard let bytes = try readBytes(path: p, missing: .absent) else { return nil }
         return try Self.parse(bytes, path: p)
     }
@@ -366,10 +377,7 @@ public final class BondStore: Sendable {
                 throw BondStoreError(path: path, message: "cannot create the bond directory: \(String(cString: strerror(errno)))")
             }
         }
-        var st = stat()
-        guard stat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw BondStoreError(path: directory, message: "not a directory")
-        }
+        try checkDirectory()
     }
 
     /// Stores `bond` (replacing the peer's previous one) atomically.
@@ -400,7 +408,7 @@ public final class BondStore: Sendable {
     /// a crash leaves the old file or the new one.
     func writeAtomically(_ bytes: [UInt8], to final: String) throws(BondStoreError) {
         let temporary = "\(directory)/.\(getpid())-\(UInt32.random(in: 0 ... .max)).tmp"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BondStoreError(path: temporary, message: "cannot create: \(String(cString: strerror(errno)))") }
         var written = 0
         var failure: String?
