@@ -75,7 +75,10 @@ extension GATTClient {
     public func discoverAll() async throws(GATTError) -> GATTDatabase {
         try await exchangeMTU()
         let db = GATTDatabase(services: try await discoverDatabase(in: 0x0001 ... 0xFFFF))
-        locked { s, _ in s.database = db }
+        locked { s, _ in
+            s.database = db
+            s.earlyIndications.prune(to: db)
+        }
         if options.handleServiceChanged,
            let sc = db.service(uuid: BluetoothUUID(0x1801))?.characteristics.first(where: { $0.uuid == GATTAttributeType.serviceChanged }),
            sc.properties.contains(.indicate), let cccd = sc.cccdHandle {

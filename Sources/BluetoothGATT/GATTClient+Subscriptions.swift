@@ -164,7 +164,7 @@ extension GATTClient {
             // What the device indicated before anyone subscribed comes first (confirmed
             // already: a token nobody counts), once the subscription stands.
             locked { s, fx in
-                guard var sub = s.subscribers[id], let early = s.earlyIndications.removeValue(forKey: valueHandle) else { return }
+                guard var sub = s.subscribers[id], let early = s.earlyIndications.take(valueHandle) else { return }
                 sub.buffer.insert(contentsOf: early.map { Entry(value: $0, token: Self.confirmedAlready) }, at: 0)
                 s.subscribers[id] = sub
                 if let w = sub.waiting {
@@ -223,7 +223,7 @@ extension GATTClient {
     // MARK: Internals: subscribers
 
     /// The most indications kept per characteristic before anyone subscribes to it.
-    static var earlyIndicationLimit: Int { 64 }
+    static var earlyIndicationLimit: Int { EarlyIndications.perHandle }
     /// The token of an indication confirmed when it came (``taken(_:_:_:)`` ignores it).
     static var confirmedAlready: UInt64 { .max }
 
@@ -233,11 +233,7 @@ extension GATTClient {
         guard !ids.isEmpty else {
             if handle != s.serviceChangedHandle {
                 s.unhandledNotifications += 1
-                if indication {
-                    var kept = s.earlyIndications[handle] ?? []
-                    kept.append(GATTValue(handle: handle, value: value, isIndication: true))
-                    s.earlyIndications[handle] = kept.suffix(Self.earlyIndicationLimit)
-                }
+                if indication { s.earlyIndications.keep(GATTValue(handle: handle, value: value, isIndication: true), database: s.database) }
             }
             if indication { apply(s.att.confirmIndication(), &s, &fx) }
             return
@@ -351,7 +347,7 @@ extension GATTClient {
         }
         guard bits != entry.requested else { return false }
         // Cleared by us: what the device indicated before is not for a later subscription.
-        if entry.requested & 0x0002 != 0, bits & 0x0002 == 0 { s.earlyIndications[valueHandle] = nil }
+        if entry.requested & 0x0002 != 0, bits & 0x0002 == 0 { s.earlyIndications.drop(valueHandle) }
         entry.requested = bits
         s.cccds[valueHandle] = entry
         let (id, actions) = s.att.submit(.write(handle: entry.cccdHandle, value: [UInt8(bits & 0xFF), UInt8(bits >> 8)]), now: now())
@@ -385,7 +381,7 @@ extension GATTClient {
 
     func serviceChanged(_ value: [UInt8], _ s: inout State) {
         // Handles may have moved: early values can no longer be placed.
-        s.earlyIndications = [:]
+        s.earlyIndications.removeAll()
         let range: ClosedRange<UInt16>
         if value.count == 4 {
             let start = UInt16(value[0]) | UInt16(value[1]) << 8

@@ -127,9 +127,9 @@ public final class GATTClient: Sendable {
         /// Indications that came before anyone subscribed to their characteristic (a bonded
         /// device whose CCCD it kept sends at once after encryption: a cuff's stored
         /// readings), confirmed, kept for the first ``GATTClient/subscription(to:indicate:)``
-        /// that takes indications (the newest ``earlyIndicationLimit`` per characteristic);
-        /// dropped once we clear that CCCD ourselves, and on Service Changed.
-        var earlyIndications: [UInt16: [GATTValue]] = [:]
+        /// that takes indications; dropped once we clear that CCCD ourselves, and on Service
+        /// Changed. Bounded: see ``EarlyIndications``.
+        var earlyIndications = EarlyIndications()
     }
 
     /// The bearer the client speaks on.
@@ -168,6 +168,10 @@ public final class GATTClient: Sendable {
     public var droppedNotifications: Int { state.withLock { $0.droppedNotifications } }
     /// Notifications and indications for handles nobody subscribed to.
     public var unhandledNotifications: Int { state.withLock { $0.unhandledNotifications } }
+    /// Indications that came before a subscription and were not kept for it: for a handle
+    /// with no indicating characteristic, or past the caps (64 per characteristic, 64 KiB
+    /// per link).
+    public var droppedEarlyIndications: Int { state.withLock { $0.earlyIndications.dropped } }
     /// Malformed or unexpected PDUs from the peer that were ignored.
     public var peerFaults: Int { state.withLock { $0.att.peerFaults } }
     /// Why the client stopped working (bearer closed, transaction timeout), or nil.
@@ -421,5 +425,73 @@ public final class GATTClient: Sendable {
         for w in waiters { fx.append { w.resume() } }
         let c = databaseChangedContinuation
         fx.append { c.finish() }
+    }
+}
+
+/// Indications kept for a subscription still to come, bounded whatever the server sends:
+/// only for value handles that take indications in the known database (any handle while
+/// none is known yet, pruned when it is), the newest ``perHandle`` per handle and
+/// ``byteLimit`` bytes in all per link; what is not kept is counted in ``dropped``.
+struct EarlyIndications: Sendable {
+    /// The most kept per characteristic.
+    static let perHandle = 64
+    /// The most bytes kept per link.
+    static let byteLimit = 64 * 1024
+
+    private var values: [UInt16: [GATTValue]] = [:]
+    /// Bytes of the values kept.
+    private(set) var bytes = 0
+    /// Indications not kept (no such characteristic, the caps).
+    private(set) var dropped = 0
+
+    /// Keeps `v` if `database` (when known) has an indicating characteristic at its handle
+    /// and the caps allow; the oldest of its handle gives way to it past ``perHandle``.
+    mutating func keep(_ v: GATTValue, database: GATTDatabase?) {
+        if let database, !Self.indicates(v.handle, in: database) {
+            dropped += 1
+            return
+        }
+        var kept = values[v.handle] ?? []
+        if kept.count >= Self.perHandle {
+            bytes -= kept.removeFirst().value.count
+            dropped += 1
+        }
+        guard bytes + v.value.count <= Self.byteLimit else {
+            dropped += 1
+            values[v.handle] = kept.isEmpty ? nil : kept
+            return
+        }
+        kept.append(v)
+        bytes += v.value.count
+        values[v.handle] = kept
+    }
+
+    /// The values kept for `handle`, taken out.
+    mutating func take(_ handle: UInt16) -> [GATTValue]? {
+        guard let kept = values.removeValue(forKey: handle) else { return nil }
+        bytes -= kept.reduce(0) { $0 + $1.value.count }
+        return kept
+    }
+
+    /// Drops what is kept for `handle`.
+    mutating func drop(_ handle: UInt16) { _ = take(handle) }
+
+    /// Drops everything (handles may have moved).
+    mutating func removeAll() {
+        values = [:]
+        bytes = 0
+    }
+
+    /// The database is known now: what it has no indicating characteristic for goes.
+    mutating func prune(to database: GATTDatabase) {
+        for handle in Array(values.keys) where !Self.indicates(handle, in: database) {
+            dropped += values[handle]?.count ?? 0
+            drop(handle)
+        }
+    }
+
+    static func indicates(_ handle: UInt16, in database: GATTDatabase) -> Bool {
+        guard let c = database.characteristic(containing: handle) else { return false }
+        return c.valueHandle == handle && c.properties.contains(.indicate)
     }
 }

@@ -111,6 +111,7 @@ extension GATTClient {
         let sc = db.service(uuid: BluetoothUUID(0x1801))?.characteristics.first { $0.uuid == GATTAttributeType.serviceChanged }
         locked { s, _ in
             s.database = db
+            s.earlyIndications.prune(to: db)
             if options.handleServiceChanged, let sc, sc.properties.contains(.indicate) { s.serviceChangedHandle = sc.valueHandle }
         }
     }

@@ -304,6 +304,55 @@ import Testing
         try await second.end()
     }
 
+    @Test("Early indications from a hostile server: only for indicating characteristics, under one byte cap, the rest counted")
+    func earlyIndicationsAreBounded() async throws {
+        // On main 64 values were kept for any handle a peer named: up to 65535 × 64 × (MTU−3)
+        // bytes per link.
+        let (server, client, db) = makeClient()
+        _ = try await client.discoverAll()
+        let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
+        let battery = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A19)))
+        // Handles with no characteristic, a notify-only value, a declaration: none kept.
+        for handle: UInt16 in [0x0F00, 0x7777, 0xFFFF, battery.valueHandle, tm.valueHandle &- 1] {
+            server.indicate(handle, [1, 2, 3])
+        }
+        _ = try await client.read(handle: 1)
+        #expect(client.droppedEarlyIndications == 5)
+        let kept = client.state.withLock { $0.earlyIndications.bytes }
+        #expect(kept == 0)
+        // Large values on the one indicating characteristic: the newest 64, and never past
+        // the per-link byte cap.
+        let big = [UInt8](repeating: 0xAB, count: 1500)
+        for _ in 0 ..< 100 { server.indicate(tm.valueHandle, big) }
+        _ = try await client.read(handle: 1)
+        let bytes = client.state.withLock { $0.earlyIndications.bytes }
+        #expect(bytes <= EarlyIndications.byteLimit && bytes > 0)
+        #expect(client.droppedEarlyIndications == 5 + 100 - bytes / big.count)
+        #expect(server.confirmations == 105, "every indication confirmed all the same")
+        let sub = try await client.subscription(to: tm, indicate: true)
+        var it = sub.makeAsyncIterator()
+        for _ in 0 ..< bytes / big.count { #expect(try await it.next()?.value == big) }
+        #expect(client.state.withLock { $0.earlyIndications.bytes } == 0)
+        try await sub.end()
+    }
+
+    @Test("Early indications before the database is known: kept, then pruned to the indicating characteristics")
+    func earlyIndicationsPrunedOnDiscovery() async throws {
+        let (server, client, db) = makeClient()
+        let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
+        server.indicate(tm.valueHandle, [1])
+        server.indicate(0x0F00, [2])
+        _ = try await client.read(handle: 1)
+        #expect(client.state.withLock { $0.earlyIndications.bytes } == 2)
+        _ = try await client.discoverAll()
+        #expect(client.state.withLock { $0.earlyIndications.bytes } == 1)
+        #expect(client.droppedEarlyIndications == 1)
+        let sub = try await client.subscription(to: tm, indicate: true)
+        var it = sub.makeAsyncIterator()
+        #expect(try await it.next()?.value == [1])
+        try await sub.end()
+    }
+
     @Test("Ending a subscription: a value the device sends before it has the CCCD write still comes")
     func valuesBeforeTheClearStillCome() async throws {
         let (server, client, db) = makeClient()
