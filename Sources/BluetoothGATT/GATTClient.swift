@@ -270,7 +270,7 @@ public final class GATTClient: Sendable {
     /// After `error`: raises the bearer's security when that can help; true when the
     /// request should be sent again.
     func raiseSecurityToRetry(after error: GATTError) async -> Bool {
-        guard options.raisesSecurity, let code = error.attErrorCode,
+        guard options.raisesSecurity, !Self.securityRaisingHeld, let code = error.attErrorCode,
               code == .insufficientAuthentication || code == .insufficientEncryption || code == .encryptionKeySizeTooShort,
               let raiser = bearer as? any ATTSecurityRaising else { return false }
         let observer = options.securityObserver
@@ -493,5 +493,21 @@ struct EarlyIndications: Sendable {
     static func indicates(_ handle: UInt16, in database: GATTDatabase) -> Bool {
         guard let c = database.characteristic(containing: handle) else { return false }
         return c.valueHandle == handle && c.properties.contains(.indicate)
+    }
+}
+
+extension GATTClient {
+    /// Set within ``withoutRaisingSecurity(_:)``.
+    @TaskLocal static var securityRaisingHeld = false
+
+    /// Runs `body` with no security raised for the requests it makes, on any client: a
+    /// refusal for encryption or authentication comes back as the ATT error, nothing is
+    /// paired or encrypted. For requests made for someone else on a link (a gateway's
+    /// commands from MQTT): asking to read a value must never create a bond.
+    public static func withoutRaisingSecurity<T: Sendable>(_ body: () async throws(GATTError) -> T) async throws(GATTError) -> T {
+        let result: Result<T, GATTError> = await $securityRaisingHeld.withValue(true) {
+            do throws(GATTError) { return .success(try await body()) } catch { return .failure(error) }
+        }
+        return try result.get()
     }
 }

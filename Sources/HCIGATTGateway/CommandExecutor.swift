@@ -183,15 +183,21 @@ final class CommandExecutor: Sendable {
                 (handle, characteristic) = (h, c?.valueHandle == h ? c : nil)
             }
             do throws(GATTError) {
-                switch command.operation {
-                case .read:
-                    let value = try await peer.client.read(handle: handle)
-                    return CommandReply.success(id: id, fieldsJSON: Self.valueJSON(handle, characteristic, value))
-                case .write:
-                    try await peer.client.write(handle: handle, value: command.value ?? [])
-                case .writeWithoutResponse:
-                    try await peer.client.writeWithoutResponse(handle: handle, value: command.value ?? [])
+                // A command never pairs or bonds: a protected value answers with its ATT
+                // error (the device is bonded, and the link encrypted, by the user's pair).
+                let client = peer.client
+                let value: [UInt8]? = try await GATTClient.withoutRaisingSecurity { () throws(GATTError) -> [UInt8]? in
+                    switch command.operation {
+                    case .read:
+                        return try await client.read(handle: handle)
+                    case .write:
+                        try await client.write(handle: handle, value: command.value ?? [])
+                    case .writeWithoutResponse:
+                        try await client.writeWithoutResponse(handle: handle, value: command.value ?? [])
+                    }
+                    return nil
                 }
+                if let value { return CommandReply.success(id: id, fieldsJSON: Self.valueJSON(handle, characteristic, value)) }
                 return CommandReply.success(id: id, fieldsJSON: "\"handle\":\(handle)")
             } catch where error.isLinkLoss {
                 links.lost(device, peer: peer)

@@ -659,6 +659,7 @@ class GatewayCommandTests(unittest.TestCase):
 
     THERMO = 'Thermo-1,service=1809,gatt=health'
     ECHO = '68636967-6174-7400-8000-00805F9B0002'
+    SECRET = '68636967-6174-7400-8000-00805F9B0003'
     DEVICE = 'F0F1F2F3F401'
 
     @staticmethod
@@ -773,6 +774,26 @@ class GatewayCommandTests(unittest.TestCase):
                 self.send(broker, json.dumps({'id': 'r', 'op': 'read', 'uuid': self.ECHO}))
                 self.assertEqual(self.reply(sub, 'r')['hex'], b'echo'.hex())
                 gw.stop()
+
+    def test_a_read_command_of_a_protected_value_never_pairs(self):
+        # The attack: a --commands read of a characteristic that needs encryption, on an
+        # unbonded device. Command links raised security: the read paired and bonded the
+        # device behind the user's back. Now the reply carries the ATT error, no bond.
+        bonds = tempfile.mkdtemp(prefix='hcigatt-gw-bonds-')
+        with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
+                Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status') as sub:
+            with Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--commands', 'read', '--bond-dir', bonds) as gw:
+                self.online(sub)
+                self.send(broker, json.dumps({'id': 's', 'op': 'read', 'uuid': self.SECRET}))
+                s = self.reply(sub, 's')
+                self.assertFalse(s['ok'], s)
+                self.assertIn('Insufficient Encryption', s['error'])
+                self.send(broker, json.dumps({'id': 'r', 'op': 'read', 'uuid': self.ECHO}))
+                self.assertEqual(self.reply(sub, 'r')['hex'], b'echo'.hex(), 'the link goes on')
+                err = gw.stop()
+            self.assertEqual([f for f in os.listdir(bonds) if f.endswith('.bond')], [], 'a bond made by a read command')
+            self.assertNotIn('paired', err)
+            self.assertIsNone(peer.events.wait_event('paired', 0.5), 'the device paired')
 
     def test_a_retained_write_is_never_executed(self):
         # Left retained on the broker before the gateway started: it arrives with the
