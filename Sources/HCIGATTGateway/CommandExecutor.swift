@@ -115,14 +115,16 @@ final class FollowedLinks: Sendable {
 /// reply per command id, the same one again for a command delivered twice.
 final class CommandExecutor: Sendable {
     let mode: GatewayCommandMode
+    let writable: GatewayWriteAllowList
     let links: FollowedLinks
     private let ledger = Mutex(CommandLedger())
 
     /// Commands executed at once, at most (the rest wait in the runtime's bounded queue).
     static let concurrency = 16
 
-    init(mode: GatewayCommandMode, links: FollowedLinks) {
+    init(mode: GatewayCommandMode, writable: GatewayWriteAllowList = GatewayWriteAllowList(), links: FollowedLinks) {
         self.mode = mode
+        self.writable = writable
         self.links = links
     }
 
@@ -181,6 +183,9 @@ final class CommandExecutor: Sendable {
                 // or a descriptor, which the characteristic also contains).
                 let c = database.characteristic(containing: h)
                 (handle, characteristic) = (h, c?.valueHandle == h ? c : nil)
+            }
+            if command.operation != .read, let refusal = writable.refusal(handle: handle, in: database) {
+                return CommandReply.failure(id: id, error: refusal)
             }
             do throws(GATTError) {
                 // A command never pairs or bonds: a protected value answers with its ATT

@@ -1,3 +1,4 @@
+import BluetoothGATT
 import BluetoothWire
 
 // Commands from MQTT (`--commands read|write`): read or write a followed device's
@@ -8,8 +9,40 @@ import BluetoothWire
 public enum GatewayCommandMode: String, Sendable, CaseIterable {
     /// Reads only: a write is refused.
     case read
-    /// Reads and writes.
+    /// Reads and writes (to what ``GatewayWriteAllowList`` names).
     case write
+}
+
+/// What a write command may change (`--commands-allow UUID…`): the characteristic values
+/// and descriptors whose UUIDs are named; none by default. A CCCD (2902) or a control point
+/// (a RACP's 2A52, 2A9F, 2AAC, 2A55...) is written only when named: a `0201` to a RACP
+/// deletes every stored record, a CCCD write takes over the gateway's own subscriptions.
+public struct GatewayWriteAllowList: Sendable, Hashable {
+    /// The UUIDs named.
+    public var uuids: Set<BluetoothUUID>
+
+    /// An allow-list of `uuids`.
+    public init(_ uuids: Set<BluetoothUUID> = []) { self.uuids = uuids }
+
+    /// Why a write to `handle` of `database` is refused (with how to allow it), nil when
+    /// it is allowed.
+    public func refusal(handle: UInt16, in database: GATTDatabase) -> String? {
+        guard let c = database.characteristic(containing: handle) else {
+            return "refused: handle \(handle) is no characteristic's value or descriptor"
+        }
+        let target: BluetoothUUID
+        if c.valueHandle == handle {
+            target = c.uuid
+        } else if let d = c.descriptors.first(where: { $0.handle == handle }) {
+            target = d.uuid
+        } else {
+            return "refused: handle \(handle) is \(c.uuid)'s declaration, which no command writes"
+        }
+        guard !uuids.contains(target) else { return nil }
+        let name = AssignedNumbers.characteristicName(target) ?? AssignedNumbers.descriptorName(target)
+        return "refused: writes to \(target)\(name.map { " (\($0))" } ?? "") are not allowed on this gateway"
+            + " (it takes writes only to the UUIDs given with --commands-allow: add --commands-allow \(target))"
+    }
 }
 
 /// One command: `{"id": "…", "op": "read" | "write" | "write-without-response",

@@ -28,11 +28,13 @@ public struct GatewayRadioSettings: Sendable {
     /// What bounds each device's record fetch (all its procedures together): a device that
     /// floods or never answers is given up on at the deadline and followed all the same.
     public var recordLimits: RACPClient.Limits
+    /// What a write command may change (``GatewayCommandMode/write``): nothing unless named.
+    public var commandWrites: GatewayWriteAllowList
 
     /// Settings; `scan` or `devices` gives the radio something to publish.
     public init(scan: Bool, active: Bool = true, devices: [DeviceTarget], publishing: ScanPublishing = ScanPublishing(),
                 peer: PeerSettings = PeerSettings(), commands: GatewayCommandMode? = nil, records: Bool = false,
-                recordLimits: RACPClient.Limits = RACPClient.Limits()) {
+                recordLimits: RACPClient.Limits = RACPClient.Limits(), commandWrites: GatewayWriteAllowList = GatewayWriteAllowList()) {
         self.scan = scan
         self.active = active
         self.devices = devices
@@ -41,6 +43,7 @@ public struct GatewayRadioSettings: Sendable {
         self.commands = commands
         self.records = records
         self.recordLimits = recordLimits
+        self.commandWrites = commandWrites
     }
 }
 
@@ -189,7 +192,7 @@ public struct GatewayRadio: Sendable {
     /// time, replying to each; ends when the runtime stops.
     private func addCommands(to group: inout ThrowingTaskGroup<Void, any Error>, _ runtime: GatewayRuntime) {
         guard let mode = settings.commands else { return }
-        let executor = CommandExecutor(mode: mode, links: links)
+        let executor = CommandExecutor(mode: mode, writable: settings.commandWrites, links: links)
         group.addTask {
             await withTaskGroup(of: Void.self) { running in
                 var count = 0
@@ -240,7 +243,10 @@ public struct GatewayRadio: Sendable {
                     if let linked {
                         links.discovered(linked, d.discovery.database)
                         if settings.commands == .write {
-                            runtime.controls(GatewayControl.find(in: d.discovery.database), device: linked, name: name)
+                            // Only the controls whose writes are allowed.
+                            let db = d.discovery.database
+                            let allowed = GatewayControl.find(in: db).filter { settings.commandWrites.refusal(handle: $0.handle, in: db) == nil }
+                            runtime.controls(allowed, device: linked, name: name)
                         }
                     }
                     for line in narrator.lines(event) { log(line) }

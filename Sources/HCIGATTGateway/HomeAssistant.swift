@@ -221,6 +221,13 @@ public enum GatewayControl: Sendable, Hashable {
     /// an alert): a `button` that makes the device alert.
     case alert(handle: UInt16)
 
+    /// The value handle the control writes.
+    public var handle: UInt16 {
+        switch self {
+        case .measurementInterval(let h), .alert(let h): h
+        }
+    }
+
     /// The controls `database` offers, in handle order.
     public static func find(in database: GATTDatabase) -> [GatewayControl] {
         var out: [GatewayControl] = []

@@ -16,11 +16,11 @@ import Glibc
 enum GatewayCommand {
     // The --device links take what `monitor`'s do (timeouts, connection parameters, bonds).
     static let flags: Set<String> = PeerOptions.flags.union(["scan", "passive", "mqtt5", "no-discovery", "no-hostname-check",
-                                                                            "only-sensors", "presence", "records"])
+                                                                            "only-sensors", "presence", "records", "commands-insecure"])
     static let options: Set<String> = PeerOptions.options.union([
         "mqtt", "device", "spool", "spool-max", "gateway-id", "topic-prefix", "topic-style", "bindkey", "ca-file",
         "cert-file", "key-file", "credentials", "discovery-prefix", "config", "commands", "allow", "deny",
-        "away-timeout", "min-interval", "procedure-timeout",
+        "away-timeout", "min-interval", "procedure-timeout", "commands-allow",
     ])
 
     static var command: Command {
@@ -84,7 +84,15 @@ enum GatewayCommand {
                              and its measurements followed all the same
       --bindkey ADDR=KEY     decrypt ADDR's encrypted BTHome readings (32 hex digits; repeatable)
       --commands MODE        take commands from MQTT for the --device devices: read (reads
-                             only) or write (reads and writes); off by default
+                             only) or write (reads and writes); off by default. A command
+                             never pairs. write needs mqtts:// and --credentials (whoever
+                             can publish on the broker writes to the devices)
+      --commands-allow UUID  with --commands write: a characteristic (or descriptor) that
+                             writes may change (repeatable, or comma-separated); none by
+                             default, so a CCCD or a control point (2A52...) is written
+                             only when named
+      --commands-insecure    --commands write over mqtt:// or without credentials: the
+                             broker is trusted (said on stderr)
       --spool DIR            the spool (default /var/lib/hcigatt/spool)
       --spool-max SIZE       the spool's size limit: bytes, or with K or M (default 64M)
       --gateway-id ID        this gateway's name in topics (default: the host name)
@@ -128,6 +136,10 @@ enum GatewayCommand {
         let publisher = Task { await runtime.run() }
         runtime.client.connect()
         Console.err("gateway \(settings.naming.gatewayID): publishing to \(settings.mqtt.uri) (spool \(settings.spoolDirectory), \(waiting) readings waiting)")
+        if settings.radio.commands == .write, !settings.mqtt.tls || settings.mqtt.username == nil {
+            Console.err("warning: --commands-insecure: writes to the devices are taken from anyone who can publish on \(settings.mqtt.host)"
+                        + (settings.mqtt.tls ? " (no credentials)" : " (no TLS)"))
+        }
         if settings.mqtt.passwordInClear {
             Console.err("warning: the MQTT password goes to \(settings.mqtt.host) in clear text: use an mqtts:// URI")
         }
@@ -214,6 +226,19 @@ enum GatewayCommand {
                 }
                 commands = mode
             }
+            var writable = Set<BluetoothUUID>()
+            for text in args.all("commands-allow").flatMap({ $0.split(separator: ",").map(String.init) }) {
+                guard let u = BluetoothUUID(text) else {
+                    throw UsageError("--commands-allow takes a UUID (2A21, or 128-bit), not '\(text)'")
+                }
+                writable.insert(u)
+            }
+            if !writable.isEmpty, commands != .write {
+                throw UsageError("--commands-allow names what writes may change: it goes with --commands write")
+            }
+            if args.flag("commands-insecure"), commands != .write {
+                throw UsageError("--commands-insecure is about --commands write")
+            }
             if args.flag("records"), devices.isEmpty {
                 throw UsageError("--records fetches the stored records of the devices given with --device")
             }
@@ -225,7 +250,7 @@ enum GatewayCommand {
             let publishing = try Self.publishing(args, scan: scan)
             radio = GatewayRadioSettings(scan: scan, active: !args.flag("passive"), devices: devices,
                                          publishing: publishing, peer: peer.peer, commands: commands, records: args.flag("records"),
-                                         recordLimits: recordLimits)
+                                         recordLimits: recordLimits, commandWrites: GatewayWriteAllowList(writable))
             let style: TopicStyle
             switch args.option("topic-style") ?? "hcigatt" {
             case "hcigatt": style = .hcigatt
@@ -271,6 +296,9 @@ enum GatewayCommand {
                 mqtt.password = getenv("HCIGATT_MQTT_PASSWORD").map { String(cString: $0) }
             }
             mqtt.will = (naming.statusTopic, "offline", true)
+            if commands == .write, !mqtt.tls || mqtt.username == nil, !args.flag("commands-insecure") {
+                throw UsageError("--commands write takes writes to the devices from whoever can publish on the broker: it needs an mqtts:// URI and --credentials (or HCIGATT_MQTT_USERNAME), or --commands-insecure to say the broker is trusted")
+            }
             // A port that is not a number, an address where TLS needs a name, a client
             // identifier or user name MQTT cannot carry.
             if let problem = mqtt.problem { throw UsageError("--mqtt: \(problem)") }

@@ -38,6 +38,12 @@ run ad-bindkey-kind 2 "$bin" decode att 0a --bindkey 54:48:E6:8F:80:A5=231d39c1d
 # Commands from MQTT: a mode, and only for --device devices.
 run gw-commands-mode 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands all && expect_err gw-commands-mode "read or write"
 run gw-commands-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --commands read && expect_err gw-commands-scan "devices given with --device"
+# Write commands: TLS and credentials, or said to be insecure; an allow-list with write only.
+run gw-write-plain 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands write && expect_err gw-write-plain "it needs an mqtts:// URI and --credentials"
+run gw-write-nocreds 2 "$bin" gateway --mqtt mqtts://broker.example:8883 --device C0:DE:00:00:00:01 --commands write && expect_err gw-write-nocreds "it needs an mqtts:// URI and --credentials"
+run gw-allow-read 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands read --commands-allow 2A21 && expect_err gw-allow-read "it goes with --commands write"
+run gw-allow-bad 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands write --commands-insecure --commands-allow 2A21,nope && expect_err gw-allow-bad "--commands-allow takes a UUID (2A21, or 128-bit), not 'nope'"
+run gw-insecure-alone 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device C0:DE:00:00:00:01 --commands-insecure && expect_err gw-insecure-alone "--commands-insecure is about --commands write"
 run gw-records-scan 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --scan --records && expect_err gw-records-scan "stored records of the devices given with --device"
 run gw-proc-timeout 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device AA:BB:CC:DD:EE:FF --procedure-timeout 5 && expect_err gw-proc-timeout "--procedure-timeout bounds the --records fetch: give --records too"
 run gw-proc-timeout-bad 2 "$bin" gateway --mqtt mqtt://127.0.0.1:1 --device AA:BB:CC:DD:EE:FF --records --procedure-timeout soon && expect_err gw-proc-timeout-bad "--procedure-timeout takes seconds (0 < S <= 86400), not 'soon'"

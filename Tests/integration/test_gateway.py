@@ -689,7 +689,8 @@ class GatewayCommandTests(unittest.TestCase):
     def test_reads_and_writes_each_id_once(self):
         with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
                 Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status') as sub:
-            with Gateway(peer, broker.uri, '--device', 'Thermo-1', '--commands', 'write') as gw:
+            with Gateway(peer, broker.uri, '--device', 'Thermo-1', '--commands', 'write', '--commands-insecure',
+                         '--commands-allow', f'{self.ECHO},2A21') as gw:
                 # Sent once the gateway is online: the command waits for the link (the device
                 # found, connected, its database discovered).
                 self.online(sub)
@@ -743,7 +744,8 @@ class GatewayCommandTests(unittest.TestCase):
         # with the float it sends) makes a command the gateway executes.
         with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
                 Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status', 'homeassistant/number/#') as sub:
-            with Gateway(peer, broker.uri, '--device', 'Thermo-1', '--commands', 'write'):
+            with Gateway(peer, broker.uri, '--device', 'Thermo-1', '--commands', 'write', '--commands-insecure',
+                         '--commands-allow', '2A21', '--commands-allow', '2A06'):
                 topic = f'homeassistant/number/hcigatt_{self.DEVICE}/measurement_interval_gw1/config'
                 sub.wait_for(lambda s: topic in dict(s.snapshot()), what='the number config')
                 config = json.loads(dict(sub.snapshot())[topic])
@@ -775,6 +777,32 @@ class GatewayCommandTests(unittest.TestCase):
                 self.assertEqual(self.reply(sub, 'r')['hex'], b'echo'.hex())
                 gw.stop()
 
+    def test_writes_go_only_to_what_is_named_and_never_to_a_cccd(self):
+        # The attack: with --commands write anyone who can publish wrote any characteristic,
+        # the gateway's own CCCDs and a RACP included. Now nothing unless named, each
+        # refusal saying how to allow it, and the insecure broker said on stderr.
+        with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
+                Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status') as sub:
+            with Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--commands', 'write', '--commands-insecure') as gw:
+                self.online(sub)
+                self.send(broker, '{"id": "w", "op": "write", "uuid": "2A21", "hex": "0500"}')
+                w = self.reply(sub, 'w')
+                self.assertFalse(w['ok'])
+                self.assertIn('writes to 2A21 (Measurement Interval) are not allowed on this gateway', w['error'])
+                self.assertIn('add --commands-allow 2A21', w['error'])
+                self.send(broker, '{"id": "b", "op": "read", "uuid": "2A19"}')
+                battery = self.reply(sub, 'b')['handle']
+                # The Battery Level's CCCD, right after its value: the gateway's own subscription.
+                self.send(broker, json.dumps({'id': 'c', 'op': 'write', 'handle': battery + 1, 'hex': '0000'}))
+                c = self.reply(sub, 'c')
+                self.assertIn('writes to 2902 (Client Characteristic Configuration) are not allowed', c['error'])
+                self.send(broker, json.dumps({'id': 'd', 'op': 'write-without-response', 'handle': battery - 1, 'hex': '00'}))
+                self.assertIn("declaration, which no command writes", self.reply(sub, 'd')['error'])
+                self.send(broker, '{"id": "r", "op": "read", "uuid": "2A21"}')
+                self.assertTrue(self.reply(sub, 'r')['ok'], 'reads are not limited')
+                err = gw.stop()
+            self.assertIn('warning: --commands-insecure: writes to the devices are taken from anyone who can publish', err)
+
     def test_a_read_command_of_a_protected_value_never_pairs(self):
         # The attack: a --commands read of a characteristic that needs encryption, on an
         # unbonded device. Command links raised security: the read paired and bonded the
@@ -802,7 +830,8 @@ class GatewayCommandTests(unittest.TestCase):
         with Broker() as broker, Peer('--peripheral', self.THERMO) as peer, \
                 Subscriber(broker, 'hcigatt/gw1/+/reply', 'hcigatt/gw1/status') as sub:
             self.send(broker, json.dumps({'id': 'kept', 'op': 'write', 'uuid': self.ECHO, 'text': 'kept'}), retain=True)
-            with Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--commands', 'write') as gw:
+            with Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--commands', 'write', '--commands-insecure',
+                         '--commands-allow', self.ECHO) as gw:
                 self.assertIn('a retained message is never executed', self.reply(sub, 'kept')['error'])
                 self.online(sub)
                 self.send(broker, json.dumps({'id': 'r', 'op': 'read', 'uuid': self.ECHO}))
