@@ -21,6 +21,100 @@ void explicit_bzero(void *s, size_t n);
 /// The TLS engine's I/O buffer for full duplex: records of 16 KiB each way.
 static inline size_t hcigatt_tls_buffer_size(void) { return BR_SSL_BUFSIZE_BIDI; }
 
+/// An X.509 engine around BearSSL's minimal one that keeps the server's own certificate
+/// (the first of the chain, up to 16 KiB) and hands it to `check` once the chain is
+/// validated: the gateway checks there what the minimal engine cannot (an IP literal
+/// against the iPAddress subject alternative names, a pinned certificate). `check` returns
+/// 0 to accept, or a BR_ERR_X509_* code. With `pinned` set, a chain no anchor vouches for
+/// (BR_ERR_X509_NOT_TRUSTED) still goes to `check`, which accepts only the pinned one.
+typedef struct {
+    const br_x509_class *vtable;
+    br_x509_minimal_context *inner;
+    unsigned (*check)(void *arg, const unsigned char *certificate, size_t length);
+    void *arg;
+    int pinned;
+    uint32_t index;
+    size_t length;
+    int overflow;
+    unsigned char certificate[16384];
+} hcigatt_x509_check;
+
+static void hcigatt_x509_check_start_chain(const br_x509_class **ctx, const char *server_name) {
+    hcigatt_x509_check *c = (hcigatt_x509_check *)(void *)ctx;
+    c->index = 0;
+    c->length = 0;
+    c->overflow = 0;
+    c->inner->vtable->start_chain(&c->inner->vtable, server_name);
+}
+
+static void hcigatt_x509_check_start_cert(const br_x509_class **ctx, uint32_t length) {
+    hcigatt_x509_check *c = (hcigatt_x509_check *)(void *)ctx;
+    if (c->index == 0 && length > sizeof c->certificate) c->overflow = 1;
+    c->inner->vtable->start_cert(&c->inner->vtable, length);
+}
+
+static void hcigatt_x509_check_append(const br_x509_class **ctx, const unsigned char *buf, size_t len) {
+    hcigatt_x509_check *c = (hcigatt_x509_check *)(void *)ctx;
+    if (c->index == 0 && !c->overflow) {
+        if (len > sizeof c->certificate - c->length) {
+            c->overflow = 1;
+        } else {
+            memcpy(c->certificate + c->length, buf, len);
+            c->length += len;
+        }
+    }
+    c->inner->vtable->append(&c->inner->vtable, buf, len);
+}
+
+static void hcigatt_x509_check_end_cert(const br_x509_class **ctx) {
+    hcigatt_x509_check *c = (hcigatt_x509_check *)(void *)ctx;
+    c->index++;
+    c->inner->vtable->end_cert(&c->inner->vtable);
+}
+
+static unsigned hcigatt_x509_check_end_chain(const br_x509_class **ctx) {
+    hcigatt_x509_check *c = (hcigatt_x509_check *)(void *)ctx;
+    unsigned err = c->inner->vtable->end_chain(&c->inner->vtable);
+    if (err != 0 && !(c->pinned && err == BR_ERR_X509_NOT_TRUSTED)) return err;
+    if (c->overflow || c->length == 0) return BR_ERR_X509_BAD_SERVER_NAME;
+    return c->check(c->arg, c->certificate, c->length);
+}
+
+static const br_x509_pkey *hcigatt_x509_check_get_pkey(const br_x509_class *const *ctx, unsigned *usages) {
+    const hcigatt_x509_check *c = (const hcigatt_x509_check *)(const void *)ctx;
+    /* The minimal engine hands out the key of an untrusted chain too (for wrappers). */
+    return c->inner->vtable->get_pkey((const br_x509_class *const *)&c->inner->vtable, usages);
+}
+
+/// Puts `c` around `inner` (set up by br_ssl_client_init_full) as `engine`'s X.509 engine.
+static inline void hcigatt_x509_check_install(hcigatt_x509_check *c, br_ssl_engine_context *engine,
+                                              br_x509_minimal_context *inner,
+                                              unsigned (*check)(void *, const unsigned char *, size_t),
+                                              void *arg, int pinned) {
+    static const br_x509_class vtable = {
+        sizeof(hcigatt_x509_check), hcigatt_x509_check_start_chain, hcigatt_x509_check_start_cert,
+        hcigatt_x509_check_append, hcigatt_x509_check_end_cert, hcigatt_x509_check_end_chain,
+        hcigatt_x509_check_get_pkey,
+    };
+    c->vtable = &vtable;
+    c->inner = inner;
+    c->check = check;
+    c->arg = arg;
+    c->pinned = pinned;
+    c->index = 0;
+    c->length = 0;
+    c->overflow = 0;
+    br_ssl_engine_set_x509(engine, &c->vtable);
+}
+
+/// SHA-256 of `data` into `out` (32 bytes).
+static inline void hcigatt_sha256(const unsigned char *data, size_t length, unsigned char *out) {
+    br_sha256_context h;
+    br_sha256_init(&h);
+    br_sha256_update(&h, data, length);
+    br_sha256_out(&h, out);
+}
+
 /// AES-128 with the fastest constant-time implementation this CPU runs.
 static inline const br_block_ctrcbc_class *hcigatt_aes_vtable(void) {
     const br_block_ctrcbc_class *vt = br_aes_x86ni_ctrcbc_get_vtable();

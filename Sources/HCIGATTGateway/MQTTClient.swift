@@ -34,8 +34,13 @@ public struct MQTTOptions: Sendable {
     public var certFile: String?
     /// TLS: the client certificate's key (PEM), when not in `certFile`.
     public var keyFile: String?
-    /// TLS: do not check the broker's name against its certificate (and send no SNI).
+    /// TLS: do not check the broker's name against its certificate (and send no SNI). Only
+    /// with ``caFile`` or ``pinSHA256``: with the system's CAs any public certificate for any
+    /// name would pass.
     public var noHostnameCheck = false
+    /// TLS: the SHA-256 of the broker's certificate (DER), the one accepted: no CA need
+    /// sign it, and its names are not checked.
+    public var pinSHA256: [UInt8]?
     /// Seconds between keep-alive pings.
     public var keepAlive: Int32 = 30
     /// Published by the broker when the connection is lost without a DISCONNECT.
@@ -85,6 +90,15 @@ public struct MQTTOptions: Sendable {
         return p
     }
 
+    /// The host's address bytes (4 or 16) when it is an IP literal.
+    var hostAddressBytes: [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
     /// The host is an IPv4 or IPv6 address, not a name.
     public var hostIsAddress: Bool {
         var v6 = in6_addr()
@@ -96,9 +110,10 @@ public struct MQTTOptions: Sendable {
         if !schemeIsKnown { return "\(uri): the scheme is not mqtt://, mqtts://, tcp:// or ssl://" }
         if host.isEmpty { return "\(uri): no broker host" }
         if port == nil { return "\(uri): the port is not a number from 1 to 65535" }
-        if tls, hostIsAddress, !noHostnameCheck {
-            return "\(uri): TLS checks the broker's certificate against a host name, and \(host) is an address: use the name in the broker's certificate, or --no-hostname-check"
+        if tls, noHostnameCheck, caFile == nil, pinSHA256 == nil {
+            return "--no-hostname-check with the system's CAs would take any public certificate for any name: give the broker's CA with --ca-file, or its certificate with --pin-sha256"
         }
+        if !tls, pinSHA256 != nil { return "--pin-sha256 is for TLS: use an mqtts:// URI" }
         if !tls, caFile != nil || certFile != nil || keyFile != nil { return "--ca-file, --cert-file and --key-file are for TLS: use an mqtts:// URI" }
         return sessionSettings.connect.problem
     }
@@ -391,8 +406,13 @@ public final class MQTTClient: @unchecked Sendable {
                 case .success(let fd):
                     if let credentials {
                         do {
-                            let s = try MQTTTLSStream(fd: fd, serverName: options.noHostnameCheck ? nil : options.host,
-                                                      credentials: credentials)
+                            // An IP literal is no server name (no SNI, RFC 6066 §3): it is
+                            // checked against the certificate's iPAddress names instead.
+                            let address = options.noHostnameCheck ? nil : options.hostAddressBytes
+                            let check = address != nil || options.pinSHA256 != nil
+                                ? BrokerCertificateCheck(address: address, pin: options.pinSHA256) : nil
+                            let name = options.noHostnameCheck || options.hostIsAddress ? nil : options.host
+                            let s = try MQTTTLSStream(fd: fd, serverName: name, check: check, credentials: credentials)
                             link = .handshaking(s)
                         } catch {
                             Glibc.close(fd)  // the stream that failed to start left it open

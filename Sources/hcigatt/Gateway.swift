@@ -20,7 +20,7 @@ enum GatewayCommand {
     static let options: Set<String> = PeerOptions.options.union([
         "mqtt", "device", "spool", "spool-max", "gateway-id", "topic-prefix", "topic-style", "bindkey", "ca-file",
         "cert-file", "key-file", "credentials", "discovery-prefix", "config", "commands", "allow", "deny",
-        "away-timeout", "min-interval", "procedure-timeout", "commands-allow",
+        "away-timeout", "min-interval", "procedure-timeout", "commands-allow", "pin-sha256",
     ])
 
     static var command: Command {
@@ -106,6 +106,10 @@ enum GatewayCommand {
       --cert-file FILE       TLS: client certificate (PEM)
       --key-file FILE        TLS: the client certificate's key, if not in --cert-file
       --no-hostname-check    TLS: do not check the broker's name against its certificate
+                             (only with --ca-file or --pin-sha256). A broker given by its
+                             IP address is checked against the certificate's IP names
+      --pin-sha256 HEX       TLS: accept only the broker certificate with this SHA-256
+                             (of its DER), whoever signed it
       --credentials FILE     user name (first line) and password (second line); else the
                              environment's HCIGATT_MQTT_USERNAME and HCIGATT_MQTT_PASSWORD.
                              Never on the command line, where other users can read them.
@@ -275,6 +279,18 @@ enum GatewayCommand {
             mqtt.certFile = args.option("cert-file")
             mqtt.keyFile = args.option("key-file")
             mqtt.noHostnameCheck = args.flag("no-hostname-check")
+            if let text = args.option("pin-sha256") {
+                let digits = text.filter { $0 != ":" }
+                let bytes = stride(from: 0, to: digits.utf8.count, by: 2).compactMap { i -> UInt8? in
+                    let u = Array(digits.utf8)
+                    guard i + 1 < u.count else { return nil }
+                    return UInt8(String(decoding: u[i ... i + 1], as: UTF8.self), radix: 16)
+                }
+                guard digits.utf8.count == 64, bytes.count == 32 else {
+                    throw UsageError("--pin-sha256 takes the SHA-256 of the broker's certificate, 64 hex digits (openssl x509 -in broker.pem -outform DER | sha256sum), not '\(text)'")
+                }
+                mqtt.pinSHA256 = bytes
+            }
             for path in [mqtt.caFile, mqtt.certFile, mqtt.keyFile].compactMap({ $0 }) where access(path, R_OK) != 0 {
                 throw UsageError("cannot read \(path)")
             }

@@ -3,6 +3,7 @@ readings decoded with seq and time, nothing lost across broker and gateway resta
 spool's bound, Home Assistant discovery and the last will, TLS and authentication, and a
 fleet of two gateways on bridged brokers."""
 import calendar
+import hashlib
 import json
 import os
 import sys
@@ -372,6 +373,45 @@ class GatewayTests(Contiguous, unittest.TestCase):
                 self.assertIn('cannot connect', err)
                 self.assertRegex(err, r'\d+ kept in the spool')
 
+    def test_tls_names_pins_and_no_check_without_a_ca(self):
+        # The attack: with --no-hostname-check (which an IP-literal broker used to force)
+        # and the system's CAs, any publicly trusted certificate for any name was taken, so
+        # a man in the middle with one could take the commands. Now: an IP literal is
+        # checked against the certificate's IP names; --no-hostname-check needs --ca-file
+        # or --pin-sha256; a pin accepts that one certificate, whoever signed it.
+        with tempfile.TemporaryDirectory() as d:
+            make_certificates(d)
+            make_server_certificate(d, 'other', 'DNS:other.example')
+            named, other = free_tls_port(), free_tls_port()
+            extra = (f'listener {named} 127.0.0.1\ncafile {d}/ca.pem\ncertfile {d}/server.pem\nkeyfile {d}/server.key\n'
+                     f'listener {other} 127.0.0.1\ncafile {d}/ca.pem\ncertfile {d}/other.pem\nkeyfile {d}/other.key\n')
+            with Broker(extra=extra) as broker, Peer('--peripheral', 'Home-1,sensor=bthome') as peer, \
+                    Subscriber(broker, 'hcigatt/#') as sub:
+                def refused(uri, *args):
+                    with Gateway(peer, uri, '--scan', *args) as gw:
+                        time.sleep(3)
+                        return gw.stop()
+                # A certificate for another name, from a trusted CA: refused by name and by IP.
+                err = refused(f'mqtts://localhost:{other}', '--ca-file', f'{d}/ca.pem')
+                self.assertIn('not for this host name', err)
+                err = refused(f'mqtts://127.0.0.1:{other}', '--ca-file', f'{d}/ca.pem')
+                self.assertIn('names no IP address 127.0.0.1', err)
+                # No check without a CA of our own or a pin: a usage error.
+                with Gateway(peer, f'mqtts://127.0.0.1:{other}', '--scan', '--no-hostname-check') as gw:
+                    rc, err = gw.wait(timeout=30)
+                self.assertEqual(rc, 2, err)
+                self.assertIn('--no-hostname-check with the system\'s CAs would take any public certificate', err)
+                # Pinned: that certificate, whatever its name and signer (no --ca-file).
+                der = subprocess.run(['openssl', 'x509', '-in', f'{d}/other.pem', '-outform', 'DER'],
+                                     check=True, capture_output=True).stdout
+                pin = hashlib.sha256(der).hexdigest()
+                with Gateway(peer, f'mqtts://127.0.0.1:{other}', '--scan', '--pin-sha256', pin) as gw:
+                    sub.wait_for(lambda s: len(s.readings()) >= 2, what='readings to the pinned broker')
+                    gw.stop()
+                err = refused(f'mqtts://localhost:{named}', '--pin-sha256', pin)
+                self.assertIn('not the pinned one', err)
+                self.assertRegex(err, r'\d+ kept in the spool')
+
     def test_tls_client_certificate(self):
         # A broker that wants a client certificate (mosquitto's require_certificate): an RSA
         # certificate with its key in another file, an EC (P-256) one with the key in the
@@ -390,16 +430,10 @@ class GatewayTests(Contiguous, unittest.TestCase):
                              '--key-file', f'{d}/client-rsa.key') as gw:
                     sub.wait_for(lambda s: len(s.readings()) >= 2, what='readings with an RSA client certificate')
                     gw.stop()
-                # The broker's address as an IP literal: a certificate names hosts, so that
-                # is a usage error unless the name check is waived.
+                # The broker's address as an IP literal: checked against the certificate's
+                # IP names (it has IP:127.0.0.1), no need to turn the check off.
                 ip_uri = f'mqtts://127.0.0.1:{tls_port}'
-                with Gateway(peer, ip_uri, '--scan', '--ca-file', f'{d}/ca.pem',
-                             '--cert-file', f'{d}/client-ec.pem') as gw:
-                    rc, err = gw.wait(timeout=30)
-                self.assertEqual(rc, 2, err)
-                self.assertIn('--no-hostname-check', err)
-                with Gateway(peer, ip_uri, '--scan', '--ca-file', f'{d}/ca.pem', '--cert-file', f'{d}/client-ec.pem',
-                             '--no-hostname-check') as gw:
+                with Gateway(peer, ip_uri, '--scan', '--ca-file', f'{d}/ca.pem', '--cert-file', f'{d}/client-ec.pem') as gw:
                     n = len(sub.readings())
                     sub.wait_for(lambda s: len(s.readings()) >= n + 2, what='readings with an EC client certificate')
                     gw.stop()
@@ -875,6 +909,18 @@ def make_certificates(d):
         '-days', '2', '-extfile', 'san.ext')
     os.chmod(os.path.join(d, 'server.key'), 0o644)
 
+
+
+def make_server_certificate(d, stem, san):
+    """Another broker certificate from the CA of make_certificates, with `san` only."""
+    def run(*args):
+        subprocess.run(['openssl', *args], check=True, capture_output=True, cwd=d)
+    run('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f'{stem}.key', '-out', f'{stem}.csr', '-subj', '/CN=other.example')
+    with open(os.path.join(d, f'{stem}.ext'), 'w') as f:
+        f.write(f'subjectAltName={san}\n')
+    run('x509', '-req', '-in', f'{stem}.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', f'{stem}.pem',
+        '-days', '2', '-extfile', f'{stem}.ext')
+    os.chmod(os.path.join(d, f'{stem}.key'), 0o644)
 
 
 def make_client_certificates(d):

@@ -2,6 +2,7 @@
 // client engine as a byte stream the MQTT driver polls. TLS 1.2 only (what BearSSL has);
 // the broker's chain is checked against the trust anchors and its name against the host
 // of the URI (SNI carries it), unless told not to.
+import BluetoothWire
 import CBearSSL
 #if canImport(Glibc)
 import Glibc
@@ -299,6 +300,59 @@ final class MQTTTCPStream: MQTTByteStream {
     }
 }
 
+/// What is checked in the broker's own certificate besides what BearSSL checks: an IP
+/// literal against its iPAddress names, or the certificate itself against a pin (SHA-256
+/// of its DER; then no CA need vouch for it).
+final class BrokerCertificateCheck {
+    /// The broker's address (4 or 16 bytes) its certificate must name.
+    let address: [UInt8]?
+    /// The SHA-256 of the one certificate accepted.
+    let pin: [UInt8]?
+    /// Why the certificate was refused, once it was.
+    var refusal: String?
+
+    init(address: [UInt8]?, pin: [UInt8]?) {
+        self.address = address
+        self.pin = pin
+    }
+
+    /// 0 to accept `der`, else the BearSSL error to end the handshake with.
+    func check(_ der: UnsafeRawBufferPointer) -> UInt32 {
+        if let pin {
+            var digest = [UInt8](repeating: 0, count: 32)
+            digest.withUnsafeMutableBufferPointer { hcigatt_sha256(der.baseAddress?.assumingMemoryBound(to: UInt8.self), der.count, $0.baseAddress) }
+            guard digest == pin else {
+                refusal = "the broker's certificate is not the pinned one (--pin-sha256; it is \(digest.map { hex($0, 2) }.joined()))"
+                return UInt32(BR_ERR_X509_NOT_TRUSTED)
+            }
+            return 0
+        }
+        guard let address else { return 0 }
+        do throws(CertificateNames.Failure) {
+            guard try CertificateNames.ipAddresses(der).contains(address) else {
+                refusal = "the broker's certificate names no IP address \(Self.text(address)) (subjectAltName IP:); use the host name it has"
+                return UInt32(BR_ERR_X509_BAD_SERVER_NAME)
+            }
+            return 0
+        } catch {
+            refusal = "the broker's certificate cannot be read for its names (\(error))"
+            return UInt32(BR_ERR_X509_BAD_SERVER_NAME)
+        }
+    }
+
+    static func text(_ a: [UInt8]) -> String {
+        if a.count == 4 { return a.map { String($0) }.joined(separator: ".") }
+        return stride(from: 0, to: a.count, by: 2).map { String(UInt16(a[$0]) << 8 | UInt16(a[$0 + 1]), radix: 16) }.joined(separator: ":")
+    }
+
+    /// The C engine's call into ``check(_:)``.
+    static let callback: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<UInt8>?, Int) -> UInt32 = { arg, der, length in
+        guard let arg else { return UInt32(BR_ERR_X509_BAD_SERVER_NAME) }
+        let me = Unmanaged<BrokerCertificateCheck>.fromOpaque(arg).takeUnretainedValue()
+        return me.check(UnsafeRawBufferPointer(start: der, count: length))
+    }
+}
+
 /// TLS 1.2 over a TCP socket: BearSSL's client engine, pumped by hand (records out when
 /// it has them, in when it wants them), so it never blocks the driver.
 final class MQTTTLSStream: MQTTByteStream {
@@ -307,6 +361,9 @@ final class MQTTTLSStream: MQTTByteStream {
     private let x509: UnsafeMutablePointer<br_x509_minimal_context>
     private let io: UnsafeMutableRawBufferPointer
     private let credentials: MQTTTLSCredentials
+    /// The engine around BearSSL's minimal one, when there is more to check.
+    private let wrapper: UnsafeMutablePointer<hcigatt_x509_check>?
+    private let certificateCheck: BrokerCertificateCheck?
     private var closed = false
 
     private var engine: UnsafeMutablePointer<br_ssl_engine_context> {
@@ -315,14 +372,21 @@ final class MQTTTLSStream: MQTTByteStream {
     }
 
     /// Starts the handshake on the connected socket `fd`; `serverName`: the broker's name
-    /// for SNI and the certificate check (nil: neither).
-    init(fd: Int32, serverName: String?, credentials: MQTTTLSCredentials) throws(MQTTStreamFailure) {
+    /// for SNI and the certificate check (nil: neither); `check`: what else the broker's
+    /// certificate must pass (its IP address, a pin).
+    init(fd: Int32, serverName: String?, check: BrokerCertificateCheck? = nil, credentials: MQTTTLSCredentials) throws(MQTTStreamFailure) {
         fileDescriptor = fd
         self.credentials = credentials
         client = .allocate(capacity: 1)
         x509 = .allocate(capacity: 1)
         io = .allocate(byteCount: hcigatt_tls_buffer_size(), alignment: 16)
+        certificateCheck = check
+        wrapper = check == nil ? nil : .allocate(capacity: 1)
         br_ssl_client_init_full(client, x509, credentials.anchors.baseAddress, credentials.anchors.count)
+        if let wrapper, let check {
+            hcigatt_x509_check_install(wrapper, engine, x509, BrokerCertificateCheck.callback,
+                                       Unmanaged.passUnretained(check).toOpaque(), check.pin == nil ? 0 : 1)
+        }
         br_ssl_engine_set_versions(engine, UInt32(BR_TLS12), UInt32(BR_TLS12))
         // A broker's HelloRequest would mean a whole handshake (and a signature with the
         // client key) inside a send: refused, as TLS 1.2 allows.
@@ -350,6 +414,7 @@ final class MQTTTLSStream: MQTTByteStream {
         memset(client, 0, MemoryLayout<br_ssl_client_context>.size)  // session keys
         client.deallocate()
         x509.deallocate()
+        wrapper?.deallocate()
         io.initializeMemory(as: UInt8.self, repeating: 0)
         io.deallocate()
     }
@@ -426,8 +491,9 @@ final class MQTTTLSStream: MQTTByteStream {
         let e = br_ssl_engine_last_error(engine)
         let reason: String = switch e {
         case BR_ERR_OK: "the broker closed the TLS session"
+        case BR_ERR_X509_NOT_TRUSTED, BR_ERR_X509_BAD_SERVER_NAME where certificateCheck?.refusal != nil: certificateCheck?.refusal ?? ""
         case BR_ERR_X509_NOT_TRUSTED: "the broker's certificate is not signed by a trusted CA (give its CA with --ca-file)"
-        case BR_ERR_X509_BAD_SERVER_NAME: "the broker's certificate is not for this host name (use the name it has, or --no-hostname-check)"
+        case BR_ERR_X509_BAD_SERVER_NAME: "the broker's certificate is not for this host name (use the name it has, or --no-hostname-check with --ca-file)"
         case BR_ERR_X509_EXPIRED: "the broker's certificate has expired or is not valid yet"
         case BR_ERR_BAD_VERSION, BR_ERR_UNSUPPORTED_VERSION: "the broker does not speak TLS 1.2"
         case BR_ERR_BAD_CIPHER_SUITE, BR_ERR_BAD_CCS, BR_ERR_BAD_FINISHED: "the TLS handshake failed (BearSSL error \(e))"
