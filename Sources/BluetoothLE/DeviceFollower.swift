@@ -14,12 +14,19 @@ public struct FollowPlan: Sendable {
     /// What to subscribe to: each characteristic and whether to ask for indications. None
     /// is a failure (the device is not what was expected).
     public var subscriptions: @Sendable (GATTDatabase) -> [(GATTCharacteristic, indicate: Bool)]
+    /// The value handles whose subscriptions wait for the setup; the others are subscribed
+    /// at once and the setup runs beside them (nil: every subscription waits for it). A
+    /// setup that uses some characteristics itself (a record fetch: the record service's)
+    /// holds back only those: a slow or hostile device delays none of its other values.
+    public var waitingForSetup: (@Sendable (GATTDatabase) -> Set<UInt16>)?
 
     /// A plan.
     public init(reads: [BluetoothUUID] = [], setup: @escaping @Sendable (GATTClient, GATTDatabase) async throws -> Void = { _, _ in },
+                waitingForSetup: (@Sendable (GATTDatabase) -> Set<UInt16>)? = nil,
                 subscriptions: @escaping @Sendable (GATTDatabase) -> [(GATTCharacteristic, indicate: Bool)]) {
         self.reads = reads
         self.setup = setup
+        self.waitingForSetup = waitingForSetup
         self.subscriptions = subscriptions
     }
 
@@ -161,40 +168,76 @@ public final class DeviceFollower: Sendable {
                 guard let c = db.characteristic(uuid: uuid), c.properties.contains(.read) else { continue }
                 out.yield(.read(c, try await peer.client.read(handle: c.valueHandle)))
             }
-            try await plan.setup(peer.client, db)
             let wanted = plan.subscriptions(db)
             guard !wanted.isEmpty else {
                 throw BluetoothError(.notFound, "the device has none of the characteristics to subscribe to")
             }
-            var streams: [(GATTCharacteristic, AsyncThrowingStream<GATTValue, any Error>)] = []
-            for (c, indicate) in wanted {
-                streams.append((c, try await peer.client.subscribe(characteristic: c, indicate: indicate)))
-                subscribed.append(c)
-                out.yield(.subscribed(c, indications: indicate))
-            }
-            let all = streams
+            let held = plan.waitingForSetup?(db)
+            let first = held.map { h in wanted.filter { !h.contains($0.0.valueHandle) } } ?? []
+            let later = held.map { h in wanted.filter { h.contains($0.0.valueHandle) } } ?? wanted
             let client = peer.client
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for (c, stream) in all {
-                    group.addTask {
-                        for try await v in stream {
-                            var value = v
-                            value.droppedBefore += counts.dropped.exchange(0, ordering: .relaxed)
-                            counts.delivered.store(true, ordering: .relaxed)
-                            if case .dropped = out.yield(.value(c, value, device: address)) {
-                                counts.dropped.add(1 + value.droppedBefore, ordering: .relaxed)
-                            }
-                        }
-                        if Task.isCancelled { return }
-                        throw GATTError.bearerClosed(client.failure.flatMap {
-                            if case .bearerClosed(let r) = $0 { return r }
-                            return nil
-                        } ?? ChannelClosed(message: "the subscription to \(c.uuid) ended"))
+            let subscribing = SubscribedCharacteristics()
+            @Sendable func subscribe(_ list: [(GATTCharacteristic, indicate: Bool)]) async throws -> [(GATTCharacteristic, AsyncThrowingStream<GATTValue, any Error>)] {
+                var streams: [(GATTCharacteristic, AsyncThrowingStream<GATTValue, any Error>)] = []
+                for (c, indicate) in list {
+                    streams.append((c, try await client.subscribe(characteristic: c, indicate: indicate)))
+                    subscribing.list.withLock { $0.append(c) }
+                    out.yield(.subscribed(c, indications: indicate))
+                }
+                return streams
+            }
+            /// Hands over a subscription's values until it ends (an error: the link went).
+            @Sendable func deliver(_ c: GATTCharacteristic, _ stream: AsyncThrowingStream<GATTValue, any Error>) async throws {
+                for try await v in stream {
+                    var value = v
+                    value.droppedBefore += counts.dropped.exchange(0, ordering: .relaxed)
+                    counts.delivered.store(true, ordering: .relaxed)
+                    if case .dropped = out.yield(.value(c, value, device: address)) {
+                        counts.dropped.add(1 + value.droppedBefore, ordering: .relaxed)
                     }
                 }
-                try await group.next()
-                group.cancelAll()
+                if Task.isCancelled { return }
+                throw GATTError.bearerClosed(client.failure.flatMap {
+                    if case .bearerClosed(let r) = $0 { return r }
+                    return nil
+                } ?? ChannelClosed(message: "the subscription to \(c.uuid) ended"))
             }
+            do {
+                if held == nil { try await plan.setup(client, db) }
+                let streams = try await subscribe(first)
+                enum Ended: Sendable { case setup, subscription }
+                try await withThrowingTaskGroup(of: Ended.self) { group in
+                    for (c, stream) in streams {
+                        group.addTask {
+                            try await deliver(c, stream)
+                            return .subscription
+                        }
+                    }
+                    // The setup beside the first subscriptions, then the ones it held back.
+                    group.addTask {
+                        if held != nil { try await plan.setup(client, db) }
+                        let more = try await subscribe(later)
+                        guard !more.isEmpty else { return .setup }
+                        try await withThrowingTaskGroup(of: Void.self) { inner in
+                            for (c, stream) in more { inner.addTask { try await deliver(c, stream) } }
+                            try await inner.next()
+                            inner.cancelAll()
+                        }
+                        return .subscription
+                    }
+                    // The connection lasts while a subscription does: the setup ending
+                    // (with nothing held back) is not the end.
+                    while let ended = try await group.next() {
+                        if case .setup = ended, !group.isEmpty { continue }
+                        break
+                    }
+                    group.cancelAll()
+                }
+            } catch {
+                subscribed = subscribing.list.withLock { $0 }
+                throw error
+            }
+            subscribed = subscribing.list.withLock { $0 }
         } catch {
             ending = error
         }
@@ -205,6 +248,12 @@ public final class DeviceFollower: Sendable {
         await peer.close()
         if let ending { throw ending }
     }
+}
+
+/// The characteristics a connection subscribed to, from whichever of its tasks did: cleared
+/// when it ends.
+final class SubscribedCharacteristics: Sendable {
+    let list = Mutex<[GATTCharacteristic]>([])
 }
 
 /// What the follower's tasks count together: values dropped for a slow consumer (told with

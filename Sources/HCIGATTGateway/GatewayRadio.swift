@@ -219,6 +219,12 @@ public struct GatewayRadio: Sendable {
         guard settings.records else { return plan }
         let fetch = GatewayRecordFetch(device: address, runtime: runtime, limits: settings.recordLimits, log: log)
         plan.setup = { client, db in await fetch.run(client, db) }
+        // Only the record services' own values wait for the fetch (their notifications are
+        // the records'); every other measurement is followed from the start.
+        plan.waitingForSetup = { db in
+            Set(db.services.filter { s in RecordService.allCases.contains { $0.hasControlPoint && $0.uuid == s.uuid } }
+                .flatMap { $0.characteristics.map(\.valueHandle) })
+        }
         return plan
     }
 

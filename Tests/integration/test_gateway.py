@@ -982,20 +982,25 @@ class GatewayRecordsTests(Contiguous, unittest.TestCase):
         # The attack: a meter that answers Report Stored Records with malformed values for
         # ever and never an answer. Its fetch used to have no limit: it held its own
         # follower, and the values it kept grew the gateway's memory. Now it is given up at
-        # --procedure-timeout, said once, and the thermometer beside it is read throughout.
+        # --procedure-timeout, said once; the meter's own battery level is followed while the
+        # fetch runs (only the record service's values wait for it), and the thermometer
+        # beside it is read throughout.
         spool = tempfile.mkdtemp(prefix='hcigatt-spool-')
         with Broker() as broker, Subscriber(broker, 'hcigatt/#') as sub, \
                 Peer('--peripheral', 'Meter-1,gatt=glucose-flood', '--peripheral', 'Thermo-2,service=1809,gatt=health') as peer, \
                 Gateway(peer, broker.uri, '--device', 'F0:F1:F2:F3:F4:01', '--device', 'F0:F1:F2:F3:F4:02', '--records',
-                        '--procedure-timeout', '4', spool=spool) as gw:
+                        '--procedure-timeout', '8', spool=spool) as gw:
             started = time.monotonic()
+            sub.wait_for(lambda s: len(s.readings('F0F1F2F3F401/battery_level')) >= 1, timeout=20,
+                         what='the meter\'s battery level during the fetch')
+            self.assertNotIn('stored records not fetched', gw.stderr(), 'the live value waited for the fetch')
             self.assertTrue(self.wait_log(gw, 'F0F1F2F3F401: stored records not fetched', timeout=20), gw.stderr()[-3000:])
             self.assertLess(time.monotonic() - started, 15)
             sub.wait_for(lambda s: len(s.readings('F0F1F2F3F402/temperature_measurement')) >= 3, timeout=20,
                          what='the other device\'s readings')
             err = gw.stop()
             self.assertEqual(gw.proc.returncode, 0, err[-3000:])
-        self.assertRegex(err, r'F0F1F2F3F401: stored records not fetched: the record procedure did not finish within 4 s: '
+        self.assertRegex(err, r'F0F1F2F3F401: stored records not fetched: the record procedure did not finish within 8 s: '
                               r'given up \(0 records, \d+ malformed\)')
         self.assertLessEqual(len(re.findall(r'F0F1F2F3F401: a malformed stored', err)), 8, err[-3000:])
         self.assertEqual([j for _, j in sub.readings('F0F1F2F3F401/glucose_measurement') if j.get('stored')], [],

@@ -289,9 +289,13 @@ class GlucoseDatabase:
             Characteristic('2A51', P.READ, READ, struct.pack('<H', 0x0000)),
             self.racp,
         ])]
+        # The flooding meter has a battery too: its live level must not wait for the flood.
+        self.battery = Characteristic('2A19', P.READ | P.NOTIFY, READ, battery_level(0))
+        if mode == 'flood':
+            self.services.append(Service('180F', [self.battery]))
 
     def periodic(self):
-        return []
+        return [(self.battery, False, battery_level)] if self.mode == 'flood' else []
 
     def on_racp(self, connection, value):
         value = bytes(value)
