@@ -86,8 +86,13 @@ static const br_x509_pkey *hcigatt_x509_check_get_pkey(const br_x509_class *cons
     return c->inner->vtable->get_pkey((const br_x509_class *const *)&c->inner->vtable, usages);
 }
 
-/// Puts `c` around `inner` (set up by br_ssl_client_init_full) as `engine`'s X.509 engine.
-static inline void hcigatt_x509_check_install(hcigatt_x509_check *c, br_ssl_engine_context *engine,
+/// The bytes an hcigatt_x509_check takes (Swift holds it as raw memory: the struct with its
+/// 16 KiB array is never a Swift type).
+static inline size_t hcigatt_x509_check_size(void) { return sizeof(hcigatt_x509_check); }
+
+/// Puts the check in `memory` (hcigatt_x509_check_size() bytes, 8-aligned) around `inner`
+/// (set up by br_ssl_client_init_full) as `engine`'s X.509 engine.
+static inline void hcigatt_x509_check_install(void *memory, br_ssl_engine_context *engine,
                                               br_x509_minimal_context *inner,
                                               unsigned (*check)(void *, const unsigned char *, size_t),
                                               void *arg, int pinned) {
@@ -96,6 +101,7 @@ static inline void hcigatt_x509_check_install(hcigatt_x509_check *c, br_ssl_engi
         hcigatt_x509_check_append, hcigatt_x509_check_end_cert, hcigatt_x509_check_end_chain,
         hcigatt_x509_check_get_pkey,
     };
+    hcigatt_x509_check *c = (hcigatt_x509_check *)memory;
     c->vtable = &vtable;
     c->inner = inner;
     c->check = check;

@@ -280,13 +280,7 @@ enum GatewayCommand {
             mqtt.keyFile = args.option("key-file")
             mqtt.noHostnameCheck = args.flag("no-hostname-check")
             if let text = args.option("pin-sha256") {
-                let digits = text.filter { $0 != ":" }
-                let bytes = stride(from: 0, to: digits.utf8.count, by: 2).compactMap { i -> UInt8? in
-                    let u = Array(digits.utf8)
-                    guard i + 1 < u.count else { return nil }
-                    return UInt8(String(decoding: u[i ... i + 1], as: UTF8.self), radix: 16)
-                }
-                guard digits.utf8.count == 64, bytes.count == 32 else {
+                guard let bytes = Hex.pairs(text.utf8.filter { $0 != UInt8(ascii: ":") }), bytes.count == 32 else {
                     throw UsageError("--pin-sha256 takes the SHA-256 of the broker's certificate, 64 hex digits (openssl x509 -in broker.pem -outform DER | sha256sum), not '\(text)'")
                 }
                 mqtt.pinSHA256 = bytes

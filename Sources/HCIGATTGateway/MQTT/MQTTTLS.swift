@@ -362,7 +362,7 @@ final class MQTTTLSStream: MQTTByteStream {
     private let io: UnsafeMutableRawBufferPointer
     private let credentials: MQTTTLSCredentials
     /// The engine around BearSSL's minimal one, when there is more to check.
-    private let wrapper: UnsafeMutablePointer<hcigatt_x509_check>?
+    private let wrapper: UnsafeMutableRawPointer?
     private let certificateCheck: BrokerCertificateCheck?
     private var closed = false
 
@@ -381,7 +381,7 @@ final class MQTTTLSStream: MQTTByteStream {
         x509 = .allocate(capacity: 1)
         io = .allocate(byteCount: hcigatt_tls_buffer_size(), alignment: 16)
         certificateCheck = check
-        wrapper = check == nil ? nil : .allocate(capacity: 1)
+        wrapper = check == nil ? nil : .allocate(byteCount: hcigatt_x509_check_size(), alignment: 16)
         br_ssl_client_init_full(client, x509, credentials.anchors.baseAddress, credentials.anchors.count)
         if let wrapper, let check {
             hcigatt_x509_check_install(wrapper, engine, x509, BrokerCertificateCheck.callback,
