@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The embedded binary: builds it (scripts/build-static), then checks
-#   * stripped size <= 9 MiB (9 437 184 bytes). Until pairing it held to 8 000 000; the
+#   * stripped size <= 9.25 MiB (9 699 328 bytes). Until pairing it held to 8 000 000; the
 #     Security Manager took it to 8.29 MB and the limit to 8 MiB, which held (8 386 872)
 #     until the gateway. The gateway's MQTT client was Paho C on OpenSSL's libssl (3.4 MB
 #     of it the EVP provider layer the linker cannot drop): 12.19 MB and a 12 MiB limit.
 #     Issue 25 put every piece of crypto on BearSSL (AES, CMAC, CCM, P-256 and TLS 1.2)
 #     and the MQTT client in our own code: 9 001 408 bytes as a PIE with everything in.
+#     Issue 47's hardening (bounded record procedures, the write allow-list, the TLS IP-name
+#     and pin check) took it to 9 460 216 bytes, past 9 MiB: the limit went to 9.25 MiB.
 #     scripts/size-table says where the bytes are;
 #   * one crypto library: BearSSL's code is in; Nettle, GMP, OpenSSL and Paho are not;
 #   * position-independent (ASLR) with packed relative relocations (DT_RELR);
@@ -51,7 +53,7 @@ for sym in br_ec_p256_m31 br_ssl_client_init_full br_x509_minimal_init; do
 done
 echo "static: crypto and TLS from BearSSL; no Nettle, GMP, OpenSSL or Paho"
 
-limit=9437184
+limit=9699328
 size=$(stat -c %s "$bin")
 if [ "$size" -gt "$limit" ]; then
   echo "static: FAIL: $bin is $size bytes, over $limit" >&2
