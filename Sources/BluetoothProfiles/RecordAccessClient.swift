@@ -184,15 +184,8 @@ public struct RACPClient: Sendable {
     /// PLX records carry none). Only a record delivered restarts the record timer. Past
     /// ``Limits/maxValues`` the procedure ends here (see ``finished``).
     public mutating func record(sequenceNumber: UInt16?, now: UInt64) -> Verdict {
-        switch state {
-        case .running(var r):
-            guard counted(&r) else { return .drop }
-            defer { state = .running(r) }
-            // Report Number of Stored Records and Delete send no records: one that comes is not ours.
-            guard r.request.opCode == .reportStoredRecords else {
-                r.summary.unexpectedRecords += 1
-                return .drop
-            }
+        let timeout = timeout
+        return reportValue { r in
             if let n = sequenceNumber {
                 guard r.seen.insert(n).inserted else {
                     r.summary.duplicates += 1
@@ -205,13 +198,6 @@ public struct RACPClient: Sendable {
             r.deadline = now &+ timeout
             r.summary.records += 1
             return .deliver
-        case .aborting(var r):
-            guard counted(&r) else { return .drop }
-            r.summary.droppedAfterAbort += 1
-            state = .aborting(r)
-            return .drop
-        case .idle, .finished:
-            return .drop
         }
     }
 
@@ -219,6 +205,17 @@ public struct RACPClient: Sendable {
     /// ``Limits/keptMalformed`` are to be handed on (``Verdict/deliver``), the rest dropped.
     /// It restarts no timer.
     public mutating func malformed(now: UInt64) -> Verdict {
+        let kept = limits.keptMalformed
+        return reportValue { r in
+            r.summary.malformed += 1
+            return r.summary.malformed <= kept ? .deliver : .drop
+        }
+    }
+
+    /// One value on a record characteristic: counted against the cap; dropped after the
+    /// Abort, and for a request that sends no records (Report Number of Stored Records and
+    /// Delete: one that comes is not ours); else `body` judges it.
+    private mutating func reportValue(_ body: (inout Running) -> Verdict) -> Verdict {
         switch state {
         case .running(var r):
             guard counted(&r) else { return .drop }
@@ -227,8 +224,7 @@ public struct RACPClient: Sendable {
                 r.summary.unexpectedRecords += 1
                 return .drop
             }
-            r.summary.malformed += 1
-            return r.summary.malformed <= limits.keptMalformed ? .deliver : .drop
+            return body(&r)
         case .aborting(var r):
             guard counted(&r) else { return .drop }
             r.summary.droppedAfterAbort += 1
