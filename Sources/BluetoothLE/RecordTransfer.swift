@@ -379,14 +379,21 @@ public final class RecordTransfer: AsyncSequence, Sendable {
         /// for 1 s at most (a hostile device need not answer), the Abort's answer not at all.
         func abandon() async {
             guard let bytes = try? RecordAccessControlPoint.Owned.abort.encoded() else { return }
-            let write = Task {
-                do throws(GATTError) { try await client.write(handle: handles.racp, value: bytes) } catch {}
-            }
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await write.value }
-                group.addTask { try? await Task.sleep(for: .seconds(1)) }
-                await group.next()
-                group.cancelAll()
+            // Whichever comes first resumes: the write's answer or the second passing (a task
+            // group would wait for the write, which no cancellation ends).
+            let resumed = Atomic<Bool>(false)
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let once: @Sendable () -> Void = {
+                    if !resumed.exchange(true, ordering: .acquiringAndReleasing) { c.resume() }
+                }
+                Task {
+                    do throws(GATTError) { try await client.write(handle: handles.racp, value: bytes) } catch {}
+                    once()
+                }
+                Task {
+                    try? await Task.sleep(for: .seconds(1))
+                    once()
+                }
             }
         }
         func finish(_ s: RACPClient.Summary) async {

@@ -411,7 +411,8 @@ public final class MQTTClient: @unchecked Sendable {
                             let address = options.noHostnameCheck ? nil : options.hostAddressBytes
                             let check = address != nil || options.pinSHA256 != nil
                                 ? BrokerCertificateCheck(address: address, pin: options.pinSHA256) : nil
-                            let name = options.noHostnameCheck || options.hostIsAddress ? nil : options.host
+                            // A pinned certificate is the broker whatever names it carries.
+                            let name = options.noHostnameCheck || options.hostIsAddress || options.pinSHA256 != nil ? nil : options.host
                             let s = try MQTTTLSStream(fd: fd, serverName: name, check: check, credentials: credentials)
                             link = .handshaking(s)
                         } catch {

@@ -491,7 +491,8 @@ final class MQTTTLSStream: MQTTByteStream {
         let e = br_ssl_engine_last_error(engine)
         let reason: String = switch e {
         case BR_ERR_OK: "the broker closed the TLS session"
-        case BR_ERR_X509_NOT_TRUSTED, BR_ERR_X509_BAD_SERVER_NAME where certificateCheck?.refusal != nil: certificateCheck?.refusal ?? ""
+        case BR_ERR_X509_NOT_TRUSTED where certificateCheck?.refusal != nil, BR_ERR_X509_BAD_SERVER_NAME where certificateCheck?.refusal != nil:
+            certificateCheck?.refusal ?? ""
         case BR_ERR_X509_NOT_TRUSTED: "the broker's certificate is not signed by a trusted CA (give its CA with --ca-file)"
         case BR_ERR_X509_BAD_SERVER_NAME: "the broker's certificate is not for this host name (use the name it has, or --no-hostname-check with --ca-file)"
         case BR_ERR_X509_EXPIRED: "the broker's certificate has expired or is not valid yet"
