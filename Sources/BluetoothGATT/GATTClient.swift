@@ -431,18 +431,23 @@ public final class GATTClient: Sendable {
 /// Indications kept for a subscription still to come, bounded whatever the server sends:
 /// only for value handles that take indications in the known database (any handle while
 /// none is known yet, pruned when it is), the newest ``perHandle`` per handle and
-/// ``byteLimit`` bytes in all per link; what is not kept is counted in ``dropped``.
+/// ``costLimit`` per link, each value charged its bytes and ``entryCost`` (empty values
+/// on thousands of handles cost memory too); what is not kept is counted in ``dropped``.
 struct EarlyIndications: Sendable {
     /// The most kept per characteristic.
     static let perHandle = 64
-    /// The most bytes kept per link.
-    static let byteLimit = 64 * 1024
+    /// What one kept value costs beside its bytes (the array slot, the dictionary entry).
+    static let entryCost = 32
+    /// The most cost kept per link: 64 KiB, so at most 2048 values.
+    static let costLimit = 64 * 1024
 
     private var values: [UInt16: [GATTValue]] = [:]
-    /// Bytes of the values kept.
-    private(set) var bytes = 0
+    /// The cost of the values kept.
+    private(set) var cost = 0
     /// Indications not kept (no such characteristic, the caps).
     private(set) var dropped = 0
+
+    static func cost(_ v: GATTValue) -> Int { v.value.count + entryCost }
 
     /// Keeps `v` if `database` (when known) has an indicating characteristic at its handle
     /// and the caps allow; the oldest of its handle gives way to it past ``perHandle``.
@@ -453,23 +458,23 @@ struct EarlyIndications: Sendable {
         }
         var kept = values[v.handle] ?? []
         if kept.count >= Self.perHandle {
-            bytes -= kept.removeFirst().value.count
+            cost -= Self.cost(kept.removeFirst())
             dropped += 1
         }
-        guard bytes + v.value.count <= Self.byteLimit else {
+        guard cost + Self.cost(v) <= Self.costLimit else {
             dropped += 1
             values[v.handle] = kept.isEmpty ? nil : kept
             return
         }
         kept.append(v)
-        bytes += v.value.count
+        cost += Self.cost(v)
         values[v.handle] = kept
     }
 
     /// The values kept for `handle`, taken out.
     mutating func take(_ handle: UInt16) -> [GATTValue]? {
         guard let kept = values.removeValue(forKey: handle) else { return nil }
-        bytes -= kept.reduce(0) { $0 + $1.value.count }
+        cost -= kept.reduce(0) { $0 + Self.cost($1) }
         return kept
     }
 
@@ -479,7 +484,7 @@ struct EarlyIndications: Sendable {
     /// Drops everything (handles may have moved).
     mutating func removeAll() {
         values = [:]
-        bytes = 0
+        cost = 0
     }
 
     /// The database is known now: what it has no indicating characteristic for goes.

@@ -318,21 +318,22 @@ import Testing
         }
         _ = try await client.read(handle: 1)
         #expect(client.droppedEarlyIndications == 5)
-        let kept = client.state.withLock { $0.earlyIndications.bytes }
+        let kept = client.state.withLock { $0.earlyIndications.cost }
         #expect(kept == 0)
         // Large values on the one indicating characteristic: the newest 64, and never past
         // the per-link byte cap.
         let big = [UInt8](repeating: 0xAB, count: 1500)
         for _ in 0 ..< 100 { server.indicate(tm.valueHandle, big) }
         _ = try await client.read(handle: 1)
-        let bytes = client.state.withLock { $0.earlyIndications.bytes }
-        #expect(bytes <= EarlyIndications.byteLimit && bytes > 0)
-        #expect(client.droppedEarlyIndications == 5 + 100 - bytes / big.count)
+        let cost = client.state.withLock { $0.earlyIndications.cost }
+        let each = big.count + EarlyIndications.entryCost
+        #expect(cost <= EarlyIndications.costLimit && cost > 0 && cost % each == 0)
+        #expect(client.droppedEarlyIndications == 5 + 100 - cost / each)
         #expect(server.confirmations == 105, "every indication confirmed all the same")
         let sub = try await client.subscription(to: tm, indicate: true)
         var it = sub.makeAsyncIterator()
-        for _ in 0 ..< bytes / big.count { #expect(try await it.next()?.value == big) }
-        #expect(client.state.withLock { $0.earlyIndications.bytes } == 0)
+        for _ in 0 ..< cost / each { #expect(try await it.next()?.value == big) }
+        #expect(client.state.withLock { $0.earlyIndications.cost } == 0)
         try await sub.end()
     }
 
@@ -343,14 +344,27 @@ import Testing
         server.indicate(tm.valueHandle, [1])
         server.indicate(0x0F00, [2])
         _ = try await client.read(handle: 1)
-        #expect(client.state.withLock { $0.earlyIndications.bytes } == 2)
+        let each = 1 + EarlyIndications.entryCost
+        #expect(client.state.withLock { $0.earlyIndications.cost } == 2 * each)
         _ = try await client.discoverAll()
-        #expect(client.state.withLock { $0.earlyIndications.bytes } == 1)
+        #expect(client.state.withLock { $0.earlyIndications.cost } == each)
         #expect(client.droppedEarlyIndications == 1)
         let sub = try await client.subscription(to: tm, indicate: true)
         var it = sub.makeAsyncIterator()
         #expect(try await it.next()?.value == [1])
         try await sub.end()
+    }
+
+    @Test("Empty early indications on thousands of handles before discovery: each one costs, the total stays bounded")
+    func emptyEarlyIndicationsOnManyHandlesAreBounded() async throws {
+        // Counting bytes only, empty values were free: 65535 handles × 64 each were kept.
+        let (server, client, _) = makeClient()
+        for handle in UInt16(1) ... 5000 { server.indicate(handle, []) }
+        _ = try await client.read(handle: 1)
+        let limit = EarlyIndications.costLimit / EarlyIndications.entryCost
+        #expect(client.state.withLock { $0.earlyIndications.cost } == limit * EarlyIndications.entryCost)
+        #expect(client.droppedEarlyIndications == 5000 - limit)
+        #expect(server.confirmations == 5000)
     }
 
     @Test("Ending a subscription: a value the device sends before it has the CCCD write still comes")
