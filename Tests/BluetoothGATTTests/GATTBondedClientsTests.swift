@@ -44,4 +44,31 @@ import Testing
         unlink(path)
         rmdir(dir)
     }
+
+    @Test("Unreadable SignCounters refuse signatures until a new bond removes the file, with no restart")
+    func unreadableCountersClearWhenANewBondRemovesThem() async throws {
+        // The flag used to stay until the server restarted: a re-paired client's signed
+        // writes were refused although its new CSRK starts over.
+        let dir = directory()
+        let path = "\(dir)/D0D1D2D3D401-public.sign-counters"
+        let junk = "version=1\npeer=not-a-number\n"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = junk.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, junk.utf8.count) }
+        close(fd)
+        let store = BondStore(directory: dir)
+        let clients = GATTBondedClients(store: store)
+        #expect(clients.countersUnreadable(for: identity))
+        #expect(clients.takeLocalSignCounter(for: identity, key: 7) == nil)
+        clients.notePeerSignCounter(5, for: identity, key: 7)
+        await clients.flush()
+        #expect(clients.countersUnreadable(for: identity), "still unreadable: nothing overwrote it")
+        try store.remove(identity, kind: GATTBondedClients.countersKind)  // what saveUnlessWeaker does
+        #expect(!clients.countersUnreadable(for: identity))
+        #expect(clients.takeLocalSignCounter(for: identity, key: 7) == 0)
+        clients.notePeerSignCounter(5, for: identity, key: 8)
+        await clients.flush()
+        #expect(GATTBondedClients(store: store).signCounters(for: identity) == .init(peer: 5, local: 0, peerKey: 8, localKey: 7))
+        unlink(path)
+        rmdir(dir)
+    }
 }

@@ -93,8 +93,23 @@ public final class GATTBondedClients: Sendable {
 
     /// Whether the peer's SignCounters could not be read: its signed writes are refused
     /// (a replay could not be told) and the file is left as it is.
+    /// Read again while flagged: a new bond removes the file (its CSRKs start over), and a
+    /// server that runs on takes the new bond's signatures without a restart.
     public func countersUnreadable(for identity: LEAddress) -> Bool {
-        state.withLock { $0.unreadableCounters.contains(identity) }
+        guard state.withLock({ $0.unreadableCounters.contains(identity) }) else { return false }
+        let counters: SignCounters?
+        do throws(BondStoreError) {
+            guard let bytes = try store.read(identity, kind: Self.countersKind) else {
+                state.withLock { $0.unreadableCounters.remove(identity); $0.counters[identity] = nil }
+                return false
+            }
+            counters = try Self.parseCounters(bytes, path: store.path(for: identity, kind: Self.countersKind))
+        } catch {
+            counters = nil
+        }
+        guard let counters else { return true }
+        state.withLock { $0.unreadableCounters.remove(identity); $0.counters[identity] = counters }
+        return false
     }
 
     /// The SignCounters kept for a peer.
@@ -104,6 +119,7 @@ public final class GATTBondedClients: Sendable {
 
     /// The peer's signature with `counter` verified: later ones must carry a larger one.
     public func notePeerSignCounter(_ counter: UInt32, for identity: LEAddress, key: UInt128) {
+        guard !countersUnreadable(for: identity) else { return }
         schedule { s in
             guard !s.unreadableCounters.contains(identity) else { return nil }
             var c = s.counters[identity] ?? SignCounters()
@@ -119,6 +135,7 @@ public final class GATTBondedClients: Sendable {
     /// which is kept); nil once 2³²−1 were used (pair again for a new CSRK), or when the
     /// counters could not be read.
     public func takeLocalSignCounter(for identity: LEAddress, key: UInt128) -> UInt32? {
+        guard !countersUnreadable(for: identity) else { return nil }
         var taken: UInt32?
         schedule { s in
             guard !s.unreadableCounters.contains(identity) else { return nil }
