@@ -530,7 +530,8 @@ public final class RecordTransfer: AsyncSequence, Sendable {
         }
         // The link's values ended (or the queue was closed by the loop's own finish).
         flush()
-        sink.finish(throwing: control.ending.withLock { $0 } ?? BluetoothError(.disconnected, "the link went down during the record transfer"))
+        let ending: (any Error)? = control.ending.withLock { $0 }
+        sink.finish(throwing: ending ?? BluetoothError(.disconnected, "the link went down during the record transfer"))
     }
 }
 
