@@ -319,4 +319,67 @@ static inline int hcigatt_p256_ecdh(const unsigned char *d, const unsigned char 
     return ok;
 }
 
+// MARK: The proxy's Noise primitives (X25519, ChaCha20-Poly1305, HMAC-SHA256)
+
+/// X25519 (RFC 7748 §5): `out` = X25519(`scalar`, `point`), all 32 bytes in RFC order
+/// (little-endian, as BearSSL's c25519 takes them too; it clamps the scalar). Returns 0 when the result is all zero (a small-order point: Noise and
+/// RFC 7748 §6.1 say to abort).
+static inline int hcigatt_x25519(const unsigned char *scalar, const unsigned char *point, unsigned char *out) {
+    unsigned char k[32], g[32];
+    memcpy(k, scalar, 32);
+    memcpy(g, point, 32);
+    uint32_t ok = br_ec_c25519_m31.mul(g, 32, k, 32, BR_EC_curve25519);
+    explicit_bzero(k, sizeof k);
+    unsigned char any = 0;
+    for (int i = 0; i < 32; i++) any |= g[i];
+    memcpy(out, g, 32);
+    explicit_bzero(g, sizeof g);
+    return ok == 1 && any != 0;
+}
+
+/// The X25519 public key of `scalar` (the base point 9).
+static inline int hcigatt_x25519_base(const unsigned char *scalar, unsigned char *out) {
+    unsigned char nine[32] = {9};
+    return hcigatt_x25519(scalar, nine, out);
+}
+
+/// ChaCha20-Poly1305 (RFC 8439) in place over `data`: encrypting writes the 16-byte tag
+/// to `tag`; decrypting checks it in constant time and returns 0 (the data wiped) when
+/// it does not match. The SSE2 and 64-bit multiply versions when the CPU has them.
+static inline int hcigatt_chachapoly(int encrypt, const unsigned char *key, const unsigned char *nonce,
+                                     const unsigned char *aad, size_t aad_len,
+                                     unsigned char *data, size_t len, unsigned char *tag) {
+    br_chacha20_run chacha = br_chacha20_sse2_get();
+    if (chacha == 0) chacha = &br_chacha20_ct_run;
+    br_poly1305_run poly = br_poly1305_ctmulq_get();
+    if (poly == 0) poly = &br_poly1305_ctmul_run;
+    if (encrypt) {
+        poly(key, nonce, data, len, aad, aad_len, tag, chacha, 1);
+        return 1;
+    }
+    unsigned char computed[16];
+    // Decrypting: the tag is computed over the ciphertext, then the data decrypted.
+    poly(key, nonce, data, len, aad, aad_len, computed, chacha, 0);
+    unsigned char diff = 0;
+    for (int i = 0; i < 16; i++) diff |= computed[i] ^ tag[i];
+    if (diff != 0) {
+        memset(data, 0, len);
+        return 0;
+    }
+    return 1;
+}
+
+/// HMAC-SHA256 of `data` under `key` into `out` (32 bytes).
+static inline void hcigatt_hmac_sha256(const unsigned char *key, size_t key_len, const unsigned char *data, size_t len,
+                                       unsigned char *out) {
+    br_hmac_key_context kc;
+    br_hmac_context hc;
+    br_hmac_key_init(&kc, &br_sha256_vtable, key, key_len);
+    br_hmac_init(&hc, &kc, 0);
+    br_hmac_update(&hc, data, len);
+    br_hmac_out(&hc, out);
+    explicit_bzero(&kc, sizeof kc);
+    explicit_bzero(&hc, sizeof hc);
+}
+
 #endif
