@@ -107,10 +107,17 @@ let package = Package(
             dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "BluetoothLE",
                            "HCIGATTFormat", "CBearSSL"]
         ),
+        // The Home Assistant Bluetooth proxy: the ESPHome native API (its protobuf messages,
+        // plaintext and Noise framing, one sans-I/O APISession per client), its TCP server
+        // and mDNS responder, over BluetoothLE.
+        .target(
+            name: "HCIGATTProxy",
+            dependencies: ["BluetoothWire", "BluetoothTransport", "BluetoothCrypto", "BluetoothHost", "BluetoothGATT", "BluetoothLE"]
+        ),
         .executableTarget(
             name: "hcigatt",
             dependencies: ["BluetoothLE", "BluetoothWire", "BluetoothTransport", "BluetoothHost", "BluetoothGATT", "BluetoothProfiles", "HCIGATTFormat",
-                           "HCIGATTGateway"]
+                           "HCIGATTGateway", "HCIGATTProxy"]
         ),
         .executableTarget(
             name: "hcigatt-bench",
@@ -131,6 +138,7 @@ let package = Package(
         .testTarget(name: "HCIGATTGatewayTests",
                     dependencies: ["HCIGATTGateway", "HCIGATTFormat", "BluetoothLE", "BluetoothGATT", "BluetoothHost", "BluetoothProfiles", "BluetoothWire"]),
         .testTarget(name: "BluetoothLETests", dependencies: ["BluetoothLE", "BluetoothHost", "BluetoothGATT", "BluetoothSecurity", "BluetoothWire", "FakeController"]),
+        .testTarget(name: "HCIGATTProxyTests", dependencies: ["HCIGATTProxy", "BluetoothCrypto", "BluetoothLE", "BluetoothWire"]),
         .testTarget(name: "HCIGATTFormatTests", dependencies: ["HCIGATTFormat", "BluetoothWire", "BluetoothSecurity", "BluetoothHost", "BluetoothGATT", "BluetoothLE", "BluetoothProfiles"]),
     ]
 )
