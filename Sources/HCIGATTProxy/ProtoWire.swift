@@ -181,7 +181,7 @@ public struct ProtoWriter: Sendable {
         return n
     }
 
-    public mutating func rawVarint(_ v: UInt64) {
+    public static func appendVarint(_ v: UInt64, to bytes: inout [UInt8]) {
         var x = v
         while x >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: x) | 0x80)
@@ -189,6 +189,8 @@ public struct ProtoWriter: Sendable {
         }
         bytes.append(UInt8(x))
     }
+
+    public mutating func rawVarint(_ v: UInt64) { Self.appendVarint(v, to: &bytes) }
 
     public mutating func key(_ field: UInt32, _ wireType: UInt8) { rawVarint(UInt64(field) << 3 | UInt64(wireType)) }
 
