@@ -8,7 +8,7 @@ let commands: [Command] = [
     ScanCommand.command, InfoCommand.command, ListCommand.command, CmdCommand.command,
     GATTDumpCommand.command, ReadCommand.command, WriteCommand.command, SubscribeCommand.command, RecordsCommand.command,
     ReplayCommand.command, DecodeCommand.command, ServeCommand.command, AskCommand.command, PairCommand.command, BondsCommand.command, UnpairCommand.command,
-    L2CAPCommand.command, ChatCommand.command, GatewayCommand.command,
+    L2CAPCommand.command, ChatCommand.command, GatewayCommand.command, ProxyCommand.command,
 ] + HealthMonitors.all.map(\.command)
 
 struct Command: Sendable {

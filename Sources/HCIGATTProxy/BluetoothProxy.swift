@@ -1,0 +1,219 @@
+// The Home Assistant Bluetooth proxy: the API server's clients on one side, the controller
+// (through the host) on the other. Scanning never stops (not while connecting either);
+// every report goes to the clients that subscribed, in ESPHome's batches.
+import BluetoothHost
+import BluetoothLE
+import BluetoothTransport
+import BluetoothWire
+import Synchronization
+
+/// What the proxy is asked to be.
+public struct ProxySettings: Sendable {
+    /// Where to listen: an IPv4 or IPv6 address ("::": every address, IPv4 too).
+    public var address: String
+    public var port: UInt16
+    /// The node name (HA's device name) and the friendly name it shows.
+    public var name: String
+    public var friendlyName: String
+    /// The proxy's identity ("AA:BB:CC:DD:EE:FF", HA's unique id).
+    public var identity: String
+    /// The Noise key; nil: plaintext.
+    public var psk: [UInt8]?
+    /// Where a key HA sets is written (nil: a set-key request is refused).
+    public var keyFile: String?
+    /// Scan without scan requests (no scan responses; nothing sent on the air).
+    public var passive: Bool
+    /// hcigatt's version, for the client.
+    public var version: String
+
+    public init(address: String = "::", port: UInt16 = 6053, name: String, friendlyName: String? = nil, identity: String,
+                psk: [UInt8]?, keyFile: String? = nil, passive: Bool = false, version: String) {
+        self.address = address
+        self.port = port
+        self.name = name
+        self.friendlyName = friendlyName ?? name
+        self.identity = identity
+        self.psk = psk
+        self.keyFile = keyFile
+        self.passive = passive
+        self.version = version
+    }
+}
+
+/// What the proxy tells its operator, a line at a time.
+public enum ProxyLog: Sendable, Equatable {
+    case listening(address: String, port: UInt16, encrypted: Bool)
+    case clientConnected(APIClientID, peer: String)
+    case clientReady(APIClientID, info: String, api: String)
+    case clientClosed(APIClientID, reason: String)
+    case scanning(active: Bool)
+    case keyChanged(cleared: Bool)
+    case keyRefused(String)
+}
+
+public final class BluetoothProxy: Sendable {
+    public let settings: ProxySettings
+    public let server: APIServer
+    let host: HCIHost
+    let log: @Sendable (ProxyLog) -> Void
+
+    struct State {
+        /// Active scanning now (the client may switch).
+        var active: Bool
+        /// The running scan's task, to restart it in another mode.
+        var scan: Task<Void, any Error>?
+        /// Connections-free subscribers.
+        var slotWatchers: Set<APIClientID> = []
+        var names: [APIClientID: String] = [:]
+    }
+
+    private let state: Mutex<State>
+
+    /// The features the proxy has: scanning, raw advertisements, scanner state and mode.
+    public static let features: BluetoothProxyFeatures = [.passiveScan, .rawAdvertisements, .stateAndMode]
+
+    /// A proxy on `host` (open, initialised) listening as `settings` say.
+    public init(host: HCIHost, settings: ProxySettings, log: @escaping @Sendable (ProxyLog) -> Void) throws(APIServerError) {
+        self.host = host
+        self.settings = settings
+        self.log = log
+        let info = APIServerInfo(name: settings.name, friendlyName: settings.friendlyName, macAddress: settings.identity,
+                                 bluetoothAddress: host.info.address.description, version: settings.version,
+                                 features: Self.features)
+        server = try APIServer(address: settings.address, port: settings.port, info: info, psk: settings.psk)
+        state = Mutex(State(active: !settings.passive))
+    }
+
+    /// Runs until cancelled (then says goodbye to the clients) or until the controller
+    /// cannot go on (thrown).
+    public func run() async throws {
+        log(.listening(address: settings.address, port: server.port, encrypted: settings.psk != nil))
+        let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
+            group.addTask { await self.serve(); return nil }
+            group.addTask {
+                do { try await self.scanUntilCancelled() } catch { return error }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        await server.stop()
+        let stopped = state.withLock { s -> Task<Void, any Error>? in
+            let t = s.scan
+            s.scan = nil
+            return t
+        }
+        stopped?.cancel()
+        _ = try? await stopped?.value
+        if let failure { throw failure }
+    }
+
+    /// The scan, restarted when the mode changes; throws when it fails.
+    func scanUntilCancelled() async throws {
+        while !Task.isCancelled {
+            let active = state.withLock { $0.active }
+            let task = Task { try await scan(active: active) }
+            state.withLock { $0.scan = task }
+            log(.scanning(active: active))
+            broadcastScannerState()
+            do {
+                try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+            } catch is CancellationError {
+                // A mode change (or the end): the loop decides.
+            }
+            if Task.isCancelled { return }
+        }
+    }
+
+    func scan(active: Bool) async throws {
+        let config = ScanConfiguration(active: active, reportDuplicates: true, deviceTimeout: .seconds(300),
+                                       scanResponseWait: active ? .milliseconds(300) : .zero)
+        let events = host.scan(config)
+        for try await e in events {
+            let d = e.device
+            var data = d.advertisingData
+            data += d.scanResponseData
+            server.advertise(APIRawAdvertisement(address: d.address.address.rawValue, rssi: d.rssi ?? -127,
+                                                 addressType: d.address.type == .public ? 0 : 1, data: data))
+        }
+        try Task.checkCancellation()
+        throw BluetoothError(.unavailable, "the scan ended: the controller stopped reporting")
+    }
+
+    func broadcastScannerState() {
+        let active = state.withLock { $0.active }
+        server.broadcast(.scannerState(.running, active: active, configuredActive: !settings.passive))
+    }
+
+    /// The clients' events.
+    func serve() async {
+        for await e in server.events {
+            switch e {
+            case .connected(let id, let peer):
+                log(.clientConnected(id, peer: peer))
+            case .ready(let id, let client):
+                state.withLock { $0.names[id] = client.info }
+                log(.clientReady(id, info: client.info, api: "\(client.apiMajor).\(client.apiMinor)"))
+            case .closed(let id, let reason):
+                state.withLock { s in
+                    s.slotWatchers.remove(id)
+                    s.names[id] = nil
+                }
+                log(.clientClosed(id, reason: reason?.description ?? "connection lost"))
+            case .request(let id, let r):
+                await handle(r, from: id)
+            }
+        }
+    }
+
+    func handle(_ r: APIRequest, from id: APIClientID) async {
+        switch r {
+        case .subscribeAdvertisements:
+            let active = state.withLock { $0.active }
+            server.send(.scannerState(.running, active: active, configuredActive: !settings.passive), to: id)
+        case .unsubscribeAdvertisements:
+            break
+        case .subscribeConnectionsFree:
+            state.withLock { _ = $0.slotWatchers.insert(id) }
+            server.send(.connectionsFree(free: 0, limit: 0, allocated: []), to: id)
+        case .setScannerMode(let active):
+            let restart = state.withLock { s -> Task<Void, any Error>? in
+                guard s.active != active else { return nil }
+                s.active = active
+                return s.scan
+            }
+            if let restart { restart.cancel() } else { server.send(.scannerState(.running, active: active, configuredActive: !settings.passive), to: id) }
+        case .device(let address, _, _):
+            server.send(.deviceConnection(address: address, connected: false, mtu: 0, error: 0), to: id)
+        case .getServices(let address):
+            server.send(.gattError(address: address, handle: 0, error: -1), to: id)
+        case .read(let address, let handle), .readDescriptor(let address, let handle), .notify(let address, let handle, _),
+             .write(let address, let handle, _, _), .writeDescriptor(let address, let handle, _):
+            server.send(.gattError(address: address, handle: handle, error: -1), to: id)
+        case .setConnectionParams(let address, _, _, _, _):
+            server.send(.connectionParams(address: address, error: -1), to: id)
+        case .setNoiseKey(let key):
+            setKey(key, from: id)
+        }
+    }
+
+    /// HA's set-key request (only over an encrypted session: the session refused others).
+    func setKey(_ key: [UInt8]?, from id: APIClientID) {
+        guard let file = settings.keyFile else {
+            log(.keyRefused("a key was pushed, but the key was given on the command line: not changed"))
+            server.send(.noiseKeySet(success: false), to: id)
+            return
+        }
+        do throws(ProxyStateError) {
+            try ProxyState(directory: "").replaceKey(key, at: file)
+        } catch {
+            log(.keyRefused("\(error)"))
+            server.send(.noiseKeySet(success: false), to: id)
+            return
+        }
+        server.setKey(key)
+        log(.keyChanged(cleared: key == nil))
+        server.send(.noiseKeySet(success: true), to: id)
+    }
+}

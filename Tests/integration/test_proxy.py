@@ -1,0 +1,281 @@
+"""hcigatt proxy against Home Assistant's own client library (aioesphomeapi, from PyPI), with
+Bumble virtual controllers and peripherals on the radio side."""
+import asyncio
+import base64
+import json
+import os
+import queue
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from aioesphomeapi import APIClient
+from aioesphomeapi.core import InvalidEncryptionKeyAPIError, RequiresEncryptionAPIError, EncryptionPlaintextAPIError
+from aioesphomeapi.model import BluetoothProxyFeature, BluetoothScannerMode, BluetoothScannerState
+
+from peer import HCIGATT, Peer
+
+THERMO = 'Thermo-1,service=1809,service=180F,mfr=004c:01020304,txpower=4'
+HEART = 'Pulse-2,service=180D,address=C0:F1:F2:F3:F4:22,random'
+KEY = base64.b64encode(bytes(range(32))).decode()
+
+
+class Proxy:
+    """An `hcigatt proxy` process on a free port; its --json log lines in a queue."""
+
+    def __init__(self, peer, *args, state_dir=None):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.state_dir = state_dir or os.path.join(self.tmp.name, 'state')
+        cmd = [HCIGATT, 'proxy', '--transport', peer.transport, '--listen', '127.0.0.1:0', '--json',
+               '--state-dir', self.state_dir, *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        self.text = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+        listening = self.wait_for(lambda e: e.get('event') == 'listening', 30)
+        self.port = listening['port']
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.text.append(line)
+            try:
+                self.lines.put(json.loads(line))
+            except ValueError:
+                self.lines.put({'text': line.rstrip('\n')})
+        self.lines.put(None)
+
+    def wait_for(self, match, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                e = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if e is None:
+                raise AssertionError(f'proxy exited ({self.proc.poll()}): {"".join(self.text)}')
+            if match(e):
+                return e
+        raise AssertionError(f'no such log line within {timeout} s: {"".join(self.text)}')
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.thread.join(timeout=5)
+        self.proc.stderr.close()
+        self.tmp.cleanup()
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def run(coro, timeout=60):
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+async def connected(port, key=KEY, **kw):
+    client = APIClient('127.0.0.1', port, None, noise_psk=key, **kw)
+    await client.connect(login=True)
+    return client
+
+
+async def collect_advertisements(client, seconds, want=None):
+    """Raw advertisements for `seconds` (or until the addresses in `want` were all seen)."""
+    seen = {}
+    done = asyncio.Event()
+
+    def on_ads(msg):
+        for a in msg.advertisements:
+            seen.setdefault(a.address, []).append(a)
+        if want and want <= set(seen):
+            done.set()
+    unsub = client.subscribe_bluetooth_le_raw_advertisements(on_ads)
+    try:
+        await asyncio.wait_for(done.wait(), seconds)
+    except asyncio.TimeoutError:
+        pass
+    unsub()
+    return seen
+
+
+THERMO_ADDRESS = 0xF0F1F2F3F401
+HEART_ADDRESS = 0xC0F1F2F3F422
+
+
+class ProxyTests(unittest.TestCase):
+    def test_device_info_and_raw_advertisements_over_noise(self):
+        with Peer('--peripheral', THERMO, '--peripheral', HEART) as peer, Proxy(peer, '--key', KEY, '--name', 'proxy-one') as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                info = await client.device_info()
+                self.assertEqual(info.name, 'proxy-one')
+                self.assertRegex(info.mac_address, r'^[0-9A-F]{2}(:[0-9A-F]{2}){5}$')
+                self.assertRegex(info.bluetooth_mac_address, r'^[0-9A-F]{2}(:[0-9A-F]{2}){5}$')
+                self.assertNotEqual(info.mac_address, info.bluetooth_mac_address)
+                self.assertEqual(info.project_name, 'hcigatt.bluetooth-proxy')
+                self.assertTrue(info.api_encryption_supported)
+                flags = BluetoothProxyFeature(info.bluetooth_proxy_feature_flags_compat(client.api_version))
+                self.assertIn(BluetoothProxyFeature.PASSIVE_SCAN, flags)
+                self.assertIn(BluetoothProxyFeature.RAW_ADVERTISEMENTS, flags)
+                entities, services = await client.list_entities_services()
+                self.assertEqual((entities, services), ([], []))
+                seen = await collect_advertisements(client, 15, want={THERMO_ADDRESS, HEART_ADDRESS})
+                self.assertIn(THERMO_ADDRESS, seen)
+                self.assertIn(HEART_ADDRESS, seen)
+                thermo = seen[THERMO_ADDRESS][-1]
+                self.assertEqual(thermo.address_type, 0)
+                self.assertIn(b'Thermo-1', bytes(thermo.data), 'advertising data and scan response together')
+                self.assertTrue(-127 <= thermo.rssi <= 20)
+                self.assertEqual(seen[HEART_ADDRESS][-1].address_type, 1)
+                await client.disconnect()
+            run(go())
+            proxy.wait_for(lambda e: e.get('event') == 'client-closed' and 'disconnected' in e['reason'])
+
+    def test_wrong_key_is_an_invalid_encryption_key(self):
+        with Peer('--peripheral', THERMO) as peer, Proxy(peer, '--key', KEY, '--name', 'keyed') as proxy:
+            async def go():
+                wrong = base64.b64encode(b'0' * 32).decode()  # the probe key HA tries
+                with self.assertRaises(InvalidEncryptionKeyAPIError) as cm:
+                    await connected(proxy.port, key=wrong)
+                self.assertEqual(cm.exception.received_name, 'keyed', 'the server hello came first')
+                with self.assertRaises(RequiresEncryptionAPIError):
+                    await connected(proxy.port, key=None)
+            run(go())
+            e = proxy.wait_for(lambda e: e.get('event') == 'client-closed')
+            self.assertIn('wrong encryption key', e['reason'])
+
+    def test_plaintext_proxy_and_an_encrypted_client(self):
+        with Peer('--peripheral', THERMO) as peer, Proxy(peer, '--insecure-plaintext') as proxy:
+            async def go():
+                client = await connected(proxy.port, key=None)
+                info = await client.device_info()
+                self.assertFalse(info.api_encryption_supported)
+                seen = await collect_advertisements(client, 15, want={THERMO_ADDRESS})
+                self.assertIn(THERMO_ADDRESS, seen)
+                await client.disconnect()
+                with self.assertRaises(EncryptionPlaintextAPIError):
+                    await connected(proxy.port)
+            run(go())
+
+    def test_first_start_makes_a_key_and_an_identity_it_keeps(self):
+        with tempfile.TemporaryDirectory() as tmp, Peer('--peripheral', THERMO) as peer:
+            state = os.path.join(tmp, 'state')
+            with Proxy(peer, state_dir=state) as proxy:
+                key_path = os.path.join(state, 'proxy.key')
+                self.assertEqual(stat.S_IMODE(os.stat(key_path).st_mode), 0o600)
+                self.assertEqual(stat.S_IMODE(os.stat(state).st_mode), 0o700)
+                with open(key_path) as f:
+                    key = f.read().strip()
+                self.assertIn(key, ''.join(proxy.text), 'the new key is printed once')
+                self.assertEqual(len(base64.b64decode(key)), 32)
+
+                async def first():
+                    client = await connected(proxy.port, key=key)
+                    mac = (await client.device_info()).mac_address
+                    await client.disconnect()
+                    return mac
+                mac = run(first())
+            with Proxy(peer, state_dir=state) as proxy:
+                self.assertNotIn(key, ''.join(proxy.text), 'printed only when made')
+
+                async def second():
+                    client = await connected(proxy.port, key=key)
+                    again = (await client.device_info()).mac_address
+                    await client.disconnect()
+                    return again
+                self.assertEqual(run(second()), mac, 'the same device to Home Assistant')
+
+    def test_scanner_state_and_mode_switch(self):
+        with Peer('--peripheral', THERMO) as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                states = []
+                got = asyncio.Event()
+
+                def on_state(s):
+                    states.append(s)
+                    got.set()
+                client.subscribe_bluetooth_scanner_state(on_state)
+                unsub = client.subscribe_bluetooth_le_raw_advertisements(lambda m: None)
+                await asyncio.wait_for(got.wait(), 10)
+                self.assertEqual(states[0].state, BluetoothScannerState.RUNNING)
+                self.assertEqual(states[0].mode, BluetoothScannerMode.ACTIVE)
+                got.clear()
+                client.bluetooth_scanner_set_mode(BluetoothScannerMode.PASSIVE)
+                await asyncio.wait_for(got.wait(), 10)
+                self.assertEqual(states[-1].mode, BluetoothScannerMode.PASSIVE)
+                unsub()
+                await client.disconnect()
+            run(go())
+            proxy.wait_for(lambda e: e.get('event') == 'scanning' and e['active'] is False)
+
+    def test_two_clients_each_get_the_advertisements(self):
+        with Peer('--peripheral', THERMO, '--peripheral', HEART) as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                a = await connected(proxy.port, client_info='Home Assistant')
+                b = await connected(proxy.port, client_info='diagnostics')
+                seen_a, seen_b = await asyncio.gather(collect_advertisements(a, 15, want={THERMO_ADDRESS, HEART_ADDRESS}),
+                                                      collect_advertisements(b, 15, want={THERMO_ADDRESS, HEART_ADDRESS}))
+                self.assertEqual({THERMO_ADDRESS, HEART_ADDRESS} - set(seen_a), set())
+                self.assertEqual({THERMO_ADDRESS, HEART_ADDRESS} - set(seen_b), set())
+                await a.disconnect()
+                # The other goes on.
+                seen = await collect_advertisements(b, 15, want={THERMO_ADDRESS})
+                self.assertIn(THERMO_ADDRESS, seen)
+                await b.disconnect()
+            run(go())
+
+    def test_stop_says_goodbye_and_exits_zero(self):
+        with Peer('--peripheral', THERMO) as peer:
+            proxy = Proxy(peer, '--key', KEY)
+            async def go():
+                client = await connected(proxy.port)
+                gone = asyncio.Event()
+                client.set_debug(False)
+                await client.device_info()
+                proxy.proc.send_signal(signal.SIGTERM)
+                for _ in range(100):
+                    if client._connection is None or not client._connection.is_connected:
+                        gone.set()
+                        break
+                    await asyncio.sleep(0.05)
+                self.assertTrue(gone.is_set(), 'the client was told to disconnect')
+            run(go())
+            started = time.monotonic()
+            self.assertEqual(proxy.proc.wait(timeout=10), 0)
+            self.assertLess(time.monotonic() - started, 3, 'a prompt stop')
+            proxy.stop()
+
+    def test_usage_errors(self):
+        for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
+                            (['--key', KEY, '--key-file', '/x'], 'not both'),
+                            (['--insecure-plaintext', '--key', KEY], 'without a key'),
+                            (['--listen', '::1:6053'], 'brackets'),
+                            (['--listen', '70000'], 'PORT 0 to 65535'),
+                            (['--name', 'Not A Name'], '--name takes'),
+                            (['extra'], 'no arguments')]:
+            p = subprocess.run([HCIGATT, 'proxy', '--transport', 'tcp:127.0.0.1:1', '--state-dir', '/nonexistent/x', *args],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2, f'{args}: {p.stderr}')
+            self.assertIn(words, p.stderr, args)
+        p = subprocess.run([HCIGATT, 'proxy', '--transport', 'tcp:127.0.0.1:1', '--key-file', '/nonexistent/key'],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('no such file', p.stderr)
+
+
+if __name__ == '__main__':
+    unittest.main()
