@@ -231,7 +231,10 @@ extension GATTClient {
         if indication, handle == s.serviceChangedHandle { serviceChanged(value, &s) }
         let ids = s.cccds[handle]?.subscribers ?? []
         guard !ids.isEmpty else {
-            if handle != s.serviceChangedHandle {
+            if let taker = options.unsubscribedValues {
+                let v = GATTValue(handle: handle, value: value, isIndication: indication)
+                fx.append { taker(v) }
+            } else if handle != s.serviceChangedHandle {
                 s.unhandledNotifications += 1
                 if indication { s.earlyIndications.keep(GATTValue(handle: handle, value: value, isIndication: true), database: s.database) }
             }

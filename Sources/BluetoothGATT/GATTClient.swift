@@ -40,12 +40,17 @@ public final class GATTClient: Sendable {
         public var raisesSecurity: Bool
         /// Told what happened when security was raised (the CLI prints it).
         public var securityObserver: (@Sendable (GATTSecurityEvent) -> Void)?
+        /// Notifications and indications of handles no subscriber takes, given here (on the
+        /// host's thread: keep it short) instead of being kept or counted: for a proxy
+        /// whose own client wrote the CCCDs. Indications are confirmed all the same.
+        public var unsubscribedValues: (@Sendable (GATTValue) -> Void)?
 
         /// The defaults: 30 s transactions, 256 notifications buffered per subscriber, Service
         /// Changed handled, security raised once when a server asks for it.
         public init(requestTimeout: Duration = .seconds(30), notificationBufferSize: Int = 256,
                     handleServiceChanged: Bool = true, raisesSecurity: Bool = true,
-                    securityObserver: (@Sendable (GATTSecurityEvent) -> Void)? = nil) {
+                    securityObserver: (@Sendable (GATTSecurityEvent) -> Void)? = nil,
+                    unsubscribedValues: (@Sendable (GATTValue) -> Void)? = nil) {
             precondition(requestTimeout > .zero, "requestTimeout must be positive")
             precondition(notificationBufferSize > 0, "notificationBufferSize must be positive")
             self.requestTimeout = requestTimeout
@@ -53,6 +58,7 @@ public final class GATTClient: Sendable {
             self.handleServiceChanged = handleServiceChanged
             self.raisesSecurity = raisesSecurity
             self.securityObserver = securityObserver
+            self.unsubscribedValues = unsubscribedValues
         }
     }
 

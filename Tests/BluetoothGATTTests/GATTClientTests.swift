@@ -1,3 +1,4 @@
+import Synchronization
 import BluetoothWire
 import Testing
 @testable import BluetoothGATT
@@ -365,6 +366,22 @@ import Testing
         #expect(client.state.withLock { $0.earlyIndications.cost } == limit * EarlyIndications.entryCost)
         #expect(client.droppedEarlyIndications == 5000 - limit)
         #expect(server.confirmations == 5000)
+    }
+
+    @Test("Values nobody subscribed to go to the unsubscribed-values taker (a proxy's client wrote the CCCD), indications confirmed")
+    func unsubscribedValuesGoToTheTaker() async throws {
+        let db = TestDatabase.make()
+        let server = FakeATTServer(attributes: db.attributes, maximumMTU: 517)
+        let taken = Mutex<[GATTValue]>([])
+        let client = GATTClient(bearer: server, options: .init(unsubscribedValues: { v in taken.withLock { $0.append(v) } }))
+        let tm = try #require(db.expected.characteristic(uuid: BluetoothUUID(0x2A1C)))
+        server.notify(0x0F00, [1])
+        server.indicate(tm.valueHandle, [2, 3])
+        _ = try await client.read(handle: 1)
+        #expect(taken.withLock { $0 } == [GATTValue(handle: 0x0F00, value: [1], isIndication: false),
+                                           GATTValue(handle: tm.valueHandle, value: [2, 3], isIndication: true)])
+        #expect(server.confirmations == 1)
+        #expect(client.unhandledNotifications == 0 && client.state.withLock { $0.earlyIndications.cost } == 0, "not kept as well")
     }
 
     @Test("Ending a subscription: a value the device sends before it has the CCCD write still comes")
