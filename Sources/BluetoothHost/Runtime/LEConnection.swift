@@ -36,6 +36,8 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         var security = LinkSecurity.unencrypted
         var attMTU = 23
         var identity: LEAddress?
+        /// Callers of ``closed()``, resumed when the link goes down.
+        var closeWaiters: [CheckedContinuation<HCIErrorCode?, Never>] = []
     }
 
     let driver: HostDriver
@@ -258,7 +260,26 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     }
 
     func markClosed(_ reason: HCIErrorCode?, _ message: String) {
-        state.withLock { s in if s.closed == nil { s.closed = (reason, message) } }
+        let waiters = state.withLock { s -> [CheckedContinuation<HCIErrorCode?, Never>] in
+            if s.closed == nil { s.closed = (reason, message) }
+            let w = s.closeWaiters
+            s.closeWaiters = []
+            return w
+        }
         wakeRoomWaiters(all: true)
+        for w in waiters { w.resume(returning: reason) }
+    }
+
+    /// Returns when the link is down, with the HCI reason (nil when the host closed): for
+    /// those that hold a link for someone else (a proxy's client) and must say when it went.
+    public func closed() async -> HCIErrorCode? {
+        await withCheckedContinuation { (c: CheckedContinuation<HCIErrorCode?, Never>) in
+            let done: HCIErrorCode?? = state.withLock { s in
+                if let c = s.closed { return .some(c.reason) }
+                s.closeWaiters.append(c)
+                return nil
+            }
+            if let done { c.resume(returning: done) }
+        }
     }
 }
