@@ -139,22 +139,20 @@ public struct APIRawAdvertisement: Sendable, Equatable {
 /// A GATT UUID as the API carries it: 16/32-bit ones as `short_uuid` for clients of API
 /// 1.12 and later, else two 64-bit words (most significant first).
 public struct APIUUID: Sendable, Equatable {
-    /// The 128-bit value, most significant byte first.
-    public var bytes: [UInt8]
-    public init(bytes: [UInt8]) { self.bytes = bytes }
+    public var high: UInt64
+    public var low: UInt64
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
 
     /// The 16- or 32-bit value when this is a SIG UUID on the Base UUID.
     public var short: UInt32? {
-        guard bytes.count == 16, Array(bytes[4...]) == [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB] else { return nil }
-        return UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
+        guard low == 0x8000_0080_5F9B_34FB, high & 0xFFFF_FFFF == 0x0000_1000 else { return nil }
+        return UInt32(truncatingIfNeeded: high >> 32)
     }
 
-    var words: [UInt64] {
-        var hi: UInt64 = 0, lo: UInt64 = 0
-        for i in 0 ..< 8 { hi = hi << 8 | UInt64(bytes.count == 16 ? bytes[i] : 0) }
-        for i in 8 ..< 16 { lo = lo << 8 | UInt64(bytes.count == 16 ? bytes[i] : 0) }
-        return [hi, lo]
-    }
+    var words: [UInt64] { [high, low] }
 
     func write(_ w: inout ProtoWriter, words wordsField: UInt32, short shortField: UInt32, shortAllowed: Bool) {
         if shortAllowed, let s = short {

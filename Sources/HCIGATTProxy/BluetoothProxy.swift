@@ -25,9 +25,12 @@ public struct ProxySettings: Sendable {
     public var passive: Bool
     /// hcigatt's version, for the client.
     public var version: String
+    /// Connection slots: links held for clients at once.
+    public var slots: Int
 
     public init(address: String = "::", port: UInt16 = 6053, name: String, friendlyName: String? = nil, identity: String,
-                psk: [UInt8]?, keyFile: String? = nil, passive: Bool = false, version: String) {
+                psk: [UInt8]?, keyFile: String? = nil, passive: Bool = false, slots: Int = 5, version: String) {
+        self.slots = slots
         self.address = address
         self.port = port
         self.name = name
@@ -49,6 +52,8 @@ public enum ProxyLog: Sendable, Equatable {
     case scanning(active: Bool)
     case keyChanged(cleared: Bool)
     case keyRefused(String)
+    /// What happened to a device's link.
+    case link(address: BluetoothAddress, event: String)
 }
 
 public final class BluetoothProxy: Sendable {
@@ -65,12 +70,17 @@ public final class BluetoothProxy: Sendable {
         /// Connections-free subscribers.
         var slotWatchers: Set<APIClientID> = []
         var names: [APIClientID: String] = [:]
+        /// The slots: a link (or an attempt) per device address.
+        var links: [UInt64: ProxyLink] = [:]
+        var slots: Int
     }
 
-    private let state: Mutex<State>
+    let state: Mutex<State>
 
-    /// The features the proxy has: scanning, raw advertisements, scanner state and mode.
-    public static let features: BluetoothProxyFeatures = [.passiveScan, .rawAdvertisements, .stateAndMode]
+    /// The features the proxy has: scanning, connections with the client's own cache,
+    /// pairing, cache clearing, raw advertisements, scanner state and mode, parameters.
+    public static let features: BluetoothProxyFeatures = [.passiveScan, .activeConnections, .remoteCaching, .pairing, .cacheClearing,
+                                                          .rawAdvertisements, .stateAndMode, .connectionParams]
 
     /// A proxy on `host` (open, initialised) listening as `settings` say.
     public init(host: HCIHost, settings: ProxySettings, log: @escaping @Sendable (ProxyLog) -> Void) throws(APIServerError) {
@@ -81,7 +91,7 @@ public final class BluetoothProxy: Sendable {
                                  bluetoothAddress: host.info.address.description, version: settings.version,
                                  features: Self.features)
         server = try APIServer(address: settings.address, port: settings.port, info: info, psk: settings.psk)
-        state = Mutex(State(active: !settings.passive))
+        state = Mutex(State(active: !settings.passive, slots: settings.slots))
     }
 
     /// Runs until cancelled (then says goodbye to the clients) or until the controller
@@ -161,8 +171,11 @@ public final class BluetoothProxy: Sendable {
                     s.names[id] = nil
                 }
                 log(.clientClosed(id, reason: reason?.description ?? "connection lost"))
+                // Its links go: nobody would hear of them, and the slots are for others.
+                Task { await self.dropLinks(of: id) }
             case .request(let id, let r):
-                await handle(r, from: id)
+                // Each request on its own: a slow device must not hold up another's.
+                Task { await self.handle(r, from: id) }
             }
         }
     }
@@ -176,7 +189,7 @@ public final class BluetoothProxy: Sendable {
             break
         case .subscribeConnectionsFree:
             state.withLock { _ = $0.slotWatchers.insert(id) }
-            server.send(.connectionsFree(free: 0, limit: 0, allocated: []), to: id)
+            server.send(slotReport(), to: id)
         case .setScannerMode(let active):
             let restart = state.withLock { s -> Task<Void, any Error>? in
                 guard s.active != active else { return nil }
@@ -184,15 +197,10 @@ public final class BluetoothProxy: Sendable {
                 return s.scan
             }
             if let restart { restart.cancel() } else { server.send(.scannerState(.running, active: active, configuredActive: !settings.passive), to: id) }
-        case .device(let address, _, _):
-            server.send(.deviceConnection(address: address, connected: false, mtu: 0, error: 0), to: id)
-        case .getServices(let address):
-            server.send(.gattError(address: address, handle: 0, error: -1), to: id)
-        case .read(let address, let handle), .readDescriptor(let address, let handle), .notify(let address, let handle, _),
-             .write(let address, let handle, _, _), .writeDescriptor(let address, let handle, _):
-            server.send(.gattError(address: address, handle: handle, error: -1), to: id)
-        case .setConnectionParams(let address, _, _, _, _):
-            server.send(.connectionParams(address: address, error: -1), to: id)
+        case .device(let address, let kind, let type):
+            await deviceRequest(address, kind, addressType: type, from: id)
+        case .getServices, .read, .readDescriptor, .notify, .write, .writeDescriptor, .setConnectionParams:
+            await gattRequest(r, from: id)
         case .setNoiseKey(let key):
             setKey(key, from: id)
         }

@@ -9,7 +9,7 @@ import Glibc
 /// controller. The options become ``ProxySettings``; the library runs it; this renders logs.
 enum ProxyCommand {
     static let flags: Set<String> = ControllerOptions.flags.union(["passive", "json", "insecure-plaintext"])
-    static let options: Set<String> = ControllerOptions.options.union(["listen", "name", "friendly-name", "key", "key-file", "state-dir"])
+    static let options: Set<String> = ControllerOptions.options.union(["listen", "name", "friendly-name", "key", "key-file", "state-dir", "slots"])
 
     static var command: Command {
         Command(name: "proxy", summary: "A Home Assistant Bluetooth proxy (ESPHome native API, encrypted) on this controller",
@@ -40,6 +40,8 @@ enum ProxyCommand {
                              Default: <state-dir>/proxy.key, made on the first start
       --insecure-plaintext   no encryption: anyone on the network may use the radio
       --passive              scan without scan requests (no scan responses)
+      --slots N              devices connected for clients at once (default 5; an ESP32
+                             proxy has 3)
       --state-dir DIR        the key and the proxy's identity (default \(defaultStateDirectory))
       --json                 log JSON Lines on stderr
     \(ControllerOptions.help)
@@ -133,8 +135,14 @@ enum ProxyCommand {
         }
         let identity: String
         do throws(ProxyStateError) { identity = try state.identity() } catch { throw RuntimeError("\(error)") }
+        var slots = 5
+        if let text = args.option("slots") {
+            guard let n = Int(text), (1 ... 64).contains(n) else { throw UsageError("--slots takes 1 to 64, not '\(text)'") }
+            slots = n
+        }
         let proxy = ProxySettings(address: address, port: port, name: name, friendlyName: args.option("friendly-name"),
-                                  identity: identity, psk: psk, keyFile: writable, passive: args.flag("passive"), version: version)
+                                  identity: identity, psk: psk, keyFile: writable, passive: args.flag("passive"), slots: slots,
+                                  version: version)
         return Settings(proxy: proxy, controller: try ControllerSettings(args), json: args.flag("json"), newKey: newKey)
     }
 
@@ -188,6 +196,8 @@ enum ProxyCommand {
                 o.jsonString("key-changed"); o.utf8(",\"cleared\":\(cleared)")
             case .keyRefused(let why):
                 o.jsonString("key-refused"); o.utf8(",\"reason\":"); o.jsonString(why)
+            case .link(let address, let event):
+                o.jsonString("link"); o.utf8(",\"address\":"); o.jsonString(address.description); o.utf8(",\"what\":"); o.jsonString(event)
             }
             o.utf8("}")
             Console.err(o.string)
@@ -202,6 +212,7 @@ enum ProxyCommand {
         case .scanning(let active): Console.err("proxy: scanning \(active ? "actively" : "passively")")
         case .keyChanged(let cleared): Console.err(cleared ? "proxy: Home Assistant cleared the key" : "proxy: Home Assistant set a new key (used from the next connection)")
         case .keyRefused(let why): Console.err("proxy: key not changed: \(why)")
+        case .link(let address, let event): Console.err("\(address): \(event)")
         }
     }
 }

@@ -8,6 +8,7 @@ import queue
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -113,6 +114,36 @@ async def collect_advertisements(client, seconds, want=None):
 
 THERMO_ADDRESS = 0xF0F1F2F3F401
 HEART_ADDRESS = 0xC0F1F2F3F422
+
+
+HEALTH = 'Health-1,service=1809,gatt=health'
+HEALTH_ADDRESS = 0xF0F1F2F3F401
+PROXY_FLAGS = 0
+
+
+async def connect_device(client, address, address_type=0, has_cache=False, timeout=20):
+    """bluetooth_device_connect as bleak-esphome calls it; returns (mtu, states list)."""
+    info = await client.device_info()
+    flags = info.bluetooth_proxy_feature_flags_compat(client.api_version)
+    states = []
+    up = asyncio.get_running_loop().create_future()
+
+    def on_state(connected, mtu, error):
+        states.append((connected, mtu, error))
+        if not up.done():
+            up.set_result((connected, mtu, error))
+    await client.bluetooth_device_connect(address, on_state, timeout=timeout, feature_flags=flags,
+                                          has_cache=has_cache, address_type=address_type)
+    connected, mtu, error = await up
+    return connected, mtu, error, states
+
+
+def characteristic(services, uuid16):
+    for s in services.services:
+        for c in s.characteristics:
+            if c.uuid.lower().startswith(f'0000{uuid16:04x}-'):
+                return c
+    raise AssertionError(f'no {uuid16:04X} in {services}')
 
 
 class ProxyTests(unittest.TestCase):
@@ -258,6 +289,122 @@ class ProxyTests(unittest.TestCase):
             self.assertEqual(proxy.proc.wait(timeout=10), 0)
             self.assertLess(time.monotonic() - started, 3, 'a prompt stop')
             proxy.stop()
+
+    def test_gatt_through_the_proxy(self):
+        with Peer('--peripheral', HEALTH) as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                slots = []
+                client.subscribe_bluetooth_connections_free(lambda free, limit, allocated: slots.append((free, limit, list(allocated))))
+                connected_, mtu, error, states = await connect_device(client, HEALTH_ADDRESS)
+                self.assertEqual((connected_, error), (True, 0), states)
+                self.assertGreater(mtu, 23)
+                services = await client.bluetooth_gatt_get_services(HEALTH_ADDRESS)
+                uuids = {s.uuid[4:8].upper() for s in services.services}
+                self.assertTrue({'1809', '180A', '180F', '180D'} <= uuids, uuids)
+                model = characteristic(services, 0x2A24)
+                self.assertEqual(bytes(await client.bluetooth_gatt_read(HEALTH_ADDRESS, model.handle)), b'bumble-peer')
+                # A 600-byte value: read to the end (Read Blob), not cut at the MTU.
+                long_value = next(c for s in services.services for c in s.characteristics if c.uuid.endswith('0001') and c.uuid.startswith('68636967'))
+                self.assertEqual(bytes(await client.bluetooth_gatt_read(HEALTH_ADDRESS, long_value.handle)), bytes(i % 256 for i in range(600)))
+                echo = next(c for s in services.services for c in s.characteristics if c.uuid.endswith('0002') and c.uuid.startswith('68636967'))
+                await client.bluetooth_gatt_write(HEALTH_ADDRESS, echo.handle, b'x' * 300, True)
+                self.assertEqual(bytes(await client.bluetooth_gatt_read(HEALTH_ADDRESS, echo.handle)), b'x' * 300)
+                await client.bluetooth_gatt_write(HEALTH_ADDRESS, echo.handle, b'quick', False)
+                # Notifications: the client asks for delivery, then writes the CCCD itself.
+                heart = characteristic(services, 0x2A37)
+                cccd = next(d for d in heart.descriptors if d.uuid[4:8].upper() == '2902')
+                got = []
+                arrived = asyncio.Event()
+
+                def on_notify(handle, data):
+                    got.append((handle, bytes(data)))
+                    arrived.set()
+                stop, _ = await client.bluetooth_gatt_start_notify(HEALTH_ADDRESS, heart.handle, on_notify)
+                await client.bluetooth_gatt_write_descriptor(HEALTH_ADDRESS, cccd.handle, b'\x01\x00')
+                await asyncio.wait_for(arrived.wait(), 10)
+                self.assertEqual(got[0][0], heart.handle)
+                self.assertEqual(got[0][1][:2], bytes([0x16, 72]), 'flags, 72 bpm')
+                self.assertEqual(bytes(await client.bluetooth_gatt_read_descriptor(HEALTH_ADDRESS, cccd.handle)), b'\x01\x00')
+                await stop()
+                # An error keeps its ATT code: the secret needs encryption... which the
+                # proxy raises (pairing Just Works), as ESPHome's stack does.
+                # A read of a handle that does not exist: Invalid Handle (1).
+                from aioesphomeapi.core import BluetoothGATTAPIError
+                with self.assertRaises(BluetoothGATTAPIError) as cm:
+                    await client.bluetooth_gatt_read(HEALTH_ADDRESS, 0xFFF0)
+                self.assertEqual(cm.exception.error.error, 1)
+                self.assertTrue(any(limit == 5 and free == 4 and allocated == [HEALTH_ADDRESS] for free, limit, allocated in slots), slots)
+                await client.bluetooth_device_disconnect(HEALTH_ADDRESS)
+                for _ in range(50):
+                    if slots and slots[-1][0] == 5:
+                        break
+                    await asyncio.sleep(0.1)
+                self.assertEqual(slots[-1], (5, 5, []))
+                await client.disconnect()
+            run(go(), timeout=90)
+
+    def test_with_cache_connect_needs_no_discovery(self):
+        with Peer('--peripheral', HEALTH) as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                ok, mtu, error, _ = await connect_device(client, HEALTH_ADDRESS)
+                services = await client.bluetooth_gatt_get_services(HEALTH_ADDRESS)
+                model = characteristic(services, 0x2A24)
+                await client.bluetooth_device_disconnect(HEALTH_ADDRESS)
+                # Reconnected with the client's own cache: reads by handle at once.
+                ok, mtu, error, _ = await connect_device(client, HEALTH_ADDRESS, has_cache=True)
+                self.assertEqual((ok, error), (True, 0))
+                self.assertEqual(bytes(await client.bluetooth_gatt_read(HEALTH_ADDRESS, model.handle)), b'bumble-peer')
+                await client.disconnect()
+            run(go(), timeout=90)
+            # The client's links went with it.
+            proxy.wait_for(lambda e: e.get('event') == 'link' and e['what'] == 'disconnected')
+
+    def test_a_vanished_client_frees_its_slots(self):
+        # Client A is a process of its own that takes the one slot and is then killed: no
+        # goodbye, its TCP connection just ends.
+        holder = (
+            'import asyncio, sys\n'
+            'sys.path.insert(0, sys.argv[3])\n'
+            'from test_proxy import connected, connect_device\n'
+            'async def go():\n'
+            '    c = await connected(int(sys.argv[1]), key=sys.argv[2])\n'
+            '    ok, mtu, error, _ = await connect_device(c, 0xF0F1F2F3F401)\n'
+            '    print("up" if ok else f"failed {error}", flush=True)\n'
+            '    await asyncio.sleep(600)\n'
+            'asyncio.run(go())\n')
+        with Peer('--peripheral', HEALTH) as peer, Proxy(peer, '--key', KEY, '--slots', '1') as proxy:
+            a = subprocess.Popen([sys.executable, '-c', holder, str(proxy.port), KEY, os.path.dirname(os.path.abspath(__file__))],
+                                 stdout=subprocess.PIPE, text=True)
+            try:
+                self.assertEqual(a.stdout.readline().strip(), 'up')
+
+                async def go():
+                    b = await connected(proxy.port)
+                    slots = []
+                    b.subscribe_bluetooth_connections_free(lambda free, limit, allocated: slots.append((free, limit)))
+                    for _ in range(50):
+                        if slots:
+                            break
+                        await asyncio.sleep(0.1)
+                    self.assertEqual(slots[-1], (0, 1), 'the one slot is taken')
+                    ok, _, error, _ = await connect_device(b, HEALTH_ADDRESS)
+                    self.assertFalse(ok, 'no free slot')
+                    a.kill()
+                    for _ in range(100):
+                        if slots[-1] == (1, 1):
+                            break
+                        await asyncio.sleep(0.1)
+                    self.assertEqual(slots[-1], (1, 1), 'freed when its client vanished')
+                    ok, _, error, _ = await connect_device(b, HEALTH_ADDRESS)
+                    self.assertEqual((ok, error), (True, 0))
+                    await b.disconnect()
+                run(go(), timeout=90)
+            finally:
+                a.kill()
+                a.wait()
+                a.stdout.close()
 
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
