@@ -27,6 +27,8 @@ public struct ProxySettings: Sendable {
     public var version: String
     /// Connection slots: links held for clients at once.
     public var slots: Int
+    /// Announce `_esphomelib._tcp` over mDNS (Home Assistant discovers the proxy).
+    public var mdns = true
 
     public init(address: String = "::", port: UInt16 = 6053, name: String, friendlyName: String? = nil, identity: String,
                 psk: [UInt8]?, keyFile: String? = nil, passive: Bool = false, slots: Int = 5, version: String) {
@@ -54,6 +56,8 @@ public enum ProxyLog: Sendable, Equatable {
     case keyRefused(String)
     /// What happened to a device's link.
     case link(address: BluetoothAddress, event: String)
+    /// The mDNS announcement: running, or why not.
+    case mdns(String)
 }
 
 public final class BluetoothProxy: Sendable {
@@ -98,6 +102,16 @@ public final class BluetoothProxy: Sendable {
     /// cannot go on (thrown).
     public func run() async throws {
         log(.listening(address: settings.address, port: server.port, encrypted: settings.psk != nil))
+        var mdns: MDNSServer?
+        if settings.mdns {
+            do throws(APIServerError) {
+                mdns = try MDNSServer(service: mdnsService)
+                log(.mdns("announcing \(settings.name)._esphomelib._tcp.local"))
+            } catch {
+                // Home Assistant can still be given the address by hand.
+                log(.mdns("not announced (\(error)); add the proxy in Home Assistant by its address"))
+            }
+        }
         let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask { await self.serve(); return nil }
             group.addTask {
@@ -109,6 +123,7 @@ public final class BluetoothProxy: Sendable {
             return first
         }
         await server.stop()
+        await mdns?.stop()
         let stopped = state.withLock { s -> Task<Void, any Error>? in
             let t = s.scan
             s.scan = nil
@@ -117,6 +132,16 @@ public final class BluetoothProxy: Sendable {
         stopped?.cancel()
         _ = try? await stopped?.value
         if let failure { throw failure }
+    }
+
+    /// What mDNS says: the TXT keys Home Assistant reads (its unique id from `mac`, whether
+    /// a key is needed from `api_encryption`).
+    var mdnsService: MDNSService {
+        var txt = ["friendly_name=\(settings.friendlyName)", "version=\(APIServerInfo.esphomeVersion)",
+                   "mac=\(settings.identity.lowercased().filter { $0 != ":" })", "platform=Linux", "board=hcigatt", "network=ethernet",
+                   "project_name=\(APIServerInfo.projectName)", "project_version=\(settings.version)"]
+        if settings.psk != nil { txt.append("api_encryption=\(NoiseResponder.protocolName)") }
+        return MDNSService(instance: settings.name, hostName: settings.name, port: server.port, txt: txt)
     }
 
     /// The scan, restarted when the mode changes; throws when it fails.

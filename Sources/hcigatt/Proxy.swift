@@ -8,7 +8,7 @@ import Glibc
 /// `hcigatt proxy`: a Home Assistant Bluetooth proxy (the ESPHome native API) on this
 /// controller. The options become ``ProxySettings``; the library runs it; this renders logs.
 enum ProxyCommand {
-    static let flags: Set<String> = ControllerOptions.flags.union(["passive", "json", "insecure-plaintext"])
+    static let flags: Set<String> = ControllerOptions.flags.union(["passive", "json", "insecure-plaintext", "no-mdns"])
     static let options: Set<String> = ControllerOptions.options.union(["listen", "name", "friendly-name", "key", "key-file", "state-dir", "slots"])
 
     static var command: Command {
@@ -43,6 +43,7 @@ enum ProxyCommand {
       --slots N              devices connected for clients at once (default 5; an ESP32
                              proxy has 3)
       --state-dir DIR        the key and the proxy's identity (default \(defaultStateDirectory))
+      --no-mdns              do not announce the proxy over mDNS (_esphomelib._tcp)
       --json                 log JSON Lines on stderr
     \(ControllerOptions.help)
     """
@@ -140,9 +141,10 @@ enum ProxyCommand {
             guard let n = Int(text), (1 ... 64).contains(n) else { throw UsageError("--slots takes 1 to 64, not '\(text)'") }
             slots = n
         }
-        let proxy = ProxySettings(address: address, port: port, name: name, friendlyName: args.option("friendly-name"),
+        var proxy = ProxySettings(address: address, port: port, name: name, friendlyName: args.option("friendly-name"),
                                   identity: identity, psk: psk, keyFile: writable, passive: args.flag("passive"), slots: slots,
                                   version: version)
+        proxy.mdns = !args.flag("no-mdns")
         return Settings(proxy: proxy, controller: try ControllerSettings(args), json: args.flag("json"), newKey: newKey)
     }
 
@@ -198,6 +200,8 @@ enum ProxyCommand {
                 o.jsonString("key-refused"); o.utf8(",\"reason\":"); o.jsonString(why)
             case .link(let address, let event):
                 o.jsonString("link"); o.utf8(",\"address\":"); o.jsonString(address.description); o.utf8(",\"what\":"); o.jsonString(event)
+            case .mdns(let what):
+                o.jsonString("mdns"); o.utf8(",\"what\":"); o.jsonString(what)
             }
             o.utf8("}")
             Console.err(o.string)
@@ -213,6 +217,7 @@ enum ProxyCommand {
         case .keyChanged(let cleared): Console.err(cleared ? "proxy: Home Assistant cleared the key" : "proxy: Home Assistant set a new key (used from the next connection)")
         case .keyRefused(let why): Console.err("proxy: key not changed: \(why)")
         case .link(let address, let event): Console.err("\(address): \(event)")
+        case .mdns(let what): Console.err("proxy: mDNS: \(what)")
         }
     }
 }

@@ -28,11 +28,13 @@ KEY = base64.b64encode(bytes(range(32))).decode()
 class Proxy:
     """An `hcigatt proxy` process on a free port; its --json log lines in a queue."""
 
-    def __init__(self, peer, *args, state_dir=None):
+    def __init__(self, peer, *args, state_dir=None, mdns=False):
         self.tmp = tempfile.TemporaryDirectory()
         self.state_dir = state_dir or os.path.join(self.tmp.name, 'state')
+        # mDNS only where a test asks, in a network namespace of its own (it would
+        # announce on the machine's network otherwise).
         cmd = [HCIGATT, 'proxy', '--transport', peer.transport, '--listen', '127.0.0.1:0', '--json',
-               '--state-dir', self.state_dir, *args]
+               '--state-dir', self.state_dir, *([] if mdns else ['--no-mdns']), *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.lines = queue.Queue()
         self.text = []
@@ -405,6 +407,59 @@ class ProxyTests(unittest.TestCase):
                 a.kill()
                 a.wait()
                 a.stdout.close()
+
+    def test_mdns_found_by_zeroconf_in_a_network_namespace(self):
+        # python-zeroconf (Home Assistant's mDNS library) browses and resolves the proxy, in a
+        # network namespace with only a multicast loopback; then sees its goodbye.
+        script = (
+            'import json, subprocess, sys, time\n'
+            'sys.path.insert(0, sys.argv[1])\n'
+            'subprocess.run(["ip", "link", "set", "lo", "up"], check=True)\n'
+            'subprocess.run(["ip", "link", "set", "lo", "multicast", "on"], check=True)\n'
+            'from zeroconf import Zeroconf, ServiceBrowser, ServiceStateChange\n'
+            'from peer import Peer\n'
+            'from test_proxy import Proxy, THERMO, KEY\n'
+            'out = {}\n'
+            'with Peer("--peripheral", THERMO) as peer:\n'
+            '    proxy = Proxy(peer, "--key", KEY, "--name", "netns-proxy", mdns=True)\n'
+            '    zc = Zeroconf(interfaces=["127.0.0.1"])\n'
+            '    events = []\n'
+            '    def changed(zeroconf, service_type, name, state_change):\n'
+            '        events.append((name, str(state_change)))\n'
+            '    browser = ServiceBrowser(zc, "_esphomelib._tcp.local.", handlers=[changed])\n'
+            '    info = zc.get_service_info("_esphomelib._tcp.local.", "netns-proxy._esphomelib._tcp.local.", timeout=5000)\n'
+            '    out["port"] = info.port if info else None\n'
+            '    out["proxy_port"] = proxy.port\n'
+            '    out["txt"] = {k.decode(): (v or b"").decode() for k, v in (info.properties if info else {}).items()}\n'
+            '    out["addresses"] = info.parsed_addresses() if info else []\n'
+            '    out["server"] = info.server if info else None\n'
+            '    for _ in range(50):\n'
+            '        if any("Added" in e[1] for e in events): break\n'
+            '        time.sleep(0.1)\n'
+            '    proxy.stop()\n'
+            '    for _ in range(50):\n'
+            '        if any("Removed" in e[1] for e in events): break\n'
+            '        time.sleep(0.1)\n'
+            '    out["events"] = events\n'
+            '    browser.cancel()\n'
+            '    zc.close()\n'
+            'print(json.dumps(out))\n')
+        here = os.path.dirname(os.path.abspath(__file__))
+        p = subprocess.run(['unshare', '-n', sys.executable, '-c', script, here], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertEqual(out['port'], out['proxy_port'], out)
+        self.assertEqual(out['server'], 'netns-proxy.local.')
+        self.assertEqual(out['addresses'], ['127.0.0.1'])
+        txt = out['txt']
+        self.assertRegex(txt['mac'], r'^[0-9a-f]{12}$')
+        self.assertEqual(txt['api_encryption'], 'Noise_NNpsk0_25519_ChaChaPoly_SHA256')
+        self.assertEqual(txt['project_name'], 'hcigatt.bluetooth-proxy')
+        self.assertIn('version', txt)
+        self.assertIn(('netns-proxy._esphomelib._tcp.local.', 'ServiceStateChange.Added'), [tuple(e) for e in out['events']])
+        self.assertIn(('netns-proxy._esphomelib._tcp.local.', 'ServiceStateChange.Removed'), [tuple(e) for e in out['events']],
+                      'the goodbye at stop')
 
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
