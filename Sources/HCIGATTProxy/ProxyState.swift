@@ -71,6 +71,9 @@ public struct ProxyState: Sendable {
 
     // MARK: Files
 
+    /// A small text file (4 KiB at most), nil when there is none.
+    public static func readText(_ path: String) throws(ProxyStateError) -> String? { try read(path) }
+
     static func read(_ path: String) throws(ProxyStateError) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {

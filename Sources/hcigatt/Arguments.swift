@@ -90,6 +90,14 @@ struct Arguments {
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func option(_ name: String) -> String? { options[name]?.last }
     func all(_ name: String) -> [String] { options[name] ?? [] }
+
+    /// The same without the options in `names` (a command that gives an option a meaning of
+    /// its own before the shared parsers read the rest).
+    func removing(_ names: Set<String>) -> Arguments {
+        var a = self
+        for n in names { a.options[n] = nil }
+        return a
+    }
 }
 
 /// A mistake in how the command was called: printed with a hint, exit code 2.

@@ -1,3 +1,4 @@
+import BluetoothHost
 import BluetoothLE
 import BluetoothWire
 import HCIGATTProxy
@@ -9,7 +10,7 @@ import Glibc
 /// controller. The options become ``ProxySettings``; the library runs it; this renders logs.
 enum ProxyCommand {
     static let flags: Set<String> = ControllerOptions.flags.union(["passive", "json", "insecure-plaintext", "no-mdns"])
-    static let options: Set<String> = ControllerOptions.options.union(["listen", "name", "friendly-name", "key", "key-file", "state-dir", "slots"])
+    static let options: Set<String> = ControllerOptions.options.union(["listen", "name", "friendly-name", "key", "key-file", "state-dir", "slots", "passkey-file"])
 
     static var command: Command {
         Command(name: "proxy", summary: "A Home Assistant Bluetooth proxy (ESPHome native API, encrypted) on this controller",
@@ -44,6 +45,9 @@ enum ProxyCommand {
                              proxy has 3)
       --state-dir DIR        the key and the proxy's identity (default \(defaultStateDirectory))
       --no-mdns              do not announce the proxy over mDNS (_esphomelib._tcp)
+      --passkey ADDR=NNNNNN  the passkey a device shows (or has printed on it), for Passkey
+                             Entry when Home Assistant pairs it; repeat for more devices
+      --passkey-file FILE    the same, one ADDR=NNNNNN a line (# comments)
       --json                 log JSON Lines on stderr
     \(ControllerOptions.help)
     """
@@ -145,7 +149,58 @@ enum ProxyCommand {
                                   identity: identity, psk: psk, keyFile: writable, passive: args.flag("passive"), slots: slots,
                                   version: version)
         proxy.mdns = !args.flag("no-mdns")
-        return Settings(proxy: proxy, controller: try ControllerSettings(args), json: args.flag("json"), newKey: newKey)
+        // --passkey here is per device (ADDR=NNNNNN), not the one passkey of the other commands.
+        let passkeys = try passkeyTable(args)
+        var controller = try ControllerSettings(args.removing(["passkey"]))
+        controller.options.pairingAgent = agent(passkeys)
+        if !passkeys.isEmpty, args.option("io-capability") == nil {
+            // A keyboard: a device that displays (or was given) a passkey gets Passkey Entry, and
+            // never Numeric Comparison, which nobody could answer here.
+            controller.options.security.ioCapability = .keyboardOnly
+        }
+        return Settings(proxy: proxy, controller: controller, json: args.flag("json"), newKey: newKey)
+    }
+
+    /// The passkeys by device: --passkey ADDR=NNNNNN and the lines of --passkey-file.
+    static func passkeyTable(_ args: Arguments) throws -> [BluetoothAddress: UInt32] {
+        var table: [BluetoothAddress: UInt32] = [:]
+        func take(_ entry: String, _ source: String) throws {
+            let parts = entry.split(separator: "=", maxSplits: 1).map { String($0).trimmingCharacters(in: " \t") }
+            guard parts.count == 2, let address = BluetoothAddress(parts[0]), parts[1].utf8.count == 6,
+                  let passkey = UInt32(parts[1]) else {
+                throw UsageError("\(source) takes ADDR=NNNNNN (an address and six digits), not '\(entry)'")
+            }
+            table[address] = passkey
+        }
+        for e in args.all("passkey") { try take(e, "--passkey") }
+        if let file = args.option("passkey-file") {
+            let read: String?
+            do throws(ProxyStateError) { read = try ProxyState.readText(file) } catch { throw RuntimeError("--passkey-file \(error)") }
+            guard let text = read else { throw RuntimeError("--passkey-file \(file): no such file") }
+            for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let l = String(line).trimmingCharacters(in: " \t\r")
+                if l.isEmpty || l.hasPrefix("#") { continue }
+                try take(l, "--passkey-file \(file) line \(n + 1)")
+            }
+        }
+        return table
+    }
+
+    /// Passkeys from the table by the device's address (its identity once known); nothing
+    /// to confirm or show on a proxy.
+    static func agent(_ table: [BluetoothAddress: UInt32]) -> PairingAgent {
+        PairingAgent(
+            displayPasskey: { link, v in Console.err("\(link.address): passkey \(SecurityOptions.sixDigits(v)) to type on the device") },
+            enterPasskey: { link in
+                if let p = table[link.peerIdentity.address] ?? table[link.address.address] { return p }
+                Console.err("\(link.address) asks for a passkey: give --passkey \(link.address.address)=NNNNNN")
+                return nil
+            },
+            confirmNumber: { link, n in
+                Console.err("\(link.address) asks to compare \(SecurityOptions.sixDigits(n)): refused (nobody to answer on a proxy)")
+                return false
+            },
+            keypress: { _, _ in })
     }
 
     static func run(_ args: Arguments) async throws -> Int32 {

@@ -461,6 +461,47 @@ class ProxyTests(unittest.TestCase):
         self.assertIn(('netns-proxy._esphomelib._tcp.local.', 'ServiceStateChange.Removed'), [tuple(e) for e in out['events']],
                       'the goodbye at stop')
 
+    def test_passkey_pairing_and_the_bond_reused(self):
+        # A device that shows a passkey (Bumble: 123456), paired by HA through the proxy with
+        # the passkey given to the proxy; the bond encrypts the next connection at once.
+        secret_uuid = '68636967-6174-7400-8000-00805f9b0003'
+        with tempfile.TemporaryDirectory() as bonds, Peer('--peripheral', HEALTH + ',pairing=passkey') as peer, \
+                Proxy(peer, '--key', KEY, '--bond-dir', bonds, '--passkey', 'F0:F1:F2:F3:F4:01=123456') as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                ok, _, error, _ = await connect_device(client, HEALTH_ADDRESS)
+                self.assertEqual((ok, error), (True, 0))
+                services = await client.bluetooth_gatt_get_services(HEALTH_ADDRESS)
+                secret = next(c for s in services.services for c in s.characteristics if c.uuid == secret_uuid)
+                paired = await client.bluetooth_device_pair(HEALTH_ADDRESS)
+                self.assertTrue(paired.paired, paired)
+                self.assertEqual(paired.error, 0)
+                value = bytes(await client.bluetooth_gatt_read(HEALTH_ADDRESS, secret.handle))
+                await client.bluetooth_device_disconnect(HEALTH_ADDRESS)
+                ok, _, error, _ = await connect_device(client, HEALTH_ADDRESS, has_cache=True)
+                self.assertEqual((ok, error), (True, 0))
+                self.assertEqual(bytes(await client.bluetooth_gatt_read(HEALTH_ADDRESS, secret.handle)), value,
+                                 'encrypted with the bond, no pairing again')
+                await client.disconnect()
+                return value
+            self.assertTrue(run(go(), timeout=120))
+            self.assertTrue(any(f.endswith('.bond') or 'F0F1F2F3F401' in f for f in os.listdir(bonds)), os.listdir(bonds))
+            self.assertNotIn('asks for a passkey', ''.join(proxy.text))
+
+    def test_a_wrong_passkey_is_a_failed_pairing(self):
+        with tempfile.TemporaryDirectory() as bonds, Peer('--peripheral', HEALTH + ',pairing=passkey') as peer, \
+                Proxy(peer, '--key', KEY, '--bond-dir', bonds, '--passkey', 'F0:F1:F2:F3:F4:01=000000') as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                ok, _, _, _ = await connect_device(client, HEALTH_ADDRESS)
+                self.assertTrue(ok)
+                paired = await client.bluetooth_device_pair(HEALTH_ADDRESS)
+                self.assertFalse(paired.paired)
+                self.assertNotEqual(paired.error, 0)
+                await client.disconnect()
+            run(go(), timeout=120)
+            self.assertEqual([f for f in os.listdir(bonds) if 'F0F1F2F3F401' in f and not f.endswith('.key')], [], 'no bond kept')
+
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
                             (['--key', KEY, '--key-file', '/x'], 'not both'),
@@ -468,7 +509,10 @@ class ProxyTests(unittest.TestCase):
                             (['--listen', '::1:6053'], 'brackets'),
                             (['--listen', '70000'], 'PORT 0 to 65535'),
                             (['--name', 'Not A Name'], '--name takes'),
-                            (['extra'], 'no arguments')]:
+                            (['extra'], 'no arguments'),
+                            (['--passkey', '123456'], 'ADDR=NNNNNN'),
+                            (['--passkey', 'F0:F1:F2:F3:F4:01=12345'], 'ADDR=NNNNNN'),
+                            (['--slots', '0'], '--slots takes')]:
             p = subprocess.run([HCIGATT, 'proxy', '--transport', 'tcp:127.0.0.1:1', '--state-dir', '/nonexistent/x', *args],
                                capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 2, f'{args}: {p.stderr}')
