@@ -5,17 +5,17 @@
 // Pure and bounded: a frame longer than the limit is an error before it is buffered.
 
 /// A protobuf message of the API: its type id (api.proto's `option (id)`) and payload.
-public struct APIMessage: Sendable, Equatable {
-    public var type: UInt16
-    public var payload: [UInt8]
-    public init(_ type: UInt16, _ payload: [UInt8] = []) {
+struct APIMessage: Sendable, Equatable {
+    var type: UInt16
+    var payload: [UInt8]
+    init(_ type: UInt16, _ payload: [UInt8] = []) {
         self.type = type
         self.payload = payload
     }
 }
 
 /// Why the bytes from a client cannot be framed.
-public enum APIFrameError: Error, Sendable, Equatable, CustomStringConvertible {
+enum APIFrameError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The first byte of a frame is not this framing's indicator.
     case badIndicator(UInt8)
     /// A length over the limit (or a varint that never ends).
@@ -25,7 +25,7 @@ public enum APIFrameError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An encrypted message shorter than its type and length, or whose length disagrees.
     case badInnerLength
 
-    public var description: String {
+    var description: String {
         switch self {
         case .badIndicator(let b): "frame indicator 0x\(String(b, radix: 16)) is not this framing's"
         case .tooLong(let n): "frame of \(n) bytes is over the limit"
@@ -36,21 +36,21 @@ public enum APIFrameError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Gathers bytes and cuts frames off the front; what is left waits for more.
-public struct APIFrameReader: Sendable {
+struct APIFrameReader: Sendable {
     /// ESPHome's own limit for a message (ESP32): 32 KiB.
-    public static let maxMessage = 32 * 1024
+    static let maxMessage = 32 * 1024
     /// ESPHome's limit for a handshake frame.
-    public static let maxHandshake = 128
+    static let maxHandshake = 128
 
     private var buffer: [UInt8] = []
     private var start = 0
 
-    public init() {}
+    init() {}
 
     /// Bytes received and not yet framed.
-    public var pending: Int { buffer.count - start }
+    var pending: Int { buffer.count - start }
 
-    public mutating func append(_ bytes: [UInt8]) {
+    mutating func append(_ bytes: [UInt8]) {
         if start > 4096, start * 2 > buffer.count {
             buffer.removeFirst(start)
             start = 0
@@ -59,7 +59,7 @@ public struct APIFrameReader: Sendable {
     }
 
     /// The next plaintext frame; nil until it is all here.
-    public mutating func nextPlaintext() throws(APIFrameError) -> APIMessage? {
+    mutating func nextPlaintext() throws(APIFrameError) -> APIMessage? {
         guard start < buffer.count else { return nil }
         guard buffer[start] == 0x00 else { throw .badIndicator(buffer[start]) }
         var i = start + 1
@@ -86,7 +86,7 @@ public struct APIFrameReader: Sendable {
 
     /// The next Noise frame's data; nil until it is all here. `limit`: the handshake's or
     /// a message's.
-    public mutating func nextNoise(limit: Int) throws(APIFrameError) -> [UInt8]? {
+    mutating func nextNoise(limit: Int) throws(APIFrameError) -> [UInt8]? {
         guard start < buffer.count else { return nil }
         guard buffer[start] == 0x01 else { throw .badIndicator(buffer[start]) }
         guard buffer.count - start >= 3 else { return nil }
@@ -100,9 +100,9 @@ public struct APIFrameReader: Sendable {
 }
 
 /// Writes frames.
-public enum APIFrameWriter {
+enum APIFrameWriter {
     /// A plaintext frame around `message`.
-    public static func plaintext(_ message: APIMessage, into out: inout [UInt8]) {
+    static func plaintext(_ message: APIMessage, into out: inout [UInt8]) {
         out.append(0x00)
         ProtoWriter.appendVarint(UInt64(message.payload.count), to: &out)
         ProtoWriter.appendVarint(UInt64(message.type), to: &out)
@@ -110,7 +110,7 @@ public enum APIFrameWriter {
     }
 
     /// A Noise frame around `data` (at most 65535 bytes).
-    public static func noise(_ data: [UInt8], into out: inout [UInt8]) {
+    static func noise(_ data: [UInt8], into out: inout [UInt8]) {
         out.append(0x01)
         out.append(UInt8(truncatingIfNeeded: data.count >> 8))
         out.append(UInt8(truncatingIfNeeded: data.count))
@@ -118,14 +118,14 @@ public enum APIFrameWriter {
     }
 
     /// What goes inside an encrypted frame: u16 BE type, u16 BE length, payload.
-    public static func inner(_ message: APIMessage) -> [UInt8] {
+    static func inner(_ message: APIMessage) -> [UInt8] {
         [UInt8(message.type >> 8), UInt8(truncatingIfNeeded: message.type),
          UInt8(truncatingIfNeeded: message.payload.count >> 8), UInt8(truncatingIfNeeded: message.payload.count)] + message.payload
     }
 
     /// The message inside a decrypted frame; ESPHome's rule: the length may be shorter than
     /// what follows (padding), never longer.
-    public static func message(fromInner inner: [UInt8]) throws(APIFrameError) -> APIMessage {
+    static func message(fromInner inner: [UInt8]) throws(APIFrameError) -> APIMessage {
         guard inner.count >= 4 else { throw .badInnerLength }
         let type = UInt16(inner[0]) << 8 | UInt16(inner[1])
         let length = Int(inner[2]) << 8 | Int(inner[3])

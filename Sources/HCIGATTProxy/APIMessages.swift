@@ -3,73 +3,73 @@
 // it, matching ESPHome 2026.10's generated code); the codec is written here.
 
 /// Message type ids (api.proto `option (id)`).
-public enum APIMessageType {
-    public static let helloRequest: UInt16 = 1
-    public static let helloResponse: UInt16 = 2
-    public static let authenticationRequest: UInt16 = 3
-    public static let authenticationResponse: UInt16 = 4
-    public static let disconnectRequest: UInt16 = 5
-    public static let disconnectResponse: UInt16 = 6
-    public static let pingRequest: UInt16 = 7
-    public static let pingResponse: UInt16 = 8
-    public static let deviceInfoRequest: UInt16 = 9
-    public static let deviceInfoResponse: UInt16 = 10
-    public static let listEntitiesRequest: UInt16 = 11
-    public static let listEntitiesDoneResponse: UInt16 = 19
-    public static let subscribeStatesRequest: UInt16 = 20
-    public static let subscribeLogsRequest: UInt16 = 28
-    public static let subscribeHomeassistantServicesRequest: UInt16 = 34
-    public static let getTimeResponse: UInt16 = 37
-    public static let subscribeHomeAssistantStatesRequest: UInt16 = 38
-    public static let homeAssistantStateResponse: UInt16 = 40
-    public static let subscribeBluetoothLEAdvertisementsRequest: UInt16 = 66
-    public static let bluetoothDeviceRequest: UInt16 = 68
-    public static let bluetoothDeviceConnectionResponse: UInt16 = 69
-    public static let bluetoothGATTGetServicesRequest: UInt16 = 70
-    public static let bluetoothGATTGetServicesResponse: UInt16 = 71
-    public static let bluetoothGATTGetServicesDoneResponse: UInt16 = 72
-    public static let bluetoothGATTReadRequest: UInt16 = 73
-    public static let bluetoothGATTReadResponse: UInt16 = 74
-    public static let bluetoothGATTWriteRequest: UInt16 = 75
-    public static let bluetoothGATTReadDescriptorRequest: UInt16 = 76
-    public static let bluetoothGATTWriteDescriptorRequest: UInt16 = 77
-    public static let bluetoothGATTNotifyRequest: UInt16 = 78
-    public static let bluetoothGATTNotifyDataResponse: UInt16 = 79
-    public static let subscribeBluetoothConnectionsFreeRequest: UInt16 = 80
-    public static let bluetoothConnectionsFreeResponse: UInt16 = 81
-    public static let bluetoothGATTErrorResponse: UInt16 = 82
-    public static let bluetoothGATTWriteResponse: UInt16 = 83
-    public static let bluetoothGATTNotifyResponse: UInt16 = 84
-    public static let bluetoothDevicePairingResponse: UInt16 = 85
-    public static let bluetoothDeviceUnpairingResponse: UInt16 = 86
-    public static let unsubscribeBluetoothLEAdvertisementsRequest: UInt16 = 87
-    public static let bluetoothDeviceClearCacheResponse: UInt16 = 88
-    public static let bluetoothLERawAdvertisementsResponse: UInt16 = 93
-    public static let noiseEncryptionSetKeyRequest: UInt16 = 124
-    public static let noiseEncryptionSetKeyResponse: UInt16 = 125
-    public static let bluetoothScannerStateResponse: UInt16 = 126
-    public static let bluetoothScannerSetModeRequest: UInt16 = 127
-    public static let bluetoothSetConnectionParamsRequest: UInt16 = 145
-    public static let bluetoothSetConnectionParamsResponse: UInt16 = 146
+enum APIMessageType {
+    static let helloRequest: UInt16 = 1
+    static let helloResponse: UInt16 = 2
+    static let authenticationRequest: UInt16 = 3
+    static let authenticationResponse: UInt16 = 4
+    static let disconnectRequest: UInt16 = 5
+    static let disconnectResponse: UInt16 = 6
+    static let pingRequest: UInt16 = 7
+    static let pingResponse: UInt16 = 8
+    static let deviceInfoRequest: UInt16 = 9
+    static let deviceInfoResponse: UInt16 = 10
+    static let listEntitiesRequest: UInt16 = 11
+    static let listEntitiesDoneResponse: UInt16 = 19
+    static let subscribeStatesRequest: UInt16 = 20
+    static let subscribeLogsRequest: UInt16 = 28
+    static let subscribeHomeassistantServicesRequest: UInt16 = 34
+    static let getTimeResponse: UInt16 = 37
+    static let subscribeHomeAssistantStatesRequest: UInt16 = 38
+    static let homeAssistantStateResponse: UInt16 = 40
+    static let subscribeBluetoothLEAdvertisementsRequest: UInt16 = 66
+    static let bluetoothDeviceRequest: UInt16 = 68
+    static let bluetoothDeviceConnectionResponse: UInt16 = 69
+    static let bluetoothGATTGetServicesRequest: UInt16 = 70
+    static let bluetoothGATTGetServicesResponse: UInt16 = 71
+    static let bluetoothGATTGetServicesDoneResponse: UInt16 = 72
+    static let bluetoothGATTReadRequest: UInt16 = 73
+    static let bluetoothGATTReadResponse: UInt16 = 74
+    static let bluetoothGATTWriteRequest: UInt16 = 75
+    static let bluetoothGATTReadDescriptorRequest: UInt16 = 76
+    static let bluetoothGATTWriteDescriptorRequest: UInt16 = 77
+    static let bluetoothGATTNotifyRequest: UInt16 = 78
+    static let bluetoothGATTNotifyDataResponse: UInt16 = 79
+    static let subscribeBluetoothConnectionsFreeRequest: UInt16 = 80
+    static let bluetoothConnectionsFreeResponse: UInt16 = 81
+    static let bluetoothGATTErrorResponse: UInt16 = 82
+    static let bluetoothGATTWriteResponse: UInt16 = 83
+    static let bluetoothGATTNotifyResponse: UInt16 = 84
+    static let bluetoothDevicePairingResponse: UInt16 = 85
+    static let bluetoothDeviceUnpairingResponse: UInt16 = 86
+    static let unsubscribeBluetoothLEAdvertisementsRequest: UInt16 = 87
+    static let bluetoothDeviceClearCacheResponse: UInt16 = 88
+    static let bluetoothLERawAdvertisementsResponse: UInt16 = 93
+    static let noiseEncryptionSetKeyRequest: UInt16 = 124
+    static let noiseEncryptionSetKeyResponse: UInt16 = 125
+    static let bluetoothScannerStateResponse: UInt16 = 126
+    static let bluetoothScannerSetModeRequest: UInt16 = 127
+    static let bluetoothSetConnectionParamsRequest: UInt16 = 145
+    static let bluetoothSetConnectionParamsResponse: UInt16 = 146
 }
 
 /// `BluetoothProxyFeature`: what DeviceInfoResponse says the proxy does.
-public struct BluetoothProxyFeatures: OptionSet, Sendable, Hashable {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    public static let passiveScan = Self(rawValue: 1 << 0)
-    public static let activeConnections = Self(rawValue: 1 << 1)
+struct BluetoothProxyFeatures: OptionSet, Sendable, Hashable {
+    let rawValue: UInt32
+    init(rawValue: UInt32) { self.rawValue = rawValue }
+    static let passiveScan = Self(rawValue: 1 << 0)
+    static let activeConnections = Self(rawValue: 1 << 1)
     /// Required by clients for connections: the client keeps the database and writes CCCDs.
-    public static let remoteCaching = Self(rawValue: 1 << 2)
-    public static let pairing = Self(rawValue: 1 << 3)
-    public static let cacheClearing = Self(rawValue: 1 << 4)
-    public static let rawAdvertisements = Self(rawValue: 1 << 5)
-    public static let stateAndMode = Self(rawValue: 1 << 6)
-    public static let connectionParams = Self(rawValue: 1 << 7)
+    static let remoteCaching = Self(rawValue: 1 << 2)
+    static let pairing = Self(rawValue: 1 << 3)
+    static let cacheClearing = Self(rawValue: 1 << 4)
+    static let rawAdvertisements = Self(rawValue: 1 << 5)
+    static let stateAndMode = Self(rawValue: 1 << 6)
+    static let connectionParams = Self(rawValue: 1 << 7)
 }
 
 /// `BluetoothDeviceRequestType`.
-public enum BluetoothDeviceRequestKind: Sendable, Equatable {
+enum BluetoothDeviceRequestKind: Sendable, Equatable {
     case connectV1, disconnect, pair, unpair, connectWithCache, connectWithoutCache, clearCache
     case unknown(UInt32)
 
@@ -88,7 +88,7 @@ public enum BluetoothDeviceRequestKind: Sendable, Equatable {
 }
 
 /// What a client asks of the proxy's radio (the session answers the rest itself).
-public enum APIRequest: Sendable, Equatable {
+enum APIRequest: Sendable, Equatable {
     /// SubscribeBluetoothLEAdvertisementsRequest (flags bit 0: raw advertisements).
     case subscribeAdvertisements(flags: UInt32)
     case unsubscribeAdvertisements
@@ -111,15 +111,15 @@ public enum APIRequest: Sendable, Equatable {
 }
 
 /// A raw advertisement as the proxy forwards it.
-public struct APIRawAdvertisement: Sendable, Equatable {
+struct APIRawAdvertisement: Sendable, Equatable {
     /// The address as written (AA:BB:… → 0xAABB…).
-    public var address: UInt64
-    public var rssi: Int8
+    var address: UInt64
+    var rssi: Int8
     /// HCI LE address type: 0 public, 1 random, 2/3 resolved identities.
-    public var addressType: UInt8
+    var addressType: UInt8
     /// Advertising data followed by the scan response data.
-    public var data: [UInt8]
-    public init(address: UInt64, rssi: Int8, addressType: UInt8, data: [UInt8]) {
+    var data: [UInt8]
+    init(address: UInt64, rssi: Int8, addressType: UInt8, data: [UInt8]) {
         self.address = address
         self.rssi = rssi
         self.addressType = addressType
@@ -138,16 +138,16 @@ public struct APIRawAdvertisement: Sendable, Equatable {
 
 /// A GATT UUID as the API carries it: 16/32-bit ones as `short_uuid` for clients of API
 /// 1.12 and later, else two 64-bit words (most significant first).
-public struct APIUUID: Sendable, Equatable {
-    public var high: UInt64
-    public var low: UInt64
-    public init(high: UInt64, low: UInt64) {
+struct APIUUID: Sendable, Equatable {
+    var high: UInt64
+    var low: UInt64
+    init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
     /// The 16- or 32-bit value when this is a SIG UUID on the Base UUID.
-    public var short: UInt32? {
+    var short: UInt32? {
         guard low == 0x8000_0080_5F9B_34FB, high & 0xFFFF_FFFF == 0x0000_1000 else { return nil }
         return UInt32(truncatingIfNeeded: high >> 32)
     }
@@ -168,23 +168,23 @@ public struct APIUUID: Sendable, Equatable {
 }
 
 /// A service of the database the proxy sends, with its characteristics and descriptors.
-public struct APIGATTService: Sendable, Equatable {
-    public struct Descriptor: Sendable, Equatable {
-        public var uuid: APIUUID
-        public var handle: UInt16
-        public init(uuid: APIUUID, handle: UInt16) {
+struct APIGATTService: Sendable, Equatable {
+    struct Descriptor: Sendable, Equatable {
+        var uuid: APIUUID
+        var handle: UInt16
+        init(uuid: APIUUID, handle: UInt16) {
             self.uuid = uuid
             self.handle = handle
         }
     }
 
-    public struct Characteristic: Sendable, Equatable {
-        public var uuid: APIUUID
+    struct Characteristic: Sendable, Equatable {
+        var uuid: APIUUID
         /// The value handle.
-        public var handle: UInt16
-        public var properties: UInt8
-        public var descriptors: [Descriptor]
-        public init(uuid: APIUUID, handle: UInt16, properties: UInt8, descriptors: [Descriptor]) {
+        var handle: UInt16
+        var properties: UInt8
+        var descriptors: [Descriptor]
+        init(uuid: APIUUID, handle: UInt16, properties: UInt8, descriptors: [Descriptor]) {
             self.uuid = uuid
             self.handle = handle
             self.properties = properties
@@ -192,11 +192,11 @@ public struct APIGATTService: Sendable, Equatable {
         }
     }
 
-    public var uuid: APIUUID
+    var uuid: APIUUID
     /// The start handle.
-    public var handle: UInt16
-    public var characteristics: [Characteristic]
-    public init(uuid: APIUUID, handle: UInt16, characteristics: [Characteristic]) {
+    var handle: UInt16
+    var characteristics: [Characteristic]
+    init(uuid: APIUUID, handle: UInt16, characteristics: [Characteristic]) {
         self.uuid = uuid
         self.handle = handle
         self.characteristics = characteristics
@@ -222,12 +222,12 @@ public struct APIGATTService: Sendable, Equatable {
 }
 
 /// `BluetoothScannerState`.
-public enum APIScannerState: UInt32, Sendable {
+enum APIScannerState: UInt32, Sendable {
     case idle = 0, starting, running, failed, stopping, stopped
 }
 
 /// What the proxy sends a client.
-public enum APIResponse: Sendable, Equatable {
+enum APIResponse: Sendable, Equatable {
     case rawAdvertisements([APIRawAdvertisement])
     case connectionsFree(free: UInt32, limit: UInt32, allocated: [UInt64])
     /// `error`: an HCI reason code (the client's table), or an ATT error.

@@ -9,15 +9,17 @@ import Synchronization
 import Glibc
 #endif
 
-/// A client of the API server.
+/// A client of the proxy's API server, numbered from 1 in the order they connected.
 public struct APIClientID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The number.
     public let rawValue: UInt64
+    /// Earlier connected first.
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
     public var description: String { "client \(rawValue)" }
 }
 
 /// What happens on the server, in order.
-public enum APIServerEvent: Sendable, Equatable {
+enum APIServerEvent: Sendable, Equatable {
     /// A TCP connection from `peer` ("192.0.2.4:51234").
     case connected(APIClientID, peer: String)
     /// The client said Hello (and, with Noise, had the key).
@@ -28,15 +30,15 @@ public enum APIServerEvent: Sendable, Equatable {
     case closed(APIClientID, APICloseReason?)
 }
 
-/// The server could not start.
+/// The server could not start (the port, the socket), in words for the user.
 public struct APIServerError: Error, Sendable, CustomStringConvertible {
     public var description: String
     init(_ d: String) { description = d }
 }
 
-public final class APIServer: Sendable {
+final class APIServer: Sendable {
     /// The most clients at once (HA and a few diagnostic ones); more are refused.
-    public static let maxClients = 16
+    static let maxClients = 16
     /// A client whose unsent output passes this gets no more advertisements until it reads.
     static let slowClientBytes = 4 << 20
     /// ...and one past this is closed: it is not reading at all.
@@ -46,11 +48,11 @@ public final class APIServer: Sendable {
     static let eventLowWater = 64
 
     /// The port listened on (the one the kernel chose for port 0).
-    public let port: UInt16
+    let port: UInt16
     /// The address listened on, as given ("::" for all).
-    public let address: String
-    public let info: APIServerInfo
-    public let events: Events
+    let address: String
+    let info: APIServerInfo
+    let events: Events
 
     struct Client {
         var fd: Int32
@@ -91,7 +93,7 @@ public final class APIServer: Sendable {
 
     /// Listens on `address` (an IPv4 or IPv6 literal; "::" all, IPv4 too) and `port` (0: any
     /// free one); `psk`: the Noise key (nil: plaintext).
-    public init(address: String = "::", port: UInt16, info: APIServerInfo, psk: [UInt8]?) throws(APIServerError) {
+    init(address: String = "::", port: UInt16, info: APIServerInfo, psk: [UInt8]?) throws(APIServerError) {
         self.info = info
         self.address = address
         let (fd, bound) = try Self.listen(address: address, port: port)
@@ -170,7 +172,7 @@ public final class APIServer: Sendable {
     // MARK: The Bluetooth side's calls
 
     /// Sends `response` to `client` (nothing if it is gone or not ready).
-    public func send(_ response: APIResponse, to client: APIClientID) {
+    func send(_ response: APIResponse, to client: APIClientID) {
         core.withLock { c in
             guard var cl = c.clients[client.rawValue], cl.ending == nil else { return }
             cl.output += cl.session.send(response)
@@ -180,7 +182,7 @@ public final class APIServer: Sendable {
     }
 
     /// Sends `response` to every ready client for which `include` holds.
-    public func broadcast(_ response: APIResponse, to include: (APIClientID) -> Bool = { _ in true }) {
+    func broadcast(_ response: APIResponse, to include: (APIClientID) -> Bool = { _ in true }) {
         core.withLock { c in
             for (id, var cl) in c.clients where cl.ending == nil && include(APIClientID(rawValue: id)) {
                 cl.output += cl.session.send(response)
@@ -191,7 +193,7 @@ public final class APIServer: Sendable {
     }
 
     /// Queues an advertisement for the clients that subscribed; sent in batches.
-    public func advertise(_ a: APIRawAdvertisement) {
+    func advertise(_ a: APIRawAdvertisement) {
         let full: [APIRawAdvertisement]? = core.withLock { c in
             guard c.clients.values.contains(where: { $0.subscribed }) else { return nil }
             return c.batcher.batcher.add(a, now: monotonicNow())
@@ -201,13 +203,13 @@ public final class APIServer: Sendable {
     }
 
     /// Whether any client gets advertisements.
-    public var hasAdvertisementSubscribers: Bool { core.withLock { $0.clients.values.contains { $0.subscribed } } }
+    var hasAdvertisementSubscribers: Bool { core.withLock { $0.clients.values.contains { $0.subscribed } } }
 
     /// The key new sessions use (a key set by HA takes effect for the next connection).
-    public func setKey(_ psk: [UInt8]?) { core.withLock { $0.psk = psk } }
+    func setKey(_ psk: [UInt8]?) { core.withLock { $0.psk = psk } }
 
     /// Ends `client`'s session from our side.
-    public func disconnect(_ client: APIClientID) {
+    func disconnect(_ client: APIClientID) {
         core.withLock { c in
             guard var cl = c.clients[client.rawValue], cl.ending == nil else { return }
             cl.output += cl.session.disconnect()
@@ -219,7 +221,7 @@ public final class APIServer: Sendable {
 
     /// Says goodbye to every client (DisconnectRequest), waits up to a second for it to
     /// leave, closes everything; ``events`` then ends.
-    public func stop() async {
+    func stop() async {
         await withCheckedContinuation { (k: CheckedContinuation<Void, Never>) in
             let already = core.withLock { c -> Bool in
                 if c.stopped { return true }
@@ -513,17 +515,17 @@ public final class APIServer: Sendable {
     }
 
     /// The server's events, one consumer.
-    public struct Events: AsyncSequence, Sendable {
-        public typealias Element = APIServerEvent
+    struct Events: AsyncSequence, Sendable {
+        typealias Element = APIServerEvent
         let base: AsyncStream<APIServerEvent>
         let backlog: Backlog
 
-        public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), backlog: backlog) }
+        func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), backlog: backlog) }
 
-        public struct Iterator: AsyncIteratorProtocol {
+        struct Iterator: AsyncIteratorProtocol {
             var base: AsyncStream<APIServerEvent>.Iterator
             let backlog: Backlog
-            public mutating func next() async -> APIServerEvent? {
+            mutating func next() async -> APIServerEvent? {
                 guard let e = await base.next() else { return nil }
                 backlog.taken()
                 return e

@@ -6,20 +6,20 @@ import BluetoothCrypto
 // proxy has nothing for) and hands the rest on as ``APIRequest``s.
 
 /// What the proxy says about itself (HelloResponse, DeviceInfoResponse, the Noise hello).
-public struct APIServerInfo: Sendable, Equatable {
+struct APIServerInfo: Sendable, Equatable {
     /// The node name (HA's device name; the mDNS instance and the Noise hello's name).
-    public var name: String
-    public var friendlyName: String
+    var name: String
+    var friendlyName: String
     /// The proxy's stable identity as HA keys it: "AA:BB:CC:DD:EE:FF".
-    public var macAddress: String
-    /// The controller's public address, the scanner's source in HA ("" if unknown).
-    public var bluetoothAddress: String
+    var macAddress: String
+    /// The controller's address, the scanner's source in HA ("" if unknown).
+    var bluetoothAddress: String
     /// hcigatt's version (project_version, server_info).
-    public var version: String
-    public var model: String
-    public var features: BluetoothProxyFeatures
+    var version: String
+    var model: String
+    var features: BluetoothProxyFeatures
 
-    public init(name: String, friendlyName: String, macAddress: String, bluetoothAddress: String, version: String,
+    init(name: String, friendlyName: String, macAddress: String, bluetoothAddress: String, version: String,
                 model: String = "Linux", features: BluetoothProxyFeatures) {
         self.name = name
         self.friendlyName = friendlyName
@@ -32,20 +32,20 @@ public struct APIServerInfo: Sendable, Equatable {
 
     /// The API version we speak: 1.14, as ESPHome 2026.6 (1.15 and later add a capability
     /// exchange the proxy has nothing to say in).
-    public static let apiMajor: UInt32 = 1
-    public static let apiMinor: UInt32 = 14
+    static let apiMajor: UInt32 = 1
+    static let apiMinor: UInt32 = 14
     /// The ESPHome release whose API behaviour the proxy follows (HA compares it to its
     /// lowest Bluetooth-proxy version when `project_name` is its own).
-    public static let esphomeVersion = "2026.6.0"
+    static let esphomeVersion = "2026.6.0"
     /// Our own project name: HA raises no "firmware outdated" repair for it.
-    public static let projectName = "hcigatt.bluetooth-proxy"
+    static let projectName = "hcigatt.bluetooth-proxy"
 
     /// The MAC as the Noise hello carries it: 12 lowercase hex digits.
     var macHex: String { String(macAddress.lowercased().filter { $0 != ":" }) }
 }
 
 /// How a session ended.
-public enum APICloseReason: Sendable, Equatable, CustomStringConvertible {
+enum APICloseReason: Sendable, Equatable, CustomStringConvertible {
     /// The client sent DisconnectRequest.
     case clientDisconnected
     /// We sent DisconnectRequest (stopping, or the client is replaced).
@@ -69,7 +69,7 @@ public enum APICloseReason: Sendable, Equatable, CustomStringConvertible {
     /// A request other than Hello, Ping or Disconnect before Hello.
     case requestBeforeHello(type: UInt16)
 
-    public var description: String {
+    var description: String {
         switch self {
         case .clientDisconnected: "client disconnected"
         case .serverClosing: "closed by the proxy"
@@ -88,20 +88,20 @@ public enum APICloseReason: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The session's answer to what came in.
-public struct APISessionOutput: Sendable, Equatable {
+struct APISessionOutput: Sendable, Equatable {
     /// To write to the client, in order.
-    public var bytes: [UInt8] = []
+    var bytes: [UInt8] = []
     /// The client's Bluetooth requests, in order.
-    public var requests: [APIRequest] = []
+    var requests: [APIRequest] = []
     /// Set when the session ended: write `bytes`, then close the socket.
-    public var closed: APICloseReason?
-    public init() {}
+    var closed: APICloseReason?
+    init() {}
 }
 
-public struct APISession: Sendable {
+struct APISession: Sendable {
     /// A key of 32 bytes: Noise with it; nil: plaintext.
-    public let psk: [UInt8]?
-    public let info: APIServerInfo
+    let psk: [UInt8]?
+    let info: APIServerInfo
     /// Nanoseconds: no Hello by then closes.
     static let helloTimeout: UInt64 = 60_000_000_000
     /// Silent this long: we ping (ESPHome's 60 s).
@@ -110,10 +110,10 @@ public struct APISession: Sendable {
     static let pingTimeout: UInt64 = 90_000_000_000
 
     /// What is known of the client once it said Hello.
-    public struct Client: Sendable, Equatable {
-        public var info: String
-        public var apiMajor: UInt32
-        public var apiMinor: UInt32
+    struct Client: Sendable, Equatable {
+        var info: String
+        var apiMajor: UInt32
+        var apiMinor: UInt32
     }
 
     enum Phase: Sendable {
@@ -143,7 +143,7 @@ public struct APISession: Sendable {
     let ephemeral: [UInt8]
 
     /// A session for a client that connected at `now`; `ephemeral`: our Noise key for it.
-    public init(info: APIServerInfo, psk: [UInt8]?, now: UInt64, ephemeral: [UInt8]? = nil) {
+    init(info: APIServerInfo, psk: [UInt8]?, now: UInt64, ephemeral: [UInt8]? = nil) {
         self.info = info
         self.psk = psk
         self.ephemeral = ephemeral ?? BluetoothCrypto.randomBytes(32)
@@ -151,7 +151,7 @@ public struct APISession: Sendable {
     }
 
     /// The client, once it said Hello.
-    public var client: Client? {
+    var client: Client? {
         switch state {
         case .plaintext(let l), .noise(let l, _, _): if case .ready(let c) = l.phase { return c }
         default: break
@@ -159,16 +159,16 @@ public struct APISession: Sendable {
         return nil
     }
 
-    public var isEncrypted: Bool { psk != nil }
+    var isEncrypted: Bool { psk != nil }
 
     /// Why it ended, once it has.
-    public var closeReason: APICloseReason? {
+    var closeReason: APICloseReason? {
         if case .closed(let r) = state { return r }
         return nil
     }
 
     /// When ``tick(now:)`` has something to do.
-    public var nextDeadline: UInt64? {
+    var nextDeadline: UInt64? {
         switch state {
         case .noiseHello(let since), .noiseHandshake(_, let since): return since + Self.helloTimeout
         case .plaintext(let l), .noise(let l, _, _):
@@ -182,7 +182,7 @@ public struct APISession: Sendable {
     // MARK: Input
 
     /// Bytes from the client.
-    public mutating func receive(_ bytes: [UInt8], now: UInt64) -> APISessionOutput {
+    mutating func receive(_ bytes: [UInt8], now: UInt64) -> APISessionOutput {
         var out = APISessionOutput()
         if case .closed = state { return out }
         reader.append(bytes)
@@ -191,7 +191,7 @@ public struct APISession: Sendable {
     }
 
     /// Time passed: the hello deadline, our keepalive Ping.
-    public mutating func tick(now: UInt64) -> APISessionOutput {
+    mutating func tick(now: UInt64) -> APISessionOutput {
         var out = APISessionOutput()
         guard let deadline = nextDeadline, now >= deadline else { return out }
         switch state {
@@ -444,13 +444,13 @@ public struct APISession: Sendable {
     }
 
     /// The bytes that send `response` to the client; none before Hello or after the end.
-    public mutating func send(_ response: APIResponse) -> [UInt8] {
+    mutating func send(_ response: APIResponse) -> [UInt8] {
         guard let c = client else { return [] }
         return frame(response.message(clientMinor: c.apiMinor))
     }
 
     /// Ends the session from our side: DisconnectRequest (the client answers, then closes).
-    public mutating func disconnect() -> [UInt8] {
+    mutating func disconnect() -> [UInt8] {
         guard client != nil else {
             if case .closed = state {} else { state = .closed(.serverClosing) }
             return []

@@ -1,33 +1,33 @@
 /// Raw advertisements gathered into the batches ESPHome sends: at most 16 per message (a
 /// message of about 1.3 kB), sent as soon as 16 wait, else 100 ms after the first of a
 /// batch came. Sans-I/O: time is an argument.
-public struct AdvertisementBatcher: Sendable {
-    public static let batchSize = 16
-    public static let interval: UInt64 = 100_000_000
+struct AdvertisementBatcher: Sendable {
+    static let batchSize = 16
+    static let interval: UInt64 = 100_000_000
 
     private(set) var pending: [APIRawAdvertisement] = []
     private var firstAt: UInt64?
 
-    public init() {}
+    init() {}
 
     /// When the waiting batch is due.
-    public var deadline: UInt64? { firstAt.map { $0 + Self.interval } }
+    var deadline: UInt64? { firstAt.map { $0 + Self.interval } }
 
     /// Adds one; a full batch comes back to send now.
-    public mutating func add(_ a: APIRawAdvertisement, now: UInt64) -> [APIRawAdvertisement]? {
+    mutating func add(_ a: APIRawAdvertisement, now: UInt64) -> [APIRawAdvertisement]? {
         if pending.isEmpty { firstAt = now }
         pending.append(a)
         return pending.count >= Self.batchSize ? take() : nil
     }
 
     /// The waiting batch once it is due.
-    public mutating func due(now: UInt64) -> [APIRawAdvertisement]? {
+    mutating func due(now: UInt64) -> [APIRawAdvertisement]? {
         guard let d = deadline, now >= d else { return nil }
         return take()
     }
 
     /// Drops what waits (nobody to send it to).
-    public mutating func clear() {
+    mutating func clear() {
         pending = []
         firstAt = nil
     }

@@ -4,6 +4,7 @@
 public enum Base64 {
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
+    /// The padded Base64 text of `bytes`.
     public static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
@@ -58,5 +59,6 @@ public enum Base64 {
         return out
     }
 
+    /// The bytes of `text`, nil when it is not padded Base64.
     public static func decode(_ text: String) -> [UInt8]? { decode(Array(text.utf8)) }
 }

@@ -11,9 +11,11 @@ import Synchronization
 public struct ProxySettings: Sendable {
     /// Where to listen: an IPv4 or IPv6 address ("::": every address, IPv4 too).
     public var address: String
+    /// The TCP port (6053 is ESPHome's; 0: any free one).
     public var port: UInt16
     /// The node name (HA's device name) and the friendly name it shows.
     public var name: String
+    /// The name HA shows in its UI.
     public var friendlyName: String
     /// The proxy's identity ("AA:BB:CC:DD:EE:FF", HA's unique id).
     public var identity: String
@@ -30,6 +32,7 @@ public struct ProxySettings: Sendable {
     /// Announce `_esphomelib._tcp` over mDNS (Home Assistant discovers the proxy).
     public var mdns = true
 
+    /// Settings; the rest defaulted: all addresses, port 6053, active scanning, 5 slots, mDNS.
     public init(address: String = "::", port: UInt16 = 6053, name: String, friendlyName: String? = nil, identity: String,
                 psk: [UInt8]?, keyFile: String? = nil, passive: Bool = false, slots: Int = 5, version: String) {
         self.slots = slots
@@ -60,9 +63,11 @@ public enum ProxyLog: Sendable, Equatable {
     case mdns(String)
 }
 
+/// The proxy: ``run()`` serves Home Assistant on the host given until cancelled.
 public final class BluetoothProxy: Sendable {
+    /// What it was made with.
     public let settings: ProxySettings
-    public let server: APIServer
+    let server: APIServer
     let host: HCIHost
     let log: @Sendable (ProxyLog) -> Void
 
@@ -83,7 +88,7 @@ public final class BluetoothProxy: Sendable {
 
     /// The features the proxy has: scanning, connections with the client's own cache,
     /// pairing, cache clearing, raw advertisements, scanner state and mode, parameters.
-    public static let features: BluetoothProxyFeatures = [.passiveScan, .activeConnections, .remoteCaching, .pairing, .cacheClearing,
+    static let features: BluetoothProxyFeatures = [.passiveScan, .activeConnections, .remoteCaching, .pairing, .cacheClearing,
                                                           .rawAdvertisements, .stateAndMode, .connectionParams]
 
     /// A proxy on `host` (open, initialised) listening as `settings` say.

@@ -4,26 +4,26 @@
 // responder for one service needs: no probing for conflicts, no known-answer suppression.
 
 /// A DNS message that did not parse (it is ignored: anything may be on the multicast group).
-public struct DNSError: Error, Sendable, Equatable {
-    public var offset: Int
-    public var reason: String
+struct DNSError: Error, Sendable, Equatable {
+    var offset: Int
+    var reason: String
 }
 
 /// The questions of a DNS query, read with bounds checks and a cap on compression jumps.
-public struct DNSQuery: Sendable, Equatable {
-    public struct Question: Sendable, Equatable {
+struct DNSQuery: Sendable, Equatable {
+    struct Question: Sendable, Equatable {
         /// The name's labels, lowercased (names compare without case).
-        public var labels: [String]
-        public var type: UInt16
+        var labels: [String]
+        var type: UInt16
         /// The top bit of the class: the asker wants a unicast answer (QU).
-        public var unicastResponse: Bool
+        var unicastResponse: Bool
     }
 
-    public var id: UInt16
-    public var questions: [Question]
+    var id: UInt16
+    var questions: [Question]
 
     /// Parses `bytes`; responses (QR set) and messages with no questions come back nil.
-    public static func parse(_ bytes: [UInt8]) throws(DNSError) -> DNSQuery? {
+    static func parse(_ bytes: [UInt8]) throws(DNSError) -> DNSQuery? {
         guard bytes.count >= 12 else { throw DNSError(offset: 0, reason: "shorter than a header") }
         func u16(_ i: Int) -> UInt16 { UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]) }
         let flags = u16(2)
@@ -78,39 +78,39 @@ public struct DNSQuery: Sendable, Equatable {
 }
 
 /// What the proxy announces: one instance of `_esphomelib._tcp`.
-public struct MDNSService: Sendable, Equatable {
-    public var instance: String
-    public var hostName: String
-    public var port: UInt16
+struct MDNSService: Sendable, Equatable {
+    var instance: String
+    var hostName: String
+    var port: UInt16
     /// TXT entries, "key=value", in order.
-    public var txt: [String]
-    public var ttl: UInt32 = 120
-    public var shareTTL: UInt32 = 4500
+    var txt: [String]
+    var ttl: UInt32 = 120
+    var shareTTL: UInt32 = 4500
 
-    public init(instance: String, hostName: String, port: UInt16, txt: [String]) {
+    init(instance: String, hostName: String, port: UInt16, txt: [String]) {
         self.instance = instance
         self.hostName = hostName
         self.port = port
         self.txt = txt
     }
 
-    public static let serviceType = ["_esphomelib", "_tcp", "local"]
+    static let serviceType = ["_esphomelib", "_tcp", "local"]
     static let enumeration = ["_services", "_dns-sd", "_udp", "local"]
     var instanceName: [String] { [instance] + Self.serviceType }
     var host: [String] { [hostName, "local"] }
 }
 
 /// Answers queries for one service and builds its announcements.
-public struct MDNSResponder: Sendable {
-    public var service: MDNSService
+struct MDNSResponder: Sendable {
+    var service: MDNSService
 
-    public init(service: MDNSService) { self.service = service }
+    init(service: MDNSService) { self.service = service }
 
     static let typeA: UInt16 = 1, typePTR: UInt16 = 12, typeTXT: UInt16 = 16, typeAAAA: UInt16 = 28, typeSRV: UInt16 = 33, typeANY: UInt16 = 255
 
     /// The answer to `query` given our addresses now (4 bytes each); nil when nothing asked
     /// is ours. `unicast`: answer the asker alone (it asked so, or is not an mDNS port).
-    public func answer(_ query: DNSQuery, addresses: [[UInt8]], legacy: Bool) -> (message: [UInt8], unicast: Bool)? {
+    func answer(_ query: DNSQuery, addresses: [[UInt8]], legacy: Bool) -> (message: [UInt8], unicast: Bool)? {
         var answers: [Record] = []
         var additional: [Record] = []
         var unicast = legacy
@@ -144,7 +144,7 @@ public struct MDNSResponder: Sendable {
 
     /// The unsolicited announcement (RFC 6762 §8.3), or with `goodbye` the same records at
     /// TTL 0 (§10.1).
-    public func announcement(addresses: [[UInt8]], goodbye: Bool = false) -> [UInt8] {
+    func announcement(addresses: [[UInt8]], goodbye: Bool = false) -> [UInt8] {
         var records = [ptr(), srv(), txt()] + a(addresses)
         if goodbye { for i in records.indices { records[i].ttl = 0 } }
         return Self.message(id: 0, answers: records, additional: [])

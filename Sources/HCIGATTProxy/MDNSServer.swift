@@ -8,7 +8,7 @@ import Synchronization
 import Glibc
 #endif
 
-public final class MDNSServer: Sendable {
+final class MDNSServer: Sendable {
     let responder: MDNSResponder
     private let fd: Int32
     private let wakeFD: Int32
@@ -16,7 +16,7 @@ public final class MDNSServer: Sendable {
     private let stopping = Mutex<(requested: Bool, done: [CheckedContinuation<Void, Never>], finished: Bool)>((false, [], false))
 
     /// Joins the group and starts answering; throws when the port or the group cannot be had.
-    public init(service: MDNSService) throws(APIServerError) {
+    init(service: MDNSService) throws(APIServerError) {
         responder = MDNSResponder(service: service)
         let s = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard s >= 0 else { throw APIServerError("mDNS: cannot create a UDP socket: \(String(cString: strerror(errno)))") }
@@ -72,7 +72,7 @@ public final class MDNSServer: Sendable {
     static let group: UInt32 = 0xE000_00FB
 
     /// Sends the goodbye and stops.
-    public func stop() async {
+    func stop() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let finished = stopping.withLock { s -> Bool in
                 if s.finished { return true }

@@ -8,10 +8,10 @@ import BluetoothCrypto
 
 /// A CipherState of the transport phase (Noise §5.1): ChaCha20-Poly1305 with the nonce
 /// 32 zero bits then the 64-bit counter little-endian.
-public struct NoiseCipher: Sendable {
+struct NoiseCipher: Sendable {
     let key: [UInt8]
     /// The next nonce.
-    public private(set) var nonce: UInt64 = 0
+    private(set) var nonce: UInt64 = 0
 
     init(key: [UInt8]) { self.key = key }
 
@@ -20,14 +20,14 @@ public struct NoiseCipher: Sendable {
     }
 
     /// Encrypts with the next nonce. Nil once the nonces are spent (2⁶⁴−1: Noise §5.1).
-    public mutating func seal(_ plaintext: [UInt8], associatedData: [UInt8] = []) -> [UInt8]? {
+    mutating func seal(_ plaintext: [UInt8], associatedData: [UInt8] = []) -> [UInt8]? {
         guard nonce < .max else { return nil }
         defer { nonce += 1 }
         return BluetoothCrypto.chaChaPolySeal(key: key, nonce: Self.nonceBytes(nonce), associatedData: associatedData, plaintext: plaintext)
     }
 
     /// Decrypts with the next nonce; nil (the nonce not used up) when the tag fails.
-    public mutating func open(_ sealed: [UInt8], associatedData: [UInt8] = []) -> [UInt8]? {
+    mutating func open(_ sealed: [UInt8], associatedData: [UInt8] = []) -> [UInt8]? {
         guard nonce < .max,
               let plain = BluetoothCrypto.chaChaPolyOpen(key: key, nonce: Self.nonceBytes(nonce), associatedData: associatedData, sealed: sealed)
         else { return nil }
@@ -37,7 +37,7 @@ public struct NoiseCipher: Sendable {
 }
 
 /// Why a handshake failed.
-public enum NoiseHandshakeError: Error, Sendable, Equatable {
+enum NoiseHandshakeError: Error, Sendable, Equatable {
     /// The client's message is not 32 bytes of key and at least a tag.
     case badLength(Int)
     /// Its payload did not decrypt: another pre-shared key (or changed bytes).
@@ -47,8 +47,8 @@ public enum NoiseHandshakeError: Error, Sendable, Equatable {
 }
 
 /// The responder's side of NNpsk0 (Noise §7.4 NN with the psk0 modifier, §9).
-public struct NoiseResponder: Sendable {
-    public static let protocolName = "Noise_NNpsk0_25519_ChaChaPoly_SHA256"
+struct NoiseResponder: Sendable {
+    static let protocolName = "Noise_NNpsk0_25519_ChaChaPoly_SHA256"
 
     /// The symmetric state (§5.2): chaining key, handshake hash, and the cipher key once
     /// one is mixed in (with its nonce).
@@ -58,7 +58,7 @@ public struct NoiseResponder: Sendable {
     var n: UInt64 = 0
 
     /// `psk`: the 32-byte pre-shared key; `prologue`: what both sides mix in first.
-    public init(prologue: [UInt8]) {
+    init(prologue: [UInt8]) {
         let name = Array(Self.protocolName.utf8)
         // A name longer than the hash is hashed; shorter would be zero-padded (§5.2).
         h = name.count <= 32 ? name + [UInt8](repeating: 0, count: 32 - name.count) : BluetoothCrypto.sha256(name)
@@ -119,15 +119,15 @@ public struct NoiseResponder: Sendable {
 
     /// The handshake done: the reply to send, the cipher for what the client sends and the
     /// one for what we send.
-    public struct Established: Sendable {
-        public var reply: [UInt8]
-        public var receive: NoiseCipher
-        public var send: NoiseCipher
+    struct Established: Sendable {
+        var reply: [UInt8]
+        var receive: NoiseCipher
+        var send: NoiseCipher
     }
 
     /// Reads the client's `-> psk, e` with `psk`, writes `<- e, ee` with our `ephemeral`
     /// private key, and splits.
-    public static func respond(to message: [UInt8], psk: [UInt8], prologue: [UInt8], ephemeral: [UInt8]) -> Result<Established, NoiseHandshakeError> {
+    static func respond(to message: [UInt8], psk: [UInt8], prologue: [UInt8], ephemeral: [UInt8]) -> Result<Established, NoiseHandshakeError> {
         guard message.count >= 32 + 16 else { return .failure(.badLength(message.count)) }
         var s = NoiseResponder(prologue: prologue)
         // No pre-messages in NN. The psk token first (psk0).

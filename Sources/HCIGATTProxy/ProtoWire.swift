@@ -4,8 +4,8 @@
 // left, errors name the offset; unknown fields are skipped, as protobuf requires.
 
 /// A message that did not decode: where and why.
-public struct ProtoError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Reason: Sendable, Equatable {
+struct ProtoError: Error, Sendable, Equatable, CustomStringConvertible {
+    enum Reason: Sendable, Equatable {
         /// The bytes end inside a field.
         case truncated
         /// A varint longer than 10 bytes.
@@ -20,13 +20,13 @@ public struct ProtoError: Error, Sendable, Equatable, CustomStringConvertible {
         case notUTF8(field: UInt32)
     }
     /// The offset in the message where decoding stopped.
-    public var offset: Int
-    public var reason: Reason
-    public init(offset: Int, _ reason: Reason) {
+    var offset: Int
+    var reason: Reason
+    init(offset: Int, _ reason: Reason) {
         self.offset = offset
         self.reason = reason
     }
-    public var description: String {
+    var description: String {
         switch reason {
         case .truncated: "message ends inside a field at byte \(offset)"
         case .varintTooLong: "varint longer than 10 bytes at byte \(offset)"
@@ -39,7 +39,7 @@ public struct ProtoError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// One field's value as it is on the wire.
-public enum ProtoValue: Sendable, Equatable {
+enum ProtoValue: Sendable, Equatable {
     case varint(UInt64)
     case fixed64(UInt64)
     case bytes(Range<Int>)
@@ -47,13 +47,13 @@ public enum ProtoValue: Sendable, Equatable {
 }
 
 /// Reads the fields of one message from `bytes` (the whole message, nothing around it).
-public struct ProtoReader {
-    public let bytes: [UInt8]
+struct ProtoReader {
+    let bytes: [UInt8]
     private var range: Range<Int>
     /// Offset of the field being read (for errors).
-    public private(set) var fieldOffset: Int
+    private(set) var fieldOffset: Int
 
-    public init(_ bytes: [UInt8], range: Range<Int>? = nil) {
+    init(_ bytes: [UInt8], range: Range<Int>? = nil) {
         self.bytes = bytes
         self.range = range ?? bytes.indices
         fieldOffset = self.range.lowerBound
@@ -76,7 +76,7 @@ public struct ProtoReader {
     }
 
     /// The next field, nil at the end of the message.
-    public mutating func next() throws(ProtoError) -> (field: UInt32, value: ProtoValue)? {
+    mutating func next() throws(ProtoError) -> (field: UInt32, value: ProtoValue)? {
         var i = range.lowerBound
         let end = range.upperBound
         guard i < end else { return nil }
@@ -115,45 +115,45 @@ public struct ProtoReader {
 
     // The typed views of a value: a field of the wrong wire type is an error.
 
-    public func uint(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> UInt64 {
+    func uint(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> UInt64 {
         guard case .varint(let x) = v else { throw ProtoError(offset: fieldOffset, .wrongWireType(field: field)) }
         return x
     }
 
-    public func uint32(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> UInt32 {
+    func uint32(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> UInt32 {
         UInt32(truncatingIfNeeded: try uint(v, field))
     }
 
-    public func bool(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> Bool { try uint(v, field) != 0 }
+    func bool(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> Bool { try uint(v, field) != 0 }
 
     /// sint32 (zigzag).
-    public func sint32(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> Int32 {
+    func sint32(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> Int32 {
         let u = UInt32(truncatingIfNeeded: try uint(v, field))
         return Int32(bitPattern: (u >> 1) ^ (0 &- (u & 1)))
     }
 
     /// int32 (two's complement, sign-extended to 64 bits on the wire).
-    public func int32(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> Int32 {
+    func int32(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> Int32 {
         Int32(truncatingIfNeeded: Int64(bitPattern: try uint(v, field)))
     }
 
-    public func range(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> Range<Int> {
+    func range(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> Range<Int> {
         guard case .bytes(let r) = v else { throw ProtoError(offset: fieldOffset, .wrongWireType(field: field)) }
         return r
     }
 
-    public func data(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> [UInt8] {
+    func data(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> [UInt8] {
         Array(bytes[try range(v, field)])
     }
 
-    public func string(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> String {
+    func string(_ v: ProtoValue, _ field: UInt32) throws(ProtoError) -> String {
         let r = try range(v, field)
         guard let s = String(validating: bytes[r], as: UTF8.self) else { throw ProtoError(offset: r.lowerBound, .notUTF8(field: field)) }
         return s
     }
 
     /// The values of a repeated varint field, packed or not (`into` gathers them).
-    public func uints(_ v: ProtoValue, _ field: UInt32, into out: inout [UInt64]) throws(ProtoError) {
+    func uints(_ v: ProtoValue, _ field: UInt32, into out: inout [UInt64]) throws(ProtoError) {
         switch v {
         case .varint(let x): out.append(x)
         case .bytes(let r):
@@ -166,22 +166,22 @@ public struct ProtoReader {
 
 /// Writes fields of one message. Default values (0, false, empty) are left out, as proto3
 /// does; callers that must send one say so.
-public struct ProtoWriter: Sendable {
-    public var bytes: [UInt8]
+struct ProtoWriter: Sendable {
+    var bytes: [UInt8]
 
-    public init(capacity: Int = 64) {
+    init(capacity: Int = 64) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
-    public static func varintSize(_ v: UInt64) -> Int {
+    static func varintSize(_ v: UInt64) -> Int {
         var n = 1
         var x = v >> 7
         while x != 0 { n += 1; x >>= 7 }
         return n
     }
 
-    public static func appendVarint(_ v: UInt64, to bytes: inout [UInt8]) {
+    static func appendVarint(_ v: UInt64, to bytes: inout [UInt8]) {
         var x = v
         while x >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: x) | 0x80)
@@ -190,39 +190,39 @@ public struct ProtoWriter: Sendable {
         bytes.append(UInt8(x))
     }
 
-    public mutating func rawVarint(_ v: UInt64) { Self.appendVarint(v, to: &bytes) }
+    mutating func rawVarint(_ v: UInt64) { Self.appendVarint(v, to: &bytes) }
 
-    public mutating func key(_ field: UInt32, _ wireType: UInt8) { rawVarint(UInt64(field) << 3 | UInt64(wireType)) }
+    mutating func key(_ field: UInt32, _ wireType: UInt8) { rawVarint(UInt64(field) << 3 | UInt64(wireType)) }
 
-    public mutating func uint(_ field: UInt32, _ v: UInt64) {
+    mutating func uint(_ field: UInt32, _ v: UInt64) {
         guard v != 0 else { return }
         key(field, 0)
         rawVarint(v)
     }
 
-    public mutating func uint(_ field: UInt32, _ v: UInt32) { uint(field, UInt64(v)) }
+    mutating func uint(_ field: UInt32, _ v: UInt32) { uint(field, UInt64(v)) }
 
-    public mutating func bool(_ field: UInt32, _ v: Bool) { uint(field, v ? UInt64(1) : 0) }
+    mutating func bool(_ field: UInt32, _ v: Bool) { uint(field, v ? UInt64(1) : 0) }
 
     /// int32: negative values take 10 bytes (sign-extended), as protobuf writes them.
-    public mutating func int32(_ field: UInt32, _ v: Int32) { uint(field, UInt64(bitPattern: Int64(v))) }
+    mutating func int32(_ field: UInt32, _ v: Int32) { uint(field, UInt64(bitPattern: Int64(v))) }
 
     /// sint32 (zigzag).
-    public mutating func sint32(_ field: UInt32, _ v: Int32) {
+    mutating func sint32(_ field: UInt32, _ v: Int32) {
         uint(field, UInt64(UInt32(bitPattern: (v << 1) ^ (v >> 31))))
     }
 
-    public mutating func bytes<C: Collection>(_ field: UInt32, _ v: C) where C.Element == UInt8 {
+    mutating func bytes<C: Collection>(_ field: UInt32, _ v: C) where C.Element == UInt8 {
         guard !v.isEmpty else { return }
         key(field, 2)
         rawVarint(UInt64(v.count))
         bytes.append(contentsOf: v)
     }
 
-    public mutating func string(_ field: UInt32, _ v: String) { bytes(field, v.utf8) }
+    mutating func string(_ field: UInt32, _ v: String) { bytes(field, v.utf8) }
 
     /// An embedded message, even when empty (its presence can mean something).
-    public mutating func message(_ field: UInt32, _ body: (inout ProtoWriter) -> Void) {
+    mutating func message(_ field: UInt32, _ body: (inout ProtoWriter) -> Void) {
         var inner = ProtoWriter(capacity: 32)
         body(&inner)
         key(field, 2)
@@ -231,7 +231,7 @@ public struct ProtoWriter: Sendable {
     }
 
     /// A packed repeated varint field.
-    public mutating func packed(_ field: UInt32, _ values: [UInt64]) {
+    mutating func packed(_ field: UInt32, _ values: [UInt64]) {
         guard !values.isEmpty else { return }
         key(field, 2)
         rawVarint(UInt64(values.reduce(0) { $0 + Self.varintSize($1) }))

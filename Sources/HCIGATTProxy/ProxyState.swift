@@ -8,17 +8,25 @@ import BluetoothTransport
 import Glibc
 #endif
 
+/// A state file that cannot be read or written, named.
 public struct ProxyStateError: Error, Sendable, CustomStringConvertible {
+    /// The file.
     public var path: String
+    /// What is wrong with it.
     public var message: String
     public var description: String { "\(path): \(message)" }
 }
 
+/// The proxy's state directory: its key and its identity.
 public struct ProxyState: Sendable {
+    /// The directory (made 0700 when first written).
     public let directory: String
+    /// The state in `directory`.
     public init(directory: String) { self.directory = directory }
 
+    /// The key's file.
     public var keyPath: String { "\(directory)/proxy.key" }
+    /// The identity's file.
     public var identityPath: String { "\(directory)/proxy.id" }
 
     /// The key in `path` (Base64 of 32 bytes, one line); nil when there is no such file.

@@ -31,10 +31,10 @@ import Testing
 
     @Test("GATT UUIDs: 16-bit ones as short_uuid for API 1.12 and later, else the two words ESPHome writes")
     func uuids() {
-        let battery = APIUUID(bytes: [0x00, 0x00, 0x18, 0x0F, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB])
+        let battery = APIUUID(high: 0x0000_180F_0000_1000, low: 0x8000_0080_5F9B_34FB)
         #expect(battery.short == 0x180F)
         #expect(battery.words == [0x0000180F00001000, 0x800000805F9B34FB])
-        let custom = APIUUID(bytes: (0 ..< 16).map { UInt8($0) })
+        let custom = APIUUID(high: 0x0001_0203_0405_0607, low: 0x0809_0A0B_0C0D_0E0F)
         #expect(custom.short == nil)
         var w = ProtoWriter()
         battery.write(&w, words: 1, short: 4, shortAllowed: true)
