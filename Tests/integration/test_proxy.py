@@ -502,6 +502,73 @@ class ProxyTests(unittest.TestCase):
             run(go(), timeout=120)
             self.assertEqual([f for f in os.listdir(bonds) if 'F0F1F2F3F401' in f and not f.endswith('.key')], [], 'no bond kept')
 
+    def test_bleak_esphome_as_home_assistant_uses_it(self):
+        # The path of HA's Bluetooth integrations: bleak-esphome's scanner on habluetooth's
+        # manager, a BLEDevice from it, bleak-retry-connector's establish_connection, then
+        # plain Bleak calls (read, notify, write) going through the proxy.
+        from habluetooth import BluetoothManager, set_manager
+        import bleak_esphome
+        import bleak_retry_connector
+
+        class Manager(BluetoothManager):
+            def _discover_service_info(self, service_info):
+                pass
+        with Peer('--peripheral', HEALTH) as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                manager = Manager()
+                set_manager(manager)
+                await manager.async_setup()
+                cli = await connected(proxy.port)
+                info = await cli.device_info()
+                data = bleak_esphome.connect_scanner(cli, info, True)
+                unsetup = data.scanner.async_setup()
+                unregister = manager.async_register_scanner(data.scanner)
+                device = None
+                for _ in range(150):
+                    device = manager.async_ble_device_from_address('F0:F1:F2:F3:F4:01', True)
+                    if device:
+                        break
+                    await asyncio.sleep(0.1)
+                self.assertIsNotNone(device, 'the proxy\'s scanner saw the device')
+                # After the manager's setup, as in HA: its wrapper routes the device to its scanner.
+                client = await bleak_retry_connector.establish_connection(
+                    bleak_retry_connector.BleakClientWithServiceCache, device, 'Health-1', max_attempts=2)
+                try:
+                    self.assertEqual(bytes(await client.read_gatt_char('00002a24-0000-1000-8000-00805f9b34fb')), b'bumble-peer')
+                    got = asyncio.Queue()
+                    await client.start_notify('00002a37-0000-1000-8000-00805f9b34fb', lambda c, d: got.put_nowait(bytes(d)))
+                    value = await asyncio.wait_for(got.get(), 10)
+                    self.assertEqual(value[:2], bytes([0x16, 72]))
+                    await client.stop_notify('00002a37-0000-1000-8000-00805f9b34fb')
+                    echo = '68636967-6174-7400-8000-00805f9b0002'
+                    await client.write_gatt_char(echo, b'from bleak', response=True)
+                    self.assertEqual(bytes(await client.read_gatt_char(echo)), b'from bleak')
+                finally:
+                    await client.disconnect()
+                unregister()
+                unsetup()
+                await cli.disconnect()
+                manager.async_stop()
+            run(go(), timeout=120)
+
+    def test_five_connections_at_once(self):
+        names = [f'Dev-{i},address=F0:F1:F2:F3:F5:0{i},gatt=health' for i in range(1, 6)]
+        args = [a for n in names for a in ('--peripheral', n)]
+        with Peer(*args) as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                addresses = [0xF0F1F2F3F500 + i for i in range(1, 6)]
+                results = await asyncio.gather(*(connect_device(client, a) for a in addresses))
+                self.assertEqual([(r[0], r[2]) for r in results], [(True, 0)] * 5, results)
+                reads = []
+                for a in addresses:
+                    services = await client.bluetooth_gatt_get_services(a)
+                    reads.append(client.bluetooth_gatt_read(a, characteristic(services, 0x2A24).handle))
+                self.assertEqual([bytes(v) for v in await asyncio.gather(*reads)], [b'bumble-peer'] * 5)
+                # The sixth slot does not exist: refused at once, the others untouched.
+                await client.disconnect()
+            run(go(), timeout=120)
+
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
                             (['--key', KEY, '--key-file', '/x'], 'not both'),
