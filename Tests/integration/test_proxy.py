@@ -569,6 +569,51 @@ class ProxyTests(unittest.TestCase):
                 await client.disconnect()
             run(go(), timeout=120)
 
+    def test_a_device_that_drops_the_link_mid_read(self):
+        # The device drops the link when it gets its 12th ATT request (after discovery):
+        # the read fails, the client hears the link went with the peer's reason, the slot
+        # is free again.
+        with Peer('--peripheral', HEALTH, '--disconnect-at-att', '12') as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                ok, _, error, states = await connect_device(client, HEALTH_ADDRESS)
+                self.assertEqual((ok, error), (True, 0))
+                services = await client.bluetooth_gatt_get_services(HEALTH_ADDRESS)
+                model = characteristic(services, 0x2A24)
+                failed = None
+                for _ in range(5):
+                    try:
+                        await client.bluetooth_gatt_read(HEALTH_ADDRESS, model.handle, timeout=10)
+                    except Exception as e:  # noqa: BLE001
+                        failed = e
+                        break
+                self.assertIsNotNone(failed, 'a read failed when the link dropped')
+                for _ in range(50):
+                    if len(states) > 1:
+                        break
+                    await asyncio.sleep(0.1)
+                self.assertEqual(states[-1][0], False, states)
+                self.assertNotEqual(states[-1][2], 0, 'the reason the link went')
+                ok, _, error, _ = await connect_device(client, HEALTH_ADDRESS)
+                self.assertTrue(ok, 'the slot came back')
+                await client.disconnect()
+            run(go(), timeout=120)
+
+    def test_a_read_that_needs_encryption_pairs_and_succeeds(self):
+        # Insufficient Encryption from the device: the proxy pairs (Just Works) and reads again.
+        with tempfile.TemporaryDirectory() as bonds, Peer('--peripheral', HEALTH) as peer, \
+                Proxy(peer, '--key', KEY, '--bond-dir', bonds) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                ok, _, _, _ = await connect_device(client, HEALTH_ADDRESS)
+                self.assertTrue(ok)
+                services = await client.bluetooth_gatt_get_services(HEALTH_ADDRESS)
+                secret = next(c for s in services.services for c in s.characteristics
+                              if c.uuid == '68636967-6174-7400-8000-00805f9b0003')
+                self.assertEqual(bytes(await client.bluetooth_gatt_read(HEALTH_ADDRESS, secret.handle)), b'secret')
+                await client.disconnect()
+            run(go(), timeout=120)
+
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
                             (['--key', KEY, '--key-file', '/x'], 'not both'),
