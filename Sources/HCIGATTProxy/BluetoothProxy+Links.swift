@@ -199,12 +199,37 @@ extension BluetoothProxy {
             code = Self.connectError(error)
             if let connection { await connection.disconnect() }
             log(.link(address: link.peer.address, event: "not connected: \(error.message)"))
+            if Self.isControllerFull(error) { learnControllerLimit() }
         }
         state.withLock { s in if s.links[address] === link { s.links[address] = nil } }
         // A link the client asked to drop is reported without an error: it was asked for.
         let asked = link.state.withLock { s in if case .closing = s.phase { return true } else { return false } }
         server.send(.deviceConnection(address: address, connected: false, mtu: 0, error: asked && code == 0x16 ? 0 : code), to: link.owner)
         log(.link(address: link.peer.address, event: "disconnected"))
+        broadcastSlots()
+    }
+
+    /// The controller refused another link: it holds no more than it has now.
+    static func isControllerFull(_ e: BluetoothError) -> Bool {
+        guard let h = e.underlying as? HostError else { return false }
+        switch h.kind {
+        case .commandFailed(let c), .connectFailed(let c):
+            return c == .connectionLimitExceeded || c == .memoryCapacityExceeded
+        default: return false
+        }
+    }
+
+    /// Lowers the slots to what the controller took (never below one): the limit HA sees is
+    /// the real one, learnt the first time the controller says so.
+    func learnControllerLimit() {
+        let (before, now) = state.withLock { s -> (Int, Int) in
+            let held = s.links.values.filter { $0.connected != nil }.count
+            let before = s.slots
+            s.slots = max(1, min(s.slots, held))
+            return (before, s.slots)
+        }
+        guard now < before else { return }
+        log(.slots(now, "the controller takes no more links: \(now) slot\(now == 1 ? "" : "s") from now on"))
         broadcastSlots()
     }
 

@@ -61,6 +61,8 @@ public enum ProxyLog: Sendable, Equatable {
     case link(address: BluetoothAddress, event: String)
     /// The mDNS announcement: running, or why not.
     case mdns(String)
+    /// The slots changed (the controller's own limit learnt).
+    case slots(Int, String)
 }
 
 /// The proxy: ``run()`` serves Home Assistant on the host given until cancelled.

@@ -42,7 +42,8 @@ enum ProxyCommand {
       --insecure-plaintext   no encryption: anyone on the network may use the radio
       --passive              scan without scan requests (no scan responses)
       --slots N              devices connected for clients at once (default 5; an ESP32
-                             proxy has 3)
+                             proxy has 3); lowered to what the controller takes when it
+                             refuses a link for want of room
       --state-dir DIR        the key and the proxy's identity (default \(defaultStateDirectory))
       --no-mdns              do not announce the proxy over mDNS (_esphomelib._tcp)
       --passkey ADDR=NNNNNN  the passkey a device shows (or has printed on it), for Passkey
@@ -257,6 +258,8 @@ enum ProxyCommand {
                 o.jsonString("link"); o.utf8(",\"address\":"); o.jsonString(address.description); o.utf8(",\"what\":"); o.jsonString(event)
             case .mdns(let what):
                 o.jsonString("mdns"); o.utf8(",\"what\":"); o.jsonString(what)
+            case .slots(let n, let why):
+                o.jsonString("slots"); o.utf8(",\"slots\":\(n),\"why\":"); o.jsonString(why)
             }
             o.utf8("}")
             Console.err(o.string)
@@ -273,6 +276,7 @@ enum ProxyCommand {
         case .keyRefused(let why): Console.err("proxy: key not changed: \(why)")
         case .link(let address, let event): Console.err("\(address): \(event)")
         case .mdns(let what): Console.err("proxy: mDNS: \(what)")
+        case .slots(_, let why): Console.err("proxy: \(why)")
         }
     }
 }

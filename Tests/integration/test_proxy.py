@@ -614,6 +614,30 @@ class ProxyTests(unittest.TestCase):
                 await client.disconnect()
             run(go(), timeout=120)
 
+    def test_slots_learnt_from_a_controller_that_is_full(self):
+        # The controller takes two links; the third connect is refused with Connection Limit
+        # Exceeded: the proxy tells HA it has two slots from then on.
+        names = [f'Dev-{i},address=F0:F1:F2:F3:F5:0{i},gatt=health' for i in range(1, 4)]
+        args = [a for n in names for a in ('--peripheral', n)]
+        with Peer(*args, '--max-links', '2') as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                slots = []
+                client.subscribe_bluetooth_connections_free(lambda free, limit, allocated: slots.append((free, limit)))
+                for a in (0xF0F1F2F3F501, 0xF0F1F2F3F502):
+                    ok, _, error, _ = await connect_device(client, a)
+                    self.assertEqual((ok, error), (True, 0))
+                ok, _, error, _ = await connect_device(client, 0xF0F1F2F3F503)
+                self.assertFalse(ok)
+                for _ in range(30):
+                    if slots and slots[-1] == (0, 2):
+                        break
+                    await asyncio.sleep(0.1)
+                self.assertEqual(slots[-1], (0, 2), slots)
+                await client.disconnect()
+            run(go(), timeout=120)
+            proxy.wait_for(lambda e: e.get('event') == 'slots' and e['slots'] == 2)
+
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
                             (['--key', KEY, '--key-file', '/x'], 'not both'),

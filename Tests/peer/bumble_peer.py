@@ -103,6 +103,25 @@ class HostController(Controller):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         modern_link_layer(self)
+        # --max-links N: a controller with room for N links, which refuses another create
+        # with Connection Limit Exceeded (0x09), as small real ones do.
+        self.max_links = None
+
+    def _full(self, command):
+        if self.max_links is not None and len(self.le_connections) >= self.max_links:
+            self._send_hci_command_status(hci.HCI_ErrorCode.CONNECTION_LIMIT_EXCEEDED_ERROR, command.op_code)
+            return True
+        return False
+
+    def on_hci_le_create_connection_command(self, command):
+        if self._full(command):
+            return None
+        return super().on_hci_le_create_connection_command(command)
+
+    def on_hci_le_extended_create_connection_command(self, command):
+        if self._full(command):
+            return None
+        return super().on_hci_le_extended_create_connection_command(command)
 
     def on_hci_le_create_connection_cancel_command(self, _command):
         pending = self.pending_le_connection
@@ -609,6 +628,8 @@ async def main() -> None:
                         help='an "att" event for every ATT PDU a peripheral receives')
     parser.add_argument('--dump-own-db', default=None, metavar='FILE',
                         help="write each peripheral's attribute table as JSON before the ready line")
+    parser.add_argument('--max-links', type=int, default=None, metavar='N',
+                        help="the first controller takes N links at most (Connection Limit Exceeded after)")
     parser.add_argument('--verbose', action='store_true')
     args = parser.parse_args()
     conn_params = parse_conn_params(args.request_conn_params) if args.request_conn_params else None
@@ -621,6 +642,7 @@ async def main() -> None:
     server_socket, transport, controller = await start_host_controller(link, args.port, args.host_address, args.legacy_reports,
                                                               args.extended_advertising)
     controller.refuse_speed_ups = args.refuse_speed_ups
+    controller.max_links = args.max_links
     port = server_socket.getsockname()[1]
     extra_ports = []
     for n in range(1, args.hosts):
