@@ -39,6 +39,10 @@ public struct APIServerError: Error, Sendable, CustomStringConvertible {
 final class APIServer: Sendable {
     /// The most clients at once (HA and a few diagnostic ones); more are refused.
     static let maxClients = 16
+    /// The most connections at once that have not said Hello; a newer one ends the oldest.
+    static let maxUnidentified = 4
+    /// Reads of one client in one round of the loop (a flooding client waits its turn).
+    static let readsPerRound = 4
     /// A client whose unsent output passes this gets no more advertisements until it reads.
     static let slowClientBytes = 4 << 20
     /// ...and one past this is closed: it is not reading at all.
@@ -77,6 +81,16 @@ final class APIServer: Sendable {
         var batcher = AdvertisingQueue()
         var stopping: (deadline: UInt64, done: [CheckedContinuation<Void, Never>])?
         var stopped = false
+        /// Accepting paused until then (the process ran out of descriptors).
+        var acceptPausedUntil: UInt64?
+
+        /// Runs `body` on the client moved out of the table and back (no copy of its
+        /// output: a client behind by megabytes is appended to in place).
+        mutating func update<R>(_ id: UInt64, _ body: (inout Client) -> R) -> R? {
+            guard var cl = clients.removeValue(forKey: id) else { return nil }
+            defer { clients[id] = cl }
+            return body(&cl)
+        }
     }
 
     /// The batch and who gets it.
@@ -136,6 +150,10 @@ final class APIServer: Sendable {
             throw APIServerError("--listen: '\(address)' is not an IPv4 or IPv6 address")
         }
         let fd = socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd < 0, isV6, address == "::", errno == EAFNOSUPPORT {
+            // A kernel without IPv6: every address is every IPv4 address.
+            return try listen(address: "0.0.0.0", port: port)
+        }
         guard fd >= 0 else { throw APIServerError("cannot create a TCP socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1, zero: Int32 = 0
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -174,9 +192,10 @@ final class APIServer: Sendable {
     /// Sends `response` to `client` (nothing if it is gone or not ready).
     func send(_ response: APIResponse, to client: APIClientID) {
         core.withLock { c in
-            guard var cl = c.clients[client.rawValue], cl.ending == nil else { return }
-            cl.output += cl.session.send(response)
-            c.clients[client.rawValue] = cl
+            _ = c.update(client.rawValue) { cl in
+                guard cl.ending == nil else { return }
+                cl.output += cl.session.send(response)
+            }
         }
         wake()
     }
@@ -184,9 +203,11 @@ final class APIServer: Sendable {
     /// Sends `response` to every ready client for which `include` holds.
     func broadcast(_ response: APIResponse, to include: (APIClientID) -> Bool = { _ in true }) {
         core.withLock { c in
-            for (id, var cl) in c.clients where cl.ending == nil && include(APIClientID(rawValue: id)) {
-                cl.output += cl.session.send(response)
-                c.clients[id] = cl
+            for id in Array(c.clients.keys) where include(APIClientID(rawValue: id)) {
+                _ = c.update(id) { cl in
+                    guard cl.ending == nil else { return }
+                    cl.output += cl.session.send(response)
+                }
             }
         }
         wake()
@@ -202,6 +223,10 @@ final class APIServer: Sendable {
         else { wake() }  // the loop's timeout moves to the batch's deadline
     }
 
+    /// A request from ``events`` was carried out: it no longer counts against the backlog
+    /// that holds the clients' reading back.
+    func requestDone() { backlog.taken() }
+
     /// Whether any client gets advertisements.
     var hasAdvertisementSubscribers: Bool { core.withLock { $0.clients.values.contains { $0.subscribed } } }
 
@@ -211,10 +236,11 @@ final class APIServer: Sendable {
     /// Ends `client`'s session from our side.
     func disconnect(_ client: APIClientID) {
         core.withLock { c in
-            guard var cl = c.clients[client.rawValue], cl.ending == nil else { return }
-            cl.output += cl.session.disconnect()
-            cl.ending = (.serverClosing, monotonicNow() + 1_000_000_000)
-            c.clients[client.rawValue] = cl
+            _ = c.update(client.rawValue) { cl in
+                guard cl.ending == nil else { return }
+                cl.output += cl.session.disconnect()
+                cl.ending = (.serverClosing, monotonicNow() + 1_000_000_000)
+            }
         }
         wake()
     }
@@ -228,10 +254,12 @@ final class APIServer: Sendable {
                 let deadline = monotonicNow() + 1_000_000_000
                 if c.stopping == nil { c.stopping = (deadline, []) }
                 c.stopping?.done.append(k)
-                for (id, var cl) in c.clients where cl.ending == nil {
-                    cl.output += cl.session.disconnect()
-                    cl.ending = (.serverClosing, deadline)
-                    c.clients[id] = cl
+                for id in Array(c.clients.keys) {
+                    _ = c.update(id) { cl in
+                        guard cl.ending == nil else { return }
+                        cl.output += cl.session.disconnect()
+                        cl.ending = (.serverClosing, deadline)
+                    }
                 }
                 return false
             }
@@ -242,13 +270,15 @@ final class APIServer: Sendable {
     private func sendBatch(_ batch: [APIRawAdvertisement]) {
         let message = APIResponse.rawAdvertisements(batch)
         core.withLock { c in
-            for (id, var cl) in c.clients where cl.subscribed && cl.ending == nil {
-                if cl.pendingOutput > Self.slowClientBytes {
-                    cl.droppedBatches += 1
-                } else {
-                    cl.output += cl.session.send(message)
+            for id in Array(c.clients.keys) {
+                _ = c.update(id) { cl in
+                    guard cl.subscribed, cl.ending == nil else { return }
+                    if cl.pendingOutput > Self.slowClientBytes {
+                        cl.droppedBatches += 1
+                    } else {
+                        cl.output += cl.session.send(message)
+                    }
                 }
-                c.clients[id] = cl
             }
         }
         wake()
@@ -271,14 +301,17 @@ final class APIServer: Sendable {
             var next: UInt64?
             func soonest(_ t: UInt64?) { if let t { next = min(next ?? t, t) } }
             let finished: Bool = core.withLock { c in
-                for (id, var cl) in c.clients {
-                    if let d = cl.session.nextDeadline, d <= now, cl.ending == nil {
-                        apply(cl.session.tick(now: now), id: id, &cl, now: now)
-                    }
-                    c.clients[id] = cl
-                    soonest(cl.ending?.closeBy ?? cl.session.nextDeadline)
+                for id in Array(c.clients.keys) {
+                    let wake: UInt64? = c.update(id) { cl in
+                        if let d = cl.session.nextDeadline, d <= now, cl.ending == nil {
+                            apply(cl.session.tick(now: now), id: id, &cl, now: now)
+                        }
+                        return cl.ending?.closeBy ?? cl.session.nextDeadline
+                    } ?? nil
+                    soonest(wake)
                 }
                 soonest(c.batcher.batcher.deadline)
+                soonest(c.acceptPausedUntil)
                 if let s = c.stopping {
                     soonest(s.deadline)
                     if c.clients.isEmpty || now >= s.deadline { return true }
@@ -297,8 +330,11 @@ final class APIServer: Sendable {
             fds.removeAll(keepingCapacity: true)
             order.removeAll(keepingCapacity: true)
             fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
-            let stopping = core.withLock { $0.stopping != nil }
-            fds.append(pollfd(fd: stopping ? -1 : listenFD, events: Int16(POLLIN), revents: 0))
+            let accepting = core.withLock { c -> Bool in
+                if let until = c.acceptPausedUntil, now >= until { c.acceptPausedUntil = nil }
+                return c.stopping == nil && c.acceptPausedUntil == nil
+            }
+            fds.append(pollfd(fd: accepting ? listenFD : -1, events: Int16(POLLIN), revents: 0))
             core.withLock { c in
                 for (id, cl) in c.clients {
                     var ev: Int16 = 0
@@ -373,12 +409,25 @@ final class APIServer: Sendable {
             let fd = withUnsafeMutablePointer(to: &ss) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listenFD, $0, &len) }
             }
-            guard fd >= 0 else { return }
+            guard fd >= 0 else {
+                // Out of descriptors (or memory): the listening socket stays readable, so
+                // accepting pauses a moment instead of spinning.
+                if errno != EAGAIN, errno != EWOULDBLOCK, errno != EINTR {
+                    core.withLock { $0.acceptPausedUntil = now + 100_000_000 }
+                }
+                return
+            }
             Self.nonblocking(fd)
             var one: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             let peer = Self.describe(&ss)
             let admitted: UInt64? = core.withLock { c in
+                // Connections that have not said Hello (or shaken hands) are few and go
+                // first: idle sockets must not keep Home Assistant out.
+                let waiting = c.clients.filter { $0.value.session.client == nil && $0.value.ending == nil }.keys.sorted()
+                if waiting.count >= Self.maxUnidentified, let oldest = waiting.first {
+                    _ = c.update(oldest) { $0.ending = (nil, now) }
+                }
                 guard c.clients.count < Self.maxClients else { return nil }
                 let id = c.nextID
                 c.nextID += 1
@@ -395,18 +444,18 @@ final class APIServer: Sendable {
 
     private func read(_ id: UInt64, _ buffer: inout [UInt8], now: UInt64) {
         guard let fd = core.withLock({ $0.clients[id]?.fd }) else { return }
-        while true {
+        for _ in 0 ..< Self.readsPerRound {
             let n = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
             if n > 0 {
                 let bytes = Array(buffer[..<n])
                 let ended: Bool = core.withLock { c in
-                    guard var cl = c.clients[id], cl.ending == nil else { return true }
-                    apply(cl.session.receive(bytes, now: now), id: id, &cl, now: now)
-                    c.clients[id] = cl
-                    return cl.ending != nil
+                    c.update(id) { cl in
+                        guard cl.ending == nil else { return true }
+                        apply(cl.session.receive(bytes, now: now), id: id, &cl, now: now)
+                        return cl.ending != nil
+                    } ?? true
                 }
-                if ended { return }
-                if n < buffer.count { return }
+                if ended || n < buffer.count { return }
                 continue
             }
             if n < 0, errno == EINTR { continue }
@@ -425,33 +474,35 @@ final class APIServer: Sendable {
     private func writeAndReap(now: UInt64) {
         var closed: [(UInt64, APICloseReason?)] = []
         core.withLock { c in
-            for (id, var cl) in c.clients {
-                var failed = false
-                while cl.pendingOutput > 0 {
-                    let offset = cl.offset
-                    let n = cl.output.withUnsafeBytes { Glibc.send(cl.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                    if n > 0 { cl.offset += n; continue }
-                    if n < 0, errno == EINTR { continue }
-                    if n < 0, errno == EAGAIN || errno == EWOULDBLOCK { break }
-                    failed = true
-                    break
-                }
-                if cl.pendingOutput == 0, cl.offset > 0 {
-                    cl.output.removeAll(keepingCapacity: cl.output.count <= 1 << 16)
-                    cl.offset = 0
-                }
-                if cl.pendingOutput > Self.stuckClientBytes { failed = true }
-                let done = failed || (cl.ending != nil && (cl.pendingOutput == 0 || now >= cl.ending!.closeBy))
-                if done {
-                    // Shut the write side first, so what was written (a reject) is not lost
-                    // to a reset over unread input.
-                    shutdown(cl.fd, Int32(SHUT_WR))
-                    Glibc.close(cl.fd)
-                    c.clients[id] = nil
-                    closed.append((id, cl.ending?.reason ?? cl.session.closeReason))
-                } else {
-                    c.clients[id] = cl
-                }
+            for id in Array(c.clients.keys) {
+                let done: Bool = c.update(id) { cl in
+                    var failed = false
+                    while cl.pendingOutput > 0 {
+                        let offset = cl.offset
+                        let n = cl.output.withUnsafeBytes { Glibc.send(cl.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                        if n > 0 { cl.offset += n; continue }
+                        if n < 0, errno == EINTR { continue }
+                        if n < 0, errno == EAGAIN || errno == EWOULDBLOCK { break }
+                        failed = true
+                        break
+                    }
+                    if cl.pendingOutput == 0, cl.offset > 0 {
+                        cl.output.removeAll(keepingCapacity: cl.output.count <= 1 << 16)
+                        cl.offset = 0
+                    } else if cl.offset > 1 << 16 {
+                        // A client behind: what it has taken goes, not only once it caught up.
+                        cl.output.removeFirst(cl.offset)
+                        cl.offset = 0
+                    }
+                    if cl.pendingOutput > Self.stuckClientBytes { failed = true }
+                    return failed || (cl.ending.map { cl.pendingOutput == 0 || now >= $0.closeBy } ?? false)
+                } ?? false
+                guard done, let cl = c.clients.removeValue(forKey: id) else { continue }
+                // Shut the write side first, so what was written (a reject) is not lost
+                // to a reset over unread input.
+                shutdown(cl.fd, Int32(SHUT_WR))
+                Glibc.close(cl.fd)
+                closed.append((id, cl.ending?.reason ?? cl.session.closeReason))
             }
             if !c.clients.values.contains(where: { $0.subscribed }) { c.batcher.batcher.clear() }
         }
@@ -525,9 +576,10 @@ final class APIServer: Sendable {
         struct Iterator: AsyncIteratorProtocol {
             var base: AsyncStream<APIServerEvent>.Iterator
             let backlog: Backlog
+            /// The next event; a request stays counted until ``APIServer/requestDone()``.
             mutating func next() async -> APIServerEvent? {
                 guard let e = await base.next() else { return nil }
-                backlog.taken()
+                if case .request = e {} else { backlog.taken() }
                 return e
             }
         }
