@@ -87,6 +87,19 @@ enum BluetoothDeviceRequestKind: Sendable, Equatable {
     }
 }
 
+extension APIRequest {
+    /// The device a request is about; nil for the radio's own.
+    var address: UInt64? {
+        switch self {
+        case .device(let a, _, _), .getServices(let a), .read(let a, _), .readDescriptor(let a, _), .write(let a, _, _, _),
+             .writeDescriptor(let a, _, _), .notify(let a, _, _), .setConnectionParams(let a, _, _, _, _):
+            a
+        case .subscribeAdvertisements, .unsubscribeAdvertisements, .subscribeConnectionsFree, .setScannerMode, .setNoiseKey:
+            nil
+        }
+    }
+}
+
 /// What a client asks of the proxy's radio (the session answers the rest itself).
 enum APIRequest: Sendable, Equatable {
     /// SubscribeBluetoothLEAdvertisementsRequest (flags bit 0: raw advertisements).
@@ -148,7 +161,8 @@ struct APIUUID: Sendable, Equatable {
 
     /// The 16- or 32-bit value when this is a SIG UUID on the Base UUID.
     var short: UInt32? {
-        guard low == 0x8000_0080_5F9B_34FB, high & 0xFFFF_FFFF == 0x0000_1000 else { return nil }
+        // 0 would be no UUID at all to the client: the long form then.
+        guard low == 0x8000_0080_5F9B_34FB, high & 0xFFFF_FFFF == 0x0000_1000, high >> 32 != 0 else { return nil }
         return UInt32(truncatingIfNeeded: high >> 32)
     }
 

@@ -131,13 +131,15 @@ extension BluetoothProxy {
     func connect(_ address: UInt64, type: UInt8, cached: Bool, for id: APIClientID) {
         enum Admission { case taken(ProxyLink), full, already(ProxyLink) }
         let peer = Self.leAddress(address, type: type)
-        let admission: Admission = state.withLock { s in
+        let admission: Admission? = state.withLock { s in
+            guard s.clients.contains(id) else { return nil }
             if let l = s.links[address] { return .already(l) }
             guard s.links.count < s.slots else { return .full }
             let l = ProxyLink(address: address, owner: id, peer: peer)
             s.links[address] = l
             return .taken(l)
         }
+        guard let admission else { return }  // the client went meanwhile
         switch admission {
         case .full:
             server.send(.deviceConnection(address: address, connected: false, mtu: 0, error: 0), to: id)
@@ -145,7 +147,10 @@ extension BluetoothProxy {
         case .already(let l):
             // Another client's device is not lent out; ours: connected is said again,
             // connecting goes on (the answer is on its way).
-            guard l.owner == id else {
+            // Going down (a disconnect that took too long for the client): this connect is
+            // answered now, not by the old link's end.
+            let closing = l.state.withLock { s in if case .closing = s.phase { return true } else { return false } }
+            guard l.owner == id, !closing else {
                 server.send(.deviceConnection(address: address, connected: false, mtu: 0, error: 0), to: id)
                 return
             }
@@ -223,7 +228,8 @@ extension BluetoothProxy {
     /// the real one, learnt the first time the controller says so.
     func learnControllerLimit() {
         let (before, now) = state.withLock { s -> (Int, Int) in
-            let held = s.links.values.filter { $0.connected != nil }.count
+            // Every link but the refused one (still in the table), set up or on the way.
+            let held = s.links.count - 1
             let before = s.slots
             s.slots = max(1, min(s.slots, held))
             return (before, s.slots)

@@ -66,6 +66,11 @@ public enum ProxyLog: Sendable, Equatable {
 }
 
 /// The proxy: ``run()`` serves Home Assistant on the host given until cancelled.
+struct QueueKey: Hashable {
+    var client: APIClientID
+    var address: UInt64
+}
+
 public final class BluetoothProxy: Sendable {
     /// What it was made with.
     public let settings: ProxySettings
@@ -81,6 +86,11 @@ public final class BluetoothProxy: Sendable {
         /// Connections-free subscribers.
         var slotWatchers: Set<APIClientID> = []
         var names: [APIClientID: String] = [:]
+        /// The clients connected now: a request of one that has gone takes no slot.
+        var clients: Set<APIClientID> = []
+        /// One queue per client and device: a device's requests run in the order they
+        /// came (a write without response never overtakes a write), devices side by side.
+        var queues: [QueueKey: AsyncStream<APIRequest>.Continuation] = [:]
         /// The slots: a link (or an attempt) per device address.
         var links: [UInt64: ProxyLink] = [:]
         var slots: Int
@@ -131,6 +141,9 @@ public final class BluetoothProxy: Sendable {
         }
         await server.stop()
         await mdns?.stop()
+        // The links go with the proxy (a library caller may keep the host).
+        let links = state.withLock { Array($0.links.values) }
+        for l in links { await drop(l) }
         let stopped = state.withLock { s -> Task<Void, any Error>? in
             let t = s.scan
             s.scan = nil
@@ -193,23 +206,56 @@ public final class BluetoothProxy: Sendable {
         for await e in server.events {
             switch e {
             case .connected(let id, let peer):
+                state.withLock { _ = $0.clients.insert(id) }
                 log(.clientConnected(id, peer: peer))
             case .ready(let id, let client):
                 state.withLock { $0.names[id] = client.info }
                 log(.clientReady(id, info: client.info, api: "\(client.apiMajor).\(client.apiMinor)"))
             case .closed(let id, let reason):
-                state.withLock { s in
+                // Gone before anything else of it runs: a connect still queued takes no slot.
+                let queues = state.withLock { s -> [AsyncStream<APIRequest>.Continuation] in
                     s.slotWatchers.remove(id)
                     s.names[id] = nil
+                    s.clients.remove(id)
+                    let mine = s.queues.filter { $0.key.client == id }
+                    for k in mine.keys { s.queues[k] = nil }
+                    return Array(mine.values)
                 }
+                for q in queues { q.finish() }
                 log(.clientClosed(id, reason: reason?.description ?? "connection lost"))
                 // Its links go: nobody would hear of them, and the slots are for others.
                 Task { await self.dropLinks(of: id) }
             case .request(let id, let r):
-                // Each request on its own: a slow device must not hold up another's.
-                Task { await self.handle(r, from: id) }
+                enqueue(r, from: id)
             }
         }
+    }
+
+    /// Hands `r` to its queue (made on first use, with a task that runs it in order); each
+    /// request is counted against the server's backlog until it is done, so a client that
+    /// floods requests is read no faster than its devices answer.
+    func enqueue(_ r: APIRequest, from id: APIClientID) {
+        let key = QueueKey(client: id, address: r.address ?? 0)
+        let (queue, fresh): (AsyncStream<APIRequest>.Continuation?, AsyncStream<APIRequest>?) = state.withLock { s in
+            guard s.clients.contains(id) else { return (nil, nil) }
+            if let q = s.queues[key] { return (q, nil) }
+            let (stream, q) = AsyncStream<APIRequest>.makeStream()
+            s.queues[key] = q
+            return (q, stream)
+        }
+        guard let queue else {
+            server.requestDone()
+            return
+        }
+        if let fresh {
+            Task {
+                for await request in fresh {
+                    await self.handle(request, from: id)
+                    self.server.requestDone()
+                }
+            }
+        }
+        if case .terminated = queue.yield(r) { server.requestDone() }
     }
 
     func handle(_ r: APIRequest, from id: APIClientID) async {
@@ -240,6 +286,13 @@ public final class BluetoothProxy: Sendable {
 
     /// HA's set-key request (only over an encrypted session: the session refused others).
     func setKey(_ key: [UInt8]?, from id: APIClientID) {
+        guard let key else {
+            // Clearing would leave a proxy that starts with a new key (or none) HA does not
+            // know: refused; --insecure-plaintext is the way to run without.
+            log(.keyRefused("Home Assistant asked to clear the key: kept (run with --insecure-plaintext to go without)"))
+            server.send(.noiseKeySet(success: false), to: id)
+            return
+        }
         guard let file = settings.keyFile else {
             log(.keyRefused("a key was pushed, but the key was given on the command line: not changed"))
             server.send(.noiseKeySet(success: false), to: id)
@@ -253,7 +306,7 @@ public final class BluetoothProxy: Sendable {
             return
         }
         server.setKey(key)
-        log(.keyChanged(cleared: key == nil))
+        log(.keyChanged(cleared: false))
         server.send(.noiseKeySet(success: true), to: id)
     }
 }
