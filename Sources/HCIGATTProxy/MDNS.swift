@@ -139,7 +139,10 @@ struct MDNSResponder: Sendable {
         }
         guard !answers.isEmpty else { return nil }
         additional.removeAll { r in answers.contains(r) }
-        return (Self.message(id: legacy ? query.id : 0, answers: answers, additional: additional), unicast)
+        // A legacy resolver gets its id and its questions back, and no cache-flush bits
+        // (RFC 6762 §6.7).
+        return (Self.message(id: legacy ? query.id : 0, questions: legacy ? query.questions : [], answers: answers,
+                             additional: additional, cacheFlush: !legacy), unicast)
     }
 
     /// The unsolicited announcement (RFC 6762 §8.3), or with `goodbye` the same records at
@@ -147,7 +150,7 @@ struct MDNSResponder: Sendable {
     func announcement(addresses: [[UInt8]], goodbye: Bool = false) -> [UInt8] {
         var records = [ptr(), srv(), txt()] + a(addresses)
         if goodbye { for i in records.indices { records[i].ttl = 0 } }
-        return Self.message(id: 0, answers: records, additional: [])
+        return Self.message(id: 0, questions: [], answers: records, additional: [], cacheFlush: true)
     }
 
     // MARK: Records
@@ -174,7 +177,8 @@ struct MDNSResponder: Sendable {
         addresses.filter { $0.count == 4 }.map { Record(name: service.host, type: Self.typeA, unique: true, ttl: service.ttl, data: .bytes($0)) }
     }
 
-    static func message(id: UInt16, answers: [Record], additional: [Record]) -> [UInt8] {
+    static func message(id: UInt16, questions: [DNSQuery.Question], answers: [Record], additional: [Record],
+                        cacheFlush: Bool) -> [UInt8] {
         var out: [UInt8] = []
         func u16(_ v: UInt16) { out += [UInt8(v >> 8), UInt8(truncatingIfNeeded: v)] }
         func u32(_ v: UInt32) { out += [UInt8(v >> 24), UInt8(truncatingIfNeeded: v >> 16), UInt8(truncatingIfNeeded: v >> 8), UInt8(truncatingIfNeeded: v)] }
@@ -189,14 +193,19 @@ struct MDNSResponder: Sendable {
         }
         u16(id)
         u16(0x8400)  // a response, authoritative
-        u16(0)
+        u16(UInt16(questions.count))
         u16(UInt16(answers.count))
         u16(0)
         u16(UInt16(additional.count))
+        for q in questions {
+            name(q.labels, into: &out)
+            u16(q.type)
+            u16(0x0001)
+        }
         for r in answers + additional {
             name(r.name, into: &out)
             u16(r.type)
-            u16(r.unique ? 0x8001 : 0x0001)
+            u16(r.unique && cacheFlush ? 0x8001 : 0x0001)
             u32(r.ttl)
             var data: [UInt8] = []
             switch r.data {

@@ -113,6 +113,22 @@ final class MDNSServer: Sendable {
         return out.isEmpty ? loopback : out
     }
 
+    /// Sends to the group out of every multicast interface, each message with that
+    /// interface's own address only (RFC 6762 §6.2: a docker bridge's or a VPN's address is
+    /// no use to a client on the LAN).
+    private func multicast(_ build: ([[UInt8]]) -> [UInt8]?) {
+        var g = sockaddr_in()
+        g.sin_family = sa_family_t(AF_INET)
+        g.sin_port = UInt16(5353).bigEndian
+        g.sin_addr.s_addr = Self.group.bigEndian
+        for a in Self.addresses(multicastOnly: true) {
+            guard let message = build([a]) else { continue }
+            var interface = in_addr(s_addr: Self.inAddr(a))
+            _ = setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, &interface, socklen_t(MemoryLayout<in_addr>.size))
+            send(message, to: g)
+        }
+    }
+
     /// Sends to `address`, or to the group out of every multicast interface.
     private func send(_ message: [UInt8], to address: sockaddr_in? = nil) {
         func sendTo(_ dest: sockaddr_in) {
@@ -143,7 +159,7 @@ final class MDNSServer: Sendable {
             if stopping.withLock({ $0.requested }) { break }
             while let first = announcements.first, first <= now {
                 announcements.removeFirst()
-                send(responder.announcement(addresses: Self.addresses()))
+                multicast { responder.announcement(addresses: $0) }
             }
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
             let timeout: Int32 = announcements.first.map { Int32(clamping: ($0 - min($0, now)) / 1_000_000 + 1) } ?? -1
@@ -164,10 +180,10 @@ final class MDNSServer: Sendable {
                 // answered directly, with its id (§6.7).
                 let legacy = UInt16(bigEndian: from.sin_port) != 5353
                 guard let (message, unicast) = responder.answer(query, addresses: Self.addresses(), legacy: legacy) else { continue }
-                send(message, to: unicast ? from : nil)
+                if unicast { send(message, to: from) } else { multicast { responder.answer(query, addresses: $0, legacy: false)?.message } }
             }
         }
-        send(responder.announcement(addresses: Self.addresses(), goodbye: true))
+        multicast { responder.announcement(addresses: $0, goodbye: true) }
         close(fd)
         let waiters = stopping.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.finished = true
