@@ -132,7 +132,9 @@ public struct ProxyState: Sendable {
             }
             written += n
         }
-        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, final) == 0 else {
+        let synced = fsync(fd) == 0
+        let closed = close(fd) == 0
+        guard synced, closed, rename(temporary, final) == 0 else {
             let e = String(cString: strerror(errno))
             unlink(temporary)
             throw ProxyStateError(path: final, message: "cannot replace: \(e)")

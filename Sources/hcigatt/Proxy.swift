@@ -116,6 +116,25 @@ enum ProxyCommand {
         let keyText = args.option("key"), keyFile = args.option("key-file")
         if keyText != nil && keyFile != nil { throw UsageError("give --key or --key-file, not both") }
         if plaintext && (keyText != nil || keyFile != nil) { throw UsageError("--insecure-plaintext is without a key: leave out --key and --key-file") }
+        var slots = 5
+        if let text = args.option("slots") {
+            guard let n = Int(text), (1 ... 64).contains(n) else { throw UsageError("--slots takes 1 to 64, not '\(text)'") }
+            slots = n
+        }
+        // --passkey here is per device (ADDR=NNNNNN), not the one passkey of the other commands.
+        let passkeys = try passkeyTable(args)
+        var controller = try ControllerSettings(args.removing(["passkey"]))
+        controller.options.pairingAgent = agent(passkeys)
+        if !passkeys.isEmpty, args.option("io-capability") == nil {
+            // A keyboard: a device that displays (or was given) a passkey gets Passkey Entry, and
+            // never Numeric Comparison, which nobody could answer here.
+            controller.options.security.ioCapability = .keyboardOnly
+        }
+        if let text = keyText, Base64.decode(text.trimmingCharacters(in: " "))?.count != 32 {
+            throw UsageError("--key takes 32 bytes in Base64 (44 characters ending in '=', as Home Assistant shows), not '\(text)'")
+        }
+        // State is read (and made) last, once every option is known to be good: a key made
+        // by a run that then stops on a typo would never be shown.
         let state = ProxyState(directory: args.option("state-dir") ?? defaultStateDirectory)
         var psk: [UInt8]?
         var writable: String?
@@ -141,24 +160,10 @@ enum ProxyCommand {
         }
         let identity: String
         do throws(ProxyStateError) { identity = try state.identity() } catch { throw RuntimeError("\(error)") }
-        var slots = 5
-        if let text = args.option("slots") {
-            guard let n = Int(text), (1 ... 64).contains(n) else { throw UsageError("--slots takes 1 to 64, not '\(text)'") }
-            slots = n
-        }
         var proxy = ProxySettings(address: address, port: port, name: name, friendlyName: args.option("friendly-name"),
                                   identity: identity, psk: psk, keyFile: writable, passive: args.flag("passive"), slots: slots,
                                   version: version)
         proxy.mdns = !args.flag("no-mdns")
-        // --passkey here is per device (ADDR=NNNNNN), not the one passkey of the other commands.
-        let passkeys = try passkeyTable(args)
-        var controller = try ControllerSettings(args.removing(["passkey"]))
-        controller.options.pairingAgent = agent(passkeys)
-        if !passkeys.isEmpty, args.option("io-capability") == nil {
-            // A keyboard: a device that displays (or was given) a passkey gets Passkey Entry, and
-            // never Numeric Comparison, which nobody could answer here.
-            controller.options.security.ioCapability = .keyboardOnly
-        }
         return Settings(proxy: proxy, controller: controller, json: args.flag("json"), newKey: newKey)
     }
 
