@@ -34,6 +34,7 @@ import Testing
         let battery = APIUUID(high: 0x0000_180F_0000_1000, low: 0x8000_0080_5F9B_34FB)
         #expect(battery.short == 0x180F)
         #expect(battery.words == [0x0000180F00001000, 0x800000805F9B34FB])
+        #expect(APIUUID(high: 0x0000_0000_0000_1000, low: 0x8000_0080_5F9B_34FB).short == nil, "0 would read as no UUID")
         let custom = APIUUID(high: 0x0001_0203_0405_0607, low: 0x0809_0A0B_0C0D_0E0F)
         #expect(custom.short == nil)
         var w = ProtoWriter()

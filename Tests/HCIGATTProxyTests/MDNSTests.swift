@@ -36,6 +36,10 @@ import Testing
         #expect(unicast && m[0] == 0 && m[1] == 0)
         let (legacy, _) = try #require(responder.answer(qu, addresses: [[10, 0, 0, 1]], legacy: true))
         #expect(legacy[0] == 0 && legacy[1] == 77)
+        #expect(legacy[4 ..< 6] == [0, 1], "its question echoed")
+        // The A record ends both: type, class, TTL, length, address.
+        #expect(Array(m.suffix(14).prefix(4)) == [0, 1, 0x80, 1], "cache-flush for mDNS")
+        #expect(Array(legacy.suffix(14).prefix(4)) == [0, 1, 0, 1], "none for a legacy resolver")
     }
 
     @Test("The goodbye repeats the records at TTL 0")

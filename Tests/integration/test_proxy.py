@@ -638,6 +638,34 @@ class ProxyTests(unittest.TestCase):
             run(go(), timeout=120)
             proxy.wait_for(lambda e: e.get('event') == 'slots' and e['slots'] == 2)
 
+    def test_writes_without_response_keep_their_order(self):
+        # 40 writes without response, then a read: the device holds the last one written.
+        with Peer('--peripheral', HEALTH) as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                ok, _, _, _ = await connect_device(client, HEALTH_ADDRESS)
+                services = await client.bluetooth_gatt_get_services(HEALTH_ADDRESS)
+                echo = next(c for s in services.services for c in s.characteristics if c.uuid == '68636967-6174-7400-8000-00805f9b0002')
+                for i in range(40):
+                    await client.bluetooth_gatt_write(HEALTH_ADDRESS, echo.handle, f'chunk {i:02d}'.encode(), False)
+                self.assertEqual(bytes(await client.bluetooth_gatt_read(HEALTH_ADDRESS, echo.handle)), b'chunk 39')
+                await client.disconnect()
+            run(go(), timeout=90)
+
+    def test_idle_sockets_do_not_keep_home_assistant_out(self):
+        import socket as socketlib
+        with Peer('--peripheral', THERMO) as peer, Proxy(peer, '--key', KEY) as proxy:
+            idle = [socketlib.create_connection(('127.0.0.1', proxy.port)) for _ in range(20)]
+            try:
+                async def go():
+                    client = await connected(proxy.port)
+                    self.assertTrue((await client.device_info()).name)
+                    await client.disconnect()
+                run(go())
+            finally:
+                for s in idle:
+                    s.close()
+
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
                             (['--key', KEY, '--key-file', '/x'], 'not both'),
@@ -653,6 +681,12 @@ class ProxyTests(unittest.TestCase):
                                capture_output=True, text=True, timeout=30)
             self.assertEqual(p.returncode, 2, f'{args}: {p.stderr}')
             self.assertIn(words, p.stderr, args)
+        # A typo stops the run before any state is made (a key made then would never be shown).
+        with tempfile.TemporaryDirectory() as tmp:
+            p = subprocess.run([HCIGATT, 'proxy', '--transport', 'tcp:127.0.0.1:1', '--state-dir', tmp + '/s', '--slots', '99'],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 2)
+            self.assertFalse(os.path.exists(tmp + '/s'), 'no state made')
         p = subprocess.run([HCIGATT, 'proxy', '--transport', 'tcp:127.0.0.1:1', '--key-file', '/nonexistent/key'],
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 1)
