@@ -666,6 +666,27 @@ class ProxyTests(unittest.TestCase):
                 for s in idle:
                     s.close()
 
+    def test_scanning_goes_on_while_connecting_and_connected(self):
+        with Peer('--peripheral', HEALTH, '--peripheral', HEART) as peer, Proxy(peer, '--key', KEY) as proxy:
+            async def go():
+                client = await connected(proxy.port)
+                heard = []
+                client.subscribe_bluetooth_le_raw_advertisements(
+                    lambda m: heard.extend((time.monotonic(), a.address) for a in m.advertisements))
+                await asyncio.sleep(2)
+                started = time.monotonic()
+                ok, _, _, _ = await connect_device(client, HEALTH_ADDRESS)
+                self.assertTrue(ok)
+                up = time.monotonic()
+                await asyncio.sleep(3)
+                during = [a for t, a in heard if started <= t <= up]
+                after = [a for t, a in heard if t > up]
+                self.assertIn(HEART_ADDRESS, after, 'the other device still heard with a link up')
+                if up - started > 0.5:
+                    self.assertTrue(during, 'advertisements while connecting')
+                await client.disconnect()
+            run(go(), timeout=90)
+
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
                             (['--key', KEY, '--key-file', '/x'], 'not both'),
