@@ -687,6 +687,25 @@ class ProxyTests(unittest.TestCase):
                 await client.disconnect()
             run(go(), timeout=90)
 
+    def test_a_vanished_controller_ends_the_proxy_with_the_reason(self):
+        # The controller's TCP connection is dropped under it: the clients are told
+        # goodbye and the proxy exits non-zero, saying why (a supervisor restarts it).
+        with Peer('--peripheral', THERMO, '--close-after', '3') as peer:
+            proxy = Proxy(peer, '--key', KEY)
+            async def go():
+                client = await connected(proxy.port)
+                await client.device_info()
+                for _ in range(100):
+                    if proxy.proc.poll() is not None:
+                        break
+                    await asyncio.sleep(0.1)
+            run(go())
+            code = proxy.proc.wait(timeout=15)
+            text = ''.join(proxy.text)
+            proxy.stop()
+            self.assertEqual(code, 1, text)
+            self.assertRegex(text, r'(?i)(controller|transport|closed|scan)')
+
     def test_usage_errors(self):
         for args, words in [(['--key', 'short'], '--key takes 32 bytes'),
                             (['--key', KEY, '--key-file', '/x'], 'not both'),
