@@ -65,12 +65,13 @@ public enum ProxyLog: Sendable, Equatable {
     case slots(Int, String)
 }
 
-/// The proxy: ``run()`` serves Home Assistant on the host given until cancelled.
+/// A request queue's key: one client's requests about one device (0: the radio's own).
 struct QueueKey: Hashable {
     var client: APIClientID
     var address: UInt64
 }
 
+/// The proxy: ``run()`` serves Home Assistant on the host given until cancelled.
 public final class BluetoothProxy: Sendable {
     /// What it was made with.
     public let settings: ProxySettings
